@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Run the GPU tests and the GPU benchmarks on the H200 test machine and write the
+# results to OUTDIR (on the device tool: $OUT).
+#
+#   bash benchmarks/gpu_check.sh OUTDIR [NAME ...]
+#
+# NAME selects parts (e.g. "bfs", "queue", "k2tree"): tests/test_gpu_NAME*.py,
+# tests/test_nvshmem_NAME*.py (run on 1, 2 and 4 PEs) and benchmarks/gpu_NAME*.py.
+# Without NAME everything runs. Needs nvshmem4py-cu13 as a wheel in .whl/ (carried).
+# Writes OUTDIR/pytest-*.log, OUTDIR/junit-*.xml, OUTDIR/*.json from the benchmarks,
+# and OUTDIR/env.json (commit, device, date).
+set -uo pipefail
+OUTDIR=${1:?usage: gpu_check.sh OUTDIR [NAME ...]}; shift || true
+mkdir -p "$OUTDIR"
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1 NVSHMEM_DISABLE_NVLS=1 NVSHMEM_REMOTE_TRANSPORT=none
+export NVSHMEM_SYMMETRIC_SIZE=${NVSHMEM_SYMMETRIC_SIZE:-4G}
+PY=$(command -v python3)
+if ls .whl/*.whl >/dev/null 2>&1; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+else
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+MPIRUN=${MPIRUN:-/usr/bin/mpirun}
+MPIFLAGS=(--allow-run-as-root --oversubscribe -x PYTHONPATH -x NVSHMEM_DISABLE_NVLS -x NVSHMEM_REMOTE_TRANSPORT -x NVSHMEM_SYMMETRIC_SIZE -x PYTHONUNBUFFERED)
+"$PY" - "$OUTDIR/env.json" <<'PYEOF'
+import json, subprocess, sys, datetime, platform
+def sh(c):
+    try: return subprocess.run(c, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception as e: return str(e)
+json.dump({"commit": sh("git rev-parse HEAD 2>/dev/null") or "unknown",
+           "dirty": bool(sh("git status --porcelain 2>/dev/null")),
+           "device": sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "host_cpus": sh("nproc"), "python": platform.python_version()}, open(sys.argv[1], "w"), indent=1)
+PYEOF
+names=("$@"); [ ${#names[@]} -eq 0 ] && names=("")
+status=0
+for name in "${names[@]}"; do
+  tag=${name:-all}
+  gtests=$(ls tests/test_gpu_${name}*.py 2>/dev/null)
+  if [ -n "$gtests" ]; then
+    "$PY" -m pytest -q -rs --junitxml="$OUTDIR/junit-gpu-$tag.xml" $gtests 2>&1 | tee "$OUTDIR/pytest-gpu-$tag.log" | tail -25
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  fi
+  ntests=$(ls tests/test_nvshmem_${name}*.py 2>/dev/null)
+  if [ -n "$ntests" ]; then
+    for np in 1 2 4; do
+      timeout 300 "$MPIRUN" "${MPIFLAGS[@]}" -n $np "$PY" tests/mpi_pytest.py -q -rs --with-mpi $ntests 2>&1 | tee "$OUTDIR/pytest-nvshmem-$tag-np$np.log" | tail -8
+      [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    done
+  fi
+  for b in $(ls benchmarks/gpu_${name}*.py 2>/dev/null); do
+    echo "=== $b ==="
+    "$PY" "$b" --outdir "$OUTDIR" 2>&1 | tee "$OUTDIR/$(basename "$b" .py).log" | tail -30
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  done
+done
+exit $status

@@ -1,0 +1,1 @@
+"""GPU backend: CuPy glue and the one kernel loader for kernels/*.cu (imported lazily)."""

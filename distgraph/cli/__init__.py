@@ -1,0 +1,80 @@
+"""The ``distgraph`` command line.
+
+Every subcommand lives in its own module of this package and exposes ``NAME``,
+``HELP``, ``add_arguments(parser)`` and ``run(args, ctx) -> int``. The list
+below is the registry; a module that is not there yet is skipped, so algorithm
+issues add their command by adding a module.
+
+``main`` wraps the subcommand the way ``python -m mpi4py`` wraps a script: an
+exception on any rank prints one line ``distgraph: error: ...`` and aborts the job
+(MPI_Abort when more than one rank), so no rank is ever left waiting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = ["info", "convert", "generate", "stats", "bfs", "closeness", "sssp", "spmv",
+            "pagerank", "queue_bench", "scale"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    p = argparse.ArgumentParser(prog="distgraph", description="Graph analytics on many GPUs (and CPUs) over MPI.",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--version", action="version", version=f"distgraph {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name == f"{__name__}.{name}":
+                continue
+            raise
+        sp = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP,
+                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        mod.add_arguments(sp)
+        sp.set_defaults(_run=mod.run)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from mpi4py import MPI
+
+    from ..errors import DistgraphError
+    from ..runtime.abort import abort
+    from ..runtime.log import setup_logging
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    setup_logging(rank, size, "DEBUG" if getattr(args, "verbose_log", False) else None)
+    try:
+        return int(args._run(args) or 0)
+    except (DistgraphError, OSError, ValueError, TypeError, MemoryError, ImportError) as e:
+        msg = f"distgraph: error: {e}" if size == 1 else f"distgraph: error (rank {rank}): {e}"
+        if size > 1:
+            abort(comm, msg, 2)
+        sys.stderr.write(msg + "\n")
+        return 2
+    except KeyboardInterrupt:
+        if size > 1:
+            abort(comm, f"distgraph: interrupted (rank {rank})", 130)
+        return 130
+    except BaseException as e:  # any other failure: report and abort the job
+        if isinstance(e, SystemExit):
+            raise
+        import traceback
+
+        traceback.print_exc()
+        abort(comm, f"distgraph: internal error (rank {rank}): {type(e).__name__}: {e}", 1)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Flags and plumbing shared by every subcommand (as gapbs shares command_line.h).
+
+Graph flags: ``GRAPH`` (a file, a ``.dgraph`` binary, or a generator spec such as
+``kron:20`` / ``urand:18:seed=3``), ``--symmetrize``, ``--directed/--undirected``,
+``--weighted``, ``--drop-self-loops``, ``--base``.
+Run flags: ``--source S``, ``--trials N``, ``--verify``, ``--backend``, ``--seed``,
+``--output PATH``, ``--json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+
+__all__ = ["add_graph_arguments", "add_run_arguments", "load_graph", "write_output",
+           "print_json", "context_from_args", "Timer", "pick_sources"]
+
+
+def add_graph_arguments(p, weighted_default: bool = False) -> None:
+    p.add_argument("graph", metavar="GRAPH",
+                   help="graph file (.mtx, .txt/.el SNAP list, .csv, .gr DIMACS; .gz/.xz/.bz2 too; .dgraph binary) "
+                        "or generator spec: kron:SCALE, urand:SCALE, grid:ROWSxCOLS, rgg:SCALE, delaunay:SCALE "
+                        "with :key=value options (seed=, ef=, weights=)")
+    g = p.add_argument_group("graph input")
+    g.add_argument("--symmetrize", "-s", action="store_true", help="treat every arc as an undirected edge")
+    d = g.add_mutually_exclusive_group()
+    d.add_argument("--directed", dest="directed", action="store_const", const=True, default=None,
+                   help="read an edge list as directed (the default for SNAP/CSV/.gr 'p sp')")
+    d.add_argument("--undirected", dest="directed", action="store_const", const=False,
+                   help="read an edge list as undirected")
+    g.add_argument("--drop-self-loops", action="store_true", help="remove arcs v -> v")
+    g.add_argument("--keep-duplicates", action="store_true", help="keep parallel arcs (default: keep one, of minimum weight)")
+    g.add_argument("--base", type=int, choices=(0, 1), default=None,
+                   help="first vertex id of an edge list (default: 1 for .mtx/.gr, ids as given for SNAP/CSV)")
+    g.add_argument("--no-weights", action="store_true", help="ignore a weight column")
+    g.add_argument("--format", default=None, choices=("mtx", "snap", "csv", "dimacs", "dgraph"),
+                   help="file format (default: from the extension)")
+
+
+def add_run_arguments(p, source: bool = False, output: bool = True) -> None:
+    r = p.add_argument_group("run")
+    if source:
+        r.add_argument("--source", "-r", type=int, default=None,
+                       help="source vertex (input id); default: picked at random with --seed among vertices with arcs")
+    r.add_argument("--trials", "-n", type=int, default=1, help="number of timed trials")
+    r.add_argument("--verify", "-v", action="store_true", help="check the result with the built-in verifier")
+    r.add_argument("--backend", choices=("auto", "cpu", "gpu"), default=None,
+                   help="compute backend (default: DISTGRAPH_BACKEND, else gpu when CuPy sees one)")
+    r.add_argument("--seed", type=int, default=27491095, help="seed for picking sources")
+    if output:
+        r.add_argument("--output", "-o", default=None, help="write one value per vertex (.npy, .csv, .parquet)")
+    r.add_argument("--json", action="store_true", help="rank 0 prints a one-line JSON summary")
+    r.add_argument("--verbose-log", action="store_true", help="debug logging on every rank")
+
+
+def context_from_args(args):
+    from ..runtime.context import get_context
+
+    return get_context(backend=getattr(args, "backend", None))
+
+
+class Timer:
+    def __init__(self):
+        self.times = {}
+
+    def __call__(self, name):
+        timer = self
+
+        class _T:
+            def __enter__(self):
+                self.t = time.perf_counter()
+
+            def __exit__(self, *e):
+                timer.times[name] = timer.times.get(name, 0.0) + time.perf_counter() - self.t
+
+        return _T()
+
+
+def load_graph(args, comm=None):
+    """Resolve GRAPH (file, binary or generator spec) into a :class:`Graph` on every rank."""
+    spec = args.graph
+    from ..generators import is_spec, from_spec
+
+    sym = bool(getattr(args, "symmetrize", False))
+    if is_spec(spec):
+        g = from_spec(spec)
+        if sym and g.directed:
+            src, dst, w = g.edges()
+            from ..graph import Graph
+
+            g = Graph.from_edges(src, dst, w, n=g.n, directed=False, meta=g.meta)
+        return g
+    if not os.path.exists(spec):
+        raise InvalidArgumentError(f"GRAPH must be an existing file or a generator spec (kron:20, urand:18, ...); got {spec!r}")
+    from ..graph.readers import read_graph
+
+    return read_graph(spec, format=getattr(args, "format", None), directed=getattr(args, "directed", None),
+                      symmetrize=sym, drop_self_loops=getattr(args, "drop_self_loops", False),
+                      dedup=not getattr(args, "keep_duplicates", False), base=getattr(args, "base", None),
+                      weighted=not getattr(args, "no_weights", False))
+
+
+def resolve_source(graph, source):
+    """Map an input vertex id to the internal one (labels of relabelled edge lists)."""
+    if source is None:
+        return None
+    if graph.labels is not None:
+        pos = np.searchsorted(graph.labels, source)
+        if pos >= graph.n or graph.labels[pos] != source:
+            raise InvalidArgumentError(f"--source {source} is not a vertex of the graph (input ids {graph.labels[0]}..{graph.labels[-1]})")
+        return int(pos)
+    if not 0 <= source < graph.n:
+        raise InvalidArgumentError(f"--source must be in [0, {graph.n}); got {source}")
+    return int(source)
+
+
+def pick_sources(graph, k: int, seed: int) -> np.ndarray:
+    """``k`` sources drawn with ``seed`` among vertices with at least one out-arc (gapbs SourcePicker)."""
+    rng = np.random.default_rng(seed)
+    cand = np.flatnonzero(np.diff(graph.indptr) > 0)
+    if cand.size == 0:
+        cand = np.arange(graph.n)
+    if cand.size == 0:
+        raise InvalidArgumentError("graph has no vertices to pick a source from")
+    return rng.choice(cand, size=k, replace=True)
+
+
+def write_output(path, values, graph, name: str = "value") -> None:
+    """Write one value per vertex in input order: .npy, .csv (vertex,value) or .parquet."""
+    values = np.asarray(values)
+    ext = os.path.splitext(path)[1].lower()
+    tmp = path + ".tmp"
+    if ext == ".npy":
+        with open(tmp, "wb") as f:
+            np.save(f, values)
+    elif ext == ".csv":
+        ids = graph.input_ids()
+        with open(tmp, "w") as f:
+            f.write(f"vertex,{name}\n")
+            if values.size:
+                fmt = "%d,%d" if values.dtype.kind in "iub" else "%d,%.17g"
+                np.savetxt(f, np.column_stack([ids, values]) if values.dtype.kind in "iub" else
+                           np.rec.fromarrays([ids, values]), fmt=fmt)
+    elif ext == ".parquet":
+        try:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ImportError("writing .parquet needs pyarrow: pip install pyarrow") from None
+        pq.write_table(pa.table({"vertex": graph.input_ids(), name: values}), tmp)
+    else:
+        raise InvalidArgumentError(f"--output must end in .npy, .csv or .parquet; got {path!r}")
+    os.replace(tmp, path)
+
+
+def print_json(ctx, summary: dict) -> None:
+    if ctx.rank == 0:
+        sys.stdout.write(json.dumps(summary, default=_jsonable) + "\n")
+        sys.stdout.flush()
+
+
+def _jsonable(o):
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)

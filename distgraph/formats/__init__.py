@@ -1,0 +1,1 @@
+"""Graph formats: binary container, BVSS, k2-tree, reordering."""

@@ -1,0 +1,102 @@
+"""One runtime configuration object with typed defaults and ``DISTGRAPH_*`` overrides.
+
+Precedence, highest first: an explicit argument (CLI flag or keyword), then the
+environment variable ``DISTGRAPH_<NAME>`` (upper case), then the default below.
+Unknown ``DISTGRAPH_*`` variables are rejected so that a typo never goes unnoticed.
+
+>>> from distgraph.runtime.config import config
+>>> config.bfs_alpha
+15
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, fields
+
+from ..errors import InvalidArgumentError
+
+__all__ = ["Config", "config", "reload_config"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+# Variables that are read elsewhere and are not config keys.
+_NOT_KEYS = {"DISTGRAPH_TEST_TIMEOUT"}
+
+
+@dataclass
+class Config:
+    #: "auto" (gpu when CuPy sees a GPU, else cpu), "cpu" or "gpu".
+    backend: str = "auto"
+    #: Python logging level name for the "distgraph" logger.
+    log_level: str = "WARNING"
+    #: "auto" (rank 0, when stderr is a terminal), "on" or "off".
+    progress: str = "auto"
+    #: Where compiled kernels, BVSS and k2-tree caches go.
+    cache_dir: str = os.path.join(os.path.expanduser("~"), ".cache", "distgraph")
+    #: Direction-optimizing BFS switch parameters (Beamer et al.; gapbs defaults).
+    bfs_alpha: int = 15
+    bfs_beta: int = 18
+    #: Sources per multi-source BFS batch on the CPU (multiple of 64, <= 512).
+    msbfs_batch: int = 512
+    #: GPU index override (-1: local rank modulo visible GPUs).
+    device: int = -1
+    #: Seconds a test or a run may wait on a peer before declaring a hang (0: forever).
+    hang_timeout: float = 0.0
+
+
+def _convert(name: str, typ, raw: str):
+    try:
+        if typ is bool or typ == "bool":
+            low = raw.strip().lower()
+            if low in _TRUE:
+                return True
+            if low in _FALSE:
+                return False
+            raise ValueError
+        if typ in (int, "int"):
+            return int(raw)
+        if typ in (float, "float"):
+            return float(raw)
+        return raw
+    except ValueError:
+        raise InvalidArgumentError(
+            f"environment variable DISTGRAPH_{name.upper()} must be a {getattr(typ, '__name__', typ)}; got {raw!r}") from None
+
+
+def reload_config(environ=None) -> Config:
+    """Build a :class:`Config` from defaults and ``DISTGRAPH_*`` variables."""
+    environ = os.environ if environ is None else environ
+    cfg = Config()
+    known = {f.name: f for f in fields(Config)}
+    for key, raw in environ.items():
+        if not key.startswith("DISTGRAPH_") or key in _NOT_KEYS:
+            continue
+        name = key[len("DISTGRAPH_"):].lower()
+        if name not in known:
+            raise InvalidArgumentError(
+                f"unknown configuration variable {key}; known: "
+                + ", ".join("DISTGRAPH_" + k.upper() for k in sorted(known)))
+        setattr(cfg, name, _convert(name, known[name].type, raw))
+    if cfg.backend not in ("auto", "cpu", "gpu"):
+        raise InvalidArgumentError(f"DISTGRAPH_BACKEND must be auto, cpu or gpu; got {cfg.backend!r}")
+    return cfg
+
+
+config = reload_config()
+
+
+def override(**kw) -> Config:
+    """Set config keys from explicit arguments (None means: keep)."""
+    known = {f.name for f in fields(Config)}
+    for k, v in kw.items():
+        if k not in known:
+            raise InvalidArgumentError(f"unknown configuration key {k!r}")
+        if v is not None:
+            setattr(config, k, v)
+    return config
+
+
+def as_dict() -> dict:
+    return dataclasses.asdict(config)

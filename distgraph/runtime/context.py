@@ -1,0 +1,119 @@
+"""The SPMD context: communicator, rank, size, local rank, backend, GPU binding.
+
+The one place that knows about MPI launchers. Local rank is taken, in order, from
+``OMPI_COMM_WORLD_LOCAL_RANK`` (Open MPI), ``MPI_LOCALRANKID`` (MPICH/Hydra),
+``SLURM_LOCALID`` (srun), ``PMI_LOCAL_RANK``/``PALS_LOCAL_RANKID``, and otherwise from
+an ``MPI_COMM_TYPE_SHARED`` split of the communicator. A rank binds to GPU
+``local_rank % visible_gpus`` unless ``DISTGRAPH_DEVICE`` says otherwise.
+
+The backend is ``"gpu"`` when CuPy imports and sees a GPU, otherwise ``"cpu"``;
+``DISTGRAPH_BACKEND`` or an explicit ``backend=`` overrides it. Asking for ``"gpu"``
+where none is usable raises :class:`~distgraph.errors.BackendUnavailableError` with the
+install command; it never silently falls back.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..errors import BackendUnavailableError, InvalidArgumentError
+from .config import config
+
+__all__ = ["Context", "get_context", "gpu_count", "local_rank_from_env", "mpi_vendor"]
+
+_LOCAL_RANK_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                    "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "MV2_COMM_WORLD_LOCAL_RANK")
+_LOCAL_SIZE_VARS = ("OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE",
+                    "PMI_LOCAL_SIZE", "PALS_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE")
+
+
+def local_rank_from_env(environ=None):
+    """``(local_rank, local_size)`` from launcher variables, or ``(None, None)``."""
+    env = os.environ if environ is None else environ
+    lr = next((int(env[v]) for v in _LOCAL_RANK_VARS if env.get(v, "").isdigit()), None)
+    ls = next((int(env[v]) for v in _LOCAL_SIZE_VARS if env.get(v, "").isdigit()), None)
+    return lr, ls
+
+
+def gpu_count() -> int:
+    """Number of GPUs CuPy can see (0 without CuPy or a driver). Never raises."""
+    try:
+        import cupy  # noqa: F401
+        from cupy.cuda import runtime
+
+        return int(runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
+def mpi_vendor() -> str:
+    from mpi4py import MPI
+
+    name, ver = MPI.get_vendor()
+    return f"{name} {'.'.join(map(str, ver))}"
+
+
+@dataclass
+class Context:
+    comm: object
+    rank: int
+    size: int
+    local_rank: int
+    local_size: int
+    backend: str
+    device: int | None  # GPU index bound, None on cpu
+
+    @property
+    def is_root(self) -> bool:
+        return self.rank == 0
+
+
+_ctx: Context | None = None
+
+
+def _resolve_backend(requested: str | None) -> str:
+    b = requested or config.backend
+    if b not in ("auto", "cpu", "gpu"):
+        raise InvalidArgumentError(f"backend must be 'auto', 'cpu' or 'gpu'; got {b!r}")
+    if b == "cpu":
+        return "cpu"
+    ngpu = gpu_count()
+    if b == "gpu" and ngpu == 0:
+        raise BackendUnavailableError(
+            "backend 'gpu' needs CuPy and a visible GPU; none found. "
+            "Install with: pip install 'distgraph[gpu]' (CUDA 13: cupy-cuda13x, nvshmem4py-cu13; "
+            "CUDA 12: cupy-cuda12x, nvshmem4py-cu12), or use --backend cpu")
+    return "gpu" if ngpu > 0 else "cpu"
+
+
+def get_context(comm=None, backend: str | None = None) -> Context:
+    """The context of this process (created on first call; ``backend`` re-resolves it)."""
+    global _ctx
+    from mpi4py import MPI
+
+    comm = comm if comm is not None else MPI.COMM_WORLD
+    if _ctx is not None and _ctx.comm is comm and backend in (None, _ctx.backend):
+        return _ctx
+    rank, size = comm.Get_rank(), comm.Get_size()
+    lr, ls = local_rank_from_env()
+    if lr is None or ls is None or comm is not MPI.COMM_WORLD:
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=rank)
+        lr, ls = node.Get_rank(), node.Get_size()
+        node.Free()
+    # All ranks must agree on the backend, or collectives would mismatch.
+    be = _resolve_backend(backend)
+    agreed = comm.allgather(be)
+    if len(set(agreed)) != 1:
+        raise BackendUnavailableError(f"ranks disagree on the backend ({agreed}); set --backend explicitly")
+    device = None
+    if be == "gpu":
+        ngpu = gpu_count()
+        device = config.device if config.device >= 0 else lr % ngpu
+        import cupy
+
+        cupy.cuda.Device(device).use()
+    ctx = Context(comm, rank, size, lr, ls, be, device)
+    if comm is MPI.COMM_WORLD:
+        _ctx = ctx
+    return ctx

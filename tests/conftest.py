@@ -1,0 +1,40 @@
+"""Shared fixtures. GPU tests carry ``@pytest.mark.gpu`` and skip without a GPU;
+MPI tests carry ``@pytest.mark.mpi`` (pytest-mpi) and run under ``tests/run.sh`` on
+1, 2 and 4 ranks."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("DISTGRAPH_DATA", ROOT.parent / "shared" / "data"))
+
+
+def _has_gpu() -> bool:
+    from distgraph.runtime.context import gpu_count
+
+    return gpu_count() > 0
+
+
+def pytest_collection_modifyitems(config, items):
+    if any("gpu" in it.keywords or "nvshmem" in it.keywords for it in items):
+        if not _has_gpu():
+            skip = pytest.mark.skip(reason="needs a CUDA GPU with CuPy (none visible)")
+            for it in items:
+                if "gpu" in it.keywords or "nvshmem" in it.keywords:
+                    it.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    if not DATA.is_dir():
+        pytest.skip(f"shared data folder not found at {DATA} (set DISTGRAPH_DATA)")
+    return DATA
+
+
+@pytest.fixture
+def comm():
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD
