@@ -9,6 +9,9 @@
 # Without NAME everything runs. Needs nvshmem4py-cu13 as a wheel in .whl/ (carried).
 # Writes OUTDIR/pytest-*.log, OUTDIR/junit-*.xml, OUTDIR/*.json from the benchmarks,
 # and OUTDIR/env.json (commit, device, date).
+# The device tool brings back at most 8 files, so on the device run e.g.
+#   bash benchmarks/gpu_check.sh /tmp/res bfs; tar czf $OUT/res.tar.gz -C /tmp/res .
+# and unpack the results here into benchmarks/results/<name>/.
 set -uo pipefail
 OUTDIR=${1:?usage: gpu_check.sh OUTDIR [NAME ...]}; shift || true
 mkdir -p "$OUTDIR"
