@@ -1,0 +1,102 @@
+"""Runtime: config precedence, local rank detection, progress, collective errors, CLI."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from distgraph.errors import InvalidArgumentError, GraphValueError
+from distgraph.runtime.config import reload_config
+from distgraph.runtime.context import local_rank_from_env
+from distgraph.runtime.progress import Progress, format_seconds
+
+
+def test_config_defaults_env_and_unknown_keys():
+    cfg = reload_config({})
+    assert cfg.bfs_alpha == 15 and cfg.bfs_beta == 18 and cfg.backend == "auto"
+    cfg = reload_config({"DISTGRAPH_BFS_ALPHA": "20", "DISTGRAPH_BACKEND": "cpu"})
+    assert cfg.bfs_alpha == 20 and cfg.backend == "cpu"
+    with pytest.raises(InvalidArgumentError, match="unknown configuration variable DISTGRAPH_BFS_ALHPA"):
+        reload_config({"DISTGRAPH_BFS_ALHPA": "1"})
+    with pytest.raises(InvalidArgumentError, match="must be a int; got 'x'"):
+        reload_config({"DISTGRAPH_BFS_ALPHA": "x"})
+    with pytest.raises(InvalidArgumentError, match="auto, cpu or gpu"):
+        reload_config({"DISTGRAPH_BACKEND": "tpu"})
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({"OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}, (3, 4)),
+    ({"MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2"}, (1, 2)),
+    ({"SLURM_LOCALID": "2", "SLURM_NTASKS_PER_NODE": "8"}, (2, 8)),
+    ({}, (None, None)),
+])
+def test_local_rank_from_launcher_variables(env, expected):
+    assert local_rank_from_env(env) == expected
+
+
+def test_progress_prints_eta_lines_when_not_a_tty():
+    buf = io.StringIO()
+    with Progress(total=4, desc="batches", enabled=True, interval=0.0, stream=buf) as p:
+        for _ in range(4):
+            p.update()
+    lines = buf.getvalue().strip().splitlines()
+    assert lines[-1].startswith("batches [") and "4/4" in lines[-1] and "100.0%" in lines[-1]
+    assert "eta" in lines[1]
+    assert format_seconds(3725) == "1:02:05"
+
+
+def test_progress_is_silent_off_rank_zero():
+    buf = io.StringIO()
+    with Progress(total=2, enabled=True, rank=1, stream=buf) as p:
+        p.update(2)
+    assert buf.getvalue() == ""
+
+
+@pytest.mark.mpi
+def test_collective_raise_reaches_every_rank(comm):
+    from distgraph.runtime.abort import collective_raise
+
+    exc = GraphValueError("bad on the last rank") if comm.Get_rank() == comm.Get_size() - 1 else None
+    with pytest.raises(GraphValueError, match="bad on the last rank"):
+        collective_raise(comm, exc)
+    collective_raise(comm, None)  # no error anywhere: returns on every rank
+
+
+def _cli(*args, n=None, env=None):
+    cmd = [sys.executable, "-m", "distgraph", *args]
+    if n:
+        cmd = [os.path.join(os.path.dirname(sys.executable), "mpiexec"), "-n", str(n)] + cmd
+    e = dict(os.environ, **(env or {}))
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=e)
+
+
+def test_cli_info_json():
+    r = _cli("info", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    assert info["backend"] in ("cpu", "gpu") and info["mpi_vendor"]
+
+
+def test_cli_gpu_backend_without_gpu_is_a_clear_error():
+    from distgraph.runtime.context import gpu_count
+
+    if gpu_count():
+        pytest.skip("a GPU is visible")
+    r = _cli("info", "--backend", "gpu")
+    assert r.returncode != 0
+    assert "pip install" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_cli_bad_environment_is_one_line():
+    r = _cli("info", env={"DISTGRAPH_NOPE": "1"})
+    assert r.returncode != 0 and "unknown configuration variable DISTGRAPH_NOPE" in r.stderr
+
+
+def test_cli_rank_failure_aborts_the_job_without_hanging(tmp_path):
+    """A file that exists on no rank: every rank raises, the job exits non-zero, quickly."""
+    r = _cli("stats", str(tmp_path / "missing.mtx"), n=2)
+    assert r.returncode != 0
+    assert "GRAPH must be an existing file" in r.stderr
