@@ -2,10 +2,6 @@
 
 import io
 import json
-import os
-import subprocess
-import sys
-
 import pytest
 
 from distgraph.errors import InvalidArgumentError, GraphValueError
@@ -66,11 +62,9 @@ def test_collective_raise_reaches_every_rank(comm):
 
 
 def _cli(*args, n=None, env=None):
-    cmd = [sys.executable, "-m", "distgraph", *args]
-    if n:
-        cmd = [os.path.join(os.path.dirname(sys.executable), "mpiexec"), "-n", str(n)] + cmd
-    e = dict(os.environ, **(env or {}))
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=e)
+    from distgraph.testing import run_cli
+
+    return run_cli(*args, n=n, env=env)
 
 
 def test_cli_info_json():
