@@ -1,0 +1,245 @@
+"""CPU (numba) semiring products on k2-trees and on CSR, one rank's block.
+
+Tosoni & Mencagli, arXiv 2611.03610, Algorithm 1 (level-synchronous k2-tree SpMV),
+run sequentially: the nodes of a level form a frontier of Morton codes, expanded
+into the next level, and the nodes of the last internal level visit their leaves in
+place (the leaves are never written to a frontier). The traversal goes depth-first
+over *tiles*, ranges of nodes with at most ``M`` children, with one buffer of at most
+``M`` codes per level (Sec. 3.4), so the scratch is known before a product runs:
+:func:`scratch_layout`. It starts from the cached top level of the tree.
+
+Child offsets (the rank of a descent) come from either
+
+* ``scan``      -- a running count of the fan-outs of the level (the sequential
+  exclusive scan: levels are visited left to right, tile after tile), or
+* ``directory`` -- the sampled directory: at the start of a tile, the first child of
+  its first node is ``directory[g // S]`` plus the popcount of the signatures
+  between node ``(g // S) * S`` and ``g``; within the tile, the scan.
+
+With the cached frontier (k2+F, Sec. 3.5) a product is one loop over the codes of the
+last internal level.
+
+Arrays: ``x`` and ``y`` are 2-D C-contiguous ``(n, B)`` (one column per vector of a
+batch); ``y`` is filled with the semiring's zero by the caller. A right product adds
+``x[c]`` into ``y[r]`` for a non-zero ``(r, c)``; a left product (``left=True``) adds
+``x[r]`` into ``y[c]``. The semiring is a jitted function ``op(y_value, x_value)``
+(``OPS``), on which numba specialises every kernel.
+
+Order of accumulation: within a row (right) or a column (left) the contributions
+arrive in increasing column (row) order, because a fixed row's cells are ordered by
+column in Z-order; the CSR kernel does the same. So every configuration (tile, offsets,
+cached frontier, k2-tree or CSR, any row block) gives bit-identical floats.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["OPS", "k2_product", "k2_frontier_product", "csr_product", "scratch_layout"]
+
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_M8 = np.uint64(0x00FF00FF00FF00FF)
+_M16 = np.uint64(0x0000FFFF0000FFFF)
+_M32 = np.uint64(0x00000000FFFFFFFF)
+_U1 = np.uint64(1)
+_U2 = np.uint64(2)
+_U4 = np.uint64(4)
+_U8 = np.uint64(8)
+_U16 = np.uint64(16)
+_POP4 = np.array([bin(i).count("1") for i in range(16)], dtype=np.int64)
+_POP8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.int64)
+
+
+# ------------------------------------------------------------------ semirings
+@njit(inline="always", cache=True)
+def _plus_times(a, b):
+    return a + b
+
+
+@njit(inline="always", cache=True)
+def _lor_land(a, b):
+    return a | b
+
+
+@njit(inline="always", cache=True)
+def _min_plus(a, b):
+    v = b + 1
+    return v if v < a else a
+
+
+#: the combine of each semiring, indexed by ``Semiring.code`` (``x`` already holds
+#: ``x != 0`` for lor_land, see ``Semiring.prepare``).
+OPS = (_plus_times, _lor_land, _min_plus)
+
+
+# -------------------------------------------------------------------- helpers
+@njit(inline="always", cache=True)
+def _nib(sig, g):
+    return np.int64((sig[g >> 1] >> ((g & 1) << 2)) & 15)
+
+
+@njit(inline="always", cache=True)
+def _compact(v):
+    v = v & _M1
+    v = (v | (v >> _U1)) & _M2
+    v = (v | (v >> _U2)) & _M4
+    v = (v | (v >> _U4)) & _M8
+    v = (v | (v >> _U8)) & _M16
+    v = (v | (v >> _U16)) & _M32
+    return np.int64(v)
+
+
+@njit(cache=True)
+def _first_child(sig, directory, S, g):
+    """First child of node ``g`` from the sampled directory."""
+    a = (g // S) * S
+    c = np.int64(directory[g // S])
+    h = a
+    while h + 2 <= g:
+        c += _POP8[sig[h >> 1]]
+        h += 2
+    if h < g:
+        c += _POP4[sig[h >> 1] & 15]
+    return c
+
+
+@njit(inline="always", cache=True)
+def _visit(sig, code, s, c, x, y, left, op):
+    """Visit the leaves of a last-internal-level node (code, signature s, first
+    leaf c); returns the next leaf id."""
+    B = x.shape[1]
+    for b in range(4):
+        if (s >> b) & 1:
+            lam = _nib(sig, c)
+            c += 1
+            leaf = (code << _U2) | np.uint64(b)
+            r = _compact(leaf >> _U1) << 1
+            col = _compact(leaf) << 1
+            for q in range(4):
+                if (lam >> q) & 1:
+                    i = r + (q >> 1)
+                    j = col + (q & 1)
+                    if left:
+                        for k in range(B):
+                            y[j, k] = op(y[j, k], x[i, k])
+                    else:
+                        for k in range(B):
+                            y[i, k] = op(y[i, k], x[j, k])
+    return c
+
+
+# --------------------------------------------------------------------- kernels
+@njit(cache=True)
+def _descend(sig, level_start, L, d0, buf, buf_off, buf_cap, directory, S, use_dir, x, y, left, op):
+    last = L - 2
+    cnt = np.zeros(L, np.int64)
+    pos = np.zeros(L, np.int64)
+    g0 = np.zeros(L, np.int64)     # node id of buffer slot 0
+    run = np.zeros(L, np.int64)    # first child of the next unvisited node of the level
+    for lvl in range(d0, last + 1):
+        run[lvl] = level_start[lvl + 1]
+    cnt[d0] = level_start[d0 + 1] - level_start[d0]
+    g0[d0] = level_start[d0]
+    lvl = d0
+    while lvl >= d0:
+        if pos[lvl] >= cnt[lvl]:
+            lvl -= 1
+            continue
+        t = pos[lvl]
+        base = buf_off[lvl]
+        c = _first_child(sig, directory, S, g0[lvl] + t) if use_dir else run[lvl]
+        if lvl == last:  # leaves in place
+            for t in range(pos[lvl], cnt[lvl]):
+                g = g0[lvl] + t
+                c = _visit(sig, buf[base + t], _nib(sig, g), c, x, y, left, op)
+            pos[lvl] = cnt[lvl]
+            run[lvl] = c
+            continue
+        out = buf_off[lvl + 1]
+        cap = buf_cap[lvl + 1]
+        k = 0
+        while t < cnt[lvl]:
+            s = _nib(sig, g0[lvl] + t)
+            if k + _POP4[s] > cap:
+                break
+            code = buf[base + t] << _U2
+            for b in range(4):
+                if (s >> b) & 1:
+                    buf[out + k] = code | np.uint64(b)
+                    k += 1
+            t += 1
+        pos[lvl] = t
+        run[lvl] = c + k
+        g0[lvl + 1] = c
+        cnt[lvl + 1] = k
+        pos[lvl + 1] = 0
+        lvl += 1
+
+
+@njit(cache=True)
+def _frontier(sig, level_start, L, codes, x, y, left, op):
+    first = level_start[L - 2]
+    c = level_start[L - 1]
+    for t in range(codes.shape[0]):
+        c = _visit(sig, codes[t], _nib(sig, first + t), c, x, y, left, op)
+
+
+@njit(cache=True)
+def _csr(indptr, indices, x, y, op):
+    B = x.shape[1]
+    for i in range(indptr.shape[0] - 1):
+        for jj in range(indptr[i], indptr[i + 1]):
+            j = indices[jj]
+            for k in range(B):
+                y[i, k] = op(y[i, k], x[j, k])
+
+
+# ------------------------------------------------------------------ wrappers
+def scratch_layout(tree, tile: int):
+    """Per-level frontier buffers of a tiled descent: ``(offsets, capacities)``.
+
+    Level ``d`` of the cached top holds all its codes; every deeper internal level
+    at most ``min(tile, width)``; the leaves none. ``offsets[-1]`` slots of 8 bytes
+    in all (the scratch of a product, known before it runs)."""
+    L = tree.levels
+    sizes = np.diff(tree.level_start)
+    cap = np.zeros(L, np.int64)
+    d0 = tree.top_level
+    cap[d0] = sizes[d0]
+    for d in range(d0 + 1, L - 1):
+        cap[d] = min(int(tile), int(sizes[d]))
+    off = np.zeros(L + 1, np.int64)
+    np.cumsum(cap, out=off[1:])
+    return off, cap
+
+
+def k2_product(tree, x, y, op, *, left=False, tile=1 << 20, offsets="directory", buf=None, layout=None):
+    """``y (+)= A x`` (or ``x^T A``) on ``tree``, tree-only, tiled; in place on ``y``."""
+    if tree.num_nodes == 0:
+        return y
+    off, cap = layout if layout is not None else scratch_layout(tree, tile)
+    if buf is None:
+        buf = np.empty(int(off[-1]), np.uint64)
+    d0 = tree.top_level
+    buf[off[d0]:off[d0] + tree.top_codes.shape[0]] = tree.top_codes
+    _descend(tree.sig, tree.level_start, tree.levels, d0, buf, off, cap, tree.directory,
+             tree.sample, offsets == "directory", x, y, left, op)
+    return y
+
+
+def k2_frontier_product(tree, x, y, op, *, left=False):
+    """``y (+)= A x`` (or ``x^T A``) from the cached frontier (k2+F); in place."""
+    if tree.num_nodes == 0:
+        return y
+    tree.with_frontier()
+    _frontier(tree.sig, tree.level_start, tree.levels, tree.frontier, x, y, left, op)
+    return y
+
+
+def csr_product(indptr, indices, x, y, op):
+    """``y[i] (+)= x[j]`` for every stored ``(i, j)``, rows in order; in place."""
+    _csr(indptr, indices, x, y, op)
+    return y
