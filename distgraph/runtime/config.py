@@ -48,6 +48,12 @@ class Config:
     device: int = -1
     #: Seconds a test or a run may wait on a peer before declaring a hang (0: forever).
     hang_timeout: float = 0.0
+    #: GPU BFS (BLEST): update divergence above which lazy updates (Alg. 3) are used.
+    gpu_bfs_udiv_threshold: float = 25000.0
+    #: GPU BFS (BLEST Eq. 6): run a level bottom-up when #unvisited < eta * |queue|.
+    gpu_bfs_eta: int = 10
+    #: GPU BFS: window width W of the Jaccard-with-windows reordering (BLEST Alg. 1).
+    gpu_bfs_window: int = 65536
 
 
 def _convert(name: str, typ, raw: str):

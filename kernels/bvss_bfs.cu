@@ -1,0 +1,229 @@
+// bvss_bfs.cu -- single-source BFS on tensor cores over BVSS (BLEST, Sec. 3 and 5).
+//
+// One persistent cooperative kernel runs a whole BFS: it initializes the state, then
+// loops over levels with grid-wide syncs between phases (no host round trip per level).
+// The work queue holds virtual slice sets (VSS, 128 slices each) of the slice sets that
+// contain a frontier vertex; a warp takes one VSS at a time, multiplies its 128 8-bit
+// masks by the 8-bit frontier word of the slice set with two binary MMAs (m8n8k128,
+// AND+POPC) in the layout of BLEST Fig. 3 (two slices packed per 32-bit A word, B
+// non-zero only in lanes t%9==0 (alpha) and t%9==4 (alpha<<8), so each lane gets the
+// dot products of its own four slices in its own D registers), and updates the rows
+// whose product is non-zero.  Three update schemes, chosen by `mode`:
+//
+//   mode 0  BLEST Alg. 2, direct updates: level[u] checked and written at once, the
+//           next frontier bit set with atomicOr, whose return value tells whether the
+//           slice set of u was seen for the first time (then its VSSs are enqueued).
+//   mode 1  BLEST Alg. 3, lazy updates: stage 1 only ORs u into Vnext with an atomic
+//           whose result is unused (compiled to RED, no stall); stage 2 sweeps Vnext
+//           coalesced: diff = Vcur ^ Vnext are the new vertices (levels written, VSSs
+//           enqueued with one warp-aggregated atomicAdd), and counts unvisited ones.
+//   mode 2  mode 1 plus BLEST Alg. 4: a level for which #unvisited < eta * |Qcur|
+//           (Eq. 6) runs bottom-up on CUDA cores over the CSR of G^T instead (each
+//           unvisited vertex looks for an in-neighbour in the frontier), then stage 2.
+//
+// State arrays (n vertices, nw = ceil(n/32) words, Ns = ceil(n/8) slice sets):
+//   level[n]     int: BFS level, -1 = unreached (the kernel's output).
+//   fa, fb[nw]   frontier bitmaps, bit v%32 of word v/32; byte s is the 8-bit frontier
+//                word alpha of slice set s.  Mode 0 uses fa/fb as Fcur/Fnext and swaps;
+//                modes 1-2 use fa as Fcur (rewritten by stage 2 each level).
+//   vcur, vnext[nw]  visited bitmaps up to this level / up to the next (modes 1-2).
+//   qa, qb[Nv]   VSS work queues, current and next (they alternate by level parity).
+//   ctr[16]      int counters: ctr[l%3] = queue length of level l; ctr[3 + l%3] =
+//                #unvisited before level l; ctr[6] = levels run; ctr[7] = bottom-up
+//                levels run.
+// BVSS inputs (see distgraph/formats/bvss.py): row_ids as int4 per lane (4 rows),
+// masks as one 32-bit word per lane (byte c = mask of row c), real_ptrs[Ns+1],
+// v2r[Nv] (virtual_to_real).  t_indptr/t_indices: CSR of G^T (in-neighbours), read only
+// in mode 2.
+//
+// __global__ distgraph_bfs_persistent(...): inputs above; outputs level[] and ctr[6..7].
+// Launch cooperatively with every block co-resident (grid <= SMs * occupancy).
+//
+// Reference: D. Elbek and K. Kaya, "Graph Traversal on Tensor Cores: A BFS Framework for
+// Modern GPUs" (BLEST), arXiv:2606.05081, 2026, Alg. 2-4, Eq. 6, Fig. 3.
+#include <cooperative_groups.h>
+
+#include "common.cuh"
+
+#ifndef DG_BFS_BLOCK
+#define DG_BFS_BLOCK 256
+#endif
+#ifndef DG_BFS_MIN_BLOCKS
+#define DG_BFS_MIN_BLOCKS 4
+#endif
+
+namespace cg = cooperative_groups;
+
+// The four dot products of this lane's slices (columns 0..3 of the VSS matrix).
+__device__ __forceinline__ void dg_vss_products(unsigned mask, unsigned alpha, unsigned lane, int &d0,
+                                                int &d1, int &d2, int &d3) {
+    unsigned m9 = lane % 9u;
+    unsigned fragb = (m9 == 0u) ? alpha : ((m9 == 4u) ? (alpha << 8) : 0u);
+    dg_bmma_and_popc(mask & 0xffffu, fragb, d0, d1);   // slices 0, 1 of the lane
+    dg_bmma_and_popc(mask >> 16, fragb, d2, d3);       // slices 2, 3 of the lane
+}
+
+// Alg. 2 lines 27-38 for one row u with product d.
+__device__ __forceinline__ void dg_direct_update(int u, int d, int l, int *level, unsigned *fnext,
+                                                 const int *__restrict__ real_ptrs, int *qn,
+                                                 int *qn_size) {
+    if (d == 0 || level[u] >= 0) return;
+    level[u] = l;
+    unsigned old = atomicOr(&fnext[u >> 5], 1u << (u & 31));
+    if (((old >> (u & 24)) & 0xffu) == 0u) {  // first vertex of its slice set this level
+        int ss = u >> 3;
+        int s = real_ptrs[ss], e = real_ptrs[ss + 1];
+        if (e > s) {
+            int p = atomicAdd(qn_size, e - s);
+            for (int v = s; v < e; ++v) qn[p++] = v;
+        }
+    }
+}
+
+__device__ __forceinline__ void dg_lazy_mark(int u, int d, unsigned *vnext) {
+    if (d != 0) atomicOr(&vnext[u >> 5], 1u << (u & 31));  // result unused: RED
+}
+
+extern "C" __global__ void __launch_bounds__(DG_BFS_BLOCK, DG_BFS_MIN_BLOCKS)
+distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
+                         const int *__restrict__ real_ptrs, const int *__restrict__ v2r,
+                         const long long *__restrict__ t_indptr, const int *__restrict__ t_indices,
+                         int n, int mode, int eta, int source, int *level, unsigned *fa, unsigned *fb,
+                         unsigned *vcur, unsigned *vnext, int *qa, int *qb, int *ctr) {
+    cg::grid_group grid = cg::this_grid();
+    const int nthreads = gridDim.x * blockDim.x;
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned lane = threadIdx.x & 31u;
+    const int warp = tid >> 5, nwarps = nthreads >> 5;
+    const int nw = (n + 31) >> 5;
+    volatile int *vctr = ctr;
+
+    // ---- init (Alg. 2/3 lines 1-5)
+    for (int i = tid; i < n; i += nthreads) level[i] = -1;
+    for (int i = tid; i < nw; i += nthreads) {
+        fa[i] = 0u; fb[i] = 0u; vcur[i] = 0u; vnext[i] = 0u;
+    }
+    if (tid < 16) ctr[tid] = 0;
+    grid.sync();
+    {
+        int ss = source >> 3;
+        int s = real_ptrs[ss], e = real_ptrs[ss + 1];
+        for (int i = tid; i < e - s; i += nthreads) qa[i] = s + i;
+        if (tid == 0) {
+            unsigned bit = 1u << (source & 31);
+            level[source] = 0;
+            fa[source >> 5] = bit; vcur[source >> 5] = bit; vnext[source >> 5] = bit;
+            ctr[1] = e - s;
+            ctr[3 + 1] = n - 1;
+        }
+    }
+    grid.sync();
+
+    unsigned *fcur = fa, *fnext = fb;
+    int l = 1;
+    for (;; ++l) {
+        const int nq = vctr[l % 3];
+        if (nq == 0) break;
+        int *qc = (l & 1) ? qa : qb;
+        int *qn = (l & 1) ? qb : qa;
+        int *qn_size = ctr + (l + 1) % 3;
+        if (tid == 0) { ctr[(l + 2) % 3] = 0; ctr[3 + (l + 2) % 3] = 0; }
+
+        if (mode == 0) {
+            // ---- Alg. 2: tensor-core products with direct updates
+            for (int w = warp; w < nq; w += nwarps) {
+                const int vss = qc[w];
+                const unsigned alpha = ((const unsigned char *)fcur)[v2r[vss]];
+                const int4 u = row_ids[vss * 32 + lane];
+                const unsigned mk = masks[vss * 32 + lane];
+                int d0, d1, d2, d3;
+                dg_vss_products(mk, alpha, lane, d0, d1, d2, d3);
+                dg_direct_update(u.x, d0, l, level, fnext, real_ptrs, qn, qn_size);
+                dg_direct_update(u.y, d1, l, level, fnext, real_ptrs, qn, qn_size);
+                dg_direct_update(u.z, d2, l, level, fnext, real_ptrs, qn, qn_size);
+                dg_direct_update(u.w, d3, l, level, fnext, real_ptrs, qn, qn_size);
+            }
+            grid.sync();
+            // clear the frontier words just consumed, so the buffer is zero when reused
+            for (int i = tid; i < nq; i += nthreads) ((unsigned char *)fcur)[v2r[qc[i]]] = 0;
+            unsigned *t = fcur; fcur = fnext; fnext = t;
+            grid.sync();
+            continue;
+        }
+
+        // ---- Stage 1 (Alg. 3 lazy marking, or Alg. 4 bottom-up when Eq. 6 holds)
+        const int unvisited = vctr[3 + l % 3];
+        const bool bottom_up = (mode == 2) && ((long long)unvisited < (long long)eta * nq);
+        if (!bottom_up) {
+            for (int w = warp; w < nq; w += nwarps) {
+                const int vss = qc[w];
+                const unsigned alpha = ((const unsigned char *)fcur)[v2r[vss]];
+                const int4 u = row_ids[vss * 32 + lane];
+                const unsigned mk = masks[vss * 32 + lane];
+                int d0, d1, d2, d3;
+                dg_vss_products(mk, alpha, lane, d0, d1, d2, d3);
+                dg_lazy_mark(u.x, d0, vnext);
+                dg_lazy_mark(u.y, d1, vnext);
+                dg_lazy_mark(u.z, d2, vnext);
+                dg_lazy_mark(u.w, d3, vnext);
+            }
+        } else {
+            if (tid == 0) ctr[7] += 1;
+            for (int w = warp; w < nw; w += nwarps) {
+                const unsigned unvis = ~vcur[w];
+                const int u = w * 32 + (int)lane;
+                bool found = false;
+                if (((unvis >> lane) & 1u) && u < n) {
+                    const long long e = t_indptr[u + 1];
+                    for (long long p = t_indptr[u]; p < e; ++p) {
+                        const int v = t_indices[p];
+                        if ((fcur[v >> 5] >> (v & 31)) & 1u) { found = true; break; }
+                    }
+                }
+                const unsigned bal = __ballot_sync(DG_FULL_MASK, found);
+                if (lane == 0 && bal) vnext[w] |= bal;  // this warp owns word w
+            }
+        }
+        grid.sync();
+
+        // ---- Stage 2: frontier finalization (Alg. 3 lines 33-53), one word per thread
+        unsigned long long unv = 0;
+        for (int base = warp * 32; base < nw; base += nwarps * 32) {
+            const int t = base + (int)lane;
+            unsigned diff = 0u;
+            if (t < nw) {
+                const unsigned nx = vnext[t];
+                diff = vcur[t] ^ nx;
+                fcur[t] = diff;
+                if (diff) vcur[t] = nx;
+                const unsigned valid = (t == nw - 1 && (n & 31)) ? ((1u << (n & 31)) - 1u) : DG_FULL_MASK;
+                unv += (unsigned)__popc(~nx & valid);
+                for (unsigned d = diff; d; d &= d - 1u) level[t * 32 + __ffs(d) - 1] = l;
+            }
+            // enqueue the VSSs of every slice set (byte of diff) that gained a vertex
+            unsigned cnt = 0;
+            if (diff) {
+                for (int k = 0; k < 4; ++k)
+                    if ((diff >> (8 * k)) & 0xffu) cnt += real_ptrs[4 * t + k + 1] - real_ptrs[4 * t + k];
+            }
+            const unsigned incl = dg_warp_inclusive_scan(cnt);
+            const unsigned total = __shfl_sync(DG_FULL_MASK, incl, 31);
+            int pos0 = 0;
+            if (lane == 31 && total) pos0 = atomicAdd(qn_size, (int)total);
+            pos0 = __shfl_sync(DG_FULL_MASK, pos0, 31);
+            if (cnt) {
+                int p = pos0 + (int)(incl - cnt);
+                for (int k = 0; k < 4; ++k) {
+                    if ((diff >> (8 * k)) & 0xffu) {
+                        const int e = real_ptrs[4 * t + k + 1];
+                        for (int v = real_ptrs[4 * t + k]; v < e; ++v) qn[p++] = v;
+                    }
+                }
+            }
+        }
+        unv = dg_warp_sum(unv);
+        if (lane == 0 && unv) atomicAdd(ctr + 3 + (l + 1) % 3, (int)unv);
+        grid.sync();
+    }
+    if (tid == 0) ctr[6] = l - 1;
+}
