@@ -22,6 +22,7 @@ __all__ = [
     "BackendUnavailableError",
     "CheckpointError",
     "VerificationError",
+    "ConvergenceError",
 ]
 
 
@@ -91,6 +92,24 @@ class CheckpointError(DistgraphError):
 
 class VerificationError(DistgraphError, AssertionError):
     """A result failed its verifier (raised by ``verify=True`` / ``--verify``)."""
+
+
+class ConvergenceError(DistgraphError):
+    """An iterative method (PageRank power iteration) did not converge in its
+    iteration limit; raise ``max_iter`` or loosen ``tol``.
+
+    Attributes
+    ----------
+    iterations : int or None
+        Iterations done.
+    error : float or None
+        The last change (L1 norm) between iterates.
+    """
+
+    def __init__(self, message: str, iterations=None, error=None):
+        self.iterations = iterations
+        self.error = error
+        super().__init__(message)
 
 
 def expect(cond: bool, arg: str, expected: str, got, hint: str | None = None) -> None:
