@@ -1,0 +1,195 @@
+"""Exact closeness centrality of all vertices (or of a given set), over MPI ranks.
+
+Every vertex's closeness needs its distances to (or from) every other vertex, so
+this is all-pairs BFS: batches of up to 512 sources run as one bit-parallel BFS
+(:mod:`distgraph.algorithms.msbfs`), batches are dealt to ranks, and the partial
+sums -- farness (uint64), reach counts (int64) and harmonic sums (exact fixed point)
+-- are added with MPI collectives. Integer sums make the result bit-identical for
+any number of ranks and threads, and after a resume from a checkpoint.
+
+Two ways to aggregate, chosen by what is asked:
+
+* all vertices: BFS from every vertex and add, *per reached vertex* v, the distance
+  from each source (BLEST eq. 7, ``far[v] += l * popc(diff)``); run on G for
+  incoming distances, on the reversed graph for outgoing ones. Sources without arcs
+  reach only themselves and are not searched.
+* a set ``S``: BFS from each ``s`` in S (on the reversed graph for incoming
+  distances) and add, *per source*, the distances of all vertices it reaches.
+
+Conventions (``r`` = vertices that reach v, or v reaches, including v;
+``far`` = sum of those distances; ``n`` = number of vertices):
+
+==============  ==========  ===================================================
+convention      distances   closeness(v)
+==============  ==========  ===================================================
+``networkx``    incoming    ``(r-1)/far * (r-1)/(n-1)``; 0 when ``far == 0``
+                            (networkx.closeness_centrality, wf_improved=True)
+``networkit``   outgoing    same formula (networkit Closeness, normalized,
+                            ClosenessVariant.GENERALIZED)
+``igraph``      outgoing    ``(r-1)/far`` over reachable vertices only; NaN when
+                            v reaches nothing (igraph closeness(mode="out"))
+``harmonic``    incoming    ``sum over u != v of 1/d(u, v)``
+                            (networkx.harmonic_centrality)
+==============  ==========  ===================================================
+
+For undirected graphs incoming and outgoing distances agree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import BackendUnavailableError, InvalidArgumentError
+from .msbfs import check_batch_size, check_graph, check_vertices, run_batches
+
+__all__ = ["closeness", "ClosenessResult", "CONVENTIONS", "closeness_from_sums"]
+
+#: convention -> True when it uses incoming distances (d(u, v) for closeness of v)
+CONVENTIONS = {"networkx": True, "networkit": False, "igraph": False, "harmonic": True}
+
+
+@dataclass
+class ClosenessResult:
+    """Closeness of ``vertices`` (all vertices, in order, unless a set was given).
+
+    Attributes
+    ----------
+    closeness : float64 ``(k,)`` -- the value of the chosen convention.
+    farness : uint64 ``(k,)`` -- sum of distances to (or from) the reached vertices.
+    reach : int64 ``(k,)`` -- number of vertices at finite distance, the vertex included.
+    harmonic : float64 ``(k,)`` -- sum of ``1/d`` over the other reached vertices.
+    vertices : int64 ``(k,)``
+    convention : str
+    """
+
+    closeness: np.ndarray
+    farness: np.ndarray
+    reach: np.ndarray
+    harmonic: np.ndarray
+    vertices: np.ndarray
+    convention: str
+
+    def to_numpy(self) -> np.ndarray:
+        return self.closeness
+
+
+def closeness_from_sums(farness, reach, harmonic, n: int, convention: str) -> np.ndarray:
+    """Closeness values from the sums (see the module docstring for the formulas)."""
+    if convention == "harmonic":
+        return np.asarray(harmonic, dtype=np.float64).copy()
+    far = np.asarray(farness).astype(np.float64)
+    r1 = np.asarray(reach).astype(np.float64) - 1.0
+    pos = far > 0
+    out = np.zeros(far.shape, dtype=np.float64)
+    if convention == "igraph":
+        out[:] = np.nan
+        out[pos] = r1[pos] / far[pos]
+        return out
+    if n > 1:
+        out[pos] = r1[pos] / far[pos]
+        out[pos] *= r1[pos] / (n - 1.0)
+    return out
+
+
+def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm=None, batch_size=None,
+              checkpoint=None, resume=False, progress=None) -> ClosenessResult:
+    """Exact closeness centrality, distributed over MPI ranks.
+
+    Parameters
+    ----------
+    graph : Graph
+        Directed or undirected; weights are ignored (unit lengths).
+    vertices : sequence of int or None
+        Compute only these vertices (any order, repeats allowed); default all.
+    convention : {"networkx", "networkit", "igraph", "harmonic"}
+        Which definition; see the module docstring. Default ``"networkx"``.
+    backend : {"auto", "cpu", "gpu"} or None
+    comm : mpi4py communicator or None
+        Default ``MPI.COMM_WORLD``; every rank gets the result.
+    batch_size : int or None
+        Sources per bit-parallel batch, 1..512 (default ``config.msbfs_batch``).
+    checkpoint : str or os.PathLike or None
+        Directory in which every finished batch is stored durably.
+    resume : bool
+        Continue the run stored in ``checkpoint`` (bit-identical result).
+    progress : bool or None
+        Progress bar with ETA on rank 0 (None: ``config.progress``).
+
+    Returns
+    -------
+    ClosenessResult
+        ``closeness`` float64, ``farness`` uint64, ``reach`` int64, ``harmonic`` float64,
+        one entry per vertex of ``vertices``.
+
+    Raises
+    ------
+    TypeError
+        ``graph`` is not a :class:`~distgraph.Graph`.
+    InvalidArgumentError
+        Unknown convention, vertex id out of range, bad batch size.
+    CheckpointError
+        ``checkpoint`` holds another run, or a run while ``resume`` is false.
+    BackendUnavailableError
+        ``backend="gpu"`` (not implemented yet).
+
+    Examples
+    --------
+    >>> from distgraph import Graph
+    >>> g = Graph.from_edges([0, 1, 2], [1, 2, 3], directed=False)
+    >>> closeness(g).closeness.round(4).tolist()
+    [0.5, 0.75, 0.75, 0.5]
+    >>> closeness(g, convention="harmonic", vertices=[1]).closeness.tolist()
+    [2.5]
+    """
+    from ..backends.cpu.bits import limbs_to_float
+    from ..runtime.context import get_context
+
+    check_graph(graph)
+    if convention not in CONVENTIONS:
+        raise InvalidArgumentError(f"convention must be one of {', '.join(CONVENTIONS)}; got {convention!r}")
+    bs = check_batch_size(batch_size)
+    n = graph.n
+    per_source = vertices is not None
+    verts = check_vertices(vertices, n, "vertices") if per_source else np.arange(n, dtype=np.int64)
+    ctx = get_context(comm, backend)
+    if ctx.backend == "gpu":
+        # GPU dispatch point: the GPU issues plug their runner in here.
+        raise BackendUnavailableError("closeness on backend 'gpu' is not implemented yet; use backend='cpu'")
+
+    incoming = CONVENTIONS[convention]
+    fwd = (graph.indptr, graph.indices)
+    rev = graph.csc()[:2]
+    # H is the graph the BFSs run on: distances d_H(s, v) must be the ones we sum.
+    # per-vertex sums over all sources give incoming distances on G;
+    # per-source sums give outgoing distances of the source on G.
+    use_fwd = incoming != per_source
+    hptr, hidx = fwd if use_fwd else rev
+    tptr, tidx = rev if use_fwd else fwd
+    if per_source:
+        sources = verts
+    else:
+        sources = np.flatnonzero(np.diff(hptr) > 0).astype(np.int64)
+
+    store = None
+    if checkpoint is not None:
+        from ..runtime.checkpoint import CheckpointStore, array_checksum, graph_checksum
+
+        identity = {"algorithm": "closeness", "graph": graph_checksum(graph), "n": n, "m": graph.m,
+                    "directed": bool(graph.directed), "sources": array_checksum(sources),
+                    "num_sources": int(sources.size), "per_source": per_source,
+                    "distances": "incoming" if incoming else "outgoing", "convention": convention,
+                    "batch_size": bs}
+        store = CheckpointStore(checkpoint, identity, comm=ctx.comm, resume=resume)
+
+    far, reach, h0, h1, h2, _ = run_batches(hptr, hidx, tptr, tidx, sources, per_source=per_source,
+                                            batch_size=bs, ctx=ctx, store=store, progress=progress,
+                                            desc="closeness")
+    if not per_source:
+        # sources without arcs were not searched: they reach themselves only
+        lonely = np.diff(hptr) == 0
+        reach[lonely] += 1
+    harm = limbs_to_float(h0, h1, h2)
+    c = closeness_from_sums(far, reach, harm, n, convention)
+    return ClosenessResult(c, far, reach, harm, verts, convention)

@@ -1,0 +1,281 @@
+"""Bit-parallel multi-source BFS: per-vertex sums of distances over many sources.
+
+Sources are cut into batches of ``k <= 512`` (one bit each in ``k / 64`` machine
+words) and every batch runs as one bit-parallel BFS (Then et al., PVLDB 2014; BLEST
+Sec. 6.1; kernel in :mod:`distgraph.backends.cpu.msbfs`). Batches are dealt to MPI
+ranks round-robin (each rank holds the whole graph, BLEST's replicated mode) and,
+inside a rank, to threads; the partial sums are exact integers (uint64 distance
+sums, int64 reach counts, fixed-point harmonic sums), so the reduction over threads
+and ranks gives bit-identical results for any number of either.
+
+:func:`run_batches` is the shared driver (also used by closeness): it skips batches
+a checkpoint already holds, stores each finished batch durably, and draws a
+progress bar on rank 0.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import BackendUnavailableError, InvalidArgumentError, expect
+from ..graph.core import Graph
+
+__all__ = ["msbfs", "MSBFSResult", "run_batches", "check_batch_size"]
+
+MAX_BATCH = 512
+
+# Test hook: called as _BATCH_HOOK(batch_id) on each rank after a batch is merged and
+# checkpointed (tests raise from it to simulate a job killed mid-way).
+_BATCH_HOOK = None
+
+
+@dataclass
+class MSBFSResult:
+    """Aggregates of a multi-source BFS over ``sources``.
+
+    Attributes
+    ----------
+    sources : int64 ``(k,)``
+    distance_sum : uint64 ``(n,)`` -- ``sum over s of d(s, v)`` over the sources reaching v.
+    reach : int64 ``(n,)`` -- how many sources reach v (a source reaches itself).
+    harmonic : float64 ``(n,)`` -- ``sum over s != v of 1 / d(s, v)``.
+    levels : int32 ``(k, n)`` or None -- ``d(sources[i], v)``, -1 when unreachable
+        (only with ``levels=True``).
+    """
+
+    sources: np.ndarray
+    distance_sum: np.ndarray
+    reach: np.ndarray
+    harmonic: np.ndarray
+    levels: np.ndarray | None = None
+
+    def to_numpy(self) -> np.ndarray:
+        return self.distance_sum
+
+
+def check_batch_size(batch_size) -> int:
+    from ..runtime.config import config
+
+    if batch_size is None:
+        batch_size = config.msbfs_batch
+    expect(isinstance(batch_size, (int, np.integer)) and not isinstance(batch_size, bool),
+           "batch_size", "an integer", batch_size)
+    expect(1 <= batch_size <= MAX_BATCH, "batch_size", f"in [1, {MAX_BATCH}]", batch_size)
+    return int(batch_size)
+
+
+def check_graph(graph) -> None:
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph must be a distgraph.Graph; got {type(graph).__name__}")
+
+
+def check_vertices(vertices, n: int, name: str) -> np.ndarray:
+    v = np.asarray(vertices)
+    if v.ndim != 1:
+        raise InvalidArgumentError(f"{name} must be a 1-D sequence of vertex ids; got shape {v.shape}")
+    if v.size and not np.issubdtype(v.dtype, np.integer):
+        raise InvalidArgumentError(f"{name} must hold integer vertex ids; got dtype {v.dtype}")
+    v = v.astype(np.int64, copy=False)
+    if v.size:
+        bad = v[(v < 0) | (v >= n)]
+        expect(bad.size == 0, name, f"vertex ids in [0, {n})", int(bad[0]) if bad.size else None)
+    return v
+
+
+def thread_count(ctx) -> int:
+    """Threads per rank: numba's thread setting, at most the cores per local rank."""
+    import numba
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover
+        cores = os.cpu_count() or 1
+    return max(1, min(numba.get_num_threads(), cores // max(1, ctx.local_size)))
+
+
+def _words(k: int) -> int:
+    w = 1
+    while w * 64 < k:
+        w *= 2
+    return w
+
+
+def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size: int, ctx,
+                want_levels: bool = False, store=None, progress=None, desc: str = "MS-BFS"):
+    """Run all batches of ``sources`` on the graph ``H`` (CSR ``hptr/hidx``, its
+    transpose ``tptr/tidx``) over the ranks of ``ctx`` and threads.
+
+    Returns ``(far, reach, h0, h1, h2, levels)`` summed over every batch and rank,
+    identical on every rank: per vertex of H (``per_source=False``) or per source.
+    ``store`` is a :class:`~distgraph.runtime.checkpoint.CheckpointStore` or None.
+    """
+    from numba import literally, njit  # noqa: F401
+
+    from ..backends.cpu.bits import normalize_limbs
+    from ..backends.cpu.msbfs import BU_RATIO
+    from ..runtime.progress import Progress
+
+    n = hptr.shape[0] - 1
+    k = sources.shape[0]
+    size_out = k if per_source else n
+    nb = (k + batch_size - 1) // batch_size
+    acc = {"far": np.zeros(size_out, np.uint64), "reach": np.zeros(size_out, np.int64),
+           "h0": np.zeros(size_out, np.uint64), "h1": np.zeros(size_out, np.uint64),
+           "h2": np.zeros(size_out, np.uint64)}
+    levels = None
+    if want_levels:
+        levels = np.full((k, n), -1, dtype=np.int32)
+    base = None
+    done = np.zeros(0, np.int64)
+    if store is not None:
+        done, base = store.load()
+        if done.size and (done[-1] >= nb or done[0] < 0):
+            from ..errors import CheckpointError
+
+            raise CheckpointError(f"checkpoint lists batch {int(done[-1])} but this run has {nb} batches")
+    todo = np.setdiff1d(np.arange(nb, dtype=np.int64), done)
+    mine = todo[ctx.rank::ctx.size]
+
+    nthreads = min(thread_count(ctx), max(1, mine.size))
+    pool_work = []
+    wmax = _words(min(batch_size, max(k, 1)))
+    for _ in range(nthreads):
+        pool_work.append((np.zeros(n * wmax, np.uint64), np.zeros(n * wmax, np.uint64),
+                          np.zeros(n * wmax, np.uint64), np.zeros(n, np.uint8),
+                          np.zeros(n, np.int64), np.zeros(n, np.int64)))
+    free = list(range(nthreads))
+    finished = []
+
+    def job(b, slot):
+        lo, hi = int(b) * batch_size, min(k, (int(b) + 1) * batch_size)
+        src = np.ascontiguousarray(sources[lo:hi])
+        W = _words(hi - lo)
+        m = hi - lo if per_source else n
+        out = (np.zeros(m, np.uint64), np.zeros(m, np.int64), np.zeros(m, np.uint64),
+               np.zeros(m, np.uint64), np.zeros(m, np.uint64))
+        lv = levels[lo:hi] if want_levels else np.zeros((1, 1), np.int32)
+        seen, front, nxt, touched, act, tl = pool_work[slot]
+        _run_kernel(hptr, hidx, tptr, tidx, src, W, per_source, want_levels, BU_RATIO,
+                    seen, front, nxt, touched, act, tl, *out, lv)
+        normalize_limbs(out[2], out[3], out[4])
+        return b, lo, hi, slot, out
+
+    def merge(res):
+        b, lo, hi, slot, out = res
+        sl = slice(lo, hi) if per_source else slice(None)
+        for name, a in zip(("far", "reach", "h0", "h1", "h2"), out):
+            acc[name][sl] += a
+        normalize_limbs(acc["h0"], acc["h1"], acc["h2"])
+        finished.append(int(b))
+        free.append(slot)
+        if store is not None:
+            store.save(finished, acc)
+        if _BATCH_HOOK is not None:
+            _BATCH_HOOK(int(b))
+
+    bar = Progress(total=int(mine.size), desc=f"{desc} batches (rank 0 of {ctx.size})", rank=ctx.rank,
+                   enabled=progress)
+    with bar:
+        if nthreads == 1:
+            for b in mine:
+                merge(job(b, free.pop()))
+                bar.update()
+        else:
+            it = iter(mine.tolist())
+            with ThreadPoolExecutor(max_workers=nthreads) as ex:
+                running = set()
+                while True:
+                    while free and len(running) < nthreads:
+                        b = next(it, None)
+                        if b is None:
+                            break
+                        running.add(ex.submit(job, b, free.pop()))
+                    if not running:
+                        break
+                    fin, running = wait(running, return_when=FIRST_COMPLETED)
+                    for f in fin:
+                        merge(f.result())
+                        bar.update()
+
+    if base and ctx.rank == 0:
+        for name in acc:
+            if name in base:
+                if base[name].shape != acc[name].shape:
+                    from ..errors import CheckpointError
+
+                    raise CheckpointError(f"checkpoint array {name} has shape {base[name].shape}; "
+                                          f"this run needs {acc[name].shape}")
+                acc[name] += base[name].astype(acc[name].dtype)
+        normalize_limbs(acc["h0"], acc["h1"], acc["h2"])
+    if ctx.size > 1:
+        from mpi4py import MPI
+
+        for name in acc:
+            ctx.comm.Allreduce(MPI.IN_PLACE, acc[name], op=MPI.SUM)
+        normalize_limbs(acc["h0"], acc["h1"], acc["h2"])
+        if want_levels:
+            # rows of other ranks' batches are -1 here: shift to 0-based, sum, shift back
+            levels += 1
+            ctx.comm.Allreduce(MPI.IN_PLACE, levels, op=MPI.SUM)
+            levels -= 1
+    return acc["far"], acc["reach"], acc["h0"], acc["h1"], acc["h2"], levels
+
+
+def _run_kernel(*args):
+    from ..backends.cpu.msbfs import msbfs_batch_w
+
+    msbfs_batch_w(*args)
+
+
+def msbfs(graph, sources, *, levels=False, backend=None, comm=None, batch_size=None, progress=None) -> MSBFSResult:
+    """Multi-source BFS: for every vertex, sums over the sources of its distances.
+
+    Parameters
+    ----------
+    graph : Graph
+        Directed or undirected; weights are ignored (every arc has length 1).
+    sources : sequence of int
+        Source vertices (repeats allowed: each counts once per occurrence).
+    levels : bool
+        Also return the ``(k, n)`` int32 matrix of distances (memory ``4 k n`` bytes).
+    backend : {"auto", "cpu", "gpu"} or None
+    comm : mpi4py communicator or None
+        Default ``MPI.COMM_WORLD``; the result is returned on every rank.
+    batch_size : int or None
+        Sources per bit-parallel batch, 1..512 (default ``config.msbfs_batch``).
+    progress : bool or None
+        Progress bar on rank 0 (None: ``config.progress``).
+
+    Returns
+    -------
+    MSBFSResult
+        ``distance_sum`` (uint64), ``reach`` (int64), ``harmonic`` (float64) per vertex,
+        identical for any number of ranks and threads.
+
+    Examples
+    --------
+    >>> from distgraph import Graph
+    >>> g = Graph.from_edges([0, 1, 2], [1, 2, 3], directed=False)
+    >>> r = msbfs(g, [0, 3])
+    >>> r.distance_sum.tolist(), r.reach.tolist()
+    ([3, 3, 3, 3], [2, 2, 2, 2])
+    """
+    from ..backends.cpu.bits import limbs_to_float
+    from ..runtime.context import get_context
+
+    check_graph(graph)
+    src = check_vertices(sources, graph.n, "sources")
+    bs = check_batch_size(batch_size)
+    ctx = get_context(comm, backend)
+    if ctx.backend == "gpu":
+        # GPU dispatch point: the GPU issues plug their runner in here.
+        raise BackendUnavailableError("msbfs on backend 'gpu' is not implemented yet; use backend='cpu'")
+    tptr, tidx, _ = graph.csc()
+    far, reach, h0, h1, h2, lv = run_batches(graph.indptr, graph.indices, tptr, tidx, src, per_source=False,
+                                             batch_size=bs, ctx=ctx, want_levels=bool(levels),
+                                             progress=progress, desc="msbfs")
+    return MSBFSResult(src, far, reach, limbs_to_float(h0, h1, h2), lv)

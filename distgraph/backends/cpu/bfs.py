@@ -1,0 +1,210 @@
+"""Direction-optimizing BFS kernels for the CPU (numba).
+
+Algorithm: S. Beamer, K. Asanovic, D. Patterson, "Direction-Optimizing Breadth-First
+Search", SC 2012, as written in gapbs ``src/bfs.cc``: top-down steps from a queue
+while the frontier is small, bottom-up steps over a bitmap of the frontier when the
+arcs out of the frontier exceed ``edges_to_check / alpha``, and back to top-down when
+the frontier shrinks below ``n / beta`` vertices.
+
+State arrays:
+
+* ``levels`` -- int32 ``(n,)``: BFS depth, ``-1`` while unreached;
+* ``parents`` -- int64 ``(n,)``: the *smallest* vertex id at depth ``levels[v] - 1``
+  with an arc to ``v`` (``parents[source] == source``; ``-1`` unreached). Taking the
+  minimum in both directions makes the parent array a function of the graph and the
+  source only, so it is the same for any number of ranks;
+* ``queue`` -- int64: the frontier as a list (top-down);
+* ``front`` / ``nxt`` -- uint64 bitmaps, bit ``v & 63`` of word ``v >> 6`` (bottom-up).
+
+:func:`bfs_serial` runs the whole search inside one compiled function (no Python per
+level). The distributed driver in :mod:`distgraph.algorithms.bfs` calls the step
+functions below on its rank's rows and merges the ranks' discoveries with
+:func:`merge_discoveries`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .bits import ctz64
+
+__all__ = ["bfs_serial", "td_step_local", "bu_step_local", "merge_discoveries"]
+
+
+@njit(cache=True, nogil=True)
+def _td_step(indptr, indices, levels, parents, queue, qs, qe, lev, want_parents):
+    """Expand queue[qs:qe] (depth lev); append discoveries at queue[qe:]. Returns
+    (new qe, sum of out-degrees of the discovered vertices)."""
+    tail = qe
+    scout = 0
+    nl = lev + 1
+    for i in range(qs, qe):
+        u = queue[i]
+        for e in range(indptr[u], indptr[u + 1]):
+            v = indices[e]
+            lv = levels[v]
+            if lv < 0:
+                levels[v] = nl
+                if want_parents:
+                    parents[v] = u
+                queue[tail] = v
+                tail += 1
+                scout += indptr[v + 1] - indptr[v]
+            elif want_parents and lv == nl and parents[v] > u:
+                parents[v] = u
+    return tail, scout
+
+
+@njit(cache=True, nogil=True)
+def _bu_step(tindptr, tindices, levels, parents, front, nxt, lev, want_parents):
+    """Every unreached vertex looks for an in-neighbour in ``front``; returns how many woke."""
+    n = levels.shape[0]
+    awake = 0
+    nl = lev + 1
+    one = np.uint64(1)
+    for i in range(nxt.shape[0]):
+        nxt[i] = 0
+    for v in range(n):
+        if levels[v] >= 0:
+            continue
+        for e in range(tindptr[v], tindptr[v + 1]):
+            u = tindices[e]
+            if (front[u >> 6] >> np.uint64(u & 63)) & one:
+                levels[v] = nl
+                if want_parents:
+                    parents[v] = u
+                nxt[v >> 6] |= one << np.uint64(v & 63)
+                awake += 1
+                break
+    return awake
+
+
+@njit(cache=True, nogil=True)
+def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, parents, want_parents):
+    """Whole direction-optimizing BFS from ``source``; fills ``levels`` (and ``parents``)."""
+    n = indptr.shape[0] - 1
+    one = np.uint64(1)
+    for i in range(n):
+        levels[i] = -1
+    if want_parents:
+        for i in range(n):
+            parents[i] = -1
+        parents[source] = source
+    levels[source] = 0
+    queue = np.empty(n, np.int64)
+    nw = (n + 63) >> 6
+    front = np.zeros(nw, np.uint64)
+    nxt = np.zeros(nw, np.uint64)
+    queue[0] = source
+    qs, qe = 0, 1
+    lev = 0
+    edges_to_check = indptr[n]
+    scout = indptr[source + 1] - indptr[source]
+    while qe > qs:
+        if scout > edges_to_check / alpha:
+            # queue -> bitmap, then bottom-up while the frontier grows or stays large
+            for i in range(nw):
+                front[i] = 0
+            for i in range(qs, qe):
+                u = queue[i]
+                front[u >> 6] |= one << np.uint64(u & 63)
+            awake = qe - qs
+            while True:
+                old = awake
+                awake = _bu_step(tindptr, tindices, levels, parents, front, nxt, lev, want_parents)
+                lev += 1
+                front, nxt = nxt, front
+                if not (awake >= old or awake > n / beta):
+                    break
+            # bitmap -> queue
+            qs, qe = 0, 0
+            for w in range(nw):
+                x = front[w]
+                while x != 0:
+                    queue[qe] = (w << 6) + np.int64(ctz64(x))
+                    qe += 1
+                    x &= x - one
+            scout = 1
+        else:
+            edges_to_check -= scout
+            nqe, scout = _td_step(indptr, indices, levels, parents, queue, qs, qe, lev, want_parents)
+            # slide the window: move the new part to the front of the queue
+            k = nqe - qe
+            for i in range(k):
+                queue[i] = queue[qe + i]
+            qs, qe = 0, k
+            lev += 1
+
+
+# ----------------------------------------------------------------- distributed steps
+@njit(cache=True, nogil=True)
+def td_step_local(lindptr, lindices, lo, frontier, levels, claim, out):
+    """Top-down on this rank's rows: ``frontier`` holds global ids in ``[lo, hi)``.
+
+    Writes pairs ``(child, parent)`` into ``out`` (int64 ``(2*cap,)``: children at even,
+    parents at odd positions) for every unreached child, keeping the smallest parent
+    per child. ``claim`` (int64 ``(n,)``, all -1) is scratch and is left all -1.
+    Returns the number of pairs."""
+    k = 0
+    for i in range(frontier.shape[0]):
+        u = frontier[i]
+        r = u - lo
+        for e in range(lindptr[r], lindptr[r + 1]):
+            v = lindices[e]
+            if levels[v] >= 0:
+                continue
+            c = claim[v]
+            if c < 0:
+                claim[v] = k
+                out[2 * k] = v
+                out[2 * k + 1] = u
+                k += 1
+            elif out[2 * c + 1] > u:
+                out[2 * c + 1] = u
+    for i in range(k):
+        claim[out[2 * i]] = -1
+    return k
+
+
+@njit(cache=True, nogil=True)
+def bu_step_local(tlindptr, tlindices, lo, hi, levels, lev, out):
+    """Bottom-up on this rank's rows: every unreached ``v`` in ``[lo, hi)`` takes its
+    smallest in-neighbour at depth ``lev``. Pairs as in :func:`td_step_local`."""
+    k = 0
+    for v in range(lo, hi):
+        if levels[v] >= 0:
+            continue
+        r = v - lo
+        for e in range(tlindptr[r], tlindptr[r + 1]):
+            u = tlindices[e]
+            if levels[u] == lev:
+                out[2 * k] = v
+                out[2 * k + 1] = u
+                k += 1
+                break
+    return k
+
+
+@njit(cache=True, nogil=True)
+def merge_discoveries(pairs, levels, parents, lev, indptr, frontier):
+    """Apply gathered ``(child, parent)`` pairs found at depth ``lev + 1``.
+
+    Every rank calls this on the same gathered array, so all keep identical
+    ``levels`` / ``parents``. Writes the new frontier (each child once) into
+    ``frontier``; returns ``(its length, the sum of its out-degrees)``."""
+    nl = lev + 1
+    k = 0
+    scout = 0
+    for i in range(pairs.shape[0] // 2):
+        v = pairs[2 * i]
+        u = pairs[2 * i + 1]
+        if levels[v] < 0:
+            levels[v] = nl
+            parents[v] = u
+            frontier[k] = v
+            k += 1
+            scout += indptr[v + 1] - indptr[v]
+        elif levels[v] == nl and parents[v] > u:
+            parents[v] = u
+    return k, scout

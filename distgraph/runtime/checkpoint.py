@@ -1,0 +1,179 @@
+"""Durable checkpoints of batched runs (closeness, multi-source BFS): resume a killed
+job to bit-identical results, with no batch lost or counted twice.
+
+Layout of a checkpoint directory::
+
+    manifest.json                 what run this is (graph checksum, sources, options)
+    part-<session>-r<rank>.npz    one file per rank and session: the ids of the batches
+                                  this rank finished in this session, and the sums of
+                                  their partial results (exact integers)
+
+A rank rewrites its own part file after every finished batch: written to
+``*.tmp``, flushed, fsync'ed, then renamed over the old one (``os.replace`` is
+atomic), so a kill at any moment leaves either the old or the new file, never a torn
+one. A part file holds only batches done in its session; files of earlier sessions
+are never touched again, so the batch sets of all part files are disjoint. On resume
+the sums of all part files are added (integers: the order does not matter) and the
+batches they list are skipped; :class:`~distgraph.errors.CheckpointError` is raised
+when the manifest does not match the run (another graph, other sources, another
+convention or batch size) or when two part files claim the same batch.
+
+This module knows nothing of algorithms: the caller supplies the identity dict and
+the named integer arrays.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import uuid
+
+import numpy as np
+
+from ..errors import CheckpointError
+
+__all__ = ["CheckpointStore", "graph_checksum", "array_checksum"]
+
+FORMAT = 1
+
+
+def array_checksum(*arrays) -> str:
+    """blake2b (128-bit) of the arrays' dtypes, shapes and bytes."""
+    h = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape}".encode())
+        h.update(memoryview(a).cast("B"))
+    return h.hexdigest()
+
+
+def graph_checksum(graph) -> str:
+    """Checksum of a graph's structure (CSR arrays and directedness)."""
+    return array_checksum(np.asarray(graph.indptr, dtype=np.int64), np.asarray(graph.indices, dtype=np.int64),
+                          np.array([1 if graph.directed else 0]))
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(path: str, write) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        write(f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(os.path.dirname(path) or ".")
+
+
+class CheckpointStore:
+    """A checkpoint directory shared by all ranks of one run.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        Created if missing (all ranks must see the same directory).
+    identity : dict
+        JSON-serializable description of the run; stored in ``manifest.json`` and
+        compared on resume.
+    comm : mpi4py communicator or None
+        Collective: every rank constructs the store, errors are raised on all ranks.
+    resume : bool
+        ``False`` refuses a directory that already holds a run; ``True`` continues it
+        (or starts a new one when the directory is empty).
+
+    Raises
+    ------
+    CheckpointError
+        The directory holds another run, or a run while ``resume`` is false.
+    """
+
+    def __init__(self, directory, identity: dict, comm=None, resume: bool = False):
+        from .abort import collective_raise
+
+        self.directory = os.fspath(directory)
+        self.identity = dict(identity, format=FORMAT)
+        self.comm = comm
+        self.rank = 0 if comm is None else comm.Get_rank()
+        err = None
+        session = None
+        if self.rank == 0:
+            try:
+                session = self._open_root(resume)
+            except Exception as e:  # reported collectively below
+                err = e
+        collective_raise(comm, err)
+        self.session = session if comm is None else comm.bcast(session, root=0)
+        self.path = os.path.join(self.directory, f"part-{self.session}-r{self.rank}.npz")
+
+    # ----------------------------------------------------------------- rank 0
+    def _open_root(self, resume: bool) -> str:
+        os.makedirs(self.directory, exist_ok=True)
+        man = os.path.join(self.directory, "manifest.json")
+        ident = json.loads(json.dumps(self.identity))  # normalized as it would read back
+        if os.path.exists(man):
+            try:
+                with open(man) as f:
+                    stored = json.load(f)
+            except (OSError, ValueError) as e:
+                raise CheckpointError(f"checkpoint manifest {man} is unreadable: {e}") from None
+            if not resume:
+                raise CheckpointError(
+                    f"checkpoint directory {self.directory} already holds a run; pass resume=True "
+                    "(--resume) to continue it, or use an empty directory")
+            diff = sorted(k for k in set(stored) | set(ident) if stored.get(k) != ident.get(k))
+            if diff:
+                detail = "; ".join(f"{k}: checkpoint has {stored.get(k)!r}, this run has {ident.get(k)!r}"
+                                   for k in diff)
+                raise CheckpointError(
+                    f"checkpoint in {self.directory} belongs to another run ({detail}); "
+                    "resume with the same graph and options, or use another directory")
+        else:
+            if glob.glob(os.path.join(self.directory, "part-*.npz")):
+                raise CheckpointError(f"checkpoint directory {self.directory} has part files but no manifest.json")
+            _write_atomic(man, lambda f: f.write(json.dumps(ident, indent=1, sort_keys=True).encode()))
+        return uuid.uuid4().hex[:16]
+
+    # ------------------------------------------------------------- all ranks
+    def load(self):
+        """``(done, sums)``: sorted int64 ids of the batches finished by earlier sessions,
+        and a dict of the summed arrays of their part files (``{}`` when none)."""
+        done_parts = []
+        sums: dict[str, np.ndarray] = {}
+        mine = f"part-{self.session}-"
+        for p in sorted(glob.glob(os.path.join(self.directory, "part-*.npz"))):
+            if os.path.basename(p).startswith(mine):
+                continue  # written by this very run, after it loaded
+            try:
+                with np.load(p) as z:
+                    done_parts.append(np.asarray(z["batches"], dtype=np.int64))
+                    for k in z.files:
+                        if k == "batches":
+                            continue
+                        a = z[k]
+                        sums[k] = a.copy() if k not in sums else sums[k] + a
+            except (OSError, ValueError, KeyError) as e:
+                raise CheckpointError(f"checkpoint file {p} is unreadable: {e}") from None
+        done = np.concatenate(done_parts) if done_parts else np.zeros(0, np.int64)
+        done.sort()
+        if done.size > 1 and np.any(done[1:] == done[:-1]):
+            dup = int(done[1:][done[1:] == done[:-1]][0])
+            raise CheckpointError(f"checkpoint in {self.directory} counts batch {dup} twice; it is corrupt")
+        return done, sums
+
+    def save(self, batches, arrays: dict) -> None:
+        """Durably replace this rank's part file of this session."""
+        payload = dict(arrays, batches=np.asarray(batches, dtype=np.int64))
+        _write_atomic(self.path, lambda f: np.savez(f, **payload))
