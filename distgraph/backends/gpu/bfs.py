@@ -1,0 +1,320 @@
+"""GPU single-source BFS on tensor cores (BLEST), driven from Python.
+
+Pipeline, once per graph (:class:`GpuBFS`):
+
+1. reorder (``distgraph.formats.reorder``): Jaccard-with-windows for scale-free-like
+   graphs, RCM otherwise (``reorder="auto"``), or as asked;
+2. build BVSS of the reordered graph (``distgraph.formats.bvss``); the ordering and
+   BVSS are cached together under ``config.cache_dir/bvss`` keyed by the graph checksum;
+3. measure the update divergence U_div and pick the update scheme: lazy (Alg. 3) when
+   U_div > ``config.gpu_bfs_udiv_threshold`` (25000), else direct (Alg. 2);
+4. plan the device memory, raise DeviceMemoryError if it does not fit, upload;
+5. compile ``kernels/bvss_bfs.cu`` through the one loader and size the cooperative grid
+   from the occupancy;
+6. for ``variant="auto"``, the first-sources check of the paper: run 3 seeded sources
+   with and without switching (Eq. 6, ``eta``) and keep the faster.
+
+Then every :meth:`GpuBFS.levels` is one cooperative kernel launch (init + all levels).
+Levels come back as int32 in the caller's vertex ids, -1 for unreachable vertices.
+
+Variants: ``"plain"`` (Alg. 2), ``"lazy"`` (Alg. 3), ``"switch"`` (Alg. 3 + Alg. 4 with
+Eq. 6), ``"auto"``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ...errors import InvalidArgumentError, expect
+from ...formats.bvss import BVSS, build_bvss, graph_checksum
+from ...formats.reorder import REORDERINGS, permute_graph, reorder_graph, update_divergence
+from .loader import get_module, import_cupy
+from .memory import bfs_plan
+
+__all__ = ["GpuBFS", "bfs_gpu", "VARIANTS"]
+
+VARIANTS = ("auto", "plain", "lazy", "switch")
+_MODE = {"plain": 0, "lazy": 1, "switch": 2}
+BLOCK = 256
+
+
+def _cached_preprocess(graph, method, window, cache_dir):
+    """Reordering + BVSS + U_div, from the cache when possible.
+
+    Returns ``(graph_reordered or None when it came from the cache, new_id or None, bvss,
+    udiv, info)``."""
+    import os
+    from pathlib import Path
+
+    if cache_dir is None:
+        from ...runtime.config import config
+
+        cache_dir = config.cache_dir
+    path = None
+    if cache_dir is not False:
+        tag = f"{graph_checksum(graph)}-{method}-w{window}"
+        path = Path(cache_dir) / "bvss" / f"{tag}.npz"
+        if path.is_file():
+            try:
+                with np.load(path, allow_pickle=False) as d:
+                    arr = {k: d[k] for k in d.files}
+                b = BVSS.from_arrays(arr)
+                new_id = arr["new_id"] if arr["new_id"].shape[0] == graph.n else None
+                info = {"method": str(arr["method"]), "scale_free": bool(arr["scale_free"]),
+                        "reorder_s": 0.0, "bvss_s": 0.0, "cached": True}
+                return None, new_id, b, float(arr["udiv"]), info
+            except (OSError, ValueError, KeyError):
+                pass
+    t0 = time.perf_counter()
+    g2, new_id, rinfo = reorder_graph(graph, method, window=window)
+    t1 = time.perf_counter()
+    b = build_bvss(g2)
+    t2 = time.perf_counter()
+    udiv = update_divergence(b)
+    info = {"method": rinfo["method"], "scale_free": bool(rinfo.get("scale_free", False)),
+            "reorder_s": t1 - t0, "bvss_s": t2 - t1, "udiv_s": time.perf_counter() - t2, "cached": False}
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.npz")
+            np.savez(tmp, **b.to_arrays(), new_id=(new_id if new_id is not None else np.zeros(0, np.int64)),
+                     udiv=np.float64(udiv), method=np.str_(info["method"]),
+                     scale_free=np.bool_(info["scale_free"]))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return g2, new_id, b, udiv, info
+
+
+class GpuBFS:
+    """A BLEST BFS engine for one graph: preprocessing and device arrays built once.
+
+    Parameters
+    ----------
+    graph : Graph
+        Directed or undirected (weights ignored); ``n < 2**31``.
+    variant : {"auto", "plain", "lazy", "switch"}
+        Update scheme (see the module docstring).  ``"auto"`` picks lazy or plain by
+        U_div, then checks on 3 sources whether switching pays.
+    reorder : {"auto", "jaccard", "rcm", "none"}
+    window : int, optional
+        Jaccard window ``W`` (default ``config.gpu_bfs_window`` = 65536).
+    eta : int, optional
+        Switching constant of Eq. 6 (default ``config.gpu_bfs_eta`` = 10).
+    udiv_threshold : float, optional
+        Lazy updates when U_div is above it (default ``config.gpu_bfs_udiv_threshold``).
+    cache_dir : path, None or False
+        Where the ordering and BVSS are cached (None: ``config.cache_dir``; False: off).
+
+    Attributes
+    ----------
+    variant : str
+        The variant that runs (after ``"auto"`` was resolved).
+    info : dict
+        Preprocessing times (s), ordering, U_div, BVSS size, grid, auto decisions.
+
+    Examples
+    --------
+    >>> eng = GpuBFS(graph)                       # doctest: +SKIP
+    >>> eng.levels(0)                             # doctest: +SKIP
+    array([0, 1, 2, ...], dtype=int32)
+    """
+
+    def __init__(self, graph, *, variant="auto", reorder="auto", window=None, eta=None,
+                 udiv_threshold=None, cache_dir=None):
+        from ...graph.core import Graph
+        from ...runtime.config import config
+
+        if not isinstance(graph, Graph):
+            raise TypeError(f"graph must be a distgraph Graph; got {type(graph).__name__}")
+        if graph.n >= 2**31 - 8:
+            raise InvalidArgumentError(f"graph must have fewer than 2**31 - 8 vertices for the GPU BFS; got n={graph.n}")
+        expect(variant in VARIANTS, "variant", "one of " + ", ".join(VARIANTS), variant)
+        expect(reorder in REORDERINGS, "reorder", "one of " + ", ".join(REORDERINGS), reorder)
+        window = config.gpu_bfs_window if window is None else window
+        eta = config.gpu_bfs_eta if eta is None else eta
+        udiv_threshold = config.gpu_bfs_udiv_threshold if udiv_threshold is None else udiv_threshold
+        expect(isinstance(eta, (int, np.integer)) and eta >= 0, "eta", "an integer >= 0", eta)
+        if graph.n == 0:
+            raise InvalidArgumentError("graph must have at least one vertex for BFS; got n=0")
+        cp = import_cupy()
+        self._cp = cp
+        self.n = graph.n
+        self.graph = graph
+        self.eta = int(eta)
+        g2, new_id, b, udiv, info = _cached_preprocess(graph, reorder, window, cache_dir)
+        self.new_id = new_id
+        self.bvss = b
+        self.info = dict(info)
+        self.info.update({"udiv": udiv, "bvss": b.summary(), "window": window, "eta": self.eta,
+                          "udiv_threshold": udiv_threshold})
+        base = "lazy" if udiv > udiv_threshold else "plain"
+        self.info["udiv_choice"] = base
+        need_t = variant in ("auto", "switch")
+        # CSR of G^T in the reordered ids for the bottom-up pass (Alg. 4)
+        t_ip = t_ix = None
+        if need_t:
+            t0 = time.perf_counter()
+            if g2 is None:
+                g2 = permute_graph(graph, new_id) if new_id is not None else graph
+            t_ip, t_ix, _ = g2.csc()
+            self.info["transpose_s"] = time.perf_counter() - t0
+        plan = bfs_plan(self.n, b, None if t_ix is None else int(t_ix.shape[0]))
+        plan.check()
+        self.info["device_bytes"] = plan.total
+        # ---- upload
+        self._row_ids = cp.asarray(b.row_ids) if b.num_vss else cp.zeros(128, cp.int32)
+        self._masks = cp.asarray(b.masks) if b.num_vss else cp.zeros(128, cp.uint8)
+        self._real_ptrs = cp.asarray(b.real_ptrs)
+        self._v2r = cp.asarray(b.virtual_to_real) if b.num_vss else cp.zeros(1, cp.int32)
+        self._has_transpose = need_t
+        if need_t:
+            self._t_ip = cp.asarray(t_ip.astype(np.int64, copy=False))
+            self._t_ix = cp.asarray(t_ix.astype(np.int32, copy=False)) if t_ix.shape[0] else cp.zeros(1, cp.int32)
+        else:
+            self._t_ip = cp.zeros(1, cp.int64)
+            self._t_ix = cp.zeros(1, cp.int32)
+        nw = (self.n + 31) // 32
+        self._level = cp.empty(self.n, cp.int32)
+        self._bits = cp.empty((4, nw), cp.uint32)
+        qcap = max(b.num_vss, 1)
+        self._qa = cp.empty(qcap, cp.int32)
+        self._qb = cp.empty(qcap, cp.int32)
+        self._ctr = cp.zeros(16, cp.int32)
+        self._new_id_dev = None
+        # ---- kernel and grid
+        mod = get_module("bvss_bfs", defines={"DG_BFS_BLOCK": BLOCK}, cooperative=True)
+        self._kernel = mod.get_function("distgraph_bfs_persistent")
+        self.grid = self._grid_size()
+        self.info["grid"] = [self.grid, BLOCK]
+        # ---- variant
+        if variant == "auto":
+            variant = self._first_sources_check(base)
+        self.variant = variant
+        self.info["variant"] = variant
+
+    # ------------------------------------------------------------------ internals
+    def _grid_size(self) -> int:
+        cp = self._cp
+        dev = cp.cuda.Device()
+        sms = dev.attributes["MultiProcessorCount"]
+        per_sm = None
+        try:
+            from cupy.cuda import driver
+
+            per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(self._kernel.ptr, BLOCK, 0))
+        except Exception:
+            per_sm = None
+        if not per_sm:
+            regs = max(int(getattr(self._kernel, "num_regs", 64)), 1)
+            per_warp = -(-regs * 32 // 256) * 256
+            per_sm = max(1, min(65536 // (per_warp * (BLOCK // 32)), 2048 // BLOCK, 32))
+        return int(sms * per_sm)
+
+    def _launch(self, src_internal: int, mode: int) -> None:
+        self._kernel((self.grid,), (BLOCK,),
+                     (self._row_ids, self._masks, self._real_ptrs, self._v2r, self._t_ip, self._t_ix,
+                      np.int32(self.n), np.int32(mode), np.int32(self.eta), np.int32(src_internal),
+                      self._level, self._bits[0], self._bits[1], self._bits[2], self._bits[3],
+                      self._qa, self._qb, self._ctr))
+
+    def _internal(self, source: int) -> int:
+        return int(self.new_id[source]) if self.new_id is not None else int(source)
+
+    def _check_source(self, source):
+        if isinstance(source, (bool, np.bool_)) or not isinstance(source, (int, np.integer)):
+            raise TypeError(f"source must be an integer vertex id; got {type(source).__name__}")
+        expect(0 <= int(source) < self.n, "source", f"in [0, {self.n})", int(source))
+
+    def _first_sources_check(self, base: str, k: int = 3, seed: int = 27491095) -> str:
+        """BLEST's check whether switching pays: k seeded sources with and without it."""
+        deg = np.diff(self.graph.indptr)
+        cand = np.flatnonzero(deg > 0)
+        if cand.shape[0] == 0:
+            return base
+        rng = np.random.default_rng(seed)
+        srcs = rng.choice(cand, size=min(k, cand.shape[0]), replace=False)
+        times = {}
+        for v in (base, "switch"):
+            self.run_device(int(srcs[0]), v)  # warm up (compile, caches)
+            times[v] = float(np.mean([self.run_device(int(s), v)[1] for s in srcs]))
+        self.info["auto_check_ms"] = times
+        return "switch" if times["switch"] < times[base] else base
+
+    # ------------------------------------------------------------------ public
+    def run_device(self, source: int, variant: str | None = None):
+        """Run one BFS; returns ``(levels_device_internal_ids, milliseconds)``.
+
+        The time is measured with CUDA events around the one kernel launch (init of the
+        state included).  The returned CuPy array is overwritten by the next run.
+        """
+        cp = self._cp
+        variant = self.variant if variant is None else variant
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        self._launch(self._internal(source), _MODE[variant])
+        stop.record()
+        stop.synchronize()
+        return self._level, float(cp.cuda.get_elapsed_time(start, stop))
+
+    def stats(self) -> dict:
+        """Counters of the last run: ``levels`` (levels run) and ``bottom_up_levels``."""
+        c = self._ctr.get()
+        return {"levels": int(c[6]), "bottom_up_levels": int(c[7])}
+
+    def levels(self, source, *, variant: str | None = None) -> np.ndarray:
+        """BFS levels from ``source`` (caller's id) as int32 ``(n,)``, -1 = unreachable."""
+        self._check_source(source)
+        if variant is not None:
+            expect(variant in _MODE, "variant", "one of plain, lazy, switch", variant)
+            if variant == "switch" and not self._has_transpose:
+                raise InvalidArgumentError("variant must be one the engine was built for; got 'switch' "
+                                           "(build GpuBFS with variant='switch' or 'auto')")
+        lev, _ = self.run_device(int(source), variant)
+        if self.new_id is None:
+            return lev.get()
+        if self._new_id_dev is None:
+            self._new_id_dev = self._cp.asarray(self.new_id)
+        return lev[self._new_id_dev].get()
+
+
+def bfs_gpu(graph, source, *, variant="auto", reorder="auto", window=None, eta=None,
+            udiv_threshold=None, cache_dir=None) -> np.ndarray:
+    """Single-source BFS levels on the GPU with BLEST (tensor cores over BVSS).
+
+    Parameters
+    ----------
+    graph : Graph
+    source : int
+        Source vertex, in the caller's ids.
+    variant, reorder, window, eta, udiv_threshold, cache_dir
+        See :class:`GpuBFS`.  For many sources build one :class:`GpuBFS` and call
+        :meth:`GpuBFS.levels` (preprocessing is then paid once).
+
+    Returns
+    -------
+    numpy.ndarray
+        int32 ``(n,)``: ``levels[v]`` is the hop distance from ``source``, -1 when
+        ``v`` is unreachable.
+
+    Raises
+    ------
+    BackendUnavailableError
+        No CuPy or no GPU.
+    DeviceMemoryError
+        The run does not fit in device memory (raised before allocating).
+    InvalidArgumentError
+        Bad ``source``, ``variant`` or ``reorder``.
+    """
+    from ...graph.core import Graph
+
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph must be a distgraph Graph; got {type(graph).__name__}")
+    if isinstance(source, (bool, np.bool_)) or not isinstance(source, (int, np.integer)):
+        raise TypeError(f"source must be an integer vertex id; got {type(source).__name__}")
+    expect(0 <= int(source) < graph.n, "source", f"in [0, {graph.n})", int(source))
+    eng = GpuBFS(graph, variant=variant, reorder=reorder, window=window, eta=eta,
+                 udiv_threshold=udiv_threshold, cache_dir=cache_dir)
+    return eng.levels(int(source))
