@@ -204,9 +204,11 @@ class GpuBFS:
         try:
             from cupy.cuda import driver
 
-            per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(self._kernel.ptr, BLOCK, 0))
+            fn = getattr(self._kernel, "kernel", self._kernel)  # RawKernel -> cupy Function
+            per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, BLOCK, 0))
         except Exception:
-            per_sm = None
+            per_sm = None  # computed from the register count below
+        self.info["occupancy_source"] = "driver" if per_sm else "registers"
         if not per_sm:
             regs = max(int(getattr(self._kernel, "num_regs", 64)), 1)
             per_warp = -(-regs * 32 // 256) * 256

@@ -1,0 +1,258 @@
+"""Benchmark: single-source BFS on the GPU with BLEST (tensor cores over BVSS) against a
+CuPy SpMV BFS (what a user would write) and the CPU, as in BLEST Table 2 / Table 4.
+
+    python benchmarks/gpu_bfs.py --outdir DIR [--graphs kron:21,urand:21,road-FLA] [--sources 64]
+
+For every graph: 64 sources picked as GAP does (seeded, zero-degree vertices skipped);
+mean milliseconds per source of one cooperative kernel launch (CUDA events, launch to
+completion, state init included), GTEPS = arcs of the reached component (each undirected
+edge counted in both directions, as BLEST counts) / time, for each variant (plain = Alg. 2,
+lazy = Alg. 3, switch = Alg. 3 + 4) with and without reordering (Table 4's ablation),
+and the auto choice.  Baselines in the same run: a frontier BFS by cuSPARSE SpMV through
+cupyx.scipy.sparse, scipy.sparse.csgraph.breadth_first_order, and the CPU backend
+(distgraph.bfs backend="cpu") when it is importable.  Every BLEST result is checked
+against the SpMV BFS levels.  Preprocessing (reorder, BVSS, U_div, transpose) is reported
+separately.  Writes DIR/gpu_bfs.json with commit, device and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BLEST_REF = {"kron:21": 0.30, "urand:21": 0.26, "road-FLA": 7.8}  # ms/source, BLEST on an H200
+
+
+def _sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30, cwd=ROOT).stdout.strip()
+    except Exception as e:  # pragma: no cover
+        return str(e)
+
+
+def load(spec):
+    import distgraph
+    from distgraph import generators as gen
+
+    if spec.startswith("kron:"):
+        return gen.kronecker(int(spec.split(":")[1]))
+    if spec.startswith("urand:"):
+        return gen.urand(int(spec.split(":")[1]))
+    names = {"road-FLA": "road-FLA.gr.xz", "road-NY": "road-NY.gr.xz", "email-Enron": "email-Enron.mtx.gz",
+             "cond-mat-2005": "cond-mat-2005.mtx.gz", "wiki-Vote": "wiki-Vote.txt.gz"}
+    fname = names.get(spec, spec)
+    for d in (ROOT / ".devdata", ROOT.parent / "shared" / "data", Path(os.environ.get("DISTGRAPH_DATA", "/nonexistent"))):
+        if (d / fname).is_file():
+            return distgraph.read_graph(d / fname)
+    raise FileNotFoundError(f"graph {spec}: {fname} not found in .devdata/ or ../shared/data")
+
+
+def gap_sources(g, k, seed=27491095):
+    """k sources as GAP picks them: seeded uniform draws, skipping zero-degree vertices."""
+    rng = np.random.default_rng(seed)
+    deg = np.diff(g.indptr)
+    out = []
+    while len(out) < k and np.any(deg > 0):
+        v = int(rng.integers(0, g.n))
+        if deg[v] > 0:
+            out.append(v)
+    return out
+
+
+class SpmvBFS:
+    """A user's GPU BFS: frontier vector times A^T with cuSPARSE, one level per SpMV."""
+
+    def __init__(self, g):
+        import cupy as cp
+        import cupyx.scipy.sparse as cps
+
+        ip, ix, _ = g.csc()  # in-arcs: y = A^T x marks vertices with a frontier in-neighbour
+        self.cp = cp
+        self.A = cps.csr_matrix((cp.ones(ix.shape[0], cp.float32), cp.asarray(ix), cp.asarray(ip)),
+                                shape=(g.n, g.n))
+        self.n = g.n
+
+    def levels(self, s):
+        cp = self.cp
+        level = cp.full(self.n, -1, cp.int32)
+        level[s] = 0
+        f = cp.zeros(self.n, cp.float32)
+        f[s] = 1
+        lvl = 0
+        while True:
+            lvl += 1
+            y = self.A @ f
+            new = (y > 0) & (level < 0)
+            if not bool(new.any()):
+                break
+            level[new] = lvl
+            f = new.astype(cp.float32)
+        return level
+
+
+def timed(fn, sync):
+    t = time.perf_counter()
+    r = fn()
+    sync()
+    return r, (time.perf_counter() - t) * 1e3
+
+
+def bench_graph(spec, args, cache_dir):
+    import cupy as cp
+    import scipy.sparse.csgraph as csg
+
+    from distgraph.backends.gpu.bfs import GpuBFS
+
+    sync = cp.cuda.runtime.deviceSynchronize
+    out = {"graph": spec}
+    t0 = time.perf_counter()
+    g = load(spec)
+    out.update({"load_s": time.perf_counter() - t0, "n": g.n, "arcs": g.m, "directed": g.directed})
+    print(f"== {spec}: n={g.n} arcs={g.m} (load {out['load_s']:.1f} s)", flush=True)
+    srcs = gap_sources(g, args.sources)
+    deg = np.diff(g.indptr)
+    road = "road" in spec
+    # ---- baselines
+    base = SpmvBFS(g)
+    nb = min(len(srcs), 8 if road else len(srcs))
+    base.levels(srcs[0])
+    sync()
+    ref, ms = {}, []
+    for s in srcs[:nb]:
+        lev, t = timed(lambda: base.levels(s), sync)
+        ref[s] = lev.get()
+        ms.append(t)
+    arcs_reached = {s: int(deg[ref[s] >= 0].sum()) for s in ref}
+    mean_arcs = float(np.mean(list(arcs_reached.values())))
+    out["cupy_spmv"] = {"ms": float(np.mean(ms)), "sources": nb, "gteps": mean_arcs / np.mean(ms) / 1e6}
+    A = g.to_scipy()
+    ms = []
+    for s in srcs[:min(nb, 8)]:
+        t = time.perf_counter()
+        csg.breadth_first_order(A, s, directed=g.directed, return_predecessors=False)
+        ms.append((time.perf_counter() - t) * 1e3)
+    out["scipy_cpu"] = {"ms": float(np.mean(ms)), "sources": len(ms)}
+    try:
+        import distgraph
+
+        distgraph.bfs(g, srcs[0], backend="cpu")
+        ms = []
+        for s in srcs[:min(nb, 8)]:
+            t = time.perf_counter()
+            distgraph.bfs(g, s, backend="cpu")
+            ms.append((time.perf_counter() - t) * 1e3)
+        out["distgraph_cpu"] = {"ms": float(np.mean(ms)), "sources": len(ms), "threads": os.cpu_count()}
+    except Exception as e:  # the CPU backend may not be in this checkout
+        out["distgraph_cpu"] = {"error": f"{type(e).__name__}: {e}"[:200]}
+    print(f"   cupy SpMV {out['cupy_spmv']['ms']:.2f} ms, scipy {out['scipy_cpu']['ms']:.1f} ms, "
+          f"cpu backend {out['distgraph_cpu'].get('ms', 'n/a')}", flush=True)
+    del base
+    # ---- BLEST, each variant, without and with reordering
+    out["blest"] = {}
+    for reorder in ("none", "auto"):
+        t0 = time.perf_counter()
+        eng = GpuBFS(g, variant="switch", reorder=reorder, window=args.window, cache_dir=cache_dir)
+        build_s = time.perf_counter() - t0
+        info = {k: v for k, v in eng.info.items() if k not in ("auto_check_ms",)}
+        res = {"setup_s": build_s, "info": info}
+        # correctness and arcs of every source
+        arcs_all = []
+        for s in srcs:
+            lev = eng.levels(s, variant="plain")
+            if s in ref:
+                for v in ("plain", "lazy", "switch"):
+                    got = lev if v == "plain" else eng.levels(s, variant=v)
+                    if not np.array_equal(got, ref[s]):
+                        raise AssertionError(f"{spec} reorder={reorder} variant={v} source={s}: levels differ")
+            arcs_all.append(int(deg[lev >= 0].sum()))
+        mean_arcs = float(np.mean(arcs_all))
+        for v in ("plain", "lazy", "switch"):
+            for s in srcs[:2]:
+                eng.run_device(s, v)
+            ms = np.array([eng.run_device(s, v)[1] for s in srcs])
+            st = eng.stats()
+            res[v] = {"ms": float(ms.mean()), "ms_min": float(ms.min()), "ms_max": float(ms.max()),
+                      "gteps": mean_arcs / float(ms.mean()) / 1e6, "levels_last": st["levels"],
+                      "bottom_up_levels_last": st["bottom_up_levels"]}
+        res["arcs_reached_mean"] = mean_arcs
+        out["blest"][reorder] = res
+        print(f"   BLEST reorder={reorder} ({info.get('method')}, U_div {info['udiv']:.0f}, "
+              f"{info['bvss']['bytes_per_edge']:.2f} B/arc, setup {build_s:.1f} s): "
+              + ", ".join(f"{v} {res[v]['ms']:.3f} ms ({res[v]['gteps']:.1f} GTEPS)" for v in ("plain", "lazy", "switch")),
+              flush=True)
+        del eng
+        cp.get_default_memory_pool().free_all_blocks()
+    # ---- the auto choice (reorder auto, U_div rule, first-sources switching check)
+    eng = GpuBFS(g, variant="auto", reorder="auto", window=args.window, cache_dir=cache_dir)
+    for s in srcs[:2]:
+        eng.run_device(s)
+    ms = np.array([eng.run_device(s)[1] for s in srcs])
+    out["blest_auto"] = {"variant": eng.variant, "udiv_choice": eng.info["udiv_choice"],
+                         "auto_check_ms": eng.info.get("auto_check_ms"), "ms": float(ms.mean()),
+                         "gteps": out["blest"]["auto"]["arcs_reached_mean"] / float(ms.mean()) / 1e6}
+    if spec in BLEST_REF:
+        out["blest_paper_code_ms"] = BLEST_REF[spec]
+        out["ratio_vs_blest_code"] = float(ms.mean()) / BLEST_REF[spec]
+    out["speedup_auto_vs_cupy_spmv"] = out["cupy_spmv"]["ms"] / float(ms.mean())
+    out["speedup_auto_vs_scipy_cpu"] = out["scipy_cpu"]["ms"] / float(ms.mean())
+    print(f"   auto -> {eng.variant}: {ms.mean():.3f} ms  x{out['speedup_auto_vs_cupy_spmv']:.1f} vs SpMV", flush=True)
+    del eng
+    cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--outdir", default=str(ROOT / "benchmarks" / "results"))
+    p.add_argument("--graphs", default=os.environ.get("BENCH_GPU_BFS_GRAPHS", "kron:21,urand:21,road-FLA,email-Enron"),
+                   help="comma-separated; env BENCH_GPU_BFS_GRAPHS overrides the default")
+    p.add_argument("--sources", type=int, default=64)
+    p.add_argument("--window", type=int, default=int(os.environ.get("BENCH_GPU_BFS_WINDOW", 0)) or None,
+                   help="Jaccard window W (default config, 2**16; env BENCH_GPU_BFS_WINDOW)")
+    p.add_argument("--max-seconds", type=float, default=480.0, help="skip the remaining graphs after this")
+    p.add_argument("--name", default="gpu_bfs")
+    args = p.parse_args(argv)
+    import cupy as cp
+
+    env = {"commit": _sh("git rev-parse HEAD"), "dirty": bool(_sh("git status --porcelain -- distgraph kernels")),
+           "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "host_cpus": os.cpu_count(), "cupy": cp.__version__, "sources": args.sources,
+           "timing": "CUDA events around one cooperative kernel launch per source (state init included)",
+           "gteps": "mean arcs of the reached component (undirected edges counted twice) / mean time"}
+    results = {"env": env, "graphs": [], "skipped": []}
+    t_start = time.perf_counter()
+    path = Path(args.outdir) / f"{args.name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as cache_dir:
+        for spec in [s for s in args.graphs.split(",") if s]:
+            if time.perf_counter() - t_start > args.max_seconds:
+                results["skipped"].append(spec)
+                continue
+            try:
+                results["graphs"].append(bench_graph(spec, args, cache_dir))
+            except Exception as e:
+                import traceback
+
+                traceback.print_exc()
+                results["graphs"].append({"graph": spec, "error": f"{type(e).__name__}: {e}"[:500]})
+            path.write_text(json.dumps(results, indent=1, default=float))
+    path.write_text(json.dumps(results, indent=1, default=float))
+    print(f"wrote {path}")
+    return 1 if any("error" in r for r in results["graphs"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
