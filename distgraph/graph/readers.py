@@ -76,12 +76,12 @@ _POW10 = np.array([float(10 ** i) for i in range(23)])  # exact doubles
 
 
 # --------------------------------------------------------------------------- kernels
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(cache=True, nogil=True)
 def _blank(c):
     return c == 32 or c == 9 or c == 13 or c == 44  # space, tab, CR, comma
 
 
-@nb.njit(cache=True, nogil=True, inline="always")
+@nb.njit(cache=True, nogil=True)
 def _endtok(c):
     return c == 32 or c == 9 or c == 13 or c == 44 or c == 10
 
@@ -608,6 +608,8 @@ def _scan(src: _Source, pos, line, *, comments, prefix=0, ncols=0, wcol=-1, wkin
         if err == _E_EXTRA:
             raise src.error(f"more entries than the header's {max_records}: '{text}'", eline)
         raise src.error(f"internal: record buffer too small at '{text}'", eline)  # pragma: no cover
+    if b.size and b[-1] == 10 and eline > line:
+        eline -= 1  # at the end of the file: its last line, not the empty one after the final newline
     has_w = wcol >= 0 and ncols_out > wcol
     w = w[:k] if has_w else None
     if has_w and nslow:
@@ -691,7 +693,7 @@ def _parse_mtx(src: _Source, base, weighted) -> _Edges:
         size_line = (ln, nxt, s)
         break
     if size_line is None:
-        raise src.error("file ended before the size line; expected 'rows cols nnz'", ln + 1)
+        raise src.error("file ended before the size line; expected 'rows cols nnz'", ln)
     ln, body, s = size_line
     parts = s.split()
     if len(parts) != 3 or not all(re.fullmatch(r"\d+", p) for p in parts):
