@@ -23,20 +23,24 @@
 //
 // State arrays (n vertices, nw = ceil(n/32) words, Ns = ceil(n/8) slice sets):
 //   level[n]     int: BFS level, -1 = unreached (the kernel's output).
-//   fa, fb[nw]   frontier bitmaps, bit v%32 of word v/32; byte s is the 8-bit frontier
-//                word alpha of slice set s.  Mode 0 uses fa/fb as Fcur/Fnext and swaps;
-//                modes 1-2 use fa as Fcur (rewritten by stage 2 each level).
-//   vcur, vnext[nw]  visited bitmaps up to this level / up to the next (modes 1-2).
-//   qa, qb[Nv]   VSS work queues, current and next (they alternate by level parity).
-//   ctr[16]      int counters: ctr[l%3] = queue length of level l; ctr[3 + l%3] =
-//                #unvisited before level l; ctr[6] = levels run; ctr[7] = bottom-up
+//   F[3*nw]      three frontier bitmaps, bit v%32 of word v/32; byte s of a bitmap is the
+//                8-bit frontier word alpha of slice set s.  Mode 0 rotates them by level
+//                (read F[l%3], write F[(l+1)%3], clear F[(l+2)%3]), so a level needs one
+//                grid sync; modes 1-2 use F[0] as Fcur, rewritten by stage 2 each level.
+//   V[2*nw]      visited bitmaps Vcur, Vnext (modes 1-2).
+//   Q[3*qcap]    VSS work queues; level l reads Q[l%3] and appends to Q[(l+1)%3].
+//   ctr[16]      int counters: ctr[l&3] = queue length of level l; ctr[4 + (l&3)] =
+//                #unvisited before level l; ctr[8] = levels run; ctr[9] = bottom-up
 //                levels run.
+//   mode         bits 0-1: 0 direct, 1 lazy, 2 lazy + switching; bit 2 (value 4): in
+//                lazy stage 1 skip rows already in Vcur (one bitmap read before the RED;
+//                not in the paper, measured as an option).
 // BVSS inputs (see distgraph/formats/bvss.py): row_ids as int4 per lane (4 rows),
 // masks as one 32-bit word per lane (byte c = mask of row c), real_ptrs[Ns+1],
 // v2r[Nv] (virtual_to_real).  t_indptr/t_indices: CSR of G^T (in-neighbours), read only
 // in mode 2.
 //
-// __global__ distgraph_bfs_persistent(...): inputs above; outputs level[] and ctr[6..7].
+// __global__ distgraph_bfs_persistent(...): inputs above; outputs level[] and ctr[8..9].
 // Launch cooperatively with every block co-resident (grid <= SMs * occupancy).
 //
 // Reference: D. Elbek and K. Kaya, "Graph Traversal on Tensor Cores: A BFS Framework for
@@ -88,52 +92,59 @@ extern "C" __global__ void __launch_bounds__(DG_BFS_BLOCK, DG_BFS_MIN_BLOCKS)
 distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
                          const int *__restrict__ real_ptrs, const int *__restrict__ v2r,
                          const long long *__restrict__ t_indptr, const int *__restrict__ t_indices,
-                         int n, int mode, int eta, int source, int *level, unsigned *fa, unsigned *fb,
-                         unsigned *vcur, unsigned *vnext, int *qa, int *qb, int *ctr) {
+                         int n, int mode, int eta, int source, int *level, unsigned *F, unsigned *V,
+                         int *Q, int qcap, int *ctr) {
     cg::grid_group grid = cg::this_grid();
     const int nthreads = gridDim.x * blockDim.x;
     const int tid = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned lane = threadIdx.x & 31u;
     const int warp = tid >> 5, nwarps = nthreads >> 5;
     const int nw = (n + 31) >> 5;
+    const int upd = mode & 3;                 // 0 direct, 1 lazy, 2 lazy + switching
+    const bool filter = (mode & 4) != 0;      // lazy: skip rows already visited (Vcur)
+    unsigned *vcur = V, *vnext = V + nw;
     volatile int *vctr = ctr;
 
     // ---- init (Alg. 2/3 lines 1-5)
     for (int i = tid; i < n; i += nthreads) level[i] = -1;
-    for (int i = tid; i < nw; i += nthreads) {
-        fa[i] = 0u; fb[i] = 0u; vcur[i] = 0u; vnext[i] = 0u;
-    }
+    for (int i = tid; i < 3 * nw; i += nthreads) F[i] = 0u;
+    for (int i = tid; i < 2 * nw; i += nthreads) V[i] = 0u;
     if (tid < 16) ctr[tid] = 0;
     grid.sync();
     {
         int ss = source >> 3;
         int s = real_ptrs[ss], e = real_ptrs[ss + 1];
-        for (int i = tid; i < e - s; i += nthreads) qa[i] = s + i;
+        for (int i = tid; i < e - s; i += nthreads) Q[1 * qcap + i] = s + i;
         if (tid == 0) {
             unsigned bit = 1u << (source & 31);
             level[source] = 0;
-            fa[source >> 5] = bit; vcur[source >> 5] = bit; vnext[source >> 5] = bit;
-            ctr[1] = e - s;
-            ctr[3 + 1] = n - 1;
+            F[(upd == 0 ? 1 : 0) * nw + (source >> 5)] = bit;
+            vcur[source >> 5] = bit; vnext[source >> 5] = bit;
+            ctr[1] = e - s;       // queue length of level 1
+            ctr[4 + 1] = n - 1;   // unvisited before level 1
         }
     }
     grid.sync();
 
-    unsigned *fcur = fa, *fnext = fb;
     int l = 1;
     for (;; ++l) {
-        const int nq = vctr[l % 3];
+        const int nq = vctr[l & 3];
         if (nq == 0) break;
-        int *qc = (l & 1) ? qa : qb;
-        int *qn = (l & 1) ? qb : qa;
-        int *qn_size = ctr + (l + 1) % 3;
-        if (tid == 0) { ctr[(l + 2) % 3] = 0; ctr[3 + (l + 2) % 3] = 0; }
+        const int *qc = Q + (l % 3) * qcap;
+        int *qn = Q + ((l + 1) % 3) * qcap;
+        int *qn_size = ctr + ((l + 1) & 3);
+        if (tid == 0) { ctr[(l + 2) & 3] = 0; ctr[4 + ((l + 2) & 3)] = 0; }
 
-        if (mode == 0) {
-            // ---- Alg. 2: tensor-core products with direct updates
+        if (upd == 0) {
+            // ---- Alg. 2: tensor-core products with direct updates, one phase per level.
+            // Frontier buffers rotate: F[l%3] is read, F[(l+1)%3] written, and F[(l+2)%3]
+            // (the frontier of level l-1, not read any more) is cleared for level l+1
+            // through the queue of level l-1, Q[(l+2)%3], of length ctr[(l+3)&3].
+            const unsigned char *fcur = (const unsigned char *)(F + (l % 3) * nw);
+            unsigned *fnext = F + ((l + 1) % 3) * nw;
             for (int w = warp; w < nq; w += nwarps) {
                 const int vss = qc[w];
-                const unsigned alpha = ((const unsigned char *)fcur)[v2r[vss]];
+                const unsigned alpha = fcur[v2r[vss]];
                 const int4 u = row_ids[vss * 32 + lane];
                 const unsigned mk = masks[vss * 32 + lane];
                 int d0, d1, d2, d3;
@@ -143,17 +154,20 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
                 dg_direct_update(u.z, d2, l, level, fnext, real_ptrs, qn, qn_size);
                 dg_direct_update(u.w, d3, l, level, fnext, real_ptrs, qn, qn_size);
             }
-            grid.sync();
-            // clear the frontier words just consumed, so the buffer is zero when reused
-            for (int i = tid; i < nq; i += nthreads) ((unsigned char *)fcur)[v2r[qc[i]]] = 0;
-            unsigned *t = fcur; fcur = fnext; fnext = t;
+            {
+                unsigned char *fold = (unsigned char *)(F + ((l + 2) % 3) * nw);
+                const int *qold = Q + ((l + 2) % 3) * qcap;
+                const int nold = vctr[(l + 3) & 3];
+                for (int i = tid; i < nold; i += nthreads) fold[v2r[qold[i]]] = 0;
+            }
             grid.sync();
             continue;
         }
 
         // ---- Stage 1 (Alg. 3 lazy marking, or Alg. 4 bottom-up when Eq. 6 holds)
-        const int unvisited = vctr[3 + l % 3];
-        const bool bottom_up = (mode == 2) && ((long long)unvisited < (long long)eta * nq);
+        unsigned *fcur = F;  // rewritten by stage 2 every level
+        const int unvisited = vctr[4 + (l & 3)];
+        const bool bottom_up = (upd == 2) && ((long long)unvisited < (long long)eta * nq);
         if (!bottom_up) {
             for (int w = warp; w < nq; w += nwarps) {
                 const int vss = qc[w];
@@ -162,13 +176,19 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
                 const unsigned mk = masks[vss * 32 + lane];
                 int d0, d1, d2, d3;
                 dg_vss_products(mk, alpha, lane, d0, d1, d2, d3);
+                if (filter) {
+                    d0 = d0 && !((vcur[u.x >> 5] >> (u.x & 31)) & 1u);
+                    d1 = d1 && !((vcur[u.y >> 5] >> (u.y & 31)) & 1u);
+                    d2 = d2 && !((vcur[u.z >> 5] >> (u.z & 31)) & 1u);
+                    d3 = d3 && !((vcur[u.w >> 5] >> (u.w & 31)) & 1u);
+                }
                 dg_lazy_mark(u.x, d0, vnext);
                 dg_lazy_mark(u.y, d1, vnext);
                 dg_lazy_mark(u.z, d2, vnext);
                 dg_lazy_mark(u.w, d3, vnext);
             }
         } else {
-            if (tid == 0) ctr[7] += 1;
+            if (tid == 0) ctr[9] += 1;
             for (int w = warp; w < nw; w += nwarps) {
                 const unsigned unvis = ~vcur[w];
                 const int u = w * 32 + (int)lane;
@@ -222,8 +242,8 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
             }
         }
         unv = dg_warp_sum(unv);
-        if (lane == 0 && unv) atomicAdd(ctr + 3 + (l + 1) % 3, (int)unv);
+        if (lane == 0 && unv) atomicAdd(ctr + 4 + ((l + 1) & 3), (int)unv);
         grid.sync();
     }
-    if (tid == 0) ctr[6] = l - 1;
+    if (tid == 0) ctr[8] = l - 1;
 }

@@ -66,10 +66,17 @@ def _check_engine(g, reorder, k=12):
             bad = np.flatnonzero(got != ref[i])
             assert bad.size == 0, (f"{variant} eta={eta} reorder={reorder} source={s}: {bad.size} wrong, "
                                    f"e.g. v={bad[:5].tolist()} got={got[bad[:5]].tolist()} want={ref[i][bad[:5]].tolist()}")
-    if eng.stats()["levels"] > 2:
-        eng.eta = 2**30
-        eng.levels(srcs[0], variant="switch")
-        assert eng.stats()["bottom_up_levels"] >= 1
+    # the bottom-up pass really ran when eta forces it, and the filtered lazy option agrees
+    s = srcs[k]  # the highest-degree vertex
+    eng.eta = 2**30
+    eng.levels(s, variant="switch")
+    st = eng.stats()
+    assert st["bottom_up_levels"] == st["levels"]
+    eng.eta = 10
+    for v in ("lazy+filter", "switch+filter"):
+        lev, _ = eng.run_device(s, v)
+        got = lev.get() if eng.new_id is None else lev.get()[eng.new_id]
+        assert np.array_equal(got, ref[k]), v
     return eng
 
 

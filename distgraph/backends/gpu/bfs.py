@@ -37,6 +37,8 @@ __all__ = ["GpuBFS", "bfs_gpu", "VARIANTS"]
 
 VARIANTS = ("auto", "plain", "lazy", "switch")
 _MODE = {"plain": 0, "lazy": 1, "switch": 2}
+# Not in the paper, for measurements: lazy marking that first skips rows already visited.
+_MODE_EXTRA = {"lazy+filter": 5, "switch+filter": 6}
 BLOCK = 256
 
 
@@ -178,10 +180,10 @@ class GpuBFS:
             self._t_ix = cp.zeros(1, cp.int32)
         nw = (self.n + 31) // 32
         self._level = cp.empty(self.n, cp.int32)
-        self._bits = cp.empty((4, nw), cp.uint32)
-        qcap = max(b.num_vss, 1)
-        self._qa = cp.empty(qcap, cp.int32)
-        self._qb = cp.empty(qcap, cp.int32)
+        self._F = cp.empty(3 * nw, cp.uint32)   # three frontier bitmaps
+        self._V = cp.empty(2 * nw, cp.uint32)   # visited: current, next
+        self._qcap = max(b.num_vss, 1)
+        self._Q = cp.empty(3 * self._qcap, cp.int32)
         self._ctr = cp.zeros(16, cp.int32)
         self._new_id_dev = None
         # ---- kernel and grid
@@ -219,8 +221,7 @@ class GpuBFS:
         self._kernel((self.grid,), (BLOCK,),
                      (self._row_ids, self._masks, self._real_ptrs, self._v2r, self._t_ip, self._t_ix,
                       np.int32(self.n), np.int32(mode), np.int32(self.eta), np.int32(src_internal),
-                      self._level, self._bits[0], self._bits[1], self._bits[2], self._bits[3],
-                      self._qa, self._qb, self._ctr))
+                      self._level, self._F, self._V, self._Q, np.int32(self._qcap), self._ctr))
 
     def _internal(self, source: int) -> int:
         return int(self.new_id[source]) if self.new_id is not None else int(source)
@@ -256,7 +257,7 @@ class GpuBFS:
         variant = self.variant if variant is None else variant
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         start.record()
-        self._launch(self._internal(source), _MODE[variant])
+        self._launch(self._internal(source), _MODE[variant] if variant in _MODE else _MODE_EXTRA[variant])
         stop.record()
         stop.synchronize()
         return self._level, float(cp.cuda.get_elapsed_time(start, stop))
@@ -264,7 +265,7 @@ class GpuBFS:
     def stats(self) -> dict:
         """Counters of the last run: ``levels`` (levels run) and ``bottom_up_levels``."""
         c = self._ctr.get()
-        return {"levels": int(c[6]), "bottom_up_levels": int(c[7])}
+        return {"levels": int(c[8]), "bottom_up_levels": int(c[9])}
 
     def levels(self, source, *, variant: str | None = None) -> np.ndarray:
         """BFS levels from ``source`` (caller's id) as int32 ``(n,)``, -1 = unreachable."""
