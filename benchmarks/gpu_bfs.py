@@ -228,7 +228,8 @@ def main(argv=None):
     p.add_argument("--sources", type=int, default=64)
     p.add_argument("--window", type=int, default=int(os.environ.get("BENCH_GPU_BFS_WINDOW", 0)) or None,
                    help="Jaccard window W (default config, 2**16; env BENCH_GPU_BFS_WINDOW)")
-    p.add_argument("--max-seconds", type=float, default=480.0, help="skip the remaining graphs after this")
+    p.add_argument("--max-seconds", type=float, default=float(os.environ.get("BENCH_GPU_BFS_MAX_SECONDS", 480)),
+                   help="skip the remaining graphs after this (env BENCH_GPU_BFS_MAX_SECONDS)")
     p.add_argument("--name", default="gpu_bfs")
     args = p.parse_args(argv)
     import cupy as cp
