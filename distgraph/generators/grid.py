@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import expect
-from ._csr import MAX_KEYED_N, build_csr
+from ._csr import build_csr
 from .kron import DEFAULT_SEED
 
 __all__ = ["grid", "grid_shape"]
@@ -60,7 +60,7 @@ def grid(rows: int, cols: int, *, drop: float = 0.0, seed: int = DEFAULT_SEED):
     """
     for name, v in (("rows", rows), ("cols", cols)):
         expect(isinstance(v, (int, np.integer)) and v >= 1, name, "an integer >= 1", v)
-    expect(rows * cols <= MAX_KEYED_N, "rows * cols", f"<= {MAX_KEYED_N}", rows * cols)
+    expect(rows * cols <= 1 << 40, "rows * cols", "<= 2**40", rows * cols)
     expect(isinstance(drop, (int, float, np.floating)) and 0.0 <= drop < 1.0, "drop", "a probability in [0, 1)", drop)
     expect(isinstance(seed, (int, np.integer)) and seed >= 0, "seed", "an integer >= 0", seed)
     rows, cols = int(rows), int(cols)

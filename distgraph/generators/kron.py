@@ -10,14 +10,16 @@ picks, ``scale`` times, one quadrant of the adjacency matrix with probabilities
 its source and one bit of its destination.  Vertex ids are then permuted at random
 (as Graph500 and GAP do) so that the hubs are not the low ids.
 
-Vectorized: a chunk of ``CHUNK_EDGES`` edges is done at once, one bit level at a
-time.  For each level one 32-bit uniform ``u`` per edge (half of a raw PCG64 draw)
-gives the quadrant: the source bit is ``u >= A+B`` and the destination bit is
+Chunked: a chunk of ``CHUNK_EDGES`` edges takes ``scale`` 32-bit uniforms per edge
+from one call of ``PCG64.random_raw`` (the raw 64-bit draws, seen as pairs of 32-bit
+words), and a numba kernel turns them into ids: at level ``l`` the word ``u`` gives
+the quadrant, the source bit is ``u >= A+B`` and the destination bit is
 ``(u >= A) ^ (u >= A+B) ^ (u >= A+B+C)`` (thresholds scaled to ``2**32``).
 
-State encoding: ``src``/``dst`` are uint32 (uint64 for scale > 32) arrays of one
-chunk, built most significant bit first; ``perm`` is the id permutation (int32/int64
-``(n,)``), applied as ``perm[src]``.
+State encoding: ``u`` is uint32 ``(chunk_edges, 2 * ceil(scale / 2))``, row ``i`` the
+words of edge ``i``, word ``l`` for level ``l`` (most significant bit first); ``src``/
+``dst`` are int32 (int64 for scale >= 31) ids of one chunk; ``perm`` is the id
+permutation (``(n,)``), applied as ``perm[src]``.
 
 Determinism: chunk ``k`` draws from ``PCG64(SeedSequence([seed, k]))`` and the
 permutation from ``PCG64(SeedSequence([seed, PERM_STREAM]))``, so the edge list is a
@@ -32,6 +34,7 @@ edges with :func:`kronecker_edges` (``chunks=``).
 
 from __future__ import annotations
 
+import numba as nb
 import numpy as np
 
 from ..errors import expect
@@ -86,7 +89,6 @@ def kronecker_edges(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED,
     m = edge_factor * n
     nchunks = -(-m // CHUNK_EDGES)
     idt = np.int32 if scale < 31 else np.int64
-    wdt = np.uint32 if scale <= 32 else np.uint64
     two32 = float(1 << 32)
     ta = np.uint32(min(int(round(a * two32)), (1 << 32) - 1))
     tab = np.uint32(min(int(round((a + b) * two32)), (1 << 32) - 1))
@@ -94,34 +96,37 @@ def kronecker_edges(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED,
     perm = None
     if permute:
         perm = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, PERM_STREAM]))).permutation(n).astype(idt)
-    pairs = (scale + 1) // 2  # one raw 64-bit draw feeds two levels
+    words = 2 * ((scale + 1) // 2)  # 32-bit words per edge, from whole 64-bit draws
     for k in (range(nchunks) if chunks is None else chunks):
         k = int(k)
         expect(0 <= k < nchunks, "chunk", f"in [0, {nchunks})", k)
         size = min(CHUNK_EDGES, m - k * CHUNK_EDGES)
         bg = np.random.PCG64(np.random.SeedSequence([seed, k]))
-        u = bg.random_raw(pairs * size).view(np.uint32).reshape(2 * pairs, size)
-        src = np.zeros(size, dtype=wdt)
-        dst = np.zeros(size, dtype=wdt)
-        bit_s = np.empty(size, dtype=bool)
-        bit_d = np.empty(size, dtype=bool)
-        tmp = np.empty(size, dtype=bool)
+        u = bg.random_raw(size * words // 2).view(np.uint32).reshape(size, words)
+        src = np.empty(size, dtype=idt)
+        dst = np.empty(size, dtype=idt)
+        _rmat_chunk(u, scale, ta, tab, tabc, perm if perm is not None else np.zeros(1, idt), perm is not None,
+                    src, dst)
+        yield src, dst
+
+
+@nb.njit(cache=True, nogil=True)
+def _rmat_chunk(u, scale, ta, tab, tabc, perm, permute, src, dst):
+    """Edge ``i`` reads level ``l`` (most significant bit first) from word ``u[i, l]``."""
+    for i in range(u.shape[0]):
+        s = 0
+        d = 0
         for level in range(scale):
-            ul = u[level]
-            np.greater_equal(ul, tab, out=bit_s)
-            np.greater_equal(ul, ta, out=bit_d)
-            np.logical_xor(bit_d, bit_s, out=bit_d)
-            np.greater_equal(ul, tabc, out=tmp)
-            np.logical_xor(bit_d, tmp, out=bit_d)
-            np.left_shift(src, 1, out=src)
-            np.bitwise_or(src, bit_s, out=src, casting="unsafe")
-            np.left_shift(dst, 1, out=dst)
-            np.bitwise_or(dst, bit_d, out=dst, casting="unsafe")
-        del u
-        if perm is not None:
-            yield perm[src], perm[dst]
-        else:
-            yield src.astype(idt), dst.astype(idt)
+            x = u[i, level]
+            bs = x >= tab
+            bd = (x >= ta) ^ bs ^ (x >= tabc)
+            s = (s << 1) | bs
+            d = (d << 1) | bd
+        if permute:
+            s = perm[s]
+            d = perm[d]
+        src[i] = s
+        dst[i] = d
 
 
 def kronecker(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, a: float = 0.57, b: float = 0.19,
