@@ -8,6 +8,10 @@ from distgraph import Graph
 from distgraph.algorithms.pagerank import pagerank
 from distgraph.errors import ConvergenceError, InvalidArgumentError
 
+# In-process CLI runs abort the job on an error when there are several ranks.
+ONE_RANK = pytest.mark.skipif(__import__("mpi4py.MPI").MPI.COMM_WORLD.Get_size() > 1,
+                              reason="runs the CLI in-process, or starts its own job")
+
 
 def nx_ranks(g, **kw):
     G = g.to_networkx()
@@ -98,3 +102,36 @@ def test_mpi_identical_to_one_rank(comm, fmt, data_dir):
         dist = pagerank(g, format=fmt, comm=comm, backend="cpu")
         ok &= np.array_equal(solo, dist)
     assert all(comm.allgather(bool(ok)))
+
+
+@ONE_RANK
+def test_cli_pagerank(tmp_path, data_dir, capsys):
+    import json
+
+    from distgraph.cli import main
+    from distgraph.graph.readers import read_graph
+
+    path = data_dir / "wiki-Vote.txt.gz"
+    g = read_graph(path)
+    out = tmp_path / "pr.npy"
+    assert main(["pagerank", str(path), "--format", "k2tree", "--output", str(out), "--verify", "--json",
+                 "--backend", "cpu"]) == 0
+    s = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert s["verified"] is True and s["iterations"] >= 1
+    ref = nx_ranks(g)
+    assert np.abs(np.load(out) - ref).max() < 1e-8
+    assert s["top"][0][0] == int(g.input_ids()[np.argmax(ref)])  # input ids, not internal
+    assert main(["pagerank", str(path), "--max-iter", "1", "--backend", "cpu"]) == 2
+    assert "did not converge" in capsys.readouterr().err
+
+
+@ONE_RANK
+def test_cli_pagerank_two_ranks(data_dir):
+    import json
+
+    from distgraph.testing import run_cli
+
+    res = run_cli("pagerank", data_dir / "power.mtx.gz", "--json", "--verify", "--backend", "cpu", n=2, timeout=240)
+    assert res.returncode == 0, res.stderr
+    s = json.loads(res.stdout.strip().splitlines()[-1])
+    assert s["ranks"] == 2 and s["verified"] is True

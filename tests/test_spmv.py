@@ -16,6 +16,10 @@ from distgraph import Graph, semiring
 from distgraph.algorithms.spmv import SpMVPlan, hop_distances, reachability, spmv
 from distgraph.errors import InvalidArgumentError
 
+# In-process CLI runs abort the job on an error when there are several ranks.
+ONE_RANK = pytest.mark.skipif(__import__("mpi4py.MPI").MPI.COMM_WORLD.Get_size() > 1,
+                              reason="runs the CLI in-process, or starts its own job")
+
 SEMIRINGS = ["plus_times", "lor_land", "min_plus"]
 
 
@@ -257,3 +261,28 @@ def test_mpi_cached_frontier_and_traversals(comm, data_dir):
     ref_h = _unweighted_hops(g.to_scipy(), src, False)
     ok = np.array_equal(y, ref) and np.array_equal(hops, ref_h) and np.array_equal(lev, ref_h.astype(np.int32))
     assert _all_true(comm, ok)
+
+
+# ------------------------------------------------------------------------ CLI
+@ONE_RANK
+def test_cli_spmv(tmp_path, data_dir, capsys):
+    import json
+
+    from distgraph.cli import main
+    from distgraph.graph.readers import read_graph
+
+    path = data_dir / "power.mtx.gz"
+    g = read_graph(path)
+    x = random_x(g.n, 3, "min_plus", 5)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "y.npy"
+    assert main(["spmv", str(path), "--semiring", "min_plus", "--x", str(tmp_path / "x.npy"), "--left",
+                 "--tile", "32", "--output", str(out), "--verify", "--json", "--backend", "cpu"]) == 0
+    s = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert s["batch"] == 3 and s["verified"] is True and s["format"] == "k2tree"
+    assert s["rank_bytes"]["matrix"] > 0 and s["k2_bits_per_edge_rank"] > 0
+    assert np.array_equal(np.load(out), reference(g.to_scipy(), x, "min_plus", True))
+    assert main(["spmv", str(path), "--format", "csr", "--batch", "2", "-o", str(out), "--backend", "cpu"]) == 0
+    assert np.array_equal(np.load(out), reference(g.to_scipy(), np.ones((g.n, 2)), "plus_times", False))
+    assert main(["spmv", str(path), "--batch", "2", "--x", str(tmp_path / "x.npy"), "--backend", "cpu"]) == 2
+    assert "--batch 2 disagrees" in capsys.readouterr().err
