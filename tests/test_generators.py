@@ -13,6 +13,8 @@ import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.sparse import csgraph
 from scipy.spatial import ConvexHull
 from scipy.spatial.distance import pdist, squareform
@@ -66,6 +68,19 @@ def test_build_csr_matches_from_edges(directed, drop):
     assert g.directed == ref.directed
     assert np.array_equal(g.indptr, ref.indptr) and np.array_equal(g.indices, ref.indices)
     assert g.indices.dtype == ref.indices.dtype == np.int32
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=120))),
+    st.booleans(), st.booleans())
+def test_build_csr_property(n_arcs, directed, drop):
+    n, arcs = n_arcs
+    src = np.array([a for a, _ in arcs], dtype=np.int64)
+    dst = np.array([b for _, b in arcs], dtype=np.int64)
+    g = build_csr([(src, dst)], n, len(arcs), directed=directed, drop_self_loops=drop)
+    ref = Graph.from_edges(src, dst, n=n, directed=directed, drop_self_loops=drop)
+    assert np.array_equal(g.indptr, ref.indptr) and np.array_equal(g.indices, ref.indices)
 
 
 def test_build_csr_empty():
