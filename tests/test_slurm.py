@@ -1,0 +1,217 @@
+"""The sbatch templates of deploy/slurm/ on a real single-node Slurm (Debian's slurmctld + slurmd
+on localhost, brought up by deploy/slurm/local-slurm.sh), with the CPU backend on 2 tasks:
+closeness, SSSP and a scaling study, each checked against networkx/scipy; and a closeness job
+interrupted twice (time-limit trap, then preemption-style requeue) that must resume to results
+bit-identical to the uninterrupted job.
+
+Skips, saying why, where Slurm cannot run: not root, Slurm not installed and no apt-get (or not
+in CI, where it installs the packages itself: CI=true), or daemons that do not start.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from distgraph.testing import clean_mpi_env
+
+ROOT = Path(__file__).resolve().parent.parent
+SLURM_SH = ROOT / "deploy" / "slurm" / "local-slurm.sh"
+TEMPLATES = ROOT / "deploy" / "slurm"
+BINARIES = ("slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "munged")
+
+pytestmark = [
+    pytest.mark.skipif(int(os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or 1) > 1,
+                       reason="not an MPI test (it starts a Slurm cluster): runs in the 1-rank stage"),
+    pytest.mark.slow,
+]
+
+# The closeness job: long enough (hundreds of batches) to be interrupted twice mid-run.
+CLOSENESS_GRAPH = "kron:11"
+CLOSENESS_ARGS = ["--batch-size", "4", "--backend", "cpu", "--no-progress"]
+
+
+def _sh(*args, env=None, timeout=120):
+    return subprocess.run(["bash", str(SLURM_SH), *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    """A running single-node Slurm; yields the environment to submit jobs with."""
+    if os.geteuid() != 0:
+        pytest.skip("a local Slurm needs root (munged, slurmd); not root here")
+    missing = [b for b in BINARIES if not shutil.which(b) and not os.path.exists(f"/usr/sbin/{b}")]
+    if missing:
+        if os.environ.get("CI", "").lower() not in ("true", "1") or not shutil.which("apt-get"):
+            pytest.skip(f"Slurm is not installed ({', '.join(missing)} missing): run "
+                        "'bash deploy/slurm/local-slurm.sh install' (root, Debian), or run in CI (CI=true)")
+        t0 = time.time()
+        r = _sh("install", timeout=900)
+        if r.returncode != 0:
+            pytest.skip(f"could not install Slurm with apt-get: {r.stderr.strip()[-500:]}")
+        sys.stderr.write(f"test_slurm: installed Slurm in {time.time() - t0:.0f} s\n")
+    d = tmp_path_factory.mktemp("slurm")
+    # a port of our own, so a cluster already running on this machine is left alone
+    env = clean_mpi_env({"DG_SLURM_PORT": str(17000 + os.getpid() % 2000 * 2)})
+    t0 = time.time()
+    r = _sh("start", d, env=env, timeout=120)
+    if r.returncode != 0:
+        _sh("stop", d, env=env)
+        pytest.skip(f"local Slurm did not start (exit {r.returncode}): {r.stderr.strip()[-800:]}")
+    sys.stderr.write(f"test_slurm: Slurm up in {time.time() - t0:.1f} s\n")
+    conf = r.stdout.strip().splitlines()[-1].split("=", 1)[1]
+    job_env = clean_mpi_env({"SLURM_CONF": conf, "DG_HOME": str(ROOT), "DG_SRUN_MPI": "pmi2"})
+    if sys.prefix != sys.base_prefix:
+        job_env["DG_VENV"] = sys.prefix  # the environment running the tests
+    job_env.pop("DG_LAUNCH", None)
+    job_env.pop("DG_OUT", None)
+    try:
+        yield {"env": job_env, "dir": d}
+    finally:
+        subprocess.run(["scancel", "--user", "root"], env=job_env, capture_output=True, timeout=30)
+        _sh("stop", d, env=env)
+
+
+def submit(slurm, template, *args, out, ntasks=2, extra_env=None):
+    env = dict(slurm["env"], DG_OUT=str(out), **(extra_env or {}))
+    r = subprocess.run(["sbatch", "--parsable", "-n", str(ntasks), "-t", "10", str(TEMPLATES / template), *args],
+                       capture_output=True, text=True, env=env, cwd=slurm["dir"], timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip().split(";")[0]
+
+
+def job(slurm, jobid) -> dict:
+    r = subprocess.run(["scontrol", "-o", "show", "job", jobid], capture_output=True, text=True,
+                       env=slurm["env"], timeout=30)
+    return dict(re.findall(r"(\w+)=(\S*)", r.stdout))
+
+
+def log_of(slurm, jobid, name):
+    p = slurm["dir"] / f"dg-{name}-{jobid}.log"
+    return p.read_text() if p.exists() else "(no log)"
+
+
+def wait_for(cond, what, timeout=300, every=0.05):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        v = cond()
+        if v:
+            return v
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def wait_done(slurm, jobid, name, timeout=300) -> dict:
+    st = wait_for(lambda: (lambda j: j if j.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
+                                                                "NODE_FAIL", "OUT_OF_MEMORY") else None)(job(slurm, jobid)),
+                  f"job {jobid} ({name}) to end", timeout, every=0.5)
+    assert st["JobState"] == "COMPLETED", f"job {jobid} ended {st['JobState']} {st.get('ExitCode')}:\n" \
+                                          + log_of(slurm, jobid, name)
+    return st
+
+
+def sessions(ckpt: Path) -> set:
+    return {m.group(1) for p in ckpt.glob("part-*.npz") if (m := re.match(r"part-(\w+)-r\d+\.npz", p.name))}
+
+
+@pytest.fixture(scope="module")
+def closeness_run(slurm):
+    """The uninterrupted closeness job (srun --mpi=pmi2, 2 tasks); its output is the reference."""
+    out = slurm["dir"] / "closeness"
+    jobid = submit(slurm, "closeness.sbatch", CLOSENESS_GRAPH, *CLOSENESS_ARGS, out=out)
+    st = wait_done(slurm, jobid, "closeness")
+    return {"out": out, "job": st, "log": log_of(slurm, jobid, "closeness")}
+
+
+def test_closeness_template(closeness_run):
+    from distgraph.algorithms.closeness import closeness
+    from distgraph.generators import from_spec
+
+    out = closeness_run["out"]
+    summary = json.loads((out / "closeness.json").read_text())
+    assert summary["ranks"] == 2 and summary["command"] == "closeness"
+    got = np.load(out / "closeness.npy")
+    # the same as in this process on one rank (tests/test_closeness.py checks it against networkx)
+    want = closeness(from_spec(CLOSENESS_GRAPH), backend="cpu", progress=False).closeness
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+    assert len(sessions(out / "checkpoint")) == 1  # one uninterrupted session
+    assert "launcher srun" in closeness_run["log"] and "done:" in closeness_run["log"]
+
+
+def test_closeness_requeued_twice_resumes_bit_identical(slurm, closeness_run):
+    out = slurm["dir"] / "closeness-requeued"
+    ckpt = out / "checkpoint"
+    # through MPICH's mpiexec this time: the launcher does not change the result
+    jobid = submit(slurm, "closeness.sbatch", CLOSENESS_GRAPH, *CLOSENESS_ARGS, out=out,
+                   extra_env={"DG_LAUNCH": "mpirun"})
+    env = slurm["env"]
+
+    def interrupt(how, n_sessions):
+        wait_for(lambda: len(sessions(ckpt)) >= n_sessions, f"checkpoint session {n_sessions} of job {jobid}", 240)
+        assert job(slurm, jobid)["JobState"] == "RUNNING", "the job ended before it could be interrupted"
+        subprocess.run(how, env=env, check=True, capture_output=True, timeout=30)
+        # requeued: pending again, held by Slurm's requeue delay; release it at once
+        wait_for(lambda: (lambda j: j.get("JobState") == "PENDING" and int(j.get("Restarts", 0)) == n_sessions)(
+            job(slurm, jobid)), f"job {jobid} to be requeued ({how[0]})", 120, every=0.2)
+        subprocess.run(["scontrol", "update", f"jobid={jobid}", "StartTime=now"], env=env, check=True,
+                       capture_output=True, timeout=30)
+
+    # 1. the time-limit path: SIGUSR1 to the batch shell, whose trap requeues the job
+    interrupt(["scancel", "--signal=USR1", "--batch", jobid], 1)
+    # 2. the preemption path: Slurm requeues the job (SIGTERM to everything in it)
+    interrupt(["scontrol", "requeue", jobid], 2)
+    st = wait_done(slurm, jobid, "closeness")
+    log = log_of(slurm, jobid, "closeness")
+    assert int(st["Restarts"]) == 2
+    assert "time limit near: requeueing" in log and log.count("resuming from") == 2, log
+    assert len(sessions(ckpt)) == 3  # the work was split over three runs of the job ...
+    ref = np.load(closeness_run["out"] / "closeness.npy")
+    got = np.load(out / "closeness.npy")
+    assert got.dtype == ref.dtype and got.tobytes() == ref.tobytes()  # ... and the result is bit-identical
+    summary = json.loads((out / "closeness.json").read_text())
+    assert summary["resumed"] is True and summary["ranks"] == 2
+
+
+def test_sssp_template(slurm):
+    r = subprocess.run([sys.executable, "-m", "distgraph", "sssp", "--help"], capture_output=True,
+                       env=clean_mpi_env(), timeout=120)
+    if r.returncode != 0:
+        pytest.skip("'distgraph sssp' is not available in this build")
+    import scipy.sparse.csgraph as csg
+
+    from distgraph.generators import from_spec
+
+    spec = "urand:9:weights=potential"  # negative arcs, no negative cycle
+    out = slurm["dir"] / "sssp"
+    jobid = submit(slurm, "sssp.sbatch", spec, "--source", "3", "--backend", "cpu", out=out)
+    wait_done(slurm, jobid, "sssp")
+    summary = json.loads((out / "sssp.json").read_text())
+    assert summary["ranks"] == 2 and summary["source"] == 3
+    got = np.load(out / "sssp.npy").astype(np.float64)
+    g = from_spec(spec)
+    want = csg.bellman_ford(g.to_scipy(), indices=3)
+    reached = np.isfinite(want)
+    assert summary["reached"] == int(reached.sum())
+    np.testing.assert_array_equal(got[reached], want[reached])
+
+
+def test_scaling_template(slurm):
+    out = slurm["dir"] / "scaling"
+    jobid = submit(slurm, "scaling.sbatch", "closeness", "kron:8", "--backend", "cpu", "--no-progress", out=out,
+                   extra_env={"DG_LAUNCH": "mpirun"})
+    wait_done(slurm, jobid, "scaling")
+    st = json.loads((out / "scaling.json").read_text())
+    assert [r["ranks"] for r in st["rows"]] == [1, 2]  # powers of two up to the 2 tasks
+    assert st["algorithm"] == "closeness" and st["rows"][0]["speedup"] == 1.0
+    for n in (1, 2):
+        rec = json.loads((out / "runs" / f"closeness-r{n}.json").read_text())
+        assert rec["summary"]["ranks"] == n and rec["time_source"] == "time_s"
+    assert (out / "summary.md").read_text().startswith("# Scaling: closeness on kron:8")
