@@ -216,6 +216,13 @@ def test_snap_comments_crlf_tabs_commas_blank(tmp_path):
     assert k.n == 40 and k.labels is None and arcs(k)[0].tolist() == [9, 19]
 
 
+def test_byte_order_mark_is_skipped(tmp_path):
+    g = read_graph(write(tmp_path, "g.txt", b"\xef\xbb\xbf1 2\n2 3\n"))
+    assert g.labels.tolist() == [1, 2, 3]
+    h = read_graph(write(tmp_path, "g.mtx", b"\xef\xbb\xbf%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n"))
+    assert h.m == 1
+
+
 def test_snap_undirected_header_and_contiguous_ids(tmp_path):
     p = write(tmp_path, "g.el", "# Undirected graph (each unordered pair of nodes is saved once)\n0 1\n1 2\n")
     g = read_graph(p)

@@ -363,6 +363,7 @@ class _Source:
             b = b.view()
             b.flags.writeable = False
         self.b = b
+        self.start = 3 if bytes(b[:3]) == b"\xef\xbb\xbf" else 0  # skip a UTF-8 byte order mark
 
     def line_at(self, pos: int, limit: int = 120) -> str:
         """The text of the line starting at byte ``pos`` (shortened), for messages."""
@@ -371,8 +372,9 @@ class _Source:
         text = raw.decode("utf-8", "replace")
         return text if len(text) <= limit else text[:limit] + "..."
 
-    def lines(self, pos: int = 0, line: int = 1):
+    def lines(self, pos: int | None = None, line: int = 1):
         """Yield ``(line_number, start, next_start, text)`` from ``pos`` on (for headers only)."""
+        pos = self.start if pos is None else pos
         b = self.b
         n = b.size
         while pos < n:
@@ -777,7 +779,7 @@ def _parse_dimacs(src: _Source, base, weighted) -> _Edges:
 def _parse_edgelist(src: _Source, fmt, base, weighted, relabel) -> _Edges:
     comments = b"#%"
     file_directed = True
-    pos, line = 0, 1
+    pos, line = src.start, 1
     header_row = None
     for ln, start, nxt, text in src.lines():
         s = text.strip()
@@ -866,6 +868,7 @@ def _build(src: _Source, fmt, e: _Edges, opts) -> Graph:
             "size": st.st_size, "mtime": datetime.datetime.fromtimestamp(st.st_mtime, datetime.timezone.utc).isoformat(),
             "header": e.header, "records": int(e.src.size), "file_directed": e.file_directed,
             "options": dict(opts), **e.extra}
+    src.data = src.b = None  # free the text before the CSR is built
     return Graph.from_edges(s, d, w, n=e.n, directed=not undirected, drop_self_loops=opts["drop_self_loops"],
                             dedup=opts["dedup"], labels=e.labels, meta=meta)
 
