@@ -3,6 +3,7 @@ lines they build for MPICH, Open MPI and srun, and real runs on 1 and 2 ranks (C
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -290,3 +291,28 @@ def test_distgraph_runs_through_the_launcher():
 
     if gpu_count() == 0:
         assert r.returncode != 0 and "backend 'gpu'" in r.stderr
+
+
+def _open_mpi():
+    for name in ("mpirun.openmpi", "orterun", "prterun"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.mark.skipif(_open_mpi() is None, reason="Open MPI's mpirun is not installed (Debian: openmpi-bin)")
+def test_mpirun_with_open_mpi(tmp_path):
+    # Open MPI's own local-rank variables, and the flags the launcher adds for it, for real
+    probe = ("import json, os, sys; r = os.environ['OMPI_COMM_WORLD_RANK']; "
+             "json.dump(dict(os.environ), open(os.path.join(sys.argv[1], f'rank-{r}.json'), 'w'))")
+    env = clean_mpi_env({"DISTGRAPH_LAUNCH_THREADS": "1"})
+    r = subprocess.run([sys.executable, str(LAUNCH / "distgraph-mpirun"), "--mpiexec", _open_mpi(),
+                        "--mpi-arg=--oversubscribe", "-n", "2", "--gpus", "2", "--", "python", "-c", probe, str(tmp_path)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in range(2):
+        e = json.loads((tmp_path / f"rank-{rank}.json").read_text())
+        assert e["OMPI_COMM_WORLD_LOCAL_RANK"] == str(rank) and e["DISTGRAPH_DEVICE"] == str(rank)
+        assert e["NVSHMEM_BOOTSTRAP"] == "MPI" and e["OMP_NUM_THREADS"] == "1"
+        assert "DISTGRAPH_LAUNCH_THREADS" not in e
