@@ -1,0 +1,205 @@
+"""GPU runner of the k2-tree (and CSR) semiring products: ``kernels/k2tree_spmv.cu``.
+
+:class:`DeviceMatrix` uploads one rank's block once (signatures, directory, cached top,
+optionally the cached frontier), plans the tiles of the descent on the host (Tosoni &
+Mencagli, Sec. 3.4: the sequence of tiles depends only on the tree) and allocates the
+exact scratch: one buffer of ``min(M, width)`` codes per internal level below the top,
+and in scan mode one int32 offset per node of the widest tile. ``nbytes()`` is the
+device working set of a product, known before any kernel runs.
+
+A product fills ``y`` with the semiring's zero, then launches, depth-first over tiles,
+``distgraph_k2tree_expand`` per tile of an internal level (after a
+``distgraph_k2tree_fanout`` + ``cupy.cumsum`` when offsets come from a scan) and
+``distgraph_k2tree_leaves`` per tile of the last internal level. With the cached
+frontier (k2+F) it is one ``leaves`` launch. The semiring and element type are
+``#define``s of the kernel file (a functor per semiring), compiled once per device by
+:func:`distgraph.backends.gpu.loader.get_module`.
+
+Floating-point plus_times results depend on the order in which atomics land (within
+rounding of the CPU result); lor_land and min_plus are exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import InvalidArgumentError
+from .loader import get_module, import_cupy
+
+__all__ = ["DeviceMatrix", "plan_tiles"]
+
+THREADS = 256
+_VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
+            np.dtype(np.bool_): "unsigned char"}
+
+
+def plan_tiles(tree, tile: int):
+    """The launches of a tree-only product, depth-first: a list of
+    ``("expand", level, g0, n, src_pos, child0, nchild)`` and
+    ``("leaves", level, g0, n, src_pos, leaf0)`` (node ids are global; ``src_pos`` is
+    the position of node ``g0`` in the buffer of its level)."""
+    pops = np.array([bin(i).count("1") for i in range(16)], np.int64)[tree.signatures()]
+    first = np.empty(tree.num_nodes + 1, np.int64)
+    first[0] = 1
+    np.cumsum(pops, out=first[1:])
+    first[1:] += 1
+    L, last = tree.levels, tree.levels - 2
+    steps = []
+
+    def visit(level, ga, gb):  # nodes [ga, gb) of `level` sit at buffer positions 0..
+        if level == last:
+            steps.append(("leaves", level, ga, gb - ga, 0, int(first[ga])))
+            return
+        a = ga
+        while a < gb:
+            # largest b with first[b] - first[a] <= tile
+            b = int(np.searchsorted(first[a:gb + 1], first[a] + tile, side="right")) - 1 + a
+            b = max(b, a + 1)
+            steps.append(("expand", level, a, b - a, a - ga, int(first[a]), int(first[b] - first[a])))
+            visit(level + 1, int(first[a]), int(first[b]))
+            a = b
+
+    if tree.num_nodes:
+        d0 = tree.top_level
+        visit(d0, int(tree.level_start[d0]), int(tree.level_start[d0 + 1]))
+    return steps
+
+
+class DeviceMatrix:
+    """One rank's block on the GPU (a k2-tree, or a CSR ``(indptr, indices)``)."""
+
+    def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False):
+        cp = import_cupy()
+        self.cp = cp
+        self.tree = tree
+        self.tile = int(tile)
+        self.use_dir = offsets == "directory"
+        self.cached = bool(cached_frontier)
+        self.arrays = {}
+        if csr is not None:
+            ip, ix = csr
+            if ix.size and int(np.max(ix)) >= 2**31:
+                raise InvalidArgumentError("CSR column ids must fit in int32 on the GPU")
+            self.arrays["indptr"] = cp.asarray(np.asarray(ip, np.int64))
+            self.arrays["indices"] = cp.asarray(np.asarray(ix, np.int32))
+            self.nrows = int(len(ip) - 1)
+            return
+        if tree.directory.dtype != np.uint32:
+            raise InvalidArgumentError(f"a k2-tree of {tree.num_nodes} nodes (2**32 or more) is not supported on the GPU")
+        if tree.sample % 2:
+            raise InvalidArgumentError(f"sample must be even; got {tree.sample}")
+        a = self.arrays
+        a["sig"] = cp.asarray(np.concatenate([tree.sig, np.zeros(4, np.uint8)]))  # word reads stay in bounds
+        a["dir"] = cp.asarray(tree.directory)
+        if tree.num_nodes == 0:
+            self.steps = []
+            return
+        L = tree.levels
+        sizes = np.diff(tree.level_start)
+        if self.cached:
+            tree.with_frontier()
+            a["frontier"] = cp.asarray(tree.frontier)
+            self.steps = [("leaves", L - 2, int(tree.level_start[L - 2]), int(sizes[L - 2]), 0,
+                           int(tree.level_start[L - 1]))]
+            self.bufs = {L - 2: a["frontier"]}
+        else:
+            self.steps = plan_tiles(tree, self.tile)
+            d0 = tree.top_level
+            self.bufs = {d0: cp.asarray(tree.top_codes)}
+            for d in range(d0 + 1, L - 1):
+                self.bufs[d] = cp.empty(min(self.tile, int(sizes[d])), dtype=cp.uint64)
+            for d, b in self.bufs.items():
+                a[f"codes{d}"] = b
+            if not self.use_dir:
+                widest = max(s[3] for s in self.steps)
+                a["fan"] = cp.empty(widest, dtype=cp.int32)
+                a["scan"] = cp.empty(widest, dtype=cp.int32)
+
+    def nbytes(self) -> dict:
+        """Device bytes held by this matrix: ``matrix`` (tree, directory, top codes and
+        cached frontier, or CSR) and ``scratch`` (frontier buffers, scan offsets)."""
+        top = f"codes{self.tree.top_level}" if self.tree is not None and not self.cached else None
+        mat = sum(int(v.nbytes) for k, v in self.arrays.items()
+                  if k in ("sig", "dir", "frontier", "indptr", "indices", top))
+        tot = sum(int(v.nbytes) for v in self.arrays.values())
+        return {"matrix": mat, "scratch": tot - mat}
+
+    def _module(self, sr, dtype):
+        return get_module("k2tree_spmv", defines={"SEMIRING": sr.code, "VALUE_T": _VALUE_T[np.dtype(dtype)]})
+
+    def multiply(self, x, sr, left=False, out=None):
+        """``y`` (host numpy, or the device array ``out``) of one product; ``x`` is an
+        ``(k, B)`` host or device array already in ``sr.output_dtype``."""
+        cp = self.cp
+        xd = cp.asarray(x)
+        if xd.dtype not in _VALUE_T:
+            raise InvalidArgumentError(f"x dtype {xd.dtype} is not supported on the GPU")
+        B = int(xd.shape[1])
+        nout = (self.tree.shape[1] if left else self.tree.shape[0]) if self.tree is not None else self.nrows
+        y = out if out is not None else cp.empty((nout, B), dtype=xd.dtype)
+        y.fill(sr.zero(xd.dtype))
+        self.run(xd, y, sr, left)
+        return y if out is not None else cp.asnumpy(y)
+
+    def graph(self, xd, y, sr, left):
+        """A CUDA graph of one whole product into ``y`` (fill + every launch), recorded
+        once and replayed with one call (Sec. 3.4); ``None`` where capture fails (scan
+        offsets, whose cumsum allocates) or is unsupported."""
+        cp = self.cp
+        if not (self.use_dir or self.cached) or "indptr" in self.arrays:
+            return None
+        y.fill(sr.zero(xd.dtype))  # compile and load everything outside the capture
+        self.run(xd, y, sr, left)
+        cp.cuda.Device().synchronize()
+        stream = cp.cuda.Stream(non_blocking=True)
+        try:
+            with stream:
+                stream.begin_capture()
+                y.fill(sr.zero(xd.dtype))
+                self.run(xd, y, sr, left)
+                g = stream.end_capture()
+            g.upload() if hasattr(g, "upload") else None
+            return g
+        except Exception:
+            try:
+                if stream.is_capturing():
+                    stream.end_capture()
+            except Exception:
+                pass
+            return None
+
+    def run(self, xd, y, sr, left):
+        """Launch one product into the device array ``y`` (already holding the zero)."""
+        cp = self.cp
+        mod = self._module(sr, xd.dtype)
+        B = int(xd.shape[1])
+        a = self.arrays
+        if "indptr" in a:
+            f = mod.get_function("distgraph_csr_rows")
+            nt = self.nrows * B
+            if nt:
+                f(((nt + THREADS - 1) // THREADS,), (THREADS,),
+                  (a["indptr"], a["indices"], np.int64(self.nrows), xd, y, np.int32(B)))
+            return
+        expand = mod.get_function("distgraph_k2tree_expand")
+        leaves = mod.get_function("distgraph_k2tree_leaves")
+        fanout = mod.get_function("distgraph_k2tree_fanout")
+        sig, dr, S = a["sig"], a["dir"], np.int32(self.tree.sample)
+        use_dir = np.int32(1 if (self.use_dir or self.cached) else 0)
+        scan = a.get("scan", a["dir"])  # a dummy pointer in directory mode
+        for st in self.steps:
+            level, g0, n, pos = st[1], st[2], st[3], st[4]
+            src = self.bufs[level][pos:pos + n]
+            if not use_dir:
+                fan = a["fan"][:n]
+                fanout(((n + THREADS - 1) // THREADS,), (THREADS,), (sig, np.int64(g0), np.int64(n), fan))
+                cp.cumsum(fan, dtype=cp.int32, out=scan[:n])
+            if st[0] == "expand":
+                expand(((n + THREADS - 1) // THREADS,), (THREADS,),
+                       (sig, dr, S, use_dir, scan, src, np.int64(g0), np.int64(n), np.int64(st[5]),
+                        self.bufs[level + 1]))
+            else:
+                nt = n * B
+                leaves(((nt + THREADS - 1) // THREADS,), (THREADS,),
+                       (sig, dr, S, use_dir, scan, src, np.int64(g0), np.int64(n), np.int64(st[5]), xd, y,
+                        np.int32(B), np.int32(1 if left else 0)))
