@@ -1,0 +1,438 @@
+"""Single-source shortest paths with negative weights: distributed Bellman-Ford.
+
+What
+    Distances and predecessors from one source on a graph whose arc weights may be
+    negative; a negative cycle reachable from the source raises
+    :class:`~distgraph.errors.NegativeCycleError` naming one such cycle (its weight
+    recomputed from the graph and confirmed negative before raising), on every rank.
+
+Algorithm
+    Worklist Bellman-Ford, distributed by vertex blocks, as the queue-driven multi-GPU
+    Bellman-Ford of Sec. III-C of ``../shared/papers/003`` ("A Concurrent Queue System for
+    Multi-GPU Platforms: Application to Bellman-Ford SSSP"): each rank owns the vertices of
+    one block and their out-arcs, scans the vertices whose distance improved, and sends
+    relaxations of other ranks' vertices one-sidedly. Two drivers (details, state arrays
+    and the negative-cycle test in :mod:`distgraph.backends.cpu.bellman_ford`):
+
+    * ``mode="rounds"`` (default): round-synchronous (Jacobi) rounds with one ``Alltoallv``
+      each; distances and predecessors are identical for any number of ranks;
+    * ``mode="async"``: queue-driven, over the distributed Broker Queue
+      (``queue="bq"``) or Broker Work Distributor (``queue="bwd"``) of
+      :mod:`distgraph.pgas.queue`, remote relaxations by remote atomic minimum plus
+      enqueue (``remote="atomic"``) or by enqueue of ``(vertex, candidate, tail)``
+      (``remote="enqueue"``); distances are identical for any number of ranks, the
+      predecessor tree may differ where shortest paths tie (it is always a valid one).
+
+    ``rounds`` is the default because it is the faster on the CPU backend
+    (``benchmarks/results/sssp_cpu.json``): an MPI one-sided queue operation costs
+    microseconds in Python, a round costs one collective.
+
+Encoding of the result
+    ``distance`` has the dtype of the weights (int32, int64, float32 or float64; int64
+    for an unweighted graph, which counts every arc as 1). Unreached vertices hold
+    :func:`unreachable` of that dtype: ``+inf`` for floats, the dtype's maximum for
+    integers (``np.iinfo(dtype).max``). Sums are formed in int64 or float64 whatever the
+    weight dtype (so float32 results are float64 distances rounded once, as scipy's).
+    ``predecessor`` is int64, ``-1`` for the source and for unreached vertices.
+    Vertex ids are the graph's, ``0 .. n-1``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import (BackendUnavailableError, GraphValueError, NegativeCycleError,
+                      VerificationError, expect)
+from ..graph.core import WEIGHT_DTYPES, Graph
+
+__all__ = ["bellman_ford", "SSSPResult", "unreachable", "verify_sssp", "cycle_weight",
+           "MODES", "QUEUES", "REMOTES"]
+
+MODES = ("rounds", "async")
+QUEUES = ("bq", "bwd")
+REMOTES = ("atomic", "enqueue")
+
+
+def unreachable(dtype):
+    """The distance of an unreached vertex: ``+inf`` for floats, ``iinfo(dtype).max`` for ints.
+
+    >>> unreachable(np.float32), unreachable(np.int32)
+    (inf, 2147483647)
+    """
+    dt = np.dtype(dtype)
+    return dt.type(np.inf) if dt.kind == "f" else dt.type(np.iinfo(dt).max)
+
+
+@dataclass
+class SSSPResult:
+    """Result of :func:`bellman_ford`, the same on every rank.
+
+    Attributes
+    ----------
+    source : int
+    distance : ndarray, shape (n,)
+        In the weights' dtype; :func:`unreachable` for unreached vertices.
+    predecessor : ndarray of int64, shape (n,), or None
+        Tail of the last arc of a shortest path; ``-1`` for the source and unreached
+        vertices. None unless ``predecessors=True``.
+    stats : dict
+        ``mode``, ``rounds`` (rounds mode), ``relaxations`` (arcs scanned, all ranks),
+        ``time_s`` and per-phase times, ``ranks``.
+    """
+
+    source: int
+    distance: np.ndarray
+    predecessor: np.ndarray | None = None
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def reached(self) -> np.ndarray:
+        """Boolean mask of the vertices reached from the source."""
+        return self.distance != unreachable(self.distance.dtype)
+
+    def to_numpy(self) -> np.ndarray:
+        return self.distance
+
+    def to_pandas(self):
+        import pandas as pd
+
+        cols = {"vertex": np.arange(self.distance.shape[0]), "distance": self.distance}
+        if self.predecessor is not None:
+            cols["predecessor"] = self.predecessor
+        return pd.DataFrame(cols)
+
+
+# --------------------------------------------------------------------------- helpers
+def _arc_weights(graph: Graph, weights):
+    """The per-arc weights to use (None for unit weights), validated."""
+    w = graph.weights if weights is None else weights
+    if w is None:
+        return None
+    w = np.asarray(w)
+    if w.shape != (graph.m,):
+        raise GraphValueError(f"weights must have one entry per arc, shape ({graph.m},); got shape {w.shape}")
+    if w.dtype not in WEIGHT_DTYPES:
+        if w.dtype.kind in "iub":
+            w = w.astype(np.int64)
+        elif w.dtype.kind == "f":
+            w = w.astype(np.float64)
+        else:
+            raise GraphValueError(f"weights must be int32, int64, float32 or float64; got dtype {w.dtype}")
+    if w.dtype.kind == "f":
+        bad = np.isnan(w) | (w == -np.inf)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise GraphValueError(f"weight of arc {k} is {w[k]}; weights must be numbers or +inf")
+    return w
+
+
+def _min_arc_weight(graph: Graph, w, u: int, v: int):
+    """Smallest weight of an arc ``u -> v`` (rows are sorted), or None if there is none."""
+    a, b = int(graph.indptr[u]), int(graph.indptr[u + 1])
+    row = np.asarray(graph.indices[a:b])
+    i = int(np.searchsorted(row, v, side="left"))
+    j = int(np.searchsorted(row, v, side="right"))
+    if i == j:
+        return None
+    if w is None:
+        return 1
+    return w[a + i:a + j].min().item()
+
+
+def cycle_weight(graph: Graph, cycle, weights=None):
+    """Total weight of the closed walk ``cycle[0] -> cycle[1] -> ... -> cycle[0]``.
+
+    Each step takes the lightest parallel arc. Integers are summed exactly, floats with
+    ``math.fsum``.
+
+    Raises
+    ------
+    GraphValueError
+        A step of the cycle is not an arc of the graph.
+
+    >>> g = Graph.from_edges([0, 1, 2], [1, 2, 0], [2, -1, -3])
+    >>> cycle_weight(g, [0, 1, 2])
+    -2
+    """
+    w = _arc_weights(graph, weights)
+    cyc = [int(x) for x in cycle]
+    steps = []
+    for i, u in enumerate(cyc):
+        v = cyc[(i + 1) % len(cyc)]
+        x = _min_arc_weight(graph, w, u, v)
+        if x is None:
+            raise GraphValueError(f"{u} -> {v} is not an arc of the graph, so {cyc} is not a cycle of it")
+        steps.append(x)
+    if w is not None and w.dtype.kind == "f":
+        return math.fsum(steps)
+    return int(sum(steps))
+
+
+def _negative_cycle_error(graph, w, source, cycle):
+    wt = cycle_weight(graph, cycle, w)
+    shown = " -> ".join(map(str, cycle[:12] + ([] if len(cycle) > 12 else cycle[:1])))
+    if len(cycle) > 12:
+        shown += f" -> ... ({len(cycle)} vertices)"
+    return NegativeCycleError(
+        f"negative cycle reachable from source {source}: {shown} has total weight {wt}; "
+        "shortest paths are undefined (use a graph without negative cycles)", cycle=list(cycle), weight=wt)
+
+
+def _resolve_backend(backend):
+    expect(backend in (None, "auto", "cpu", "gpu"), "backend", "None, 'auto', 'cpu' or 'gpu'", backend)
+    if backend == "gpu":
+        raise BackendUnavailableError(
+            "bellman_ford has no GPU runner yet (issue 7: the CUDA queue-driven kernel is pending); "
+            "use backend='cpu' (or --backend cpu)")
+    return "cpu"
+
+
+# --------------------------------------------------------------------------- public
+def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool = False,
+                 mode: str = "rounds", queue: str = "bq", remote: str = "enqueue",
+                 backend: str | None = None, comm=None, verify: bool = False) -> SSSPResult:
+    """Shortest-path distances from ``source``; negative weights allowed.
+
+    Collective: every rank of ``comm`` calls it with the same arguments and gets the same
+    result.
+
+    Parameters
+    ----------
+    graph : Graph
+        Directed or undirected (an undirected edge is two arcs, so a negative undirected
+        edge is a negative cycle, as in scipy). Parallel arcs: the lightest counts.
+    source : int
+        Source vertex, in ``[0, n)``.
+    weights : array_like, shape (m,), optional
+        Arc weights aligned with ``graph.indices``; default ``graph.weights``, and unit
+        weights for an unweighted graph. int32, int64, float32 or float64; ``+inf``
+        means no arc, NaN and ``-inf`` are rejected.
+    predecessors : bool
+        Also return the shortest-path tree.
+    mode : {"rounds", "async"}
+        Round-synchronous or queue-driven (see the module docstring).
+    queue : {"bq", "bwd"}
+        Queue of the async mode: linearizable Broker Queue or Broker Work Distributor.
+    remote : {"atomic", "enqueue"}
+        Remote relaxations of the async mode: atomic minimum then enqueue, or enqueue.
+    backend : {None, "auto", "cpu", "gpu"}
+        Only the CPU backend exists for now; ``"gpu"`` raises.
+    comm : mpi4py.MPI.Comm, optional
+        Default ``MPI.COMM_WORLD``.
+    verify : bool
+        Check the result with :func:`verify_sssp` (each rank checks its block).
+
+    Returns
+    -------
+    SSSPResult
+        ``distance`` (n,) in the weights' dtype, :func:`unreachable` where unreached;
+        ``predecessor`` (n,) int64 or None; ``stats``.
+
+    Raises
+    ------
+    NegativeCycleError
+        A negative cycle is reachable from ``source``; ``.cycle`` lists its vertices in
+        arc order, ``.weight`` its (negative) weight. Raised on every rank.
+    InvalidArgumentError
+        A bad ``source``, ``mode``, ``queue``, ``remote`` or ``backend``.
+    GraphValueError
+        Bad weights, or int32 distances that overflow int32.
+    BackendUnavailableError
+        ``backend="gpu"``.
+    VerificationError
+        ``verify=True`` and the result fails the verifier.
+
+    Notes
+    -----
+    Same results as ``scipy.sparse.csgraph.bellman_ford(A, indices=source)`` (which
+    returns float64 and ``inf``), including ``NegativeCycleError`` exactly when a
+    negative cycle is reachable from the source.
+
+    Examples
+    --------
+    >>> g = Graph.from_edges([0, 0, 1, 2], [1, 2, 3, 1], [4, 1, 2, -2])
+    >>> r = bellman_ford(g, 0, predecessors=True)
+    >>> r.distance.tolist(), r.predecessor.tolist()
+    ([0, -1, 1, 1], [-1, 2, 0, 1])
+    """
+    from mpi4py import MPI
+
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph must be a distgraph Graph; got {type(graph).__name__}")
+    expect(isinstance(source, (int, np.integer)) and 0 <= source < graph.n, "source", f"in [0, {graph.n})", source)
+    expect(mode in MODES, "mode", f"one of {MODES}", mode)
+    expect(queue in QUEUES, "queue", f"one of {QUEUES}", queue)
+    expect(remote in REMOTES, "remote", f"one of {REMOTES}", remote)
+    _resolve_backend(backend)
+    comm = comm if comm is not None else MPI.COMM_WORLD
+    source = int(source)
+    w = _arc_weights(graph, weights)
+    out_dtype = np.dtype(np.int64) if w is None else w.dtype
+
+    def confirm(cycle):
+        return cycle_weight(graph, cycle, w) < 0
+
+    from ..backends.cpu import bellman_ford as cpu
+
+    t0 = time.perf_counter()
+    if mode == "rounds":
+        dist, pred, stats, cycle = cpu.run_rounds(graph, w, source, comm, confirm)
+    else:
+        dist, pred, stats, cycle = cpu.run_async(graph, w, source, comm, confirm, queue=queue, remote=remote)
+    stats["time_s"] = time.perf_counter() - t0
+    stats["ranks"] = comm.Get_size()
+    if cycle is not None:
+        raise _negative_cycle_error(graph, w, source, cycle)
+    if verify:
+        _verify_collective(graph, w, source, dist, pred, comm)
+    distance = _to_output_dtype(dist, out_dtype)
+    return SSSPResult(source, distance, pred if predecessors else None, stats)
+
+
+def _to_output_dtype(dist, dt):
+    if dist.dtype == dt:
+        return dist
+    inf = unreachable(dist.dtype)
+    if dt.kind == "i":
+        fin = dist != inf
+        info = np.iinfo(dt)
+        if fin.any():
+            lo, hi = int(dist[fin].min()), int(dist[fin].max())
+            if lo < info.min or hi >= info.max:
+                raise GraphValueError(f"distances overflow {dt} (range [{lo}, {hi}]); pass int64 weights")
+        out = dist.astype(dt)
+        out[~fin] = info.max
+        return out
+    return dist.astype(dt)
+
+
+# --------------------------------------------------------------------------- verifier
+def _verify_rows(graph, w, source, dist, pred, lo, hi):
+    """First violated fact among rows ``[lo, hi)`` as a message, or None."""
+    from ..backends.cpu.bellman_ford import INF_OF, work_dtype
+
+    dist = np.asarray(dist)
+    wdt = np.dtype(np.int64) if w is None else work_dtype(w.dtype)
+    if dist.dtype.kind != wdt.kind:
+        return f"distance dtype {dist.dtype} does not match the weights' {'int64' if w is None else w.dtype}"
+    # float32 distances are float64 ones rounded once: compare with a float32-sized slack.
+    tol = 2.0 ** -21 if dist.dtype == np.float32 else 0.0
+    d = np.where(dist == unreachable(dist.dtype), INF_OF(wdt), dist.astype(wdt))
+    code, a, b = _verify_kernel(np.asarray(graph.indptr), np.asarray(graph.indices),
+                                np.ones(1, wdt) if w is None else w.astype(wdt, copy=False), w is None,
+                                d, pred, source, lo, hi, INF_OF(wdt), tol)
+    if code == 0:
+        return None
+    if code == 1:
+        return f"distance[{source}] (the source) is {d[source]}, not 0"
+    if code == 2:
+        return f"arc {a} -> {b} can still be relaxed: distance[{b}] = {d[b]}, distance[{a}] = {d[a]}"
+    if code == 3:
+        return f"vertex {a} is reached (distance {d[a]}) but {pred[a]} -> {a} is not an arc"
+    if code == 4:
+        return f"predecessor arc {pred[a]} -> {a} is not tight: distance[{a}] = {d[a]}, distance[{pred[a]}] = {d[pred[a]]}"
+    if code == 5:
+        return f"vertex {a} is unreached but has predecessor {pred[a]}"
+    return f"verifier code {code} at {a}, {b}"
+
+
+def _numba_kernels():
+    from numba import njit
+
+    @njit(cache=True)
+    def kernel(indptr, indices, w, unit, d, pred, source, lo, hi, inf, tol):
+        if lo <= source < hi and d[source] != 0:
+            return 1, source, source
+        for u in range(lo, hi):
+            du = d[u]
+            if du == inf:
+                continue
+            for k in range(indptr[u], indptr[u + 1]):
+                v = indices[k]
+                c = du + (1 if unit else w[k])
+                if d[v] > c and d[v] - c > tol * max(abs(c), 1.0):
+                    return 2, u, v
+        if pred.shape[0] == 0:
+            return 0, 0, 0
+        for v in range(lo, hi):
+            p = pred[v]
+            if d[v] == inf or v == source:
+                if p != -1 and d[v] == inf:
+                    return 5, v, p
+                continue
+            if p < 0 or p >= d.shape[0]:
+                return 3, v, p
+            best = inf
+            found = False
+            for k in range(indptr[p], indptr[p + 1]):
+                if indices[k] == v:
+                    c = d[p] + (1 if unit else w[k])
+                    if not found or c < best:
+                        best = c
+                    found = True
+            if not found:
+                return 3, v, p
+            if best != d[v] and abs(best - d[v]) > tol * max(abs(best), 1.0):
+                return 4, v, p
+        return 0, 0, 0
+
+    return kernel
+
+
+_kernel_cache = []
+
+
+def _verify_kernel(*args):
+    if not _kernel_cache:
+        _kernel_cache.append(_numba_kernels())
+    return _kernel_cache[0](*args)
+
+
+def verify_sssp(graph: Graph, source: int, distance, predecessor=None, *, weights=None, rows=None) -> None:
+    """Check a shortest-path result; raise :class:`VerificationError` at the first wrong fact.
+
+    The facts (gapbs style): the source is at distance 0; no arc can be relaxed
+    (``d[v] <= d[u] + w`` for every arc leaving a reached ``u``, which also makes every
+    vertex reachable from the source reached); and, with ``predecessor``, every reached
+    vertex but the source has a predecessor arc that is tight (``d[v] == d[p] + w``),
+    unreached vertices have none, and the predecessor graph has no cycle (so it is a
+    tree of shortest paths rooted at the source). Sums are formed as in
+    :func:`bellman_ford` (int64 / float64), so float32 distances are checked only as
+    far as float32 can say.
+
+    ``rows=(lo, hi)`` checks only the arcs leaving, and the predecessors of, vertices
+    ``lo .. hi-1`` (one rank's share).
+    """
+    from ..backends.cpu.bellman_ford import find_pred_cycle
+
+    w = _arc_weights(graph, weights)
+    dist = np.asarray(distance)
+    if dist.shape != (graph.n,):
+        raise VerificationError(f"distance must have shape ({graph.n},); got {dist.shape}")
+    pred = np.zeros(0, np.int64) if predecessor is None else np.asarray(predecessor, dtype=np.int64)
+    lo, hi = (0, graph.n) if rows is None else (int(rows[0]), int(rows[1]))
+    msg = _verify_rows(graph, w, source, dist, pred, lo, hi)
+    if msg is None and pred.size:
+        if pred[source] != -1:
+            msg = f"the source {source} has predecessor {pred[source]}, not -1"
+        elif find_pred_cycle(pred) >= 0:
+            msg = "the predecessor graph has a cycle"
+    if msg is not None:
+        raise VerificationError(f"shortest paths from {source} are wrong: {msg}")
+
+
+def _verify_collective(graph, w, source, dist, pred, comm):
+    from ..graph.partition import partition_by_edges
+    from ..runtime.abort import collective_raise
+
+    part = partition_by_edges(graph.indptr, comm.Get_size())
+    err = None
+    try:
+        verify_sssp(graph, source, dist, pred, weights=w, rows=part.range(comm.Get_rank()))
+    except VerificationError as e:
+        err = e
+    collective_raise(comm, err)
