@@ -28,7 +28,8 @@
 //                (read F[l%3], write F[(l+1)%3], clear F[(l+2)%3]), so a level needs one
 //                grid sync; modes 1-2 use F[0] as Fcur, rewritten by stage 2 each level.
 //   V[2*nw]      visited bitmaps Vcur, Vnext (modes 1-2).
-//   Q[3*qcap]    VSS work queues; level l reads Q[l%3] and appends to Q[(l+1)%3].
+//   Q[3*qcap]    VSS work queues of int2 (VSS id, its slice set, so a warp need not read
+//                virtual_to_real); level l reads Q[l%3] and appends to Q[(l+1)%3].
 //   ctr[16]      int counters: ctr[l&3] = queue length of level l; ctr[4 + (l&3)] =
 //                #unvisited before level l; ctr[8] = levels run; ctr[9] = bottom-up
 //                levels run.
@@ -37,8 +38,8 @@
 //                not in the paper, measured as an option).
 // BVSS inputs (see distgraph/formats/bvss.py): row_ids as int4 per lane (4 rows),
 // masks as one 32-bit word per lane (byte c = mask of row c), real_ptrs[Ns+1],
-// v2r[Nv] (virtual_to_real).  t_indptr/t_indices: CSR of G^T (in-neighbours), read only
-// in mode 2.
+// v2r[Nv] (virtual_to_real; not read: queue entries carry the slice set).  t_indptr /
+// t_indices: CSR of G^T (in-neighbours), read only in mode 2.
 //
 // __global__ distgraph_bfs_persistent(...): inputs above; outputs level[] and ctr[8..9].
 // Launch cooperatively with every block co-resident (grid <= SMs * occupancy).
@@ -69,18 +70,19 @@ __device__ __forceinline__ void dg_vss_products(unsigned mask, unsigned alpha, u
 
 // Alg. 2 lines 27-38 for one row u with product d.
 __device__ __forceinline__ void dg_direct_update(int u, int d, int l, int *level, unsigned *fnext,
-                                                 const int *__restrict__ real_ptrs, int *qn,
+                                                 const int *__restrict__ real_ptrs, int2 *qn,
                                                  int *qn_size) {
-    if (d == 0 || level[u] >= 0) return;
+    if (d == 0) return;
+    const int ss = u >> 3;
+    // the VSS range is loaded together with level[u] (one memory round trip, not two)
+    const int lv = level[u];
+    const int s = real_ptrs[ss], e = real_ptrs[ss + 1];
+    if (lv >= 0) return;
     level[u] = l;
     unsigned old = atomicOr(&fnext[u >> 5], 1u << (u & 31));
-    if (((old >> (u & 24)) & 0xffu) == 0u) {  // first vertex of its slice set this level
-        int ss = u >> 3;
-        int s = real_ptrs[ss], e = real_ptrs[ss + 1];
-        if (e > s) {
-            int p = atomicAdd(qn_size, e - s);
-            for (int v = s; v < e; ++v) qn[p++] = v;
-        }
+    if (((old >> (u & 24)) & 0xffu) == 0u && e > s) {  // first vertex of its slice set this level
+        int p = atomicAdd(qn_size, e - s);
+        for (int v = s; v < e; ++v) qn[p++] = make_int2(v, ss);
     }
 }
 
@@ -93,7 +95,7 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
                          const int *__restrict__ real_ptrs, const int *__restrict__ v2r,
                          const long long *__restrict__ t_indptr, const int *__restrict__ t_indices,
                          int n, int mode, int eta, int source, int *level, unsigned *F, unsigned *V,
-                         int *Q, int qcap, int *ctr) {
+                         int2 *Q, int qcap, int *ctr) {
     cg::grid_group grid = cg::this_grid();
     const int nthreads = gridDim.x * blockDim.x;
     const int tid = blockIdx.x * blockDim.x + threadIdx.x;
@@ -114,7 +116,7 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
     {
         int ss = source >> 3;
         int s = real_ptrs[ss], e = real_ptrs[ss + 1];
-        for (int i = tid; i < e - s; i += nthreads) Q[1 * qcap + i] = s + i;
+        for (int i = tid; i < e - s; i += nthreads) Q[1 * qcap + i] = make_int2(s + i, ss);
         if (tid == 0) {
             unsigned bit = 1u << (source & 31);
             level[source] = 0;
@@ -130,8 +132,8 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
     for (;; ++l) {
         const int nq = vctr[l & 3];
         if (nq == 0) break;
-        const int *qc = Q + (l % 3) * qcap;
-        int *qn = Q + ((l + 1) % 3) * qcap;
+        const int2 *qc = Q + (l % 3) * qcap;
+        int2 *qn = Q + ((l + 1) % 3) * qcap;
         int *qn_size = ctr + ((l + 1) & 3);
         if (tid == 0) { ctr[(l + 2) & 3] = 0; ctr[4 + ((l + 2) & 3)] = 0; }
 
@@ -143,8 +145,9 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
             const unsigned char *fcur = (const unsigned char *)(F + (l % 3) * nw);
             unsigned *fnext = F + ((l + 1) % 3) * nw;
             for (int w = warp; w < nq; w += nwarps) {
-                const int vss = qc[w];
-                const unsigned alpha = fcur[v2r[vss]];
+                const int2 q = qc[w];
+                const int vss = q.x;
+                const unsigned alpha = fcur[q.y];
                 const int4 u = row_ids[vss * 32 + lane];
                 const unsigned mk = masks[vss * 32 + lane];
                 int d0, d1, d2, d3;
@@ -155,10 +158,11 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
                 dg_direct_update(u.w, d3, l, level, fnext, real_ptrs, qn, qn_size);
             }
             {
+                // taken from the end of the grid, so the warps that have VSSs do not wait
                 unsigned char *fold = (unsigned char *)(F + ((l + 2) % 3) * nw);
-                const int *qold = Q + ((l + 2) % 3) * qcap;
+                const int2 *qold = Q + ((l + 2) % 3) * qcap;
                 const int nold = vctr[(l + 3) & 3];
-                for (int i = tid; i < nold; i += nthreads) fold[v2r[qold[i]]] = 0;
+                for (int i = nthreads - 1 - tid; i < nold; i += nthreads) fold[qold[i].y] = 0;
             }
             grid.sync();
             continue;
@@ -170,8 +174,9 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
         const bool bottom_up = (upd == 2) && ((long long)unvisited < (long long)eta * nq);
         if (!bottom_up) {
             for (int w = warp; w < nq; w += nwarps) {
-                const int vss = qc[w];
-                const unsigned alpha = ((const unsigned char *)fcur)[v2r[vss]];
+                const int2 q = qc[w];
+                const int vss = q.x;
+                const unsigned alpha = ((const unsigned char *)fcur)[q.y];
                 const int4 u = row_ids[vss * 32 + lane];
                 const unsigned mk = masks[vss * 32 + lane];
                 int d0, d1, d2, d3;
@@ -236,7 +241,7 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
                 for (int k = 0; k < 4; ++k) {
                     if ((diff >> (8 * k)) & 0xffu) {
                         const int e = real_ptrs[4 * t + k + 1];
-                        for (int v = real_ptrs[4 * t + k]; v < e; ++v) qn[p++] = v;
+                        for (int v = real_ptrs[4 * t + k]; v < e; ++v) qn[p++] = make_int2(v, 4 * t + k);
                     }
                 }
             }

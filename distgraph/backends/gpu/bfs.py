@@ -183,7 +183,7 @@ class GpuBFS:
         self._F = cp.empty(3 * nw, cp.uint32)   # three frontier bitmaps
         self._V = cp.empty(2 * nw, cp.uint32)   # visited: current, next
         self._qcap = max(b.num_vss, 1)
-        self._Q = cp.empty(3 * self._qcap, cp.int32)
+        self._Q = cp.empty(3 * self._qcap * 2, cp.int32)  # int2 (VSS, slice set) entries
         self._ctr = cp.zeros(16, cp.int32)
         self._new_id_dev = None
         # ---- kernel and grid
