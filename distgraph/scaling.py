@@ -166,7 +166,9 @@ def run_one(algorithm: str, graph: str, ranks: int, args=(), *, launcher=None, t
         tail = (r.stderr.strip() or r.stdout.strip())[-2000:]
         why = f"exit {r.returncode}" if r.returncode else "no JSON summary"
         raise RunFailedError(f"{algorithm} on {ranks} rank(s) failed ({why}): {shlex.join(cmd)}\n{tail}")
-    return make_record(algorithm, graph, ranks, summary, wall_s=wall, command=cmd, returncode=r.returncode, args=args)
+    rec = make_record(algorithm, graph, ranks, summary, wall_s=wall, command=cmd, returncode=r.returncode, args=args)
+    rec["commit"] = _git_commit()
+    return rec
 
 
 def _record_path(outdir, algorithm, ranks) -> str:
@@ -288,11 +290,13 @@ def _markdown(st: dict, pngs: list[str]) -> str:
     lines = [f"# Scaling: {st['algorithm']} on {st['graph']}", "",
              f"{len(st['records'])} run(s) on {st['host']}, {st['date']}, commit {st.get('commit') or 'unknown'}. "
              f"Speedup and efficiency are against {st['base_ranks']} rank(s).", "",
+             "Command: `distgraph " + " ".join([st["algorithm"], str(st["graph"]), *map(str, st["records"][0].get("args") or [])])
+             + "` (with `--json`), one MPI job per rank count.", "",
              "| ranks | time (s) | speedup | efficiency | time from |", "| ---: | ---: | ---: | ---: | --- |"]
     for r in st["rows"]:
-        lines.append(f"| {r['ranks']} | {r['time_s']:.6g} | {r['speedup']:.2f} | {r['efficiency']:.2f} | {r['time_source']} |")
+        lines.append(f"| {r['ranks']} | {r['time_s']:.6g} | {r['speedup']:.3g} | {r['efficiency']:.3g} | {r['time_source']} |")
     last = st["rows"][-1]
-    lines += ["", f"On {last['ranks']} rank(s): speedup {last['speedup']:.2f}, "
+    lines += ["", f"On {last['ranks']} rank(s): speedup {last['speedup']:.3g}, "
                   f"parallel efficiency {100 * last['efficiency']:.0f}%."]
     if any(r["time_source"] == "wall_s" for r in st["rows"]):
         lines += ["", "Some times are wall-clock times of the whole run (start-up and reading included): "
@@ -362,7 +366,8 @@ def write_report(records: list[dict], outdir: str, plots: bool = True) -> dict:
     """Write ``scaling.json``, ``summary.md`` and the PNG plots to OUTDIR; return the study."""
     os.makedirs(outdir, exist_ok=True)
     st = study(records)
-    st["commit"] = _git_commit()
+    commits = {r.get("commit") for r in records if r.get("commit")}
+    st["commit"] = ", ".join(sorted(commits)) if commits else _git_commit()  # the runs' commits, if recorded
     st["plots"] = []
 
     def save():

@@ -98,7 +98,7 @@ def test_report_files(tmp_path):
     assert [r["ranks"] for r in saved["rows"]] == [1, 2, 4] and len(saved["records"]) == 3
     assert saved["plots"] == [] and st["rows"][2]["efficiency"] == pytest.approx(0.8)
     md = (tmp_path / "summary.md").read_text()
-    assert "| 4 | 2.5 | 3.20 | 0.80 | time_s |" in md and "efficiency 80%" in md
+    assert "| 4 | 2.5 | 3.2 | 0.8 | time_s |" in md and "efficiency 80%" in md
     if not HAVE_MPL:
         pytest.skip("matplotlib not installed (pip install 'distgraph[bench]'): plots not checked")
     st = scaling.write_report(records, str(tmp_path))
