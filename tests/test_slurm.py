@@ -80,6 +80,14 @@ def slurm(tmp_path_factory):
         _sh("stop", d, env=env)
 
 
+def need_command(name):
+    """Skip unless this distgraph has the subcommand ``name``."""
+    r = subprocess.run([sys.executable, "-m", "distgraph", name, "--help"], capture_output=True,
+                       env=clean_mpi_env(), timeout=120)
+    if r.returncode != 0:
+        pytest.skip(f"'distgraph {name}' is not available in this build")
+
+
 def submit(slurm, template, *args, out, ntasks=2, extra_env=None):
     env = dict(slurm["env"], DG_OUT=str(out), **(extra_env or {}))
     r = subprocess.run(["sbatch", "--parsable", "-n", str(ntasks), "-t", "10", str(TEMPLATES / template), *args],
@@ -125,6 +133,7 @@ def sessions(ckpt: Path) -> set:
 @pytest.fixture(scope="module")
 def closeness_run(slurm):
     """The uninterrupted closeness job (srun --mpi=pmi2, 2 tasks); its output is the reference."""
+    need_command("closeness")
     out = slurm["dir"] / "closeness"
     jobid = submit(slurm, "closeness.sbatch", CLOSENESS_GRAPH, *CLOSENESS_ARGS, out=out)
     st = wait_done(slurm, jobid, "closeness")
@@ -181,10 +190,7 @@ def test_closeness_requeued_twice_resumes_bit_identical(slurm, closeness_run):
 
 
 def test_sssp_template(slurm):
-    r = subprocess.run([sys.executable, "-m", "distgraph", "sssp", "--help"], capture_output=True,
-                       env=clean_mpi_env(), timeout=120)
-    if r.returncode != 0:
-        pytest.skip("'distgraph sssp' is not available in this build")
+    need_command("sssp")
     import scipy.sparse.csgraph as csg
 
     from distgraph.generators import from_spec
@@ -204,6 +210,7 @@ def test_sssp_template(slurm):
 
 
 def test_scaling_template(slurm):
+    need_command("closeness")
     out = slurm["dir"] / "scaling"
     jobid = submit(slurm, "scaling.sbatch", "closeness", "kron:8", "--backend", "cpu", "--no-progress", out=out,
                    extra_env={"DG_LAUNCH": "mpirun"})
