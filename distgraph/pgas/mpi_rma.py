@@ -245,6 +245,8 @@ class MPIRMA(PGAS):
 
     def barrier(self):
         self.quiet()
+        for arr in self._live:   # publish local stores before the barrier, see remote ones after
+            arr._impl.win.Sync()
         self.comm.Barrier()
         for arr in self._live:
             arr._impl.win.Sync()
