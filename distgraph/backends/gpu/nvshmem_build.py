@@ -7,7 +7,7 @@ so these kernels are built with the verified nvcc route::
     nvlink --arch=sm_XX k.o -L $NVSHMEM/lib -lnvshmem_device -o k.cubin
 
 ``$NVSHMEM`` is the ``nvidia-nvshmem-cu13`` wheel (``import nvidia.nvshmem``). Cubins go to
-``<config.cache_dir>/kernels/<name>-<key>.cubin``, the key hashing the sources in ``kernels/``,
+``<config.cache_dir>/kernels/<name>-<key>.cubin``, the key hashing the source and what it includes,
 the defines, the NVSHMEM version and the architecture, so a changed header or NVSHMEM
 rebuilds. With ``nvshmem=False`` the same route builds a plain cubin (``nvcc -cubin``).
 
@@ -74,6 +74,18 @@ def _arch() -> str:
         return "sm_90"
 
 
+def _sources(src: Path) -> list:
+    """``src`` and the files of ``kernels/`` it includes with ``#include "..."``, recursively."""
+    seen, todo = [], [src]
+    while todo:
+        p = todo.pop()
+        if p in seen or not p.is_file():
+            continue
+        seen.append(p)
+        todo += [p.parent / m for m in re.findall(r'^\s*#\s*include\s+"([^"]+)"', p.read_text(), re.M)]
+    return sorted(seen)
+
+
 def build_cubin(name: str, defines: dict | None = None, nvshmem: bool = True, arch: str | None = None) -> Path:
     """Path of the cubin of ``kernels/<name>.cu``, built now unless cached.
 
@@ -95,7 +107,7 @@ def build_cubin(name: str, defines: dict | None = None, nvshmem: bool = True, ar
     root = nvshmem_root() if nvshmem else None
     flags = [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
     h = hashlib.sha1()
-    for p in sorted(kdir.glob("*.cu*")):
+    for p in _sources(src):
         h.update(p.name.encode())
         h.update(p.read_bytes())
     h.update(repr((flags, arch, _nvshmem_version(root) if root else None)).encode())
