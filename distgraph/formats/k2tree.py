@@ -228,7 +228,10 @@ class K2Tree:
                 raise InvalidArgumentError(f"coordinates must lie in [0, {nrows}) x [0, {ncols}); "
                                            f"got rows {rows.min()}..{rows.max()}, cols {cols.min()}..{cols.max()}")
         L = _levels_for(nrows, ncols)
-        codes = np.unique(morton_encode(rows, cols))
+        codes = morton_encode(rows, cols)
+        codes.sort()  # a plain sort + neighbour test: faster than np.unique's hash table
+        if codes.shape[0] > 1:
+            codes = codes[np.concatenate(([True], codes[1:] != codes[:-1]))]
         nnz = int(codes.shape[0])
         level_sigs = [None] * L
         level_codes = [None] * L
