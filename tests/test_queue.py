@@ -199,3 +199,19 @@ def test_workloads_verified(pg, comm, kind, workload):
     with BrokerQueue(512 if workload == "enqdeq" else 16, kind=kind, pgas=pg) as q:
         r = cpu_queue_run(q, workload, ops=300, batch=4)
     assert _all(comm, r["verified"]), r
+
+
+@pytest.mark.mpi
+def test_cli_queue_bench_cpu(comm, capsys):
+    import json
+
+    from distgraph.cli import main
+
+    code = main(["queue-bench", "--backend", "cpu", "--ops", "200", "--batch", "4", "--capacity", "256",
+                 "--kind", "bwd", "--json"])
+    out = capsys.readouterr().out
+    ok = code == 0
+    if comm.rank == 0:
+        runs = [json.loads(line) for line in out.splitlines()]
+        ok &= [r["workload"] for r in runs] == ["enqdeq", "mixed"] and all(r["verified"] for r in runs)
+    assert _all(comm, ok)
