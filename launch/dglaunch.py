@@ -416,6 +416,12 @@ def mpirun_argv(argv, environ=None) -> tuple[list[str], bool]:
             line += ["--bind-to", "none"]  # numba/OpenMP threads of a rank need more than one core
         if os.geteuid() == 0 and "--allow-run-as-root" not in extra:
             line += ["--allow-run-as-root"]
+        # More ranks than cores on this one machine (a workstation, CI): Open MPI refuses
+        # without --oversubscribe. Not with a host list or inside Slurm, where slots are real.
+        hosts = any(h in a.mpi_arg for h in ("--hostfile", "--host", "-H", "--machinefile", "-hostfile"))
+        if (a.np or 1) > (os.cpu_count() or 1) and not hosts and "SLURM_JOB_ID" not in env \
+                and "--oversubscribe" not in extra:
+            line += ["--oversubscribe"]
         for v in _FORWARD + tuple(k for k in env if k.startswith("DISTGRAPH_") or k.startswith("NVSHMEM_")):
             if v in env and not v.startswith("DISTGRAPH_LAUNCH_"):
                 line += ["-x", v]

@@ -212,7 +212,13 @@ def test_mpirun_command_line_openmpi_and_env_options(tmp_path):
     assert ("--allow-run-as-root" in s) == (os.geteuid() == 0)
     line, _ = dglaunch.mpirun_argv(["--mpiexec", mpiexec_path(), "--flavor", "openmpi",
                                     "--mpi-arg=--bind-to", "--mpi-arg=core", "true"], environ={})
-    assert line.count("--bind-to") == 1 and line[1:3] == ["-n", "1"]
+    assert line.count("--bind-to") == 1 and line[1:3] == ["-n", "1"] and "--oversubscribe" not in line
+    many = str(2 * (os.cpu_count() or 1))
+    line, _ = dglaunch.mpirun_argv(["--mpiexec", mpiexec_path(), "--flavor", "openmpi", "-n", many, "true"], environ={})
+    assert "--oversubscribe" in line  # more ranks than cores on one machine
+    line, _ = dglaunch.mpirun_argv(["--mpiexec", mpiexec_path(), "--flavor", "openmpi", "-n", many, "true"],
+                                   environ={"SLURM_JOB_ID": "7"})
+    assert "--oversubscribe" not in line  # inside an allocation the slots are real
 
 
 def test_srun_command_line():
@@ -307,8 +313,7 @@ def test_mpirun_with_open_mpi(tmp_path):
     probe = ("import json, os, sys; r = os.environ['OMPI_COMM_WORLD_RANK']; "
              "json.dump(dict(os.environ), open(os.path.join(sys.argv[1], f'rank-{r}.json'), 'w'))")
     env = clean_mpi_env({"DISTGRAPH_LAUNCH_THREADS": "1"})
-    r = subprocess.run([sys.executable, str(LAUNCH / "distgraph-mpirun"), "--mpiexec", _open_mpi(),
-                        "--mpi-arg=--oversubscribe", "-n", "2", "--gpus", "2", "--", "python", "-c", probe, str(tmp_path)],
+    r = subprocess.run([sys.executable, str(LAUNCH / "distgraph-mpirun"), "--mpiexec", _open_mpi(), "-n", "2", "--gpus", "2", "--", "python", "-c", probe, str(tmp_path)],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     for rank in range(2):
