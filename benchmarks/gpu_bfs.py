@@ -218,15 +218,14 @@ def bench_graph(spec, args, cache_dir):
     print(f"   auto -> {eng.variant}: {ms.mean():.3f} ms  x{out['speedup_auto_vs_cupy_spmv']:.1f} vs SpMV", flush=True)
     # grid size sweep (per-level latency on high-diameter graphs depends on the grid sync)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    full = eng.grid
     sweep = {}
     for bps in (1, 2, 3, 4):
-        if sms * bps > full:
+        if sms * bps > eng.grid_full:
             continue
         eng.grid = sms * bps
         eng.run_device(srcs[0])
         sweep[str(eng.grid)] = float(np.mean([eng.run_device(s)[1] for s in srcs[:16]]))
-    eng.grid = full
+    eng.grid = None  # back to the per-variant default
     out["grid_sweep_ms"] = sweep
     print(f"   grid sweep ({eng.variant}, 16 sources): {sweep}", flush=True)
     del eng

@@ -192,3 +192,18 @@ def test_errors():
     plan = bfs_plan(g.n, eng.bvss, g.m)
     with pytest.raises(DeviceMemoryError, match="GPU BFS needs .* but only 1.0 KiB is free on the device; try"):
         plan.check(free=1024)
+
+
+def test_grid_size_does_not_change_levels():
+    # every loop of the kernel is grid-stride and warp-uniform: any co-resident grid works
+    from distgraph.backends.gpu.bfs import GpuBFS
+
+    g = _two_components()
+    eng = GpuBFS(g, variant="switch", reorder="none", cache_dir=False)
+    srcs = _sources(g, 4)
+    ref = _ref_levels(g, srcs)
+    for grid in (1, 3, eng.grid_plain, eng.grid_full):
+        eng.grid = grid
+        for variant in ("plain", "lazy", "switch"):
+            for i, s in enumerate(srcs):
+                assert np.array_equal(eng.levels(s, variant=variant), ref[i]), (grid, variant, s)

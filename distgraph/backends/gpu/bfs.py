@@ -189,8 +189,14 @@ class GpuBFS:
         # ---- kernel and grid
         mod = get_module("bvss_bfs", defines={"DG_BFS_BLOCK": BLOCK}, cooperative=True)
         self._kernel = mod.get_function("distgraph_bfs_persistent")
-        self.grid = self._grid_size()
-        self.info["grid"] = [self.grid, BLOCK]
+        # Grid: all co-resident blocks for lazy/switch (much work per level); one block per
+        # SM for the direct scheme, chosen for high-diameter graphs whose levels are short
+        # and bound by the grid sync (road-FLA: 6.5 ms at 132 blocks, 8.4 ms at 528 on the
+        # H200, benchmarks/results/gpu_bfs_scale22.json).  ``grid`` set to an int overrides.
+        self.grid_full = self._grid_size()
+        self.grid_plain = min(self.grid_full, int(self._cp.cuda.Device().attributes["MultiProcessorCount"]))
+        self.grid = None
+        self.info["grid"] = {"plain": [self.grid_plain, BLOCK], "lazy/switch": [self.grid_full, BLOCK]}
         # ---- variant
         if variant == "auto":
             variant = self._first_sources_check(base)
@@ -218,7 +224,8 @@ class GpuBFS:
         return int(sms * per_sm)
 
     def _launch(self, src_internal: int, mode: int) -> None:
-        self._kernel((self.grid,), (BLOCK,),
+        grid = self.grid if self.grid is not None else (self.grid_plain if mode == 0 else self.grid_full)
+        self._kernel((int(grid),), (BLOCK,),
                      (self._row_ids, self._masks, self._real_ptrs, self._v2r, self._t_ip, self._t_ix,
                       np.int32(self.n), np.int32(mode), np.int32(self.eta), np.int32(src_internal),
                       self._level, self._F, self._V, self._Q, np.int32(self._qcap), self._ctr))
