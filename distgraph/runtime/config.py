@@ -23,6 +23,7 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 # Variables that are read elsewhere and are not config keys.
 _NOT_KEYS = {"DISTGRAPH_TEST_TIMEOUT", "DISTGRAPH_TEST_LOGDIR",  # tests/run.sh, tests/mpi_pytest.py
+             "DISTGRAPH_DATA",  # tests/conftest.py and benchmarks/: the shared data folder
              # launch/dglaunch.py (LAUNCH_VARS): read by the launchers, removed before the command runs
              "DISTGRAPH_LAUNCH_THREADS", "DISTGRAPH_LAUNCH_GPUS", "DISTGRAPH_LAUNCH_BIND",
              "DISTGRAPH_LAUNCH_SYMMETRIC_SIZE", "DISTGRAPH_LAUNCH_MEMORY_PLAN", "DISTGRAPH_LAUNCH_NVLS",
