@@ -220,7 +220,7 @@ def main():
             ratios[f"{peer} / {ours}"] = {"cpu": by[peer]["cpu_s"] / by[ours]["cpu_s"],
                                            "wall": by[peer]["wall_s"] / by[ours]["wall_s"]}
     out = {"benchmark": "read_bench", "commit": _sh("git rev-parse HEAD"),
-           "dirty": bool(_sh("git status --porcelain -- distgraph benchmarks/read_bench.py")),
+           "dirty": bool(_sh("git status --porcelain -- distgraph/graph distgraph/formats/binary.py benchmarks/read_bench.py")),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "machine": {"cpu": _sh("lscpu | grep 'Model name' | sed 's/.*: *//'"), "cores": os.cpu_count(),
                        "platform": platform.platform(), "python": platform.python_version(),

@@ -441,6 +441,7 @@ def detect_format(path, head: bytes | None = None) -> str:
 
 
 def _sniff(head: bytes) -> str:
+    head = head.removeprefix(b"\xef\xbb\xbf")
     if head.startswith(_DGRAPH_MAGIC):
         return "dgraph"
     if head.lstrip().lower().startswith(b"%%matrixmarket"):
@@ -606,7 +607,7 @@ def _scan(src: _Source, pos, line, *, comments, prefix=0, ncols=0, wcol=-1, wkin
             kind = "an integer" if wkind == 1 else "a number"
             raise src.error(f"expected {kind} as the weight in column {ecol + 1}; got '{tok}': '{text}'", eline)
         if err == _E_PREFIX:
-            raise src.error(f"expected a line '{chr(prefix)} {expect}'; got '{text}'", eline)
+            raise src.error(f"expected a line {expect}; got '{text}'", eline)
         if err == _E_EXTRA:
             raise src.error(f"more entries than the header's {max_records}: '{text}'", eline)
         raise src.error(f"internal: record buffer too small at '{text}'", eline)  # pragma: no cover
