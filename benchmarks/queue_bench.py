@@ -20,6 +20,12 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def _mpi_version():
+    from mpi4py import MPI
+
+    return MPI.Get_library_version().splitlines()[0].strip()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ops", type=int, default=20000)
@@ -56,7 +62,7 @@ def main():
 
     doc = {"benchmark": "queue-cpu", "commit": sh("git rev-parse HEAD"),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "device": f"CPU: {sh('nproc')} cores, {sh('uname -m')}; MPI: {sh(mpiexec + ' --version | head -1')}",
+           "device": f"CPU: {sh('nproc')} cores, {sh('uname -m')}; MPI: {_mpi_version()}",
            "ops": args.ops, "note": "ops/s = (enqueues + dequeues) / wall time; batch 1 runs use ops/10 items",
            "runs": runs}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
