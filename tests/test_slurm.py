@@ -132,10 +132,11 @@ def sessions(ckpt: Path) -> set:
 
 @pytest.fixture(scope="module")
 def closeness_run(slurm):
-    """The uninterrupted closeness job (srun --mpi=pmi2, 2 tasks); its output is the reference."""
+    """The uninterrupted closeness job (MPICH's mpiexec, 2 tasks); its output is the reference."""
     need_command("closeness")
     out = slurm["dir"] / "closeness"
-    jobid = submit(slurm, "closeness.sbatch", CLOSENESS_GRAPH, *CLOSENESS_ARGS, out=out)
+    jobid = submit(slurm, "closeness.sbatch", CLOSENESS_GRAPH, *CLOSENESS_ARGS, out=out,
+                   extra_env={"DG_LAUNCH": "mpirun"})
     st = wait_done(slurm, jobid, "closeness")
     return {"out": out, "job": st, "log": log_of(slurm, jobid, "closeness")}
 
@@ -152,15 +153,16 @@ def test_closeness_template(closeness_run):
     want = closeness(from_spec(CLOSENESS_GRAPH), backend="cpu", progress=False).closeness
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
     assert len(sessions(out / "checkpoint")) == 1  # one uninterrupted session
-    assert "launcher srun" in closeness_run["log"] and "done:" in closeness_run["log"]
+    assert "launcher mpirun" in closeness_run["log"] and "done:" in closeness_run["log"]
 
 
 def test_closeness_requeued_twice_resumes_bit_identical(slurm, closeness_run):
     out = slurm["dir"] / "closeness-requeued"
     ckpt = out / "checkpoint"
-    # through MPICH's mpiexec this time: the launcher does not change the result
-    jobid = submit(slurm, "closeness.sbatch", CLOSENESS_GRAPH, *CLOSENESS_ARGS, out=out,
-                   extra_env={"DG_LAUNCH": "mpirun"})
+    # through srun --mpi=pmi2 this time (the launcher does not change the result); a requeued
+    # srun step has the same JOBID.STEPID as the killed one, so this also checks that the
+    # template clears the segments the killed ranks left in /dev/shm (dg_clean_shm)
+    jobid = submit(slurm, "closeness.sbatch", CLOSENESS_GRAPH, *CLOSENESS_ARGS, out=out)
     env = slurm["env"]
 
     def interrupt(how, n_sessions):

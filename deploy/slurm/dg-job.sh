@@ -38,6 +38,22 @@ dg_setup() {
     *) dg_log "DG_LAUNCH must be srun or mpirun; got ${DG_LAUNCH}"; exit 2 ;;
   esac
   dg_log "distgraph $name: $SLURM_NTASKS ranks on ${SLURM_JOB_NUM_NODES:-1} node(s) ($SLURM_JOB_NODELIST), launcher ${DG_LAUNCH:-srun}, output $DG_OUT"
+  if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then dg_clean_shm; fi
+}
+
+# dg_clean_shm: remove the shared-memory segments that the killed ranks of an earlier run of
+# this job left in /dev/shm (ours, and mapped by no process), on every node of the job.
+# MPICH names its segment after the PMI job id, which under srun is JOBID.STEPID: the same
+# again after a requeue, so a new rank would attach to the dead job's segment and hang.
+dg_clean_shm() {
+  local script='n=0; for f in /dev/shm/mpich_shm_* /dev/shm/mpich_vci_* /dev/shm/vader_segment.* /dev/shm/sm_segment.*; do
+    [ -O "$f" ] || continue; grep -qsF "$f" /proc/[0-9]*/maps && continue; rm -f "$f" && n=$((n + 1)); done
+    [ "$n" = 0 ] || echo "$(hostname -s): removed $n stale MPI shared-memory segment(s)"'
+  if [ "${DG_LAUNCH:-srun}" = srun ] && command -v srun >/dev/null; then
+    srun -N "${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 -n "${SLURM_JOB_NUM_NODES:-1}" bash -c "$script" >&2 || true
+  else
+    bash -c "$script" >&2 || true
+  fi
 }
 
 dg_preflight() {  # every rank must be in one MPI job: a wrong PMI gives N singletons writing one checkpoint
