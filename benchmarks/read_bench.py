@@ -2,14 +2,16 @@
 on one core, in the same run.
 
     python benchmarks/read_bench.py [--out benchmarks/results/read_bench.json] [--lines 10000000]
-                                    [--tmp /tmp/distgraph-read-bench] [--trials 3] [--no-peers]
+                                    [--tmp /tmp/distgraph-read-bench] [--trials 3] [--no-peers] [--big 10]
 
 Inputs (made in ``--tmp``, never committed):
 * ``road-FLA.gr.xz`` of shared/data (DIMACS ``p tw``, 1.34 M edges) as it is, and
   decompressed to ``road-FLA.gr``;
 * ``snap.txt``: a synthetic SNAP edge list of ``--lines`` lines ``u<TAB>v`` (uniform ids
   in ``[0, 2**22)``, seed 1; no ``#`` header, which igraph cannot skip);
-* ``snap.mtx``: the same arcs as Matrix Market ``coordinate pattern general``.
+* ``snap.mtx``: the same arcs as Matrix Market ``coordinate pattern general``;
+* ``road-FLA.dgraph``: road-FLA in the binary format, loaded with ``verify=True`` (every
+  byte read and hashed; without it a load only maps the file).
 
 Every case runs in a fresh subprocess with one thread (OMP/NUMBA/MKL threads = 1,
 ``networkit.setNumberOfThreads(1)``) and reports wall seconds (best of ``--trials`` reads
@@ -25,6 +27,9 @@ Peers, same files, same run: networkit ``EdgeListReader`` (SNAP, and the ``.gr``
 ``io.mmread`` (``.mtx``; fast_matrix_market), as COO (``scipy:mtx``) and converted to a
 canonical CSR (``scipy:mtx_csr``, sorted and deduplicated, as distgraph's). Ratios are peer time / distgraph time
 (> 1: distgraph faster) for reading into each library's own graph type.
+
+``--big K`` adds the parse phase alone on the SNAP file repeated K times (``--big 10``:
+100 M lines, 1.5 GB of text, about 5 GB of memory), the issue's "100-million-line file".
 """
 
 from __future__ import annotations
@@ -63,6 +68,12 @@ def make_inputs(tmp: Path, lines: int) -> dict:
     fla = tmp / "road-FLA.gr"
     if not fla.exists():
         fla.write_bytes(lzma.decompress(fla_xz.read_bytes()))
+    dg = tmp / "road-FLA.dgraph"
+    if not dg.exists():
+        from distgraph.formats import binary
+        from distgraph.graph.readers import read_graph
+
+        binary.save(read_graph(fla_xz), dg)
     snap = tmp / f"snap-{lines}.txt"
     mtx = tmp / f"snap-{lines}.mtx"
     if not snap.exists() or not mtx.exists():
@@ -76,7 +87,7 @@ def make_inputs(tmp: Path, lines: int) -> dict:
             f.write(f"%%MatrixMarket matrix coordinate pattern general\n{1 << 22} {1 << 22} {lines}\n".encode())
             for block in _lines(u + 1, v + 1, None, sep=b" "):
                 f.write(block)
-    return {"fla_xz": str(fla_xz), "fla": str(fla), "snap": str(snap), "mtx": str(mtx)}
+    return {"fla_xz": str(fla_xz), "fla": str(fla), "fla_dgraph": str(dg), "snap": str(snap), "mtx": str(mtx)}
 
 
 def _distgraph_read(path, fmt, **opts):
@@ -112,6 +123,26 @@ def _now():
     return time.perf_counter(), time.process_time()
 
 
+def parse_only(path: str) -> dict:
+    """Parse phase alone (file to id arrays, no CSR) of a big SNAP file, in this process."""
+    from distgraph.graph import readers as R
+
+    R.read_graph(DATA / "minnesota.mtx.gz")  # numba's cache
+    t0, c0 = _now()
+    src = R._Source(path)
+    b = src.b.copy()  # from disk now
+    b.flags.writeable = False
+    src.b = b
+    t1, c1 = _now()
+    s = R._scan(src, 0, 1, comments=b"#%", wcol=2)[0]
+    t2, c2 = _now()
+    return {"case": "distgraph:parse_only", "file": path, "text_bytes": int(b.size), "lines": int(s.size),
+            "read_file_s": t1 - t0, "parse_s": t2 - t1, "parse_cpu_s": c2 - c1,
+            "parse_MB_per_cpu_s": b.size / (c2 - c1) / 1e6, "parse_lines_per_cpu_s": s.size / (c2 - c1),
+            "parse_lines_per_wall_s": s.size / (t2 - t1),
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
 def one(case: str, path: str, trials: int) -> dict:
     """Run one case in this process."""
     tool, _, what = case.partition(":")
@@ -130,7 +161,12 @@ def one(case: str, path: str, trials: int) -> dict:
     for _ in range(trials):
         t0, tc0 = _now()
         phases = None
-        if tool == "distgraph":
+        if case == "distgraph:fla_dgraph":
+            from distgraph.formats import binary
+
+            g = binary.load(path, verify=True)  # reads and hashes every byte
+            n, m = g.n, g.m
+        elif tool == "distgraph":
             fmt = {"fla": "dimacs", "fla_xz": "dimacs", "snap": "snap", "mtx": "mtx"}[what]
             g, phases = _distgraph_read(path, fmt, relabel=False if what == "snap" else None)
             n, m = g.n, g.m
@@ -185,9 +221,15 @@ def main():
     ap.add_argument("--no-peers", action="store_true")
     ap.add_argument("--one", nargs=3, metavar=("CASE", "PATH", "TRIALS"), help=argparse.SUPPRESS)
     ap.add_argument("--make", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--big", type=int, default=0, metavar="K",
+                    help="also time the parse phase alone on the SNAP file repeated K times (K * --lines lines)")
+    ap.add_argument("--parse-only", metavar="PATH", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
         print(json.dumps(one(a.one[0], a.one[1], int(a.one[2]))))
+        return
+    if a.parse_only:
+        print(json.dumps(parse_only(a.parse_only)))
         return
     if a.make:
         print(json.dumps(make_inputs(Path(a.tmp), a.lines)))
@@ -196,7 +238,8 @@ def main():
     # in a child, so that this process stays small: Linux children inherit the peak RSS of their parent
     files = json.loads(subprocess.run([sys.executable, __file__, "--make", "--tmp", a.tmp, "--lines", str(a.lines)],
                                       capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
-    cases = [("distgraph:fla_xz", "fla_xz"), ("distgraph:fla", "fla"), ("distgraph:snap", "snap"),
+    cases = [("distgraph:fla_xz", "fla_xz"), ("distgraph:fla", "fla"), ("distgraph:fla_dgraph", "fla_dgraph"),
+             ("distgraph:snap", "snap"),
              ("distgraph:mtx", "mtx")]
     if not a.no_peers:
         cases += [("networkit:fla", "fla"), ("networkit:snap", "snap"), ("igraph:snap", "snap"), ("scipy:mtx", "mtx"),
@@ -210,6 +253,18 @@ def main():
             results.append({"case": case, "error": r.stderr.strip().splitlines()[-1:]})
         else:
             results.append(json.loads(r.stdout.strip().splitlines()[-1]))
+        print(json.dumps(results[-1]), flush=True)
+    if a.big:
+        big = Path(a.tmp) / f"snap-{a.big}x{a.lines}.txt"
+        with open(big, "wb") as f:
+            for _ in range(a.big):
+                with open(files["snap"], "rb") as g:
+                    while chunk := g.read(1 << 26):
+                        f.write(chunk)
+        r = subprocess.run([sys.executable, __file__, "--parse-only", str(big)], capture_output=True, text=True, env=env)
+        big.unlink()
+        results.append(json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else
+                       {"case": "distgraph:parse_only", "error": r.stderr.strip().splitlines()[-1:]})
         print(json.dumps(results[-1]), flush=True)
     by = {r["case"]: r for r in results if "wall_s" in r}
     ratios = {}
