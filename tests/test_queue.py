@@ -161,8 +161,12 @@ def test_recorded_history_is_fifo(pg, comm, kind):
                 x = q.dequeue()
                 ev.append((t0, time.perf_counter_ns(), "deq", x))
         pg.barrier()
-        while (x := q.dequeue()) is not None:     # drain, so that every value's fate is known
-            ev.append((time.perf_counter_ns(), time.perf_counter_ns(), "deq", x))
+        while True:                               # drain, so that every value's fate is known
+            t0 = time.perf_counter_ns()
+            x = q.dequeue()
+            if x is None:
+                break
+            ev.append((t0, time.perf_counter_ns(), "deq", x))
     allev = [e for part in comm.allgather(ev) for e in part]
     errs = check_history(allev)
     if kind == "bwd":

@@ -193,8 +193,11 @@ class MPIRMA(PGAS):
     # -- atomics --------------------------------------------------------------------------
     def _fop(self, arr, value, pe, index, op):
         w = arr._impl
-        one = np.array([value], arr.dtype)
-        res = np.empty(1, arr.dtype)
+        if arr.dtype == np.int64:  # the common case: reuse two buffers (complete after Flush)
+            one, res = self._one, self._res
+            one[0] = value
+        else:
+            one, res = np.array([value], arr.dtype), np.empty(1, arr.dtype)
         w.win.Fetch_and_op(one, res, pe, index, op)
         w.win.Flush(pe)
         return res[0].item()
