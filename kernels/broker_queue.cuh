@@ -27,6 +27,19 @@
 // Every spin loop watches *abort (may be null): a loop that spins more than DGQ_SPIN_LIMIT
 // times sets it, and every other loop then gives up with DGQ_ABORTED, so a protocol bug ends
 // a kernel instead of hanging the GPU. A thread that passed ensure_* must finish put/take.
+//
+// Use from another kernel (the handle is distgraph.pgas.queue.BrokerQueue on the NVSHMEM PGAS;
+// BrokerQueue.device_args() gives ring, tickets, meta, N, width, nseg):
+//   #include "broker_queue.cuh"
+//   struct Item { int v; float d; };                       // any trivially copyable T, 4k bytes
+//   __global__ void k(Item* ring, unsigned long long* tickets, unsigned long long* meta,
+//                     unsigned long long N, int nseg, int my_pe, int* abort) {
+//       dgq::Queue<Item> q{ring, tickets, meta, N, nseg, my_pe, abort};
+//       Item it{42, 0.5f};
+//       int st = q.enqueue<true>(owner_pe, it);                 // BQ; <false>: BWD
+//       if (q.dequeue<false>(my_pe, it) == DGQ_EMPTY) { /* BWD: look again or check termination */ }
+//   }
+// A ring of T is allocated as BrokerQueue(capacity, dtype, width) with width * itemsize == sizeof(T).
 #ifndef DISTGRAPH_BROKER_QUEUE_CUH
 #define DISTGRAPH_BROKER_QUEUE_CUH
 
