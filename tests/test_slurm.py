@@ -224,3 +224,16 @@ def test_scaling_template(slurm):
         rec = json.loads((out / "runs" / f"closeness-r{n}.json").read_text())
         assert rec["summary"]["ranks"] == n and rec["time_source"] == "time_s"
     assert (out / "summary.md").read_text().startswith("# Scaling: closeness on kron:8")
+
+
+def test_preflight_refuses_a_wrong_pmi(slurm):
+    # srun without a PMI plugin (this cluster's MpiDefault=none) starts 2 one-rank MPI jobs; the
+    # template must stop before they both write the same checkpoint
+    out = slurm["dir"] / "wrong-pmi"
+    jobid = submit(slurm, "closeness.sbatch", "kron:6", "--backend", "cpu", out=out, extra_env={"DG_SRUN_MPI": ""})
+    st = wait_for(lambda: (lambda j: j if j.get("JobState") in ("COMPLETED", "FAILED") else None)(job(slurm, jobid)),
+                  f"job {jobid} to end", 180, every=0.5)
+    log = log_of(slurm, jobid, "closeness")
+    assert st["JobState"] == "FAILED" and st["ExitCode"].startswith("2:"), log
+    assert "preflight: MPI sees '1' ranks, the allocation has 2 tasks" in log
+    assert not (out / "checkpoint").exists() and not (out / "closeness.npy").exists()
