@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import VerificationError
 from .common import add_graph_arguments, add_run_arguments, context_from_args, load_graph, print_json, write_output
-from .spmv import add_storage_arguments
+from .spmv import _matrix, add_storage_arguments
 
 NAME = "pagerank"
 HELP = "PageRank by power iteration over plus_times products (CSR or k2-tree)"
@@ -55,7 +55,7 @@ def run(args) -> int:
     g = load_graph(args, ctx.comm)
     t_read = time.perf_counter() - t0
     t0 = time.perf_counter()
-    plan = SpMVPlan(g, format=args.storage, tile=args.tile, offsets=args.offsets,
+    plan = SpMVPlan(_matrix(args, g, ctx), format=args.storage, tile=args.tile, offsets=args.offsets,
                     cached_frontier=args.cached_frontier, comm=ctx.comm, backend=args.backend)
     plan.multiply(np.zeros(g.n), "plus_times", left=True)  # build this rank's block, compile
     t_build = time.perf_counter() - t0

@@ -49,7 +49,8 @@ import numpy as np
 
 from ..errors import GraphFormatError, InvalidArgumentError
 
-__all__ = ["K2Tree", "morton_encode", "morton_decode", "csr_nbytes", "FORMAT_VERSION"]
+__all__ = ["K2Tree", "morton_encode", "morton_decode", "csr_nbytes", "sidecar_path", "tree_for_file",
+           "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
 DEFAULT_SAMPLE = 256
@@ -350,14 +351,18 @@ class K2Tree:
         return sp.csr_array((np.ones(r.shape[0], np.int8), (r, c)), shape=self.shape)
 
     # ------------------------------------------------------------- files
-    def save(self, path) -> None:
+    def save(self, path, source: dict | None = None) -> None:
         """Write to ``path`` (a ``.npz``; the cached frontier is not stored, it is
-        recomputed by :meth:`with_frontier`). Written atomically (temp + rename)."""
+        recomputed by :meth:`with_frontier`). Written atomically (temp + rename).
+        ``source`` (JSON-able) records what the tree was built from."""
+        import json
+
         path = os.fspath(path)
         tmp = path + ".tmp.npz"
         np.savez(tmp, version=np.int64(FORMAT_VERSION), shape=np.array(self.shape, np.int64),
                  levels=np.int64(self.levels), nnz=np.int64(self.nnz), sig=self.sig,
-                 level_start=self.level_start, sample=np.int64(self.sample))
+                 level_start=self.level_start, sample=np.int64(self.sample),
+                 source=np.array(json.dumps(source or {})))
         os.replace(tmp, path)
 
     @classmethod
@@ -372,6 +377,7 @@ class K2Tree:
             shape = tuple(int(v) for v in z["shape"])
             L, nnz, sample = int(z["levels"]), int(z["nnz"]), int(z["sample"])
             packed, level_start = z["sig"], z["level_start"].astype(np.int64)
+            source = str(z["source"]) if "source" in z.files else "{}"
         except KeyError as e:
             raise GraphFormatError(f"not a distgraph k2-tree file (missing {e})", path) from None
         N = int(level_start[-1])
@@ -380,7 +386,46 @@ class K2Tree:
         s = np.empty(2 * packed.shape[0], np.uint8)
         s[0::2] = packed & 15
         s[1::2] = packed >> 4
-        return cls._assemble(shape, L, nnz, s[:N], level_start, sample, top_nodes, None, cached_frontier)
+        t = cls._assemble(shape, L, nnz, s[:N], level_start, sample, top_nodes, None, cached_frontier)
+        import json
+
+        t.meta["source"] = json.loads(source)
+        return t
+
+
+def sidecar_path(graph_path) -> str:
+    """Where the k2-tree of the graph file ``graph_path`` is stored: beside it,
+    ``<graph_path>.k2t.npz`` (for a ``.dgraph`` binary graph: stored with it)."""
+    return os.fspath(graph_path) + ".k2t.npz"
+
+
+def _file_id(graph_path) -> dict:
+    st = os.stat(graph_path)
+    return {"file": os.path.basename(os.fspath(graph_path)), "size": int(st.st_size), "mtime_ns": int(st.st_mtime_ns)}
+
+
+def tree_for_file(graph, graph_path, *, sample: int = DEFAULT_SAMPLE, write: bool = True) -> K2Tree:
+    """The k2-tree of ``graph`` (read from ``graph_path``), from its sidecar when that
+    was built from the same file (name, size, mtime) with the same ``sample``; else
+    built and, when ``write``, stored in the sidecar (a failed write is ignored: the
+    folder may be read-only)."""
+    side = sidecar_path(graph_path)
+    ident = dict(_file_id(graph_path), n=int(graph.n), m=int(graph.m))
+    if os.path.exists(side):
+        try:
+            t = K2Tree.load(side)
+            if t.meta.get("source") == ident and t.sample == sample and t.shape == (graph.n, graph.n):
+                return t
+        except (GraphFormatError, OSError, ValueError):
+            pass
+    t = K2Tree.from_graph(graph, sample=sample)
+    if write:
+        try:
+            t.save(side, source=ident)
+        except OSError:
+            pass
+    t.meta["source"] = ident
+    return t
 
 
 def _expand(codes: np.ndarray, sigs: np.ndarray) -> np.ndarray:
