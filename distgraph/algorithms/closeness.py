@@ -44,7 +44,7 @@ import numpy as np
 from ..errors import BackendUnavailableError, InvalidArgumentError
 from .msbfs import check_batch_size, check_graph, check_vertices, run_batches
 
-__all__ = ["closeness", "ClosenessResult", "CONVENTIONS", "closeness_from_sums"]
+__all__ = ["closeness", "ClosenessResult", "CONVENTIONS", "closeness_from_sums", "verify_closeness"]
 
 #: convention -> True when it uses incoming distances (d(u, v) for closeness of v)
 CONVENTIONS = {"networkx": True, "networkit": False, "igraph": False, "harmonic": True}
@@ -193,3 +193,48 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
     harm = limbs_to_float(h0, h1, h2)
     c = closeness_from_sums(far, reach, harm, n, convention)
     return ClosenessResult(c, far, reach, harm, verts, convention)
+
+
+def verify_closeness(graph, result: ClosenessResult, *, sample: int = 16, seed: int = 0) -> None:
+    """Check ``sample`` random entries of ``result`` against single-source BFSs.
+
+    Farness and reach must match exactly; harmonic and closeness to 1e-12 (relative).
+
+    Raises
+    ------
+    VerificationError
+        With the first vertex whose values disagree.
+    """
+    from ..errors import VerificationError
+    from .bfs import bfs
+
+    verts = np.asarray(result.vertices)
+    if verts.size == 0:
+        return
+    rng = np.random.default_rng(seed)
+    picks = rng.choice(verts.size, size=min(sample, verts.size), replace=False)
+    h = graph.transpose() if CONVENTIONS[result.convention] else graph
+    from ..graph.core import Graph
+
+    h = Graph(h.indptr, h.indices, None, directed=h.directed)
+    for i in picks.tolist():
+        v = int(verts[i])
+        lv = bfs(h, v, comm=_self_comm()).levels
+        d = lv[lv > 0].astype(np.int64)
+        far, reach = int(d.sum()), int(d.size) + 1
+        harm = float(np.sum(1.0 / np.sort(d)[::-1])) if d.size else 0.0
+        c = closeness_from_sums(np.array([far], np.uint64), np.array([reach]), np.array([harm]), graph.n,
+                                result.convention)[0]
+        got = (int(result.farness[i]), int(result.reach[i]), float(result.harmonic[i]), float(result.closeness[i]))
+        ok = got[0] == far and got[1] == reach and np.isclose(got[2], harm, rtol=1e-12, atol=0) and \
+            (np.isclose(got[3], c, rtol=1e-12, atol=0) or (np.isnan(got[3]) and np.isnan(c)))
+        if not ok:
+            raise VerificationError(f"closeness of vertex {v}: got farness {got[0]}, reach {got[1]}, harmonic "
+                                    f"{got[2]!r}, closeness {got[3]!r}; a single BFS gives {far}, {reach}, "
+                                    f"{harm!r}, {c!r}")
+
+
+def _self_comm():
+    from mpi4py import MPI
+
+    return MPI.COMM_SELF

@@ -77,5 +77,8 @@ def normalize_limbs(h0, h1, h2):
 
 
 def limbs_to_float(h0, h1, h2) -> np.ndarray:
-    """float64 value of normalized fixed-point limbs."""
-    return h0.astype(np.float64) + (h1.astype(np.float64) + h2.astype(np.float64) / 2.0 ** 32) / 2.0 ** 32
+    """float64 value of normalized fixed-point limbs (via long double where the platform
+    has one, so that the result is the correctly rounded value in all but rare ties)."""
+    frac = (h1 << np.uint64(32)) | h2  # the 64 fraction bits, exact
+    ld = np.longdouble
+    return (h0.astype(ld) + frac.astype(ld) / ld(2.0 ** 64)).astype(np.float64)
