@@ -6,7 +6,9 @@
 #
 # NAME selects parts (e.g. "bfs", "queue", "k2tree"): tests/test_gpu_NAME*.py,
 # tests/test_nvshmem_NAME*.py (run on 1, 2 and 4 PEs) and benchmarks/gpu_NAME*.py.
-# Without NAME everything runs. Needs nvshmem4py-cu13 as a wheel in .whl/ (carried).
+# Without NAME everything runs. Needs the wheels of benchmarks/fetch_device_wheels.sh
+# in .whl/ (nvshmem4py-cu13, pytest-mpi; carried). The device copy has no .git: pass
+# the commit as DISTGRAPH_COMMIT=$(git rev-parse HEAD) so the results record it.
 # Writes OUTDIR/pytest-*.log, OUTDIR/junit-*.xml, OUTDIR/*.json from the benchmarks,
 # and OUTDIR/env.json (commit, device, date).
 # The device tool brings back at most 8 files, so on the device run e.g.
@@ -32,7 +34,8 @@ import json, subprocess, sys, datetime, platform
 def sh(c):
     try: return subprocess.run(c, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
     except Exception as e: return str(e)
-json.dump({"commit": sh("git rev-parse HEAD 2>/dev/null") or "unknown",
+import os
+json.dump({"commit": os.environ.get("DISTGRAPH_COMMIT") or sh("git rev-parse HEAD 2>/dev/null") or "unknown",
            "dirty": bool(sh("git status --porcelain 2>/dev/null")),
            "device": sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -48,6 +51,10 @@ for name in "${names[@]}"; do
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
   fi
   ntests=$(ls tests/test_nvshmem_${name}*.py 2>/dev/null)
+  if [ -n "$ntests" ] && ! "$PY" -c "import pytest_mpi" 2>/dev/null; then
+    echo "pytest-mpi missing on this machine: run benchmarks/fetch_device_wheels.sh here and carry .whl" | tee "$OUTDIR/pytest-nvshmem-$tag-missing.log"
+    status=1; ntests=""
+  fi
   if [ -n "$ntests" ]; then
     for np in 1 2 4; do
       timeout 300 "$MPIRUN" "${MPIFLAGS[@]}" -n $np "$PY" tests/mpi_pytest.py -q -rs --with-mpi $ntests 2>&1 | tee "$OUTDIR/pytest-nvshmem-$tag-np$np.log" | tail -8
