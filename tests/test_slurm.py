@@ -1,8 +1,8 @@
 """The sbatch templates of deploy/slurm/ on a real single-node Slurm (Debian's slurmctld + slurmd
 on localhost, brought up by deploy/slurm/local-slurm.sh), with the CPU backend on 2 tasks:
-closeness, SSSP and a scaling study, each checked against networkx/scipy; and a closeness job
-interrupted twice (time-limit trap, then preemption-style requeue) that must resume to results
-bit-identical to the uninterrupted job.
+a closeness job interrupted twice (time-limit trap, then preemption-style requeue) that must
+resume to results bit-identical to an uninterrupted run; SSSP checked against scipy; a scaling
+study; and the preflight that stops a job whose ranks are not one MPI job.
 
 Skips, saying why, where Slurm cannot run: not root, Slurm not installed and no apt-get (or not
 in CI, where it installs the packages itself: CI=true), or daemons that do not start.
@@ -131,37 +131,23 @@ def sessions(ckpt: Path) -> set:
 
 
 @pytest.fixture(scope="module")
-def closeness_run(slurm):
-    """The uninterrupted closeness job (MPICH's mpiexec, 2 tasks); its output is the reference."""
+def reference():
+    """Closeness of CLOSENESS_GRAPH computed here, on one rank, without interruption
+    (tests/test_closeness.py checks this function against networkx; its sums are integers, so
+    the result is bit-identical on any number of ranks)."""
     need_command("closeness")
-    out = slurm["dir"] / "closeness"
-    jobid = submit(slurm, "closeness.sbatch", CLOSENESS_GRAPH, *CLOSENESS_ARGS, out=out,
-                   extra_env={"DG_LAUNCH": "mpirun"})
-    st = wait_done(slurm, jobid, "closeness")
-    return {"out": out, "job": st, "log": log_of(slurm, jobid, "closeness")}
-
-
-def test_closeness_template(closeness_run):
     from distgraph.algorithms.closeness import closeness
     from distgraph.generators import from_spec
 
-    out = closeness_run["out"]
-    summary = json.loads((out / "closeness.json").read_text())
-    assert summary["ranks"] == 2 and summary["command"] == "closeness"
-    got = np.load(out / "closeness.npy")
-    # the same as in this process on one rank (tests/test_closeness.py checks it against networkx)
-    want = closeness(from_spec(CLOSENESS_GRAPH), backend="cpu", progress=False).closeness
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
-    assert len(sessions(out / "checkpoint")) == 1  # one uninterrupted session
-    assert "launcher mpirun" in closeness_run["log"] and "done:" in closeness_run["log"]
+    return closeness(from_spec(CLOSENESS_GRAPH), backend="cpu", progress=False).closeness
 
 
-def test_closeness_requeued_twice_resumes_bit_identical(slurm, closeness_run):
+def test_closeness_template_requeued_twice_resumes_bit_identical(slurm, reference):
     out = slurm["dir"] / "closeness-requeued"
     ckpt = out / "checkpoint"
-    # through srun --mpi=pmi2 this time (the launcher does not change the result); a requeued
-    # srun step has the same JOBID.STEPID as the killed one, so this also checks that the
-    # template clears the segments the killed ranks left in /dev/shm (dg_clean_shm)
+    # through srun --mpi=pmi2 (distgraph-srun): a requeued srun step has the same JOBID.STEPID
+    # as the killed one, so this also checks that the template clears the segments the killed
+    # ranks left in /dev/shm (dg_clean_shm)
     jobid = submit(slurm, "closeness.sbatch", CLOSENESS_GRAPH, *CLOSENESS_ARGS, out=out)
     env = slurm["env"]
 
@@ -184,11 +170,12 @@ def test_closeness_requeued_twice_resumes_bit_identical(slurm, closeness_run):
     assert int(st["Restarts"]) == 2
     assert "time limit near: requeueing" in log and log.count("resuming from") == 2, log
     assert len(sessions(ckpt)) == 3  # the work was split over three runs of the job ...
-    ref = np.load(closeness_run["out"] / "closeness.npy")
     got = np.load(out / "closeness.npy")
-    assert got.dtype == ref.dtype and got.tobytes() == ref.tobytes()  # ... and the result is bit-identical
+    # ... and the result is bit-identical to an uninterrupted run
+    assert got.dtype == reference.dtype and got.tobytes() == reference.tobytes()
     summary = json.loads((out / "closeness.json").read_text())
-    assert summary["resumed"] is True and summary["ranks"] == 2
+    assert summary["resumed"] is True and summary["ranks"] == 2 and summary["command"] == "closeness"
+    assert "launcher srun" in log and "done:" in log
 
 
 def test_sssp_template(slurm):
