@@ -427,3 +427,37 @@ def test_write_graph_bad_suffix(tmp_path):
         write_graph(g, tmp_path / "g.xml")
     with pytest.raises(TypeError):
         write_graph("not a graph", tmp_path / "g.mtx")
+
+
+# ---------------------------------------------------------------- fuzz: damaged bytes never crash
+_FUZZ_SEEDS = {
+    "g.mtx": b"%%MatrixMarket matrix coordinate real symmetric\n% c\n4 4 3\n2 1 0.5\n3 2 1e-3\n4 4 -2\n",
+    "g.gr": b"c x\np sp 4 3\na 1 2 3\na 2 3 0.25\na 4 1 10\n",
+    "g.txt": b"# c\n10\t20\t1.5\n20 30 2\n30,10,inf\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FUZZ_SEEDS))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_damaged_bytes_raise_format_error_or_parse(tmp_path, name, data):
+    raw = bytearray(_FUZZ_SEEDS[name])
+    for _ in range(data.draw(st.integers(1, 4))):
+        op = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+        i = data.draw(st.integers(0, len(raw) - 1)) if raw else 0
+        if op == "flip" and raw:
+            raw[i] = data.draw(st.sampled_from(b" \t\r\n,.-+#%eEaAcp019x\x00\xff"))
+        elif op == "cut":
+            del raw[i:]
+        else:
+            raw[i:i] = data.draw(st.binary(min_size=1, max_size=4))
+    p = tmp_path / name
+    p.write_bytes(bytes(raw))
+    try:
+        g = read_graph(p)
+    except GraphFormatError as e:
+        assert e.path == str(p) and "\n" not in str(e)
+    except InvalidArgumentError:
+        pass
+    else:
+        assert g.n >= 1 and g.indptr[-1] == g.m
