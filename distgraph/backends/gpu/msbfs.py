@@ -1,0 +1,631 @@
+"""Multi-source BFS on tensor cores (BLEST Alg. 5): the host side of ``kernels/msbfs.cu``.
+
+A batch of up to 512 sources (one batch of the shared driver
+:func:`distgraph.algorithms.msbfs.run_batches`) runs as ``ceil(k / kappa)`` launches of
+``kappa`` in {32, 64, 128, 256} concurrent BFSs over the BVSS of the graph ``H`` the
+driver searches.  The kernels add, per vertex (or per source), the exact integer sums the
+CPU backend adds -- farness (uint64), reach and the fixed-point harmonic limbs of
+:mod:`distgraph.backends.cpu.bits` -- so the driver's checkpoint, progress bar and MPI
+reduction are the CPU backend's and results are bit-identical to it.
+
+Two modes, picked by :func:`msbfs_plan` (``mode="auto"``) or forced:
+
+``replicated``
+    Every rank holds the whole BVSS (BLEST's 100-GPU run); the driver deals batches to
+    ranks; one cooperative kernel launch runs all levels of a batch.
+``partitioned``
+    For a BVSS larger than one GPU: rank ``r`` owns the rows (pulling vertices) of slice
+    sets ``[bounds[r], bounds[r+1])`` (balanced by in-arcs) and the BVSS of those rows
+    only.  Every rank runs every batch; a level is stage 1 on the local queue, stage 2 on
+    the own slice sets, then the own frontier words ``F``, ``act`` and ``wasact`` are put
+    into every peer's symmetric copies with NVSHMEM (:mod:`distgraph.pgas`), a barrier,
+    and each rank builds its next queue from the now complete ``wasact``.  Per-batch
+    sums (non-zero only at own vertices) are added over ranks with MPI.  No bottom-up
+    levels in this mode (the switch test needs global counts each level).
+``stepwise``
+    The partitioned code on one rank without NVSHMEM (one launch per stage): a second
+    code path to check the kernels against, and no cooperative launch needed.
+
+Layout helpers (:func:`get_vi`, :func:`exchange_ranges`, :func:`slice_set_bounds`) and
+:func:`emulate_batch`, a numpy model of the kernels step by step (the tests check it
+against the CPU backend in CI, where there is no GPU), need neither CuPy nor a GPU.
+
+References
+----------
+D. Elbek and K. Kaya, "Graph Traversal on Tensor Cores: A BFS Framework for Modern GPUs"
+(BLEST), arXiv:2606.05081, 2026, Sec. 6 (Alg. 5, Eq. 7).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from ...errors import BackendUnavailableError, InvalidArgumentError, expect
+from ...formats.bvss import SIGMA, TAU, build_bvss
+from .memory import MemoryPlan, format_bytes
+
+__all__ = ["KAPPAS", "MODES", "get_vi", "exchange_ranges", "slice_set_bounds", "rows_subgraph",
+           "emulate_batch", "msbfs_plan", "GpuMSBFS"]
+
+KAPPAS = (32, 64, 128, 256)
+MODES = ("auto", "replicated", "partitioned", "stepwise")
+BLOCK = 256
+#: default bottom-up switch: ``out-arcs of the frontier * BU_RATIO > in-arcs of unfinished
+#: vertices`` (the CPU backend's test and constant); 0 disables bottom-up levels.
+BU_RATIO = 4
+
+
+# ============================================================================ layout
+def get_vi(u, rho):
+    """BLEST's getVI: the storage position of vertex ``u``, ``(u % 8) * rho + u // 8``."""
+    return (np.asarray(u, dtype=np.int64) % SIGMA) * rho + np.asarray(u, dtype=np.int64) // SIGMA
+
+
+def words(kappa: int) -> int:
+    """uint32 words per kappa-bit element."""
+    return kappa // 32
+
+
+def full_words(nsrc: int, W: int) -> np.ndarray:
+    """The element with bits ``0 .. nsrc-1`` set (every BFS of the launch)."""
+    bits = np.zeros(32 * W, dtype=np.uint8)
+    bits[:nsrc] = 1
+    return np.packbits(bits, bitorder="little").view(np.uint32).copy()
+
+
+def slice_set_bounds(in_deg: np.ndarray, parts: int) -> np.ndarray:
+    """Cut the ``rho`` slice sets into ``parts`` contiguous blocks of about equal in-arcs
+    (the BVSS slices of a block's rows) plus one per slice set; int64 ``(parts + 1,)``."""
+    n = in_deg.shape[0]
+    rho = (n + SIGMA - 1) // SIGMA
+    w = np.zeros(rho * SIGMA, dtype=np.int64)
+    w[:n] = in_deg
+    cost = w.reshape(rho, SIGMA).sum(axis=1) + 1
+    cum = np.cumsum(cost)
+    targets = cum[-1] * np.arange(1, parts, dtype=np.float64) / parts if rho else np.zeros(parts - 1)
+    inner = np.searchsorted(cum, targets, side="left") + 1 if rho else np.zeros(parts - 1, np.int64)
+    b = np.concatenate([[0], np.minimum(inner, rho), [rho]]).astype(np.int64)
+    return np.maximum.accumulate(b)
+
+
+def exchange_ranges(lo: int, hi: int, rho: int, W: int):
+    """What a rank owning slice sets ``[lo, hi)`` sends to its peers after stage 2, as
+    ``(array, offset, count)`` element ranges (in uint32 words for ``F`` and ``act``, bytes
+    for ``wasact``): its 8 getVI runs of ``F``, its ``act`` words and ``wasact`` bytes."""
+    out = []
+    if hi <= lo:
+        return out
+    for b in range(SIGMA):
+        out.append(("F", (b * rho + lo) * W, (hi - lo) * W))
+    out.append(("act", lo * W, (hi - lo) * W))
+    out.append(("wasact", lo, hi - lo))
+    return out
+
+
+def rows_subgraph(indptr, indices, n: int, v_lo: int, v_hi: int):
+    """The arcs of ``H`` whose head is in ``[v_lo, v_hi)`` as a Graph (its BVSS holds
+    exactly the slices of those rows)."""
+    from ...graph.core import Graph
+
+    deg = np.diff(indptr)
+    keep = (indices >= v_lo) & (indices < v_hi)
+    src = np.repeat(np.arange(n, dtype=np.int64), deg)[keep]
+    ip = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=ip[1:])
+    return Graph(ip, np.ascontiguousarray(indices[keep]).astype(np.int32), None, directed=True)
+
+
+def _popc(a: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(a).astype(np.int64)
+
+
+def _recip_fixed(d: int) -> int:
+    """round(2**64 / d) (as ``recip_fixed`` of the CPU backend, in Python integers)."""
+    q, r = divmod(1 << 64, d)
+    return q + (1 if 2 * r >= d else 0)
+
+
+# ============================================================================ numpy model
+def emulate_batch(n, sources, kappa, *, per_source, bvss_parts, bounds, t_indptr=None, t_indices=None,
+                  h_indptr=None, bu_ratio=0, out=None):
+    """Run one launch of ``kernels/msbfs.cu`` (``len(sources) <= kappa``) as a numpy model.
+
+    The model keeps the kernel's state arrays in its layout (getVI positions, kappa-bit
+    elements of uint32 words, ``act``/``wasact``/``dirty`` per slice set, VSS queues) and
+    runs its steps: seeding, stage 1 (the warp ballot that rebuilds alpha, the 8x128 slice
+    products, the per-row register accumulation), bottom-up, stage 2 (dirty sets, clearing
+    of sets no longer active, the sums of Eq. 7 and the harmonic limbs) and, with several
+    parts, the exchange of :func:`exchange_ranges` between private copies of ``F``, ``act``
+    and ``wasact``.
+
+    Parameters
+    ----------
+    bvss_parts : list of BVSS
+        One BVSS per part (rank): the slices of the rows of its slice sets.
+    bounds : int array ``(parts + 1,)``
+        Slice-set blocks (:func:`slice_set_bounds`).
+    t_indptr, t_indices, h_indptr
+        CSR of ``H^T`` and ``H``'s row pointers: only for bottom-up levels (``bu_ratio > 0``,
+        one part).
+    out : tuple of 5 uint64 arrays
+        ``far, reach, h0, h1, h2`` to add to (length ``n``, or ``len(sources)`` per source).
+
+    Returns
+    -------
+    dict
+        ``levels`` (levels run), ``bottom_up`` (bottom-up levels), ``max_queue``.
+    """
+    P = len(bvss_parts)
+    k = len(sources)
+    W = words(kappa)
+    rho = (n + SIGMA - 1) // SIGMA
+    nhat = rho * SIGMA
+    full = full_words(k, W)
+    use_bu = bu_ratio > 0 and P == 1 and t_indptr is not None
+    far, reach, h0, h1, h2 = out
+    Vc = np.zeros((nhat, W), np.uint32)
+    Vn = np.zeros((nhat, W), np.uint32)
+    dirty = np.zeros(rho, np.uint8)
+    F = [np.zeros((nhat, W), np.uint32) for _ in range(P)]
+    act = [np.zeros((rho, W), np.uint32) for _ in range(P)]
+    wasact = [np.zeros(rho, np.uint8) for _ in range(P)]
+    cnt = np.zeros(32 * W, np.int64)
+    stats = {"levels": 0, "bottom_up": 0, "max_queue": 0}
+    mu = int(t_indptr[n]) if use_bu else 0
+    mf = 0
+
+    # seeding
+    for c, s in enumerate(np.asarray(sources, dtype=np.int64)):
+        Vn[get_vi(s, rho), c >> 5] |= np.uint32(1 << (c & 31))
+        dirty[s >> 3] = 1
+
+    def stage2(p, level):
+        nonlocal mu, mf
+        lo, hi = int(bounds[p]), int(bounds[p + 1])
+        own = np.arange(lo, hi, dtype=np.int64)
+        d = dirty[own] != 0
+        clr = own[~d & (wasact[p][own] != 0)]
+        wasact[p][clr] = 0
+        act[p][clr] = 0
+        F[p][(np.arange(SIGMA)[None, :] * rho + clr[:, None]).ravel()] = 0
+        ds = own[d]
+        dirty[ds] = 0
+        pos = np.arange(SIGMA)[None, :] * rho + ds[:, None]          # (k, 8) getVI positions
+        verts = ds[:, None] * SIGMA + np.arange(SIGMA)[None, :]
+        nx = Vn[pos]
+        diff = Vc[pos] ^ nx
+        F[p][pos] = diff
+        Vc[pos] = nx
+        A = np.bitwise_or.reduce(diff, axis=1) if ds.size else np.zeros((0, W), np.uint32)
+        act[p][ds] = A
+        wasact[p][ds] = (A != 0).any(axis=1)
+        pc = _popc(diff).sum(axis=2)                                  # (k, 8)
+        new = (pc > 0) & (verts < n)
+        u, q = verts[new], pc[new].astype(np.uint64)
+        rf = _recip_fixed(level) if level >= 2 else 0
+        if per_source:
+            bits = np.unpackbits(diff[new].view(np.uint8), axis=-1, bitorder="little")
+            cnt[:] += bits.reshape(-1, 32 * W).sum(axis=0).astype(np.int64)
+        else:
+            far[u] += np.uint64(level) * q
+            reach[u] += q
+            if level == 1:
+                h0[u] += q
+            elif level >= 2:
+                h1[u] += q * np.uint64(rf >> 32)
+                h2[u] += q * np.uint64(rf & 0xFFFFFFFF)
+        if use_bu:
+            mf += int(np.diff(h_indptr)[u].sum())
+            done = (nx[new] == full).all(axis=1)
+            mu -= int((t_indptr[u[done] + 1] - t_indptr[u[done]]).sum())
+
+    def flush(level):
+        if not per_source:
+            return
+        q = cnt[:k].astype(np.uint64)
+        far[:k] += np.uint64(level) * q
+        reach[:k] += q
+        if level == 1:
+            h0[:k] += q
+        elif level >= 2:
+            rf = _recip_fixed(level)
+            h1[:k] += q * np.uint64(rf >> 32)
+            h2[:k] += q * np.uint64(rf & 0xFFFFFFFF)
+        cnt[:] = 0
+
+    def exchange():
+        for p in range(P):
+            for name, off, num in exchange_ranges(int(bounds[p]), int(bounds[p + 1]), rho, W):
+                src = {"F": F[p].reshape(-1), "act": act[p].reshape(-1), "wasact": wasact[p]}[name]
+                for r in range(P):
+                    if r != p:
+                        dst = {"F": F[r].reshape(-1), "act": act[r].reshape(-1), "wasact": wasact[r]}[name]
+                        dst[off:off + num] = src[off:off + num]
+
+    def queue(p):
+        b = bvss_parts[p]
+        ss = np.flatnonzero(wasact[p])
+        cnts = b.real_ptrs[ss + 1] - b.real_ptrs[ss]
+        vss = np.concatenate([np.arange(b.real_ptrs[s], b.real_ptrs[s + 1]) for s in ss]) if ss.size else \
+            np.zeros(0, np.int64)
+        return vss.astype(np.int64), np.repeat(ss, cnts)
+
+    def stage1(p, qv, qs):
+        b = bvss_parts[p]
+        for vss, ss in zip(qv.tolist(), qs.tolist()):
+            fv = F[p][np.arange(SIGMA) * rho + ss]                                # lanes 0-7 load
+            fbits = np.unpackbits(fv.view(np.uint8), axis=1, bitorder="little")  # (8, kappa)
+            abits = np.unpackbits(act[p][ss].view(np.uint8), bitorder="little")  # activeSets[ss]
+            # column c of fbits is the ballot of bit c (alpha of BFS c); masked by activeSets
+            alpha = fbits & abits[None, :]
+            sl = slice(vss * TAU, (vss + 1) * TAU)
+            mbits = np.unpackbits(b.masks[sl][:, None], axis=1, bitorder="little")  # (128, 8)
+            prod = (mbits.astype(np.int32) @ alpha.astype(np.int32)) != 0          # the MMA products
+            hit = prod.any(axis=1)
+            if not hit.any():
+                continue
+            rows = b.row_ids[sl][hit].astype(np.int64)
+            M = np.packbits(prod[hit], axis=1, bitorder="little").view(np.uint32)  # register buffers
+            np.bitwise_or.at(Vn, get_vi(rows, rho), M)
+            dirty[rows >> 3] = 1
+
+    def bottom_up():
+        for u in range(n):
+            i = int(get_vi(u, rho))
+            cur = Vc[i]
+            if (cur == full).all():
+                continue
+            nb = t_indices[t_indptr[u]:t_indptr[u + 1]].astype(np.int64)
+            acc = np.bitwise_or.reduce(F[0][get_vi(nb, rho)], axis=0) if nb.size else np.zeros(W, np.uint32)
+            if (acc & ~cur).any():
+                Vn[i] = cur | acc
+                dirty[u >> 3] = 1
+
+    for p in range(P):
+        stage2(p, 0)
+    exchange()
+    flush(0)
+    level = 0
+    while True:
+        if not any(w.any() for w in wasact):
+            break
+        qs = [queue(p) for p in range(P)]
+        if sum(q[0].size for q in qs) == 0:
+            break
+        stats["max_queue"] = max(stats["max_queue"], max(q[0].size for q in qs))
+        level += 1
+        if use_bu and mf * bu_ratio > mu:
+            stats["bottom_up"] += 1
+            bottom_up()
+        else:
+            for p in range(P):
+                stage1(p, *qs[p])
+        mf = 0
+        for p in range(P):
+            stage2(p, level)
+        exchange()
+        flush(level)
+    stats["levels"] = level
+    return stats
+
+
+# ============================================================================ memory plan
+def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, parts: int = 1,
+               bvss_bytes: int | None = None, batch: int = 512) -> MemoryPlan:
+    """Device memory of one rank: BVSS (or its part), kappa-bit state, queues, sums."""
+    W = words(kappa)
+    rho = (n + SIGMA - 1) // SIGMA
+    nhat = rho * SIGMA
+    items = {"bvss" + (f" (1/{parts})" if parts > 1 else ""): int(bvss.nbytes if bvss_bytes is None else bvss_bytes),
+             "frontier F": 4 * W * nhat, "visited Vc, Vn": 2 * 4 * W * nhat,
+             "activeSets, wasact, dirtySets": 4 * W * rho + 2 * rho,
+             "VSS queues": 2 * 8 * max(bvss.num_vss, 1), "sums (far, reach, 3 harmonic limbs)": 5 * 8 * max(n, batch)}
+    if bottom_up:
+        items["transpose CSR + out-degrees"] = 8 * (n + 1) + 4 * t_arcs + 8 * (n + 1)
+    hints = ["a smaller kappa (fewer state words per vertex)",
+             "mode='partitioned' over more GPUs (each holds a part of the BVSS)",
+             "reorder='jaccard' (a smaller BVSS on scale-free graphs)"]
+    return MemoryPlan(f"GPU closeness (kappa={kappa}, {parts} part{'s' if parts > 1 else ''})", items, tuple(hints))
+
+
+def _grid_size(cp, kernel, block: int) -> int:
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    try:
+        from cupy.cuda import driver
+
+        fn = getattr(kernel, "kernel", kernel)
+        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, block, 0))
+    except Exception:
+        regs = max(int(getattr(kernel, "num_regs", 64)), 1)
+        per_sm = max(1, min(65536 // (-(-regs * 32 // 256) * 256 * (block // 32)), 2048 // block))
+    return int(sms * max(per_sm, 1))
+
+
+# ============================================================================ GPU runner
+class GpuMSBFS:
+    """Batch runner of the GPU multi-source BFS for :func:`~distgraph.algorithms.msbfs.run_batches`.
+
+    Parameters
+    ----------
+    hptr, hidx : arrays
+        CSR of the graph ``H`` the BFSs run on.
+    tptr, tidx : arrays
+        CSR of ``H^T`` (in-neighbours), for bottom-up levels.
+    ctx : Context
+        The SPMD context (``distgraph.runtime.context``).
+    kappa : {32, 64, 128, 256}
+        Concurrent BFSs per launch (default 256).
+    mode : {"auto", "replicated", "partitioned", "stepwise"}
+        See the module docstring.  ``"auto"``: replicated when the plan fits this GPU,
+        partitioned over the ranks otherwise.
+    reorder : {"auto", "jaccard", "rcm", "none"}
+        Vertex reordering before BVSS (``distgraph.formats.reorder``).
+    bu_ratio : int
+        Bottom-up switch constant (0: never; default :data:`BU_RATIO`).
+    announce : bool or None
+        Print the memory plan and mode on rank 0 before the run (None: when progress bars
+        are shown, ``config.progress``).
+
+    Attributes
+    ----------
+    collective : bool
+        True in partitioned mode: every rank runs every batch (the driver keeps each
+        batch's sums on one rank).
+    plan : MemoryPlan
+    info : dict
+        Mode, kappa, preprocessing times, BVSS summary, levels and launches run.
+    """
+
+    def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
+                 bu_ratio=None, announce=None, cache_dir=None):
+        from ...graph.core import Graph
+        from ...runtime.config import config
+        from .loader import import_cupy
+
+        expect(kappa in KAPPAS, "kappa", "one of 32, 64, 128, 256", kappa)
+        expect(mode in MODES, "mode", "one of " + ", ".join(MODES), mode)
+        bu_ratio = BU_RATIO if bu_ratio is None else bu_ratio
+        expect(isinstance(bu_ratio, (int, np.integer)) and bu_ratio >= 0, "bu_ratio", "an integer >= 0", bu_ratio)
+        n = int(hptr.shape[0] - 1)
+        if n >= 2**31 - 8:
+            raise InvalidArgumentError(f"graph must have fewer than 2**31 - 8 vertices for the GPU MS-BFS; got n={n}")
+        cp = import_cupy()
+        self._cp = cp
+        self.ctx = ctx
+        self.n = n
+        self.kappa = int(kappa)
+        self.W = words(kappa)
+        self.rho = (n + SIGMA - 1) // SIGMA
+        self.info = {"kappa": self.kappa, "launches": 0, "levels": 0, "bottom_up_levels": 0}
+        window = config.gpu_bfs_window if window is None else window
+        # ---- reorder + BVSS of H (cached with the ordering, as the GPU BFS does)
+        from .bfs import _cached_preprocess
+
+        graph = Graph(np.asarray(hptr, dtype=np.int64), np.asarray(hidx), None, directed=True)
+        g2, new_id, bvss, _udiv, pinfo = _cached_preprocess(graph, reorder, window, cache_dir)
+        self.info.update({"reorder": pinfo["method"], "reorder_s": pinfo.get("reorder_s", 0.0),
+                          "bvss_s": pinfo.get("bvss_s", 0.0), "bvss": bvss.summary()})
+        self.new_id = None if new_id is None else np.asarray(new_id, dtype=np.int64)
+        if g2 is None:
+            from ...formats.reorder import permute_graph
+
+            g2 = permute_graph(graph, self.new_id) if self.new_id is not None else graph
+        # ---- mode
+        size = ctx.size
+        if mode == "auto":
+            plan = msbfs_plan(n, bvss, kappa, bottom_up=bu_ratio > 0, t_arcs=int(tptr[-1]))
+            try:
+                plan.check()
+                mode = "replicated"
+            except Exception:
+                mode = "partitioned" if size > 1 else "replicated"
+        self.mode = mode
+        self.collective = mode == "partitioned"
+        parts = size if mode == "partitioned" else 1
+        self.use_bu = bu_ratio > 0 and parts == 1
+        self.bu_ratio = int(bu_ratio)
+        if parts > 1 or mode == "stepwise":
+            self.bounds = slice_set_bounds(np.diff(g2.csc()[0]), parts)
+            part = ctx.rank if parts > 1 else 0
+            self.ss_lo, self.ss_hi = int(self.bounds[part]), int(self.bounds[part + 1])
+            if parts > 1:
+                bvss = build_bvss(rows_subgraph(g2.indptr, g2.indices, n, SIGMA * self.ss_lo,
+                                                min(SIGMA * self.ss_hi, n)))
+        else:
+            self.bounds = np.array([0, self.rho], np.int64)
+            self.ss_lo, self.ss_hi = 0, self.rho
+        t2ptr, t2idx, _ = g2.csc()
+        self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts)
+        self.plan.check()
+        self.info.update({"mode": mode, "parts": parts, "device_bytes": self.plan.total,
+                          "local_bvss": bvss.summary()})
+        if announce is None:
+            announce = config.progress == "on" or (config.progress == "auto" and sys.stderr.isatty())
+        if announce and ctx.rank == 0:
+            print(f"distgraph closeness (GPU): mode {mode}, kappa {kappa}, {parts} part(s); per-GPU plan "
+                  f"{format_bytes(self.plan.total)} ({self.plan.describe()})", file=sys.stderr)
+        # ---- upload
+        self._row_ids = cp.asarray(bvss.row_ids) if bvss.num_vss else cp.zeros(TAU, cp.int32)
+        self._masks = cp.asarray(bvss.masks) if bvss.num_vss else cp.zeros(TAU, cp.uint8)
+        self._real_ptrs = cp.asarray(bvss.real_ptrs)
+        self._qcap = max(bvss.num_vss, 1)
+        if self.use_bu:
+            self._t_ip = cp.asarray(t2ptr.astype(np.int64, copy=False))
+            self._t_ix = cp.asarray(t2idx.astype(np.int32, copy=False)) if t2idx.shape[0] else cp.zeros(1, cp.int32)
+            self._h_ip = cp.asarray(g2.indptr.astype(np.int64, copy=False))
+        else:
+            self._t_ip = self._h_ip = cp.zeros(1, cp.int64)
+            self._t_ix = cp.zeros(1, cp.int32)
+        self._m_in = int(t2ptr[-1])
+        nhat, W = self.rho * SIGMA, self.W
+        self._pgas = None
+        if mode == "partitioned":
+            from ...pgas import get_pgas
+
+            self._pgas = get_pgas(ctx.comm, "gpu")
+            self._symF = self._pgas.array((nhat * W,), "uint32")
+            self._symA = self._pgas.array((max(self.rho, 1) * W,), "uint32")
+            self._symW = self._pgas.array((max(self.rho, 1),), "uint8")
+            self._F, self._act, self._wasact = self._symF.local, self._symA.local, self._symW.local
+        else:
+            self._F = cp.zeros(nhat * W, cp.uint32)
+            self._act = cp.zeros(max(self.rho, 1) * W, cp.uint32)
+            self._wasact = cp.zeros(max(self.rho, 1), cp.uint8)
+        self._Vc = cp.zeros(nhat * W, cp.uint32)
+        self._Vn = cp.zeros(nhat * W, cp.uint32)
+        self._dirty = cp.zeros(max(self.rho, 1), cp.uint8)
+        self._Q = cp.zeros(2 * self._qcap * 2, cp.int32)
+        self._ctr = cp.zeros(32, cp.int64)
+        self._cnt = cp.zeros(self.kappa, cp.uint32)
+        self._srcs = cp.zeros(self.kappa, cp.int32)
+        self._sums = None
+        # ---- kernels
+        from .loader import get_module
+
+        defs = {"DG_MS_WORDS": W, "DG_MS_BLOCK": BLOCK}
+        if mode == "replicated":
+            mod = get_module("msbfs", defines=defs, cooperative=True)
+            self._persistent = mod.get_function("distgraph_msbfs_persistent")
+            self.grid = _grid_size(cp, self._persistent, BLOCK)
+        else:
+            mod = get_module("msbfs", defines=defs)
+            self._k = {name: mod.get_function(f"distgraph_msbfs_{name}")
+                       for name in ("seed", "stage1", "bottom_up", "stage2", "build_queue", "flush_sources")}
+            self.grid = int(cp.cuda.Device().attributes["MultiProcessorCount"]) * 8
+        self.info["grid"] = [self.grid, BLOCK]
+
+    # ------------------------------------------------------------------ batches
+    def _reset(self):
+        for a in (self._F, self._act, self._wasact, self._Vc, self._Vn, self._dirty, self._ctr, self._cnt):
+            a.fill(0)
+        if self.use_bu:
+            self._ctr[4] = self._m_in
+
+    def _sum_arrays(self, size):
+        cp = self._cp
+        if self._sums is None or self._sums[0].shape[0] != size:
+            self._sums = tuple(cp.zeros(size, cp.uint64) for _ in range(5))
+        else:
+            for a in self._sums:
+                a.fill(0)
+        return self._sums
+
+    def _launch_persistent(self, nsrc, per_source, sums):
+        self._persistent((self.grid,), (BLOCK,),
+                         (self._row_ids, self._masks, self._real_ptrs, self._t_ip, self._t_ix, self._h_ip,
+                          np.int32(self.n), self._srcs, np.int32(nsrc), np.int32(per_source),
+                          np.int32(self.use_bu), np.int32(self.bu_ratio), self._F, self._Vc, self._Vn, self._act,
+                          self._wasact, self._dirty, self._Q, np.int64(self._qcap), self._ctr, self._cnt, *sums))
+        c = self._ctr.get()
+        self.info["levels"] += int(c[12])
+        self.info["bottom_up_levels"] += int(c[13])
+
+    def _exchange(self):
+        pg = self._pgas
+        if pg is None:
+            return
+        # every rank must be past stage 1 (which reads F and act) before peers overwrite them
+        pg.barrier()
+        arrs = {"F": self._symF, "act": self._symA, "wasact": self._symW}
+        for name, off, num in exchange_ranges(self.ss_lo, self.ss_hi, self.rho, self.W):
+            a = arrs[name]
+            for pe in range(pg.n_pes):
+                if pe != pg.my_pe:
+                    pg.put_nbi(a, a.local[off:off + num], pe, offset=off)
+        pg.barrier()
+
+    def _run_stepwise(self, nsrc, per_source, sums):
+        cp = self._cp
+        g, b = (self.grid,), (BLOCK,)
+        k = self._k
+        n32 = np.int32(self.n)
+        qc = self._Q.reshape(2, self._qcap, 2)
+        k["seed"](((nsrc + BLOCK - 1) // BLOCK,), b, (self._srcs, np.int32(nsrc), n32, self._Vn, self._dirty))
+        level = 0
+        while True:
+            k["stage2"](g, b, (self._real_ptrs, self._t_ip, self._h_ip, n32, self._F, self._Vc, self._Vn, self._act,
+                               self._wasact, self._dirty, qc[(level + 1) & 1], self._ctr, np.int64(self.ss_lo),
+                               np.int64(self.ss_hi), np.int32(level), np.int32(nsrc), np.int32(per_source),
+                               np.int32(0), np.int32(self.use_bu), self._cnt, *sums))
+            if per_source:
+                k["flush_sources"](((self.kappa + BLOCK - 1) // BLOCK,), b,
+                                   (self._cnt, np.int32(level), np.int32(nsrc), *sums))
+            self._exchange()
+            nxt = (level + 1) & 3
+            self._ctr[nxt] = 0
+            self._ctr[16] = 0
+            k["build_queue"](g, b, (self._real_ptrs, self._wasact, n32, qc[(level + 1) & 1], self._ctr[nxt:],
+                                    self._ctr))
+            c = self._ctr.get()
+            if int(c[16]) == 0:  # no active slice set on any rank (wasact is replicated)
+                break
+            level += 1
+            nq = int(c[nxt])
+            mf = int(c[8 + ((level - 1) & 3)])
+            self._ctr[8 + (level & 3)] = 0
+            if self.use_bu and mf * self.bu_ratio > int(c[4]):
+                self.info["bottom_up_levels"] += 1
+                k["bottom_up"](g, b, (self._t_ip, self._t_ix, n32, self._F, self._Vc, self._Vn, self._dirty,
+                                      np.int64(SIGMA * self.ss_lo), np.int64(min(SIGMA * self.ss_hi, self.n)),
+                                      np.int32(nsrc)))
+            elif nq:
+                k["stage1"](g, b, (self._row_ids, self._masks, n32, self._F, self._act, self._Vn, self._dirty,
+                                   qc[level & 1], np.int64(nq)))
+        self.info["levels"] += level
+        cp.cuda.get_current_stream().synchronize()
+
+    def run(self, sources, per_source: bool, out) -> None:
+        """Add the sums of the BFSs from ``sources`` (caller ids, at most 512) into ``out``
+        (``far, reach, h0, h1, h2`` host arrays: per vertex, or per source when
+        ``per_source``).  Collective over the ranks in partitioned mode."""
+        cp = self._cp
+        src = np.asarray(sources, dtype=np.int64)
+        internal = self.new_id[src] if self.new_id is not None else src
+        k = src.shape[0]
+        sums = self._sum_arrays(k if per_source else self.n)
+        for lo in range(0, k, self.kappa):
+            hi = min(k, lo + self.kappa)
+            self._reset()
+            self._srcs[: hi - lo] = cp.asarray(internal[lo:hi].astype(np.int32))
+            part = tuple(a[lo:hi] for a in sums) if per_source else sums
+            if self.mode == "replicated":
+                self._launch_persistent(hi - lo, int(per_source), part)
+            else:
+                self._run_stepwise(hi - lo, int(per_source), part)
+            self.info["launches"] += 1
+        host = [a.get() for a in sums]
+        if not per_source and self.new_id is not None:
+            host = [h[self.new_id] for h in host]
+        if self.collective and self.ctx.size > 1:
+            from mpi4py import MPI
+
+            for h in host:
+                self.ctx.comm.Allreduce(MPI.IN_PLACE, h, op=MPI.SUM)
+        far, reach, h0, h1, h2 = out
+        far += host[0]
+        reach += host[1].astype(np.int64)
+        h0 += host[2]
+        h1 += host[3]
+        h2 += host[4]
+
+    def close(self) -> None:
+        """Free the symmetric arrays (partitioned mode; collective)."""
+        if self._pgas is not None:
+            for a in (self._symF, self._symA, self._symW):
+                self._pgas.free(a)
+            self._pgas = None
+
+
+def time_batch(runner: GpuMSBFS, sources, per_source=False):
+    """Seconds of one :meth:`GpuMSBFS.run` (device synchronized), for benchmarks."""
+    n = len(sources) if per_source else runner.n
+    out = (np.zeros(n, np.uint64), np.zeros(n, np.int64), np.zeros(n, np.uint64), np.zeros(n, np.uint64),
+           np.zeros(n, np.uint64))
+    runner._cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    runner.run(sources, per_source, out)
+    runner._cp.cuda.Device().synchronize()
+    return time.perf_counter() - t0, out

@@ -1,0 +1,465 @@
+// msbfs.cu -- multi-source BFS on tensor cores over BVSS (BLEST Alg. 5) with the per-vertex
+// sums of exact closeness centrality (BLEST Eq. 7, plus reach counts and harmonic sums).
+//
+// kappa = 32 * DG_MS_WORDS BFSs run at once (kappa in {32, 64, 128, 256}).  Every vertex u
+// owns a kappa-bit element of DG_MS_WORDS uint32 words; bit c (word c/32, bit c%32) belongs
+// to the BFS from srcs[c].  Elements are stored at the getVI position
+//
+//     VI(u) = (u % 8) * rho + u / 8,     rho = ceil(n / 8) slice sets,
+//
+// so that the elements of consecutive slice sets (handled by consecutive threads in stage 2)
+// are contiguous (BLEST Sec. 6.1).  Word j of u's element is at [VI(u) * DG_MS_WORDS + j].
+//
+// State arrays (nhat = 8 * rho elements, W = DG_MS_WORDS):
+//   F[nhat*W]      frontier of the current level (exact for every vertex after each stage 2:
+//                  slice sets that were active and are not dirty any more are cleared).
+//   Vc[nhat*W]     visited (current), Vn[nhat*W] visited (next, lazily ORed by stage 1).
+//   act[rho*W]     activeSets: bit c of slice set s set iff s holds a frontier vertex of BFS c.
+//   wasact[rho]    uint8, 1 iff act[s] != 0 (one byte to test instead of W words).
+//   dirty[rho]     uint8 dirtySets: 1 iff stage 1 marked a vertex of s in Vn this level.
+//   Q[2*qcap]      int2 (VSS id, slice set) work queues; level l reads Q[l&1].
+//   ctr[32]        long long counters: ctr[l&3] = queue length of level l; ctr[4] = mu, the
+//                  in-arcs of vertices not yet reached by every BFS (bottom-up test);
+//                  ctr[8+(l&3)] = out-arcs of the frontier of level l; ctr[12] = levels run;
+//                  ctr[13] = bottom-up levels; ctr[16] = active slice sets seen by
+//                  distgraph_msbfs_build_queue (partitioned mode).
+//   cnt[kappa]     per-source mode: vertices BFS c reached at the current level.
+// Outputs, added to (never reset by the kernels), uint64:
+//   per-vertex mode (per_source = 0), indexed by vertex u:
+//     far[u] += l * p, reach[u] += p, harmonic: l == 1: h0[u] += p; l >= 2: h1[u] += p * hi32,
+//     h2[u] += p * lo32 of round(2^64 / l), where p = number of BFSs reaching u at level l
+//     (l = 0: the sources themselves).  Exactly the fixed-point scheme of
+//     distgraph/backends/cpu/bits.py, so sums are bit-identical to the CPU backend.
+//   per-source mode (per_source = 1), indexed by c: the same sums over the vertices BFS c
+//     reaches.
+//
+// Levels (Alg. 5): level 0 is the seeding (sources ORed into Vn, their slice sets dirty) and
+// a stage 2.  Level l >= 1 is
+//   stage 1 (lazy marking): a warp takes a queued VSS of slice set s; lanes 0-7 load the
+//     kappa-bit frontier elements of the 8 vertices of s (F[lane*rho + s]); for every BFS c
+//     set in act[s] a warp ballot of bit c rebuilds the 8-bit frontier word alpha, and two
+//     binary MMAs (m8n8k128 AND+POPC, layout of BLEST Fig. 3) give the products of the 128
+//     slices; bit c is accumulated per row in registers and flushed with one atomicOr per
+//     non-zero word into Vn; the row's slice set is marked dirty.
+//   or bottom-up (when use_bu and mf * bu_ratio > mu, the CPU backend's test): every vertex
+//     not reached by all BFSs ORs the frontier elements of its in-neighbours (CSR of G^T).
+//   stage 2 (frontier finalization) over dirty slice sets: diff = Vc ^ Vn is the new
+//     frontier, Vc = Vn, the sums above are added, act/wasact are rewritten and (replicated
+//     mode) the VSSs of active slice sets are appended to the next queue.
+//
+// Kernels:
+//   distgraph_msbfs_persistent  one cooperative launch per batch: seeding and all levels,
+//                               grid syncs between stages (replicated mode).
+//   distgraph_msbfs_seed, _stage1, _bottom_up, _stage2, _build_queue, _flush_sources
+//                               the same steps as separate launches, for the partitioned
+//                               mode, where the host puts each rank's F/act/wasact words to
+//                               its peers (NVSHMEM) between stage 2 and the next queue.
+// In partitioned mode a rank's BVSS holds only the slices of its own rows, and stage 2 and
+// bottom-up run over its own slice sets [ss_lo, ss_hi).
+//
+// Reference: D. Elbek and K. Kaya, "Graph Traversal on Tensor Cores: A BFS Framework for
+// Modern GPUs" (BLEST), arXiv:2606.05081, 2026, Sec. 6, Alg. 5, Eq. 7.
+#include <cooperative_groups.h>
+
+#include "common.cuh"
+
+#ifndef DG_MS_WORDS
+#define DG_MS_WORDS 8
+#endif
+#ifndef DG_MS_BLOCK
+#define DG_MS_BLOCK 256
+#endif
+#define DG_MS_KAPPA (32 * DG_MS_WORDS)
+
+typedef unsigned long long dg_u64;
+typedef long long dg_i64;
+
+namespace cg = cooperative_groups;
+
+__device__ __forceinline__ dg_i64 dg_vi(dg_i64 u, dg_i64 rho) { return (u & 7) * rho + (u >> 3); }
+
+// Bits of BFSs that exist (c < nsrc) in word j.
+__device__ __forceinline__ unsigned dg_full_word(int j, int nsrc) {
+    const int lo = 32 * j;
+    if (nsrc >= lo + 32) return DG_FULL_MASK;
+    if (nsrc <= lo) return 0u;
+    return (1u << (nsrc - lo)) - 1u;
+}
+
+// round(2^64 / L) for L >= 2, exactly as recip_fixed in distgraph/backends/cpu/bits.py.
+__device__ __forceinline__ dg_u64 dg_recip_fixed(dg_u64 L) {
+    const dg_u64 all = ~0ull;
+    dg_u64 q = all / L;
+    dg_u64 rem = all - q * L + 1ull;
+    if (rem == L) { q += 1ull; rem = 0ull; }
+    if (rem + rem >= L) q += 1ull;
+    return q;
+}
+
+// The four products of this lane's slices with the 8-bit frontier word alpha (the layout of
+// BLEST Fig. 3, as dg_vss_products in bvss_bfs.cu).
+__device__ __forceinline__ void dg_ms_products(unsigned mask, unsigned alpha, unsigned lane, int &d0, int &d1,
+                                               int &d2, int &d3) {
+    const unsigned m9 = lane % 9u;
+    const unsigned fragb = (m9 == 0u) ? alpha : ((m9 == 4u) ? (alpha << 8) : 0u);
+    dg_bmma_and_popc(mask & 0xffffu, fragb, d0, d1);
+    dg_bmma_and_popc(mask >> 16, fragb, d2, d3);
+}
+
+__device__ __forceinline__ void dg_ms_flush_row(int u, const unsigned (&M)[DG_MS_WORDS], dg_i64 rho, unsigned *Vn,
+                                                unsigned char *dirty) {
+    unsigned any = 0u;
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) any |= M[j];
+    if (!any) return;
+    const dg_i64 base = dg_vi(u, rho) * DG_MS_WORDS;
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j)
+        if (M[j]) atomicOr(&Vn[base + j], M[j]);  // result unused: RED
+    dirty[u >> 3] = 1;
+}
+
+// ---- Stage 1: lazy marking over the queue (Alg. 5 lines 6-36)
+__device__ __forceinline__ void dg_ms_stage1(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
+                                             const unsigned *F, const unsigned *act, unsigned *Vn,
+                                             unsigned char *dirty, const int2 *qc, dg_i64 nq, dg_i64 rho,
+                                             dg_i64 warp, dg_i64 nwarps, unsigned lane) {
+    for (dg_i64 w = warp; w < nq; w += nwarps) {
+        const int2 q = qc[w];
+        const dg_i64 vss = q.x, ss = q.y;
+        unsigned fv[DG_MS_WORDS], M0[DG_MS_WORDS], M1[DG_MS_WORDS], M2[DG_MS_WORDS], M3[DG_MS_WORDS];
+        const dg_i64 fbase = ((dg_i64)(lane & 7u) * rho + ss) * DG_MS_WORDS;
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) {
+            fv[j] = (lane < 8u) ? F[fbase + j] : 0u;  // lanes 8-31 issue no load
+            M0[j] = M1[j] = M2[j] = M3[j] = 0u;
+        }
+        const int4 u = row_ids[vss * 32 + lane];
+        const unsigned mk = masks[vss * 32 + lane];
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) {
+            unsigned B = act[ss * DG_MS_WORDS + j];  // the same address in every lane: warp-uniform
+            while (B) {
+                const int c = __ffs(B) - 1;
+                B &= B - 1u;
+                const unsigned alpha = __ballot_sync(DG_FULL_MASK, (fv[j] >> c) & 1u) & 0xffu;
+                int d0, d1, d2, d3;
+                dg_ms_products(mk, alpha, lane, d0, d1, d2, d3);
+                const unsigned bit = 1u << c;
+                if (d0) M0[j] |= bit;
+                if (d1) M1[j] |= bit;
+                if (d2) M2[j] |= bit;
+                if (d3) M3[j] |= bit;
+            }
+        }
+        dg_ms_flush_row(u.x, M0, rho, Vn, dirty);
+        dg_ms_flush_row(u.y, M1, rho, Vn, dirty);
+        dg_ms_flush_row(u.z, M2, rho, Vn, dirty);
+        dg_ms_flush_row(u.w, M3, rho, Vn, dirty);
+    }
+}
+
+// ---- Bottom-up on CUDA cores: every vertex of [v_lo, v_hi) not reached by all BFSs pulls the
+// frontier elements of its in-neighbours.  Vn == Vc when it starts, so Vn is written plainly.
+__device__ __forceinline__ void dg_ms_bottom_up(const dg_i64 *__restrict__ t_indptr,
+                                                const int *__restrict__ t_indices, const unsigned *F,
+                                                const unsigned *Vc, unsigned *Vn, unsigned char *dirty,
+                                                dg_i64 v_lo, dg_i64 v_hi, dg_i64 rho, int nsrc, dg_i64 tid,
+                                                dg_i64 nthreads) {
+    for (dg_i64 u = v_lo + tid; u < v_hi; u += nthreads) {
+        const dg_i64 base = dg_vi(u, rho) * DG_MS_WORDS;
+        unsigned cur[DG_MS_WORDS], acc[DG_MS_WORDS];
+        bool todo = false;
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) {
+            cur[j] = Vc[base + j];
+            acc[j] = 0u;
+            todo |= (cur[j] != dg_full_word(j, nsrc));
+        }
+        if (!todo) continue;
+        const dg_i64 e = t_indptr[u + 1];
+        for (dg_i64 p = t_indptr[u]; p < e; ++p) {
+            const dg_i64 wb = dg_vi(t_indices[p], rho) * DG_MS_WORDS;
+            bool full = true;
+#pragma unroll
+            for (int j = 0; j < DG_MS_WORDS; ++j) {
+                acc[j] |= F[wb + j];
+                full &= ((acc[j] | cur[j]) == dg_full_word(j, nsrc));
+            }
+            if (full) break;
+        }
+        unsigned any = 0u;
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) any |= acc[j] & ~cur[j];
+        if (any) {
+#pragma unroll
+            for (int j = 0; j < DG_MS_WORDS; ++j) Vn[base + j] = cur[j] | acc[j];
+            dirty[u >> 3] = 1;
+        }
+    }
+}
+
+// ---- Stage 2: frontier finalization over slice sets [ss_lo, ss_hi) (Alg. 5 lines 38-57).
+// Warp-collective (the enqueue uses a warp scan): every lane of a warp must call it.
+// scnt: the block's shared per-source counters (per-source mode), zeroed by the caller.
+__device__ __forceinline__ void dg_ms_stage2(
+    const int *__restrict__ real_ptrs, const dg_i64 *__restrict__ t_indptr, const dg_i64 *__restrict__ h_indptr,
+    unsigned *F, unsigned *Vc, const unsigned *Vn, unsigned *act, unsigned char *wasact, unsigned char *dirty,
+    int2 *qn, dg_i64 *qn_size, dg_i64 *ctr, int n, dg_i64 rho, dg_i64 ss_lo, dg_i64 ss_hi, int level, int nsrc,
+    int per_source, int enqueue, int use_bu, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2,
+    unsigned *scnt, dg_i64 warp, dg_i64 nwarps, unsigned lane) {
+    const dg_u64 rf = level >= 2 ? dg_recip_fixed((dg_u64)level) : 0ull;
+    const dg_u64 rhi = rf >> 32, rlo = rf & 0xffffffffull;
+    dg_u64 mf = 0ull;   // out-arcs of new frontier vertices (bottom-up test)
+    dg_i64 fin = 0;     // in-arcs of vertices that every BFS has now reached
+    for (dg_i64 b0 = ss_lo + warp * 32; b0 < ss_hi; b0 += nwarps * 32) {
+        const dg_i64 ss = b0 + lane;
+        unsigned A[DG_MS_WORDS];
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) A[j] = 0u;
+        bool active = false;
+        if (ss < ss_hi) {
+            if (dirty[ss]) {
+                dirty[ss] = 0;
+                for (int b = 0; b < 8; ++b) {
+                    const dg_i64 u = ss * 8 + b;
+                    if (u >= n) break;
+                    const dg_i64 base = ((dg_i64)b * rho + ss) * DG_MS_WORDS;
+                    unsigned p = 0u;
+                    bool done = true;
+#pragma unroll
+                    for (int j = 0; j < DG_MS_WORDS; ++j) {
+                        const unsigned nx = Vn[base + j];
+                        const unsigned diff = Vc[base + j] ^ nx;
+                        F[base + j] = diff;
+                        if (diff) {
+                            Vc[base + j] = nx;
+                            A[j] |= diff;
+                            p += __popc(diff);
+                            if (per_source)
+                                for (unsigned d = diff; d; d &= d - 1u) atomicAdd(&scnt[32 * j + __ffs(d) - 1], 1u);
+                        }
+                        done &= (nx == dg_full_word(j, nsrc));
+                    }
+                    if (p) {
+                        if (!per_source) {
+                            far[u] += (dg_u64)level * p;
+                            reach[u] += p;
+                            if (level == 1) h0[u] += p;
+                            else if (level >= 2) { h1[u] += p * rhi; h2[u] += p * rlo; }
+                        }
+                        if (use_bu) {
+                            mf += (dg_u64)(h_indptr[u + 1] - h_indptr[u]);
+                            if (done) fin += t_indptr[u + 1] - t_indptr[u];
+                        }
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < DG_MS_WORDS; ++j) {
+                    act[ss * DG_MS_WORDS + j] = A[j];
+                    active |= (A[j] != 0u);
+                }
+                wasact[ss] = active ? 1 : 0;
+            } else if (wasact[ss]) {
+                // active at the previous level, nothing new now: clear its frontier words
+                wasact[ss] = 0;
+#pragma unroll
+                for (int j = 0; j < DG_MS_WORDS; ++j) act[ss * DG_MS_WORDS + j] = 0u;
+                for (int b = 0; b < 8; ++b) {
+                    const dg_i64 base = ((dg_i64)b * rho + ss) * DG_MS_WORDS;
+#pragma unroll
+                    for (int j = 0; j < DG_MS_WORDS; ++j) F[base + j] = 0u;
+                }
+            }
+        }
+        if (enqueue) {
+            // append the VSSs of every slice set that became active (one atomic per warp)
+            const unsigned cnt = active ? (unsigned)(real_ptrs[ss + 1] - real_ptrs[ss]) : 0u;
+            const unsigned incl = dg_warp_inclusive_scan(cnt);
+            const unsigned total = __shfl_sync(DG_FULL_MASK, incl, 31);
+            dg_i64 pos0 = 0;
+            if (lane == 31 && total) pos0 = (dg_i64)atomicAdd((dg_u64 *)qn_size, (dg_u64)total);
+            pos0 = __shfl_sync(DG_FULL_MASK, pos0, 31);
+            if (cnt) {
+                dg_i64 p = pos0 + (dg_i64)(incl - cnt);
+                const int e = real_ptrs[ss + 1];
+                for (int v = real_ptrs[ss]; v < e; ++v) qn[p++] = make_int2(v, (int)ss);
+            }
+        }
+    }
+    if (use_bu) {
+        mf = dg_warp_sum(mf);
+        const dg_u64 f = dg_warp_sum((dg_u64)fin);
+        if (lane == 0) {
+            if (mf) atomicAdd((dg_u64 *)&ctr[8 + (level & 3)], mf);
+            if (f) atomicAdd((dg_u64 *)&ctr[4], (dg_u64)(-(dg_i64)f));
+        }
+    }
+}
+
+// Per-source mode: add the counts of level `level` to the per-source sums, reset them.
+__device__ __forceinline__ void dg_ms_flush_sources(unsigned *cnt, int level, int nsrc, dg_u64 *far, dg_u64 *reach,
+                                                    dg_u64 *h0, dg_u64 *h1, dg_u64 *h2, dg_i64 tid) {
+    if (tid >= nsrc) return;
+    const dg_u64 q = cnt[tid];
+    if (!q) return;
+    cnt[tid] = 0u;
+    far[tid] += (dg_u64)level * q;
+    reach[tid] += q;
+    if (level == 1) {
+        h0[tid] += q;
+    } else if (level >= 2) {
+        const dg_u64 rf = dg_recip_fixed((dg_u64)level);
+        h1[tid] += q * (rf >> 32);
+        h2[tid] += q * (rf & 0xffffffffull);
+    }
+}
+
+__device__ __forceinline__ void dg_ms_block_counts_begin(unsigned *scnt, int per_source) {
+    if (per_source)
+        for (int i = threadIdx.x; i < DG_MS_KAPPA; i += blockDim.x) scnt[i] = 0u;
+    __syncthreads();
+}
+
+__device__ __forceinline__ void dg_ms_block_counts_end(unsigned *scnt, unsigned *cnt, int per_source) {
+    __syncthreads();
+    if (per_source)
+        for (int i = threadIdx.x; i < DG_MS_KAPPA; i += blockDim.x)
+            if (scnt[i]) atomicAdd(&cnt[i], scnt[i]);
+}
+
+__device__ __forceinline__ void dg_ms_seed(const int *__restrict__ srcs, int nsrc, dg_i64 rho, unsigned *Vn,
+                                           unsigned char *dirty, dg_i64 tid) {
+    if (tid < nsrc) {
+        const int s = srcs[tid];
+        atomicOr(&Vn[dg_vi(s, rho) * DG_MS_WORDS + (tid >> 5)], 1u << (tid & 31));
+        dirty[s >> 3] = 1;
+    }
+}
+
+// ================================================================= replicated mode
+// State arrays zeroed by the host; ctr[4] = in-arcs of all vertices (mu) when use_bu.
+extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
+distgraph_msbfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
+                           const int *__restrict__ real_ptrs, const dg_i64 *__restrict__ t_indptr,
+                           const int *__restrict__ t_indices, const dg_i64 *__restrict__ h_indptr, int n,
+                           const int *__restrict__ srcs, int nsrc, int per_source, int use_bu, int bu_ratio,
+                           unsigned *F, unsigned *Vc, unsigned *Vn, unsigned *act, unsigned char *wasact,
+                           unsigned char *dirty, int2 *Q, dg_i64 qcap, dg_i64 *ctr, unsigned *cnt, dg_u64 *far,
+                           dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2) {
+    __shared__ unsigned scnt[DG_MS_KAPPA];
+    cg::grid_group grid = cg::this_grid();
+    const dg_i64 nthreads = (dg_i64)gridDim.x * blockDim.x;
+    const dg_i64 tid = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned lane = threadIdx.x & 31u;
+    const dg_i64 warp = tid >> 5, nwarps = nthreads >> 5;
+    const dg_i64 rho = ((dg_i64)n + 7) >> 3;
+    volatile dg_i64 *vctr = ctr;
+
+    dg_ms_seed(srcs, nsrc, rho, Vn, dirty, tid);
+    grid.sync();
+    dg_ms_block_counts_begin(scnt, per_source);
+    dg_ms_stage2(real_ptrs, t_indptr, h_indptr, F, Vc, Vn, act, wasact, dirty, Q + qcap, ctr + 1, ctr, n, rho, 0,
+                 rho, 0, nsrc, per_source, 1, use_bu, far, reach, h0, h1, h2, scnt, warp, nwarps, lane);
+    dg_ms_block_counts_end(scnt, cnt, per_source);
+    grid.sync();
+    int l = 1;
+    for (;; ++l) {
+        if (per_source && blockIdx.x == 0) dg_ms_flush_sources(cnt, l - 1, nsrc, far, reach, h0, h1, h2, tid);
+        const dg_i64 nq = vctr[l & 3];
+        if (nq == 0) break;
+        if (tid == 0) { ctr[(l + 1) & 3] = 0; ctr[8 + ((l + 1) & 3)] = 0; }
+        const bool bottom_up = use_bu && (vctr[8 + ((l - 1) & 3)] * (dg_i64)bu_ratio > vctr[4]);
+        if (bottom_up) {
+            if (tid == 0) ctr[13] += 1;
+            dg_ms_bottom_up(t_indptr, t_indices, F, Vc, Vn, dirty, 0, n, rho, nsrc, tid, nthreads);
+        } else {
+            dg_ms_stage1(row_ids, masks, F, act, Vn, dirty, Q + (l & 1) * qcap, nq, rho, warp, nwarps, lane);
+        }
+        grid.sync();
+        dg_ms_block_counts_begin(scnt, per_source);
+        dg_ms_stage2(real_ptrs, t_indptr, h_indptr, F, Vc, Vn, act, wasact, dirty, Q + ((l + 1) & 1) * qcap,
+                     ctr + ((l + 1) & 3), ctr, n, rho, 0, rho, l, nsrc, per_source, 1, use_bu, far, reach, h0, h1,
+                     h2, scnt, warp, nwarps, lane);
+        dg_ms_block_counts_end(scnt, cnt, per_source);
+        grid.sync();
+    }
+    if (tid == 0) ctr[12] = l - 1;
+}
+
+// ================================================================= partitioned mode (stepwise)
+extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
+distgraph_msbfs_seed(const int *__restrict__ srcs, int nsrc, int n, unsigned *Vn, unsigned char *dirty) {
+    dg_ms_seed(srcs, nsrc, ((dg_i64)n + 7) >> 3, Vn, dirty, (dg_i64)blockIdx.x * blockDim.x + threadIdx.x);
+}
+
+extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
+distgraph_msbfs_stage1(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks, int n,
+                       const unsigned *F, const unsigned *act, unsigned *Vn, unsigned char *dirty, const int2 *qc,
+                       dg_i64 nq) {
+    const dg_i64 nthreads = (dg_i64)gridDim.x * blockDim.x;
+    const dg_i64 tid = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    dg_ms_stage1(row_ids, masks, F, act, Vn, dirty, qc, nq, ((dg_i64)n + 7) >> 3, tid >> 5, nthreads >> 5,
+                 threadIdx.x & 31u);
+}
+
+extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
+distgraph_msbfs_bottom_up(const dg_i64 *__restrict__ t_indptr, const int *__restrict__ t_indices, int n,
+                          const unsigned *F, const unsigned *Vc, unsigned *Vn, unsigned char *dirty, dg_i64 v_lo,
+                          dg_i64 v_hi, int nsrc) {
+    dg_ms_bottom_up(t_indptr, t_indices, F, Vc, Vn, dirty, v_lo, v_hi, ((dg_i64)n + 7) >> 3, nsrc,
+                    (dg_i64)blockIdx.x * blockDim.x + threadIdx.x, (dg_i64)gridDim.x * blockDim.x);
+}
+
+// enqueue = 0 in partitioned mode (the queue is built after the exchange).
+extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
+distgraph_msbfs_stage2(const int *__restrict__ real_ptrs, const dg_i64 *__restrict__ t_indptr,
+                       const dg_i64 *__restrict__ h_indptr, int n, unsigned *F, unsigned *Vc, const unsigned *Vn,
+                       unsigned *act, unsigned char *wasact, unsigned char *dirty, int2 *qn, dg_i64 *ctr,
+                       dg_i64 ss_lo, dg_i64 ss_hi, int level, int nsrc, int per_source, int enqueue, int use_bu,
+                       unsigned *cnt, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2) {
+    __shared__ unsigned scnt[DG_MS_KAPPA];
+    const dg_i64 nthreads = (dg_i64)gridDim.x * blockDim.x;
+    const dg_i64 tid = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    dg_ms_block_counts_begin(scnt, per_source);
+    dg_ms_stage2(real_ptrs, t_indptr, h_indptr, F, Vc, Vn, act, wasact, dirty, qn, ctr + ((level + 1) & 3), ctr, n,
+                 ((dg_i64)n + 7) >> 3, ss_lo, ss_hi, level, nsrc, per_source, enqueue, use_bu, far, reach, h0, h1,
+                 h2, scnt, tid >> 5, nthreads >> 5, threadIdx.x & 31u);
+    dg_ms_block_counts_end(scnt, cnt, per_source);
+}
+
+// The queue of the next level from the (replicated) wasact flags of all rho slice sets; the
+// number of active slice sets is added to ctr[16].  qn_size = ctr + (level+1)&3, zeroed.
+extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
+distgraph_msbfs_build_queue(const int *__restrict__ real_ptrs, const unsigned char *wasact, int n, int2 *qn,
+                            dg_i64 *qn_size, dg_i64 *ctr) {
+    const dg_i64 nthreads = (dg_i64)gridDim.x * blockDim.x;
+    const dg_i64 tid = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned lane = threadIdx.x & 31u;
+    const dg_i64 rho = ((dg_i64)n + 7) >> 3;
+    dg_u64 nact = 0ull;
+    for (dg_i64 b0 = tid - lane; b0 < rho; b0 += nthreads) {
+        const dg_i64 ss = b0 + lane;
+        const bool a = ss < rho && wasact[ss];
+        nact += a ? 1ull : 0ull;
+        const unsigned c = a ? (unsigned)(real_ptrs[ss + 1] - real_ptrs[ss]) : 0u;
+        const unsigned incl = dg_warp_inclusive_scan(c);
+        const unsigned total = __shfl_sync(DG_FULL_MASK, incl, 31);
+        dg_i64 pos0 = 0;
+        if (lane == 31 && total) pos0 = (dg_i64)atomicAdd((dg_u64 *)qn_size, (dg_u64)total);
+        pos0 = __shfl_sync(DG_FULL_MASK, pos0, 31);
+        if (c) {
+            dg_i64 p = pos0 + (dg_i64)(incl - c);
+            const int e = real_ptrs[ss + 1];
+            for (int v = real_ptrs[ss]; v < e; ++v) qn[p++] = make_int2(v, (int)ss);
+        }
+    }
+    nact = dg_warp_sum(nact);
+    if (lane == 0 && nact) atomicAdd((dg_u64 *)&ctr[16], nact);
+}
+
+extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
+distgraph_msbfs_flush_sources(unsigned *cnt, int level, int nsrc, dg_u64 *far, dg_u64 *reach, dg_u64 *h0,
+                              dg_u64 *h1, dg_u64 *h2) {
+    dg_ms_flush_sources(cnt, level, nsrc, far, reach, h0, h1, h2, (dg_i64)blockIdx.x * blockDim.x + threadIdx.x);
+}
