@@ -105,13 +105,17 @@ def _words(k: int) -> int:
 
 
 def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size: int, ctx,
-                want_levels: bool = False, store=None, progress=None, desc: str = "MS-BFS"):
+                want_levels: bool = False, store=None, progress=None, desc: str = "MS-BFS", runner=None):
     """Run all batches of ``sources`` on the graph ``H`` (CSR ``hptr/hidx``, its
     transpose ``tptr/tidx``) over the ranks of ``ctx`` and threads.
 
     Returns ``(far, reach, h0, h1, h2, levels)`` summed over every batch and rank,
     identical on every rank: per vertex of H (``per_source=False``) or per source.
     ``store`` is a :class:`~distgraph.runtime.checkpoint.CheckpointStore` or None.
+    ``runner`` (e.g. :class:`distgraph.backends.gpu.msbfs.GpuMSBFS`) replaces the CPU
+    kernel: ``runner.run(sources, per_source, out)`` adds a batch's sums into ``out``; a
+    runner with ``collective = True`` is run by every rank for every batch and the
+    batch's sums are kept by the rank the batch is dealt to.
     """
     from numba import literally, njit  # noqa: F401
 
@@ -140,10 +144,10 @@ def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size
     todo = np.setdiff1d(np.arange(nb, dtype=np.int64), done)
     mine = todo[ctx.rank::ctx.size]
 
-    nthreads = min(thread_count(ctx), max(1, mine.size))
+    nthreads = min(thread_count(ctx), max(1, mine.size)) if runner is None else 1
     pool_work = []
     wmax = _words(min(batch_size, max(k, 1)))
-    for _ in range(nthreads):
+    for _ in range(nthreads if runner is None else 0):
         pool_work.append((np.zeros(n * wmax, np.uint64), np.zeros(n * wmax, np.uint64),
                           np.zeros(n * wmax, np.uint64), np.zeros(n, np.uint8),
                           np.zeros(n, np.int64), np.zeros(n, np.int64)))
@@ -158,9 +162,12 @@ def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size
         out = (np.zeros(m, np.uint64), np.zeros(m, np.int64), np.zeros(m, np.uint64),
                np.zeros(m, np.uint64), np.zeros(m, np.uint64))
         lv = levels[lo:hi] if want_levels else np.zeros((1, 1), np.int32)
-        seen, front, nxt, touched, act, tl = pool_work[slot]
-        _run_kernel(hptr, hidx, tptr, tidx, src, W, per_source, want_levels, BU_RATIO,
-                    seen, front, nxt, touched, act, tl, *out, lv)
+        if runner is not None:
+            runner.run(src, per_source, out)
+        else:
+            seen, front, nxt, touched, act, tl = pool_work[slot]
+            _run_kernel(hptr, hidx, tptr, tidx, src, W, per_source, want_levels, BU_RATIO,
+                        seen, front, nxt, touched, act, tl, *out, lv)
         normalize_limbs(out[2], out[3], out[4])
         return b, lo, hi, slot, out
 
@@ -181,8 +188,13 @@ def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size
                    enabled=progress)
     with bar:
         if nthreads == 1:
-            for b in mine:
-                merge(job(b, free.pop()))
+            collective = getattr(runner, "collective", False)
+            for i, b in enumerate(todo if collective else mine):
+                res = job(b, free.pop())
+                if collective and i % ctx.size != ctx.rank:
+                    free.append(res[3])  # run by every rank; kept by the rank it is dealt to
+                    continue
+                merge(res)
                 bar.update()
         else:
             it = iter(mine.tolist())
