@@ -159,3 +159,23 @@ def test_gpu_pagerank_and_reachability():
         assert np.abs(pagerank(g, format=fmt, backend="gpu") - ref).max() < 1e-8
     src = [0, 7, 99]
     assert np.array_equal(reachability(g, src, backend="gpu"), reachability(g, src, backend="cpu", format="csr"))
+
+
+def test_memory_plan_before_allocation():
+    from distgraph.backends.gpu.k2tree_spmv import memory_plan
+    from distgraph.errors import DeviceMemoryError
+
+    A = sp.random(2000, 2000, density=0.003, random_state=6, format="csr")
+    t = K2Tree.from_scipy(A, top_nodes=64)
+    sizes = t.level_sizes()
+    plan = memory_plan(t, tile=256, offsets="scan", vectors=2 * 2000 * 4)
+    bufs = sum(min(256, int(sizes[d])) for d in range(t.top_level + 1, t.levels - 1))
+    assert plan.items["tile buffers"] == 8 * bufs
+    assert plan.items["k2tree.signatures"] == t.sig.nbytes + 4
+    assert plan.total == sum(plan.items.values())
+    f = memory_plan(t, cached_frontier=True)
+    assert f.items["k2tree.cached frontier"] == 8 * int(sizes[t.levels - 2]) and "tile buffers" not in f.items
+    # the scratch shrinks with the tile and is bounded by the tile times the depth
+    assert memory_plan(t, tile=16).items["tile buffers"] <= 8 * 16 * t.levels
+    with pytest.raises(DeviceMemoryError, match="k2-tree SpMV needs"):
+        plan.check(free=1000)

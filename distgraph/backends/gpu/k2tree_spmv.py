@@ -26,7 +26,7 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from .loader import get_module, import_cupy
 
-__all__ = ["DeviceMatrix", "plan_tiles"]
+__all__ = ["DeviceMatrix", "plan_tiles", "memory_plan"]
 
 THREADS = 256
 _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
@@ -65,6 +65,32 @@ def plan_tiles(tree, tile: int):
     return steps
 
 
+def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=False, vectors=0):
+    """The device bytes of a product on ``tree``, before anything is allocated: the
+    matrix (tree, directory, cached top or cached frontier), the frontier buffers of
+    the tiles, the scan offsets, and ``vectors`` bytes of dense ``x`` and ``y``
+    (a :class:`~distgraph.backends.gpu.memory.MemoryPlan`; ``.check()`` raises
+    DeviceMemoryError when it does not fit)."""
+    from .memory import MemoryPlan
+
+    L = tree.levels
+    sizes = np.diff(tree.level_start)
+    items = {"k2tree.signatures": tree.sig.nbytes + 4, "k2tree.directory": tree.directory.nbytes}
+    if tree.num_nodes and cached_frontier:
+        items["k2tree.cached frontier"] = 8 * int(sizes[L - 2])
+    elif tree.num_nodes:
+        d0 = tree.top_level
+        items["k2tree.cached top"] = 8 * int(sizes[d0])
+        items["tile buffers"] = 8 * sum(min(int(tile), int(sizes[d])) for d in range(d0 + 1, L - 1))
+        if offsets == "scan":
+            widest = max([int(sizes[d0])] + [min(int(tile), int(sizes[d])) for d in range(d0 + 1, L - 1)])
+            items["scan offsets"] = 2 * 4 * widest
+    if vectors:
+        items["vectors x, y"] = int(vectors)
+    hints = ("a smaller tile (tile=2**16)", "cached_frontier=False (tree-only)", "a GPU with more memory")
+    return MemoryPlan("k2-tree SpMV", items, hints)
+
+
 class DeviceMatrix:
     """One rank's block on the GPU (a k2-tree, or a CSR ``(indptr, indices)``)."""
 
@@ -88,6 +114,8 @@ class DeviceMatrix:
             raise InvalidArgumentError(f"a k2-tree of {tree.num_nodes} nodes (2**32 or more) is not supported on the GPU")
         if tree.sample % 2:
             raise InvalidArgumentError(f"sample must be even; got {tree.sample}")
+        self.plan = memory_plan(tree, tile=self.tile, offsets=offsets, cached_frontier=self.cached)
+        self.plan.check()  # before allocating anything
         a = self.arrays
         a["sig"] = cp.asarray(np.concatenate([tree.sig, np.zeros(4, np.uint8)]))  # word reads stay in bounds
         a["dir"] = cp.asarray(tree.directory)
