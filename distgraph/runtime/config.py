@@ -56,6 +56,12 @@ class Config:
     gpu_bfs_eta: int = 10
     #: GPU BFS: window width W of the Jaccard-with-windows reordering (BLEST Alg. 1).
     gpu_bfs_window: int = 65536
+    #: GPU closeness (BLEST Alg. 5): concurrent BFSs per launch, 32, 64, 128 or 256.
+    gpu_msbfs_kappa: int = 256
+    #: GPU closeness mode: auto (by the memory plan), replicated, partitioned or stepwise.
+    gpu_msbfs_mode: str = "auto"
+    #: GPU closeness: bottom-up level when frontier out-arcs * ratio > unfinished in-arcs (0: never).
+    gpu_msbfs_bu_ratio: int = 4
 
 
 def _convert(name: str, typ, raw: str):
