@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import BackendUnavailableError, InvalidArgumentError
+from ..errors import InvalidArgumentError
 from .msbfs import check_batch_size, check_graph, check_vertices, run_batches
 
 __all__ = ["closeness", "ClosenessResult", "CONVENTIONS", "closeness_from_sums", "verify_closeness"]
@@ -132,7 +132,9 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
     CheckpointError
         ``checkpoint`` holds another run, or a run while ``resume`` is false.
     BackendUnavailableError
-        ``backend="gpu"`` (not implemented yet).
+        ``backend="gpu"`` without CuPy or a GPU (or, partitioned mode, without nvshmem4py).
+    DeviceMemoryError
+        ``backend="gpu"``: the memory plan does not fit the GPU (raised before allocating).
 
     Examples
     --------
@@ -154,9 +156,6 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
     per_source = vertices is not None
     verts = check_vertices(vertices, n, "vertices") if per_source else np.arange(n, dtype=np.int64)
     ctx = get_context(comm, backend)
-    if ctx.backend == "gpu":
-        # GPU dispatch point: the GPU issues plug their runner in here.
-        raise BackendUnavailableError("closeness on backend 'gpu' is not implemented yet; use backend='cpu'")
 
     incoming = CONVENTIONS[convention]
     fwd = (graph.indptr, graph.indices)
@@ -172,6 +171,13 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
     else:
         sources = np.flatnonzero(np.diff(hptr) > 0).astype(np.int64)
 
+    runner = None
+    if ctx.backend == "gpu":
+        # GPU dispatch: the tensor-core MS-BFS (BLEST Alg. 5) adds the same integer sums
+        from ..backends.gpu.closeness import make_runner
+
+        runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx)
+
     store = None
     if checkpoint is not None:
         from ..runtime.checkpoint import CheckpointStore, array_checksum, graph_checksum
@@ -185,7 +191,9 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
 
     far, reach, h0, h1, h2, _ = run_batches(hptr, hidx, tptr, tidx, sources, per_source=per_source,
                                             batch_size=bs, ctx=ctx, store=store, progress=progress,
-                                            desc="closeness")
+                                            desc="closeness", runner=runner)
+    if runner is not None:
+        runner.close()
     if not per_source:
         # sources without arcs were not searched: they reach themselves only
         lonely = np.diff(hptr) == 0
