@@ -42,7 +42,7 @@ from numba import literally, njit
 
 from .bits import ctz64, popc64, recip_fixed
 
-__all__ = ["msbfs_batch", "msbfs_batch_w", "BU_RATIO"]
+__all__ = ["msbfs_batch", "msbfs_batch_w", "permute_csr", "BU_RATIO"]
 
 #: Switch to bottom-up when ``arcs_out_of_frontier * BU_RATIO > in_arcs_of_unfinished``.
 BU_RATIO = 4
@@ -209,3 +209,24 @@ def msbfs_batch_w(indptr, indices, tindptr, tindices, sources, W, per_source, wa
     constant, so that the inner word loops unroll and vectorize (2-3x faster)."""
     msbfs_batch(indptr, indices, tindptr, tindices, sources, literally(W), per_source, want_levels, bu_ratio,
                 seen, front, nxt, touched, act, tl, far, reach, h0, h1, h2, levels)
+
+
+@njit(cache=True, nogil=True)
+def permute_csr(indptr, indices, perm, rank):
+    """The CSR with vertex ``perm[i]`` renamed ``i`` (``rank`` is the inverse of
+    ``perm``). Used to number vertices by decreasing degree: the hubs' state words,
+    touched at almost every level, then share cache lines, and vertices without
+    arcs come last, where the kernel never looks."""
+    n = perm.shape[0]
+    ip = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        v = perm[i]
+        ip[i + 1] = ip[i] + indptr[v + 1] - indptr[v]
+    ix = np.empty(ip[n], indices.dtype)
+    for i in range(n):
+        v = perm[i]
+        p = ip[i]
+        for e in range(indptr[v], indptr[v + 1]):
+            ix[p] = rank[indices[e]]
+            p += 1
+    return ip, ix
