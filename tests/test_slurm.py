@@ -59,8 +59,9 @@ def slurm(tmp_path_factory):
             pytest.skip(f"could not install Slurm with apt-get: {r.stderr.strip()[-500:]}")
         sys.stderr.write(f"test_slurm: installed Slurm in {time.time() - t0:.0f} s\n")
     d = tmp_path_factory.mktemp("slurm")
-    # a port of our own, so a cluster already running on this machine is left alone
-    env = clean_mpi_env({"DG_SLURM_PORT": str(17000 + os.getpid() % 2000 * 2)})
+    # a port of our own, so a cluster already running on this machine is left alone; and a
+    # watcher that stops the cluster if this process is killed before the teardown runs
+    env = clean_mpi_env({"DG_SLURM_PORT": str(17000 + os.getpid() % 2000 * 2), "DG_SLURM_WATCH_PID": str(os.getpid())})
     t0 = time.time()
     r = _sh("start", d, env=env, timeout=120)
     if r.returncode != 0:

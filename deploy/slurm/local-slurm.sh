@@ -12,7 +12,8 @@
 # line); /etc/slurm is not touched. Needs root (munged runs as user munge, the daemons as root)
 # and Debian's packages (Slurm 22.05 on bookworm). Exit status 3 means "cannot run here"
 # (not root, no packages): callers skip on it. Accounting is off: poll squeue, not sacct.
-# DG_SLURM_PORT (default 6817; slurmd uses the next port) runs a second cluster beside a first.
+# DG_SLURM_PORT (default 6817; slurmd uses the next port) runs a second cluster beside a first;
+# DG_SLURM_WATCH_PID=PID makes start leave a watcher that stops the cluster when PID ends.
 set -euo pipefail
 
 cmd=${1:-}
@@ -89,6 +90,14 @@ CONF
   alive "$D/slurmd.pid" || /usr/sbin/slurmd -f "$CONF"
   for _ in $(seq 150); do up && break; sleep 0.2; done
   up || { tail -5 "$D/slurmctld.log" "$D/slurmd.log" >&2 || true; die "the node did not come up in 30 s (logs in $D)"; }
+  # DG_SLURM_WATCH_PID: stop this cluster when that process ends, even if it is killed
+  # (a test run that dies must not leave daemons behind).
+  if [ -n "${DG_SLURM_WATCH_PID:-}" ] && ! alive "$D/watch.pid"; then
+    SELF=$(readlink -f "$0")
+    setsid nohup bash -c "while kill -0 $DG_SLURM_WATCH_PID 2>/dev/null; do sleep 2; done; exec bash '$SELF' stop '$D'" \
+      >/dev/null 2>&1 </dev/null &
+    echo $! > "$D/watch.pid"
+  fi
   echo "SLURM_CONF=$CONF"
   ;;
 status)
@@ -96,7 +105,19 @@ status)
   echo "down"; exit 1
   ;;
 stop)
+  if [ -f "$D/watch.pid" ] && [ "$(cat "$D/watch.pid")" != "$$" ]; then
+    kill "$(cat "$D/watch.pid")" 2>/dev/null || true
+  fi
+  rm -f "$D/watch.pid"
+  if alive "$D/slurmctld.pid" && up; then   # end this cluster's jobs first: their steps outlive slurmd
+    SLURM_CONF=$CONF scancel --user="$(id -un)" 2>/dev/null || true
+    for _ in $(seq 50); do [ -z "$(SLURM_CONF=$CONF squeue -h 2>/dev/null)" ] && break; sleep 0.2; done
+  fi
   for p in slurmd slurmctld munged; do
+    # munged is shared: leave it to another local cluster that still runs
+    if [ "$p" = munged ] && { pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null; }; then
+      rm -f "$D/$p.pid"; continue
+    fi
     if alive "$D/$p.pid"; then
       pid=$(cat "$D/$p.pid"); kill "$pid" 2>/dev/null || true
       for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -106,5 +127,5 @@ stop)
   done
   ;;
 *)
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
