@@ -274,3 +274,22 @@ def test_mpi_identical_to_one_rank(comm, spec):
                   and np.array_equal(r.closeness, one.closeness, equal_nan=True))
     ok = comm.allgather(all(ok))
     assert all(ok)
+
+
+def test_progress_bar_on_rank0(capsys):
+    from mpi4py import MPI
+
+    from distgraph.generators import from_spec
+
+    closeness(from_spec("kron:9"), batch_size=32, progress=True, comm=MPI.COMM_SELF)
+    err = capsys.readouterr().err
+    assert "closeness batches" in err and "eta" in err and "100.0%" in err
+
+
+def test_top_level_names():
+    import distgraph
+
+    g = Graph.from_edges([0, 1], [1, 2], directed=False)
+    assert distgraph.closeness(g).closeness.tolist() == closeness(g).closeness.tolist()
+    assert distgraph.bfs(g, 0).levels.tolist() == [0, 1, 2]
+    assert distgraph.msbfs(g, [0]).distance_sum.tolist() == [0, 1, 2]
