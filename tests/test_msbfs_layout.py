@@ -285,3 +285,287 @@ def test_driver_with_runner_equals_cpu_on_any_rank_count(collective):
                   for a, b in zip(got, ref))
     oks = comm.allgather(bool(ok))
     assert all(oks), oks
+
+
+# ----------------------------------------------------------------------------- host code, fake CuPy
+# GpuMSBFS (the host side) runs here against a numpy stand-in for CuPy: every launch is
+# checked against the parameter list parsed from kernels/msbfs.cu (count, pointer element
+# types, exact scalar widths) and executed by a Python version of that kernel entry point.
+# This catches host/kernel argument mismatches and host-loop errors (queue and counter
+# slots, per-source views, reordering maps) in CI; the CUDA code itself runs in
+# tests/test_gpu_msbfs.py on a GPU.
+import re
+import types
+from pathlib import Path
+
+from distgraph.backends.gpu.msbfs import _recip_fixed
+
+_CU = Path(__file__).resolve().parent.parent / "kernels" / "msbfs.cu"
+_PTR = {"int4": np.int32, "int2": np.int32, "unsigned": np.uint32, "unsigned char": np.uint8, "int": np.int32,
+        "dg_i64": np.int64, "dg_u64": np.uint64}
+_SCALAR = {"int": np.int32, "dg_i64": np.int64}
+
+
+def _signatures():
+    src = _CU.read_text()
+    sigs = {}
+    for m in re.finditer(r'extern "C" __global__ void __launch_bounds__\([^)]*\)\s*(\w+)\((.*?)\)\s*\{', src, re.S):
+        params = []
+        for p in m.group(2).split(","):
+            p = " ".join(p.replace("__restrict__", "").replace("const ", "").split())
+            ptr = "*" in p
+            typ = p.split("*")[0].strip() if ptr else p.rsplit(" ", 1)[0]
+            params.append((ptr, typ, p.replace("*", " ").split()[-1]))
+        sigs[m.group(1)] = params
+    return sigs
+
+
+class _FakeArr(np.ndarray):
+    def get(self):
+        return np.array(self)
+
+
+def _fake_cupy(sms=4):
+    cp = types.SimpleNamespace()
+    for t in ("int32", "int64", "uint8", "uint32", "uint64"):
+        setattr(cp, t, getattr(np, t))
+    cp.asarray = lambda a, dtype=None: np.array(a, dtype=dtype).view(_FakeArr)
+    cp.zeros = lambda n, dtype=np.float64: np.zeros(n, dtype).view(_FakeArr)
+    dev = types.SimpleNamespace(attributes={"MultiProcessorCount": sms}, synchronize=lambda: None, id=0)
+    stream = types.SimpleNamespace(synchronize=lambda: None)
+    cp.cuda = types.SimpleNamespace(Device=lambda *a: dev, get_current_stream=lambda: stream,
+                                    runtime=types.SimpleNamespace(memGetInfo=lambda: (2**34, 2**34)))
+    cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_bytes=lambda: 0)
+    return cp
+
+
+class _Kernels:
+    """Python versions of the kernel entry points of msbfs.cu (same parameters)."""
+
+    def __init__(self, W):
+        self.W = W
+        self.sigs = _signatures()
+
+    def get_function(self, name):
+        params = self.sigs[name]
+        impl = getattr(self, name.replace("distgraph_msbfs_", "k_"))
+
+        def launch(grid, block, args):
+            assert len(args) == len(params), (name, len(args), len(params))
+            for a, (ptr, typ, pname) in zip(args, params):
+                if ptr:
+                    want = np.uint8 if pname == "masks" else _PTR[typ]  # 4 masks per 32-bit word
+                    assert isinstance(a, np.ndarray) and a.dtype == want, (name, pname, typ, type(a), a.dtype)
+                else:
+                    assert type(a) is _SCALAR[typ], (name, pname, typ, type(a))
+            impl(*[np.asarray(a) if isinstance(a, np.ndarray) else a.item() for a in args])
+        launch.num_regs = 64
+        return launch
+
+    # -- helpers on flat arrays
+    def _el(self, a):
+        return a.reshape(-1, self.W)
+
+    def k_seed(self, srcs, nsrc, n, Vn, dirty):
+        rho = (n + 7) // 8
+        for c in range(nsrc):
+            self._el(Vn)[get_vi(srcs[c], rho), c >> 5] |= np.uint32(1 << (c & 31))
+            dirty[srcs[c] >> 3] = 1
+
+    def k_stage1(self, row_ids, masks, n, F, act, Vn, dirty, qc, nq):
+        rho = (n + 7) // 8
+        q = qc.reshape(-1, 2)[:nq]
+        Fe, Ae, Ve = self._el(F), self._el(act), self._el(Vn)
+        for vss, ss in q.tolist():
+            fbits = np.unpackbits(Fe[np.arange(8) * rho + ss].view(np.uint8), axis=1, bitorder="little")
+            abits = np.unpackbits(Ae[ss].view(np.uint8), bitorder="little")
+            sl = slice(vss * 128, (vss + 1) * 128)
+            mb = np.unpackbits(masks[sl][:, None], axis=1, bitorder="little").astype(np.int32)
+            prod = (mb @ (fbits & abits[None, :]).astype(np.int32)) != 0
+            hit = prod.any(axis=1)
+            rows = row_ids[sl][hit].astype(np.int64)
+            np.bitwise_or.at(Ve, get_vi(rows, rho), np.packbits(prod[hit], axis=1, bitorder="little").view(np.uint32))
+            dirty[rows >> 3] = 1
+
+    def k_bottom_up(self, t_indptr, t_indices, n, F, Vc, Vn, dirty, v_lo, v_hi, nsrc):
+        rho = (n + 7) // 8
+        full = full_words(nsrc, self.W)
+        Fe, Ce, Ne = self._el(F), self._el(Vc), self._el(Vn)
+        for u in range(v_lo, v_hi):
+            i = int(get_vi(u, rho))
+            if (Ce[i] == full).all():
+                continue
+            nb = t_indices[t_indptr[u]:t_indptr[u + 1]].astype(np.int64)
+            acc = np.bitwise_or.reduce(Fe[get_vi(nb, rho)], axis=0) if nb.size else np.zeros(self.W, np.uint32)
+            if (acc & ~Ce[i]).any():
+                Ne[i] = Ce[i] | acc
+                dirty[u >> 3] = 1
+
+    def _stage2(self, real_ptrs, t_indptr, h_indptr, n, F, Vc, Vn, act, wasact, dirty, qn, qn_size, ctr, ss_lo,
+                ss_hi, level, nsrc, per_source, enqueue, use_bu, cnt, far, reach, h0, h1, h2):
+        rho = (n + 7) // 8
+        W = self.W
+        full = full_words(nsrc, W)
+        Fe, Ce, Ne, Ae = self._el(F), self._el(Vc), self._el(Vn), self._el(act)
+        rf = _recip_fixed(level) if level >= 2 else 0
+        q = qn.reshape(-1, 2)
+        for ss in range(ss_lo, ss_hi):
+            active = False
+            if dirty[ss]:
+                dirty[ss] = 0
+                A = np.zeros(W, np.uint32)
+                for b in range(8):
+                    u = ss * 8 + b
+                    if u >= n:
+                        break
+                    i = b * rho + ss
+                    nx = Ne[i].copy()
+                    diff = Ce[i] ^ nx
+                    Fe[i] = diff
+                    Ce[i] = nx
+                    A |= diff
+                    p = int(np.bitwise_count(diff).sum())
+                    if per_source:
+                        bits = np.unpackbits(diff.view(np.uint8), bitorder="little")
+                        cnt[:bits.size] += bits.astype(np.uint32)
+                    if p:
+                        if not per_source:
+                            far[u] += np.uint64(level * p)
+                            reach[u] += np.uint64(p)
+                            if level == 1:
+                                h0[u] += np.uint64(p)
+                            elif level >= 2:
+                                h1[u] += np.uint64(p * (rf >> 32))
+                                h2[u] += np.uint64(p * (rf & 0xFFFFFFFF))
+                        if use_bu:
+                            ctr[8 + (level & 3)] += h_indptr[u + 1] - h_indptr[u]
+                            if (nx == full).all():
+                                ctr[4] -= t_indptr[u + 1] - t_indptr[u]
+                Ae[ss] = A
+                active = bool(A.any())
+                wasact[ss] = active
+            elif wasact[ss]:
+                wasact[ss] = 0
+                Ae[ss] = 0
+                Fe[np.arange(8) * rho + ss] = 0
+            if enqueue and active:
+                for v in range(real_ptrs[ss], real_ptrs[ss + 1]):
+                    q[qn_size[0]] = (v, ss)
+                    qn_size[0] += 1
+
+    def k_stage2(self, real_ptrs, t_indptr, h_indptr, n, F, Vc, Vn, act, wasact, dirty, qn, ctr, ss_lo, ss_hi,
+                 level, nsrc, per_source, enqueue, use_bu, cnt, far, reach, h0, h1, h2):
+        self._stage2(real_ptrs, t_indptr, h_indptr, n, F, Vc, Vn, act, wasact, dirty, qn,
+                     ctr[(level + 1) & 3:], ctr, ss_lo, ss_hi, level, nsrc, per_source, enqueue, use_bu, cnt, far,
+                     reach, h0, h1, h2)
+
+    def k_build_queue(self, real_ptrs, wasact, n, qn, qn_size, ctr):
+        q = qn.reshape(-1, 2)
+        for ss in np.flatnonzero(wasact[:(n + 7) // 8]).tolist():
+            ctr[16] += 1
+            for v in range(real_ptrs[ss], real_ptrs[ss + 1]):
+                q[qn_size[0]] = (v, ss)
+                qn_size[0] += 1
+
+    def k_flush_sources(self, cnt, level, nsrc, far, reach, h0, h1, h2):
+        for c in range(nsrc):
+            qv = int(cnt[c])
+            if not qv:
+                continue
+            cnt[c] = 0
+            far[c] += np.uint64(level * qv)
+            reach[c] += np.uint64(qv)
+            if level == 1:
+                h0[c] += np.uint64(qv)
+            elif level >= 2:
+                rf = _recip_fixed(level)
+                h1[c] += np.uint64(qv * (rf >> 32))
+                h2[c] += np.uint64(qv * (rf & 0xFFFFFFFF))
+
+    def k_persistent(self, row_ids, masks, real_ptrs, t_indptr, t_indices, h_indptr, n, srcs, nsrc, per_source,
+                     use_bu, bu_ratio, F, Vc, Vn, act, wasact, dirty, Q, qcap, ctr, cnt, far, reach, h0, h1, h2):
+        rho = (n + 7) // 8
+        Qs = Q.reshape(2, qcap, 2)
+        self.k_seed(srcs, nsrc, n, Vn, dirty)
+        self._stage2(real_ptrs, t_indptr, h_indptr, n, F, Vc, Vn, act, wasact, dirty, Qs[1], ctr[1:], ctr, 0, rho,
+                     0, nsrc, per_source, 1, use_bu, cnt, far, reach, h0, h1, h2)
+        lvl = 1
+        while True:
+            if per_source:
+                self.k_flush_sources(cnt, lvl - 1, nsrc, far, reach, h0, h1, h2)
+            nq = int(ctr[lvl & 3])
+            if nq == 0:
+                break
+            ctr[(lvl + 1) & 3] = 0
+            ctr[8 + ((lvl + 1) & 3)] = 0
+            if use_bu and ctr[8 + ((lvl - 1) & 3)] * bu_ratio > ctr[4]:
+                ctr[13] += 1
+                self.k_bottom_up(t_indptr, t_indices, n, F, Vc, Vn, dirty, 0, n, nsrc)
+            else:
+                self.k_stage1(row_ids, masks, n, F, act, Vn, dirty, Qs[lvl & 1], nq)
+            self._stage2(real_ptrs, t_indptr, h_indptr, n, F, Vc, Vn, act, wasact, dirty, Qs[(lvl + 1) & 1],
+                         ctr[(lvl + 1) & 3:], ctr, 0, rho, lvl, nsrc, per_source, 1, use_bu, cnt, far, reach, h0,
+                         h1, h2)
+            lvl += 1
+        ctr[12] = lvl - 1
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, tmp_path):
+    import sys
+
+    from distgraph.backends.gpu import loader
+
+    cp = _fake_cupy()
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    monkeypatch.setattr(loader, "import_cupy", lambda: cp)
+    monkeypatch.setattr(loader, "get_module", lambda name, defines=None, options=(), cooperative=False:
+                        _Kernels(int(defines["DG_MS_WORDS"])))
+    return types.SimpleNamespace(size=1, rank=0, comm=MPI.COMM_SELF, local_size=1)
+
+
+def _fake_runner(ctx, g, **kw):
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+
+    tptr, tidx, _ = g.csc()
+    kw.setdefault("announce", False)
+    kw.setdefault("cache_dir", False)
+    return GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=ctx, **kw)
+
+
+def test_signatures_parsed():
+    s = _signatures()
+    assert set(s) == {"distgraph_msbfs_" + k for k in
+                      ("persistent", "seed", "stage1", "bottom_up", "stage2", "build_queue", "flush_sources")}
+    assert len(s["distgraph_msbfs_persistent"]) == 27
+
+
+@pytest.mark.parametrize("mode", ["replicated", "stepwise"])
+@pytest.mark.parametrize("name,kappa,bu,reorder", [("kron7", 32, 0, "none"), ("kron7_dir", 64, 4, "none"),
+                                                   ("grid", 128, 2**30, "rcm"),
+                                                   ("random_dir_disconnected", 256, 4, "jaccard"),
+                                                   ("star_dir", 32, 1, "rcm")])
+def test_host_code_with_fake_cupy(fake_gpu, mode, name, kappa, bu, reorder):
+    g = GRAPHS[name]
+    srcs = np.arange(0, g.n, 3, dtype=np.int64)
+    tptr, tidx, _ = g.csc()
+    r = _fake_runner(fake_gpu, g, kappa=kappa, mode=mode, bu_ratio=bu, reorder=reorder, window=64)
+    for per_source in (False, True):
+        ref = _cpu_sums(g, srcs, per_source)
+        got = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=per_source, batch_size=100,
+                          ctx=fake_gpu, progress=False, runner=r)[:5]
+        _assert_same(got, ref)
+    if bu == 2**30:
+        assert r.info["bottom_up_levels"] > 0
+    assert r.info["mode"] == mode and r.plan.total > 0
+
+
+def test_plan_raises_before_allocating():
+    from distgraph.backends.gpu.msbfs import msbfs_plan
+    from distgraph.errors import DeviceMemoryError
+
+    b = build_bvss(GRAPHS["kron7"])
+    p = msbfs_plan(128, b, 256, bottom_up=True, t_arcs=GRAPHS["kron7"].m)
+    with pytest.raises(DeviceMemoryError, match="partitioned"):
+        p.check(free=1000)
+    p.check(free=10**9)

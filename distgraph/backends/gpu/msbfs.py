@@ -43,7 +43,7 @@ import time
 
 import numpy as np
 
-from ...errors import BackendUnavailableError, InvalidArgumentError, expect
+from ...errors import DeviceMemoryError, InvalidArgumentError, expect
 from ...formats.bvss import SIGMA, TAU, build_bvss
 from .memory import MemoryPlan, format_bytes
 
@@ -420,7 +420,7 @@ class GpuMSBFS:
             try:
                 plan.check()
                 mode = "replicated"
-            except Exception:
+            except DeviceMemoryError:
                 mode = "partitioned" if size > 1 else "replicated"
         self.mode = mode
         self.collective = mode == "partitioned"
