@@ -285,3 +285,27 @@ def test_cli_spmv(tmp_path, data_dir, capsys):
     assert np.array_equal(np.load(out), reference(g.to_scipy(), np.ones((g.n, 2)), "plus_times", False))
     assert main(["spmv", str(path), "--batch", "2", "--x", str(tmp_path / "x.npy"), "--backend", "cpu"]) == 2
     assert "--batch 2 disagrees" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------- property
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(nrows=st.integers(1, 40), ncols=st.integers(1, 40), density=st.floats(0.0, 0.6),
+       seed=st.integers(0, 2**31 - 1), tile=st.integers(4, 40), offsets=st.sampled_from(["scan", "directory"]),
+       cached=st.booleans(), sr=st.sampled_from(SEMIRINGS), left=st.booleans(), B=st.sampled_from([None, 2]))
+def test_property_k2tree_equals_csr_and_reference(nrows, ncols, density, seed, tile, offsets, cached, sr, left, B):
+    from mpi4py import MPI
+
+    A = sp.random(nrows, ncols, density=density, random_state=seed % 1000, format="csr")
+    k = nrows if left else ncols
+    x = random_x(k, B, sr, seed)
+    self_ = MPI.COMM_SELF
+    y = SpMVPlan(A, tile=tile, offsets=offsets, cached_frontier=cached, comm=self_, backend="cpu").multiply(x, sr, left)
+    assert np.array_equal(y, SpMVPlan(A, format="csr", comm=self_, backend="cpu").multiply(x, sr, left))
+    ref = reference(A, x, sr, left)
+    if sr == "plus_times":
+        np.testing.assert_allclose(y, ref, rtol=1e-12, atol=1e-12)
+    else:
+        assert np.array_equal(y, ref)

@@ -280,7 +280,7 @@ class SpMVPlan:
     def _cpu_product(self, blk, x2, y, sr, left):
         from ..backends.cpu import k2tree_spmv as K
 
-        op = K.OPS[sr.code]
+        op = sr.code
         if blk.csr is not None:
             K.csr_product(blk.csr[0], blk.csr[1], x2, y, op)
             return

@@ -22,8 +22,9 @@ last internal level.
 Arrays: ``x`` and ``y`` are 2-D C-contiguous ``(n, B)`` (one column per vector of a
 batch); ``y`` is filled with the semiring's zero by the caller. A right product adds
 ``x[c]`` into ``y[r]`` for a non-zero ``(r, c)``; a left product (``left=True``) adds
-``x[r]`` into ``y[c]``. The semiring is a jitted function ``op(y_value, x_value)``
-(``OPS``), on which numba specialises every kernel.
+``x[r]`` into ``y[c]``. The semiring is its ``code`` (0 plus_times, 1 lor_land,
+2 min_plus; :func:`_combine`), a plain integer argument, so the compiled kernels are
+cached on disk by numba (a function-typed argument would not be).
 
 Order of accumulation: within a row (right) or a column (left) the contributions
 arrive in increasing column (row) order, because a fixed row's cells are ordered by
@@ -36,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["OPS", "k2_product", "k2_frontier_product", "csr_product", "scratch_layout"]
+__all__ = ["k2_product", "k2_frontier_product", "csr_product", "scratch_layout"]
 
 _M1 = np.uint64(0x5555555555555555)
 _M2 = np.uint64(0x3333333333333333)
@@ -58,24 +59,15 @@ _POS = np.array([[b for b in range(4) if i >> b & 1] + [0] * (4 - bin(i).count("
 
 # ------------------------------------------------------------------ semirings
 @njit(inline="always", cache=True)
-def _plus_times(a, b):
-    return a + b
-
-
-@njit(inline="always", cache=True)
-def _lor_land(a, b):
-    return a | b
-
-
-@njit(inline="always", cache=True)
-def _min_plus(a, b):
+def _combine(sr, a, b):
+    """``a (+) (edge (x) b)`` of semiring ``sr``: 0 plus_times ``a + b``; 1 lor_land
+    ``max(a, b)`` (x already holds ``x != 0``); 2 min_plus ``min(a, b + 1)``."""
+    if sr == 0:
+        return a + b
+    if sr == 1:
+        return max(a, b)
     v = b + 1
     return v if v < a else a
-
-
-#: the combine of each semiring, indexed by ``Semiring.code`` (``x`` already holds
-#: ``x != 0`` for lor_land, see ``Semiring.prepare``).
-OPS = (_plus_times, _lor_land, _min_plus)
 
 
 # -------------------------------------------------------------------- helpers
@@ -110,18 +102,18 @@ def _first_child(sig, directory, S, g):
 
 
 @njit(inline="always", cache=True)
-def _visit2(sig, code, s, c, x, y, left, op):
+def _visit(sig, code, s, c, x, y, left, sr):
     """Visit the leaves of a last-internal-level node (code, signature s, first
     leaf c); returns the next leaf id.
 
-    The set bits of ``s`` are walked through a table (``_CNT``, ``_POS``); the four
-    cells of a leaf are updated without branches (an absent cell writes back the value
-    it read, at an index clamped into the arrays), which halves the time on graphs whose
-    leaves are irregular. The order of the updates is that of the cells."""
+    The node's block is decoded once; the set bits of ``s`` are walked through a table
+    (``_CNT``, ``_POS``); the four cells of a leaf are updated without branches (an
+    absent cell writes back the value it read, at an index clamped into the arrays),
+    which halves the time on graphs with irregular leaves. Updates go in cell order."""
     B = x.shape[1]
     ny = y.shape[0] - 1
     nx = x.shape[0] - 1
-    R = _compact(code >> _U1) << 2  # origin of the node's 4 x 4 block, decoded once
+    R = _compact(code >> _U1) << 2
     C = _compact(code) << 2
     for jb in range(_CNT[s]):
         b = _POS[s, jb]
@@ -137,43 +129,21 @@ def _visit2(sig, code, s, c, x, y, left, op):
                 i, j = j, i
             i = min(i, ny)
             j = min(j, nx)
-            for k in range(B):
-                old = y[i, k]
-                v = op(old, x[j, k])
-                y[i, k] = v if on else old
-    return c
-
-
-@njit(inline="always", cache=True)
-def _visit1(sig, code, s, c, x, y, left, op):
-    """:func:`_visit2` for one vector (1-D ``x`` and ``y``)."""
-    ny = y.shape[0] - 1
-    nx = x.shape[0] - 1
-    R = _compact(code >> _U1) << 2
-    C = _compact(code) << 2
-    for jb in range(_CNT[s]):
-        b = _POS[s, jb]
-        lam = _nib(sig, c)
-        c += 1
-        r = R + ((b >> 1) << 1)
-        col = C + ((b & 1) << 1)
-        for q in range(4):
-            on = (lam >> q) & 1
-            i = r + (q >> 1)
-            j = col + (q & 1)
-            if left:
-                i, j = j, i
-            i = min(i, ny)
-            j = min(j, nx)
-            old = y[i]
-            v = op(old, x[j])
-            y[i] = v if on else old
+            if B == 1:
+                old = y[i, 0]
+                v = _combine(sr, old, x[j, 0])
+                y[i, 0] = v if on else old
+            else:
+                for k in range(B):
+                    old = y[i, k]
+                    v = _combine(sr, old, x[j, k])
+                    y[i, k] = v if on else old
     return c
 
 
 # --------------------------------------------------------------------- kernels
 @njit(cache=True)
-def _descend(sig, level_start, L, d0, buf, buf_off, buf_cap, directory, S, use_dir, x, y, left, op, visit):
+def _descend(sig, level_start, L, d0, buf, buf_off, buf_cap, directory, S, use_dir, x, y, left, sr):
     last = L - 2
     cnt = np.zeros(L, np.int64)
     pos = np.zeros(L, np.int64)
@@ -194,7 +164,7 @@ def _descend(sig, level_start, L, d0, buf, buf_off, buf_cap, directory, S, use_d
         if lvl == last:  # leaves in place
             for t in range(pos[lvl], cnt[lvl]):
                 g = g0[lvl] + t
-                c = visit(sig, buf[base + t], _nib(sig, g), c, x, y, left, op)
+                c = _visit(sig, buf[base + t], _nib(sig, g), c, x, y, left, sr)
             pos[lvl] = cnt[lvl]
             run[lvl] = c
             continue
@@ -219,30 +189,27 @@ def _descend(sig, level_start, L, d0, buf, buf_off, buf_cap, directory, S, use_d
 
 
 @njit(cache=True)
-def _frontier(sig, level_start, L, codes, x, y, left, op, visit):
+def _frontier(sig, level_start, L, codes, x, y, left, sr):
     first = level_start[L - 2]
     c = level_start[L - 1]
     for t in range(codes.shape[0]):
-        c = visit(sig, codes[t], _nib(sig, first + t), c, x, y, left, op)
+        c = _visit(sig, codes[t], _nib(sig, first + t), c, x, y, left, sr)
 
 
 @njit(cache=True)
-def _csr1(indptr, indices, x, y, op):
-    for i in range(indptr.shape[0] - 1):
-        acc = y[i]
-        for jj in range(indptr[i], indptr[i + 1]):
-            acc = op(acc, x[indices[jj]])
-        y[i] = acc
-
-
-@njit(cache=True)
-def _csr(indptr, indices, x, y, op):
+def _csr(indptr, indices, x, y, sr):
     B = x.shape[1]
     for i in range(indptr.shape[0] - 1):
-        for jj in range(indptr[i], indptr[i + 1]):
-            j = indices[jj]
-            for k in range(B):
-                y[i, k] = op(y[i, k], x[j, k])
+        if B == 1:  # one vector: the row accumulates in a register
+            acc = y[i, 0]
+            for jj in range(indptr[i], indptr[i + 1]):
+                acc = _combine(sr, acc, x[indices[jj], 0])
+            y[i, 0] = acc
+        else:
+            for jj in range(indptr[i], indptr[i + 1]):
+                j = indices[jj]
+                for k in range(B):
+                    y[i, k] = _combine(sr, y[i, k], x[j, k])
 
 
 # ------------------------------------------------------------------ wrappers
@@ -264,14 +231,7 @@ def scratch_layout(tree, tile: int):
     return off, cap
 
 
-def _views(x, y):
-    """1-D views and the 1-D leaf visit for one vector (twice as fast), else 2-D."""
-    if x.shape[1] == 1:
-        return x.reshape(-1), y.reshape(-1), _visit1
-    return x, y, _visit2
-
-
-def k2_product(tree, x, y, op, *, left=False, tile=1 << 20, offsets="directory", buf=None, layout=None):
+def k2_product(tree, x, y, sr, *, left=False, tile=1 << 20, offsets="directory", buf=None, layout=None):
     """``y (+)= A x`` (or ``x^T A``) on ``tree``, tree-only, tiled; in place on ``y``."""
     if tree.num_nodes == 0:
         return y
@@ -280,26 +240,21 @@ def k2_product(tree, x, y, op, *, left=False, tile=1 << 20, offsets="directory",
         buf = np.empty(int(off[-1]), np.uint64)
     d0 = tree.top_level
     buf[off[d0]:off[d0] + tree.top_codes.shape[0]] = tree.top_codes
-    x, y, visit = _views(x, y)
     _descend(tree.sig, tree.level_start, tree.levels, d0, buf, off, cap, tree.directory,
-             tree.sample, offsets == "directory", x, y, left, op, visit)
+             tree.sample, offsets == "directory", x, y, bool(left), int(sr))
     return y
 
 
-def k2_frontier_product(tree, x, y, op, *, left=False):
+def k2_frontier_product(tree, x, y, sr, *, left=False):
     """``y (+)= A x`` (or ``x^T A``) from the cached frontier (k2+F); in place."""
     if tree.num_nodes == 0:
         return y
     tree.with_frontier()
-    x, y, visit = _views(x, y)
-    _frontier(tree.sig, tree.level_start, tree.levels, tree.frontier, x, y, left, op, visit)
+    _frontier(tree.sig, tree.level_start, tree.levels, tree.frontier, x, y, bool(left), int(sr))
     return y
 
 
-def csr_product(indptr, indices, x, y, op):
+def csr_product(indptr, indices, x, y, sr):
     """``y[i] (+)= x[j]`` for every stored ``(i, j)``, rows in order; in place."""
-    if x.shape[1] == 1:
-        _csr1(indptr, indices, x.reshape(-1), y.reshape(-1), op)
-    else:
-        _csr(indptr, indices, x, y, op)
+    _csr(indptr, indices, x, y, int(sr))
     return y
