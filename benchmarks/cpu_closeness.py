@@ -14,9 +14,11 @@ Graphs: Kronecker (Graph500/GAP R-MAT), edge factor 16, symmetrized, seed 274910
   numba threads (batches spread over threads), and over 1 and 2 MPI ranks with one
   thread each (``mpiexec -n R python benchmarks/cpu_closeness.py --worker ...``).
 
-Times are wall-clock seconds of the closeness call alone (graph building and numba
-compilation excluded: a warm-up call on a small graph runs first). Values are checked
-against networkit's to 1e-12. Results go to ``benchmarks/results/cpu_closeness.json``
+Each contestant runs in its own process; times are wall-clock (and CPU) seconds of
+the closeness call alone (graph building and numba compilation excluded: a warm-up
+call on a small graph runs first). A peer still running after ``--timeout`` seconds
+is stopped and the speedup reported as a lower bound. Values are checked against
+networkit's and igraph's. Results go to ``benchmarks/results/cpu_closeness.json``
 with commit, host, date and the load average before and after (other jobs on the
 machine slow every contestant alike, but read the numbers with that in mind).
 """
@@ -54,24 +56,72 @@ def warm_up(comm=None):
 
 
 def worker(args) -> int:
-    """Run under mpiexec: time distgraph closeness on ``--scale`` over the ranks."""
-    from mpi4py import MPI
+    """One contestant on one graph, in its own process: prints a JSON line with the
+    wall-clock and CPU seconds of the closeness call alone."""
+    if args.tool == "distgraph-mpi":
+        from mpi4py import MPI
 
-    from distgraph.algorithms.closeness import closeness
+        from distgraph.algorithms.closeness import closeness
 
-    comm = MPI.COMM_WORLD
-    g = kron(args.scale)
-    warm_up(comm)
-    times = []
-    for _ in range(args.repeat):
+        comm = MPI.COMM_WORLD
+        g = kron(args.scale)
+        warm_up(comm)
         comm.Barrier()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         r = closeness(g, convention="networkit", comm=comm, progress=False)
         comm.Barrier()
-        times.append(time.perf_counter() - t)
-    if comm.rank == 0:
-        print(json.dumps({"ranks": comm.size, "times_s": times, "checksum": float(np.sum(r.closeness))}))
+        wall, cpu = time.perf_counter() - t, time.process_time() - c
+        cpus = comm.gather(cpu, root=0)
+        if comm.rank == 0:
+            print(json.dumps({"time_s": wall, "cpu_s": float(sum(cpus)), "ranks": comm.size,
+                              "checksum": float(np.sum(r.closeness))}))
+        return 0
+    g = kron(args.scale)
+    if args.tool == "distgraph":
+        import numba
+
+        from distgraph.algorithms.closeness import closeness
+
+        numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
+        warm_up()
+        t, c = time.perf_counter(), time.process_time()
+        vals = closeness(g, convention=args.convention, progress=False).closeness
+        out = {"threads": numba.get_num_threads()}
+    elif args.tool == "networkit":
+        import networkit as nk
+
+        nk.setNumberOfThreads(args.threads)
+        G = to_networkit(g)
+        t, c = time.perf_counter(), time.process_time()
+        cl = nk.centrality.Closeness(G, True, nk.centrality.ClosenessVariant.GENERALIZED)
+        cl.run()
+        vals = np.asarray(cl.scores())
+        out = {"threads": nk.getMaxNumberOfThreads()}
+    else:  # igraph
+        import igraph as ig
+
+        src, dst, _ = g.edges()
+        keep = src < dst
+        G = ig.Graph(n=g.n, edges=np.column_stack([src[keep], dst[keep]]).tolist(), directed=False)
+        t, c = time.perf_counter(), time.process_time()
+        vals = np.asarray(G.closeness(mode="out", normalized=True), dtype=np.float64)
+        out = {"threads": 1}
+    out.update(time_s=time.perf_counter() - t, cpu_s=time.process_time() - c)
+    if args.save:
+        np.save(args.save, vals)
+    print(json.dumps(out))
     return 0
+
+
+def run_worker(cmd, timeout, env=None):
+    """Run a worker; ``None`` when it ran past ``timeout`` seconds."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def git_commit() -> str:
@@ -98,70 +148,66 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--scales", default="14,16")
     p.add_argument("--igraph-scales", default="14")
-    p.add_argument("--no-igraph", action="store_true")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--ranks", default="1,2", help="MPI rank counts for the rank-scaling runs ('' to skip)")
-    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=1500, help="seconds after which a peer's run is stopped "
+                   "(its time is then reported as a lower bound)")
     p.add_argument("--out", default=os.path.join(HERE, "results", "cpu_closeness.json"))
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--tool", default="distgraph", help=argparse.SUPPRESS)
     p.add_argument("--scale", type=int, default=14, help=argparse.SUPPRESS)
+    p.add_argument("--convention", default="networkit", help=argparse.SUPPRESS)
+    p.add_argument("--save", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         return worker(args)
 
+    import tempfile
+
     import networkit as nk
     import numba
 
-    from distgraph.algorithms.closeness import closeness
-
-    nk.setNumberOfThreads(args.threads)
-    numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
     load_before = os.getloadavg()
-    warm_up()
+    me = [sys.executable, os.path.abspath(__file__), "--worker", "--threads", str(args.threads)]
+    tmp = tempfile.mkdtemp(prefix="dg-bench-")
     rows = []
     for scale in [int(s) for s in args.scales.split(",") if s]:
         g = kron(scale)
         row = {"graph": f"kron:{scale} (edge factor 16, symmetrized, seed 27491095)", "n": g.n, "arcs": g.m,
-               "edges": g.num_edges, "isolated": int(np.count_nonzero(np.diff(g.indptr) == 0))}
-        t = time.perf_counter()
-        ours = closeness(g, convention="networkit", progress=False)
-        row["distgraph_s"] = time.perf_counter() - t
-        row["distgraph_threads"] = numba.get_num_threads()
-        G = to_networkit(g)
-        t = time.perf_counter()
-        c = nk.centrality.Closeness(G, True, nk.centrality.ClosenessVariant.GENERALIZED)
-        c.run()
-        row["networkit_s"] = time.perf_counter() - t
-        row["networkit_threads"] = nk.getMaxNumberOfThreads()
-        ref = np.asarray(c.scores())
-        row["max_abs_diff_vs_networkit"] = float(np.max(np.abs(ours.closeness - ref)))
-        row["speedup_vs_networkit"] = row["networkit_s"] / row["distgraph_s"]
-        if not args.no_igraph and str(scale) in args.igraph_scales.split(","):
-            import igraph as ig
-
-            src, dst, _ = g.edges()
-            keep = src < dst
-            I = ig.Graph(n=g.n, edges=np.column_stack([src[keep], dst[keep]]).tolist(), directed=False)
-            t = time.perf_counter()
-            ic = np.asarray(I.closeness(mode="out", normalized=True), dtype=np.float64)
-            row["igraph_s"] = time.perf_counter() - t
-            igr = closeness(g, convention="igraph", progress=False).closeness
-            row["max_abs_diff_vs_igraph"] = float(np.nanmax(np.abs(igr - ic)))
-            row["speedup_vs_igraph"] = row["igraph_s"] / row["distgraph_s"]
+               "edges": g.num_edges, "isolated": int(np.count_nonzero(np.diff(g.indptr) == 0)),
+               "load_avg_at_start": os.getloadavg()}
+        del g
+        f_ours, f_nk = os.path.join(tmp, f"ours{scale}.npy"), os.path.join(tmp, f"nk{scale}.npy")
+        ours = run_worker(me + ["--tool", "distgraph", "--scale", str(scale), "--save", f_ours], None)
+        row["distgraph"] = ours
+        peer = run_worker(me + ["--tool", "networkit", "--scale", str(scale), "--save", f_nk], args.timeout)
+        if peer is None:
+            row["networkit"] = {"time_s": None, "timed_out_after_s": args.timeout}
+            row["speedup_vs_networkit_at_least"] = args.timeout / ours["time_s"]
+        else:
+            row["networkit"] = peer
+            row["speedup_vs_networkit"] = peer["time_s"] / ours["time_s"]
+            row["cpu_ratio_vs_networkit"] = peer["cpu_s"] / ours["cpu_s"]
+            row["max_abs_diff_vs_networkit"] = float(np.max(np.abs(np.load(f_ours) - np.load(f_nk))))
+        if str(scale) in args.igraph_scales.split(","):
+            f_ig, f_oi = os.path.join(tmp, f"ig{scale}.npy"), os.path.join(tmp, f"oi{scale}.npy")
+            ig_ = run_worker(me + ["--tool", "igraph", "--scale", str(scale), "--save", f_ig], args.timeout)
+            run_worker(me + ["--tool", "distgraph", "--scale", str(scale), "--convention", "igraph",
+                             "--save", f_oi], None)
+            row["igraph"] = ig_ if ig_ is not None else {"time_s": None, "timed_out_after_s": args.timeout}
+            if ig_ is not None:
+                row["speedup_vs_igraph"] = ig_["time_s"] / ours["time_s"]
+                row["max_abs_diff_vs_igraph"] = float(np.nanmax(np.abs(np.load(f_oi) - np.load(f_ig))))
         ranks = {}
+        env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
         for r in [int(x) for x in args.ranks.split(",") if x]:
-            env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
-            cmd = ["mpiexec", "-n", str(r), sys.executable, os.path.abspath(__file__), "--worker",
-                   "--scale", str(scale), "--repeat", str(args.repeat)]
-            out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
-            if out.returncode != 0:
-                raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr}")
-            res = json.loads(out.stdout.strip().splitlines()[-1])
-            ranks[str(r)] = min(res["times_s"])
+            ranks[str(r)] = run_worker(["mpiexec", "-n", str(r)] + me + ["--tool", "distgraph-mpi", "--scale",
+                                                                         str(scale)], None, env=env)
         if ranks:
-            row["mpi_ranks_s"] = ranks
+            row["mpi_ranks"] = ranks
             if "1" in ranks and "2" in ranks:
-                row["speedup_2_ranks_vs_1"] = ranks["1"] / ranks["2"]
+                row["speedup_2_ranks_vs_1"] = ranks["1"]["time_s"] / ranks["2"]["time_s"]
+        row["load_avg_at_end"] = os.getloadavg()
         rows.append(row)
         print(json.dumps(row), flush=True)
     doc = {"benchmark": "cpu_closeness", "commit": git_commit(), "host": platform.node(),
@@ -170,9 +216,11 @@ def main(argv=None) -> int:
            "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
            "versions": {"networkit": nk.__version__, "numba": numba.__version__, "numpy": np.__version__,
                         "python": platform.python_version()},
-           "note": "wall-clock seconds of the closeness call; networkit with setNumberOfThreads(threads); "
-                   "distgraph in-process with the same number of numba threads; mpi_ranks_s: distgraph over "
-                   "MPI ranks with 1 thread each",
+           "note": "time_s: wall-clock seconds of the closeness call alone (each contestant in its own process, "
+                   "graph building and compilation excluded); cpu_s: CPU seconds of that call, all threads. "
+                   "networkit with setNumberOfThreads(threads); distgraph with the same number of numba threads; "
+                   "mpi_ranks: distgraph over MPI ranks, one thread each. The machine was shared with other jobs "
+                   "(see load averages), which slows every contestant, OpenMP codes that spin-wait the most.",
            "threads": args.threads, "results": rows}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
