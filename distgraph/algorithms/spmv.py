@@ -286,11 +286,10 @@ class SpMVPlan:
             return
         # One rank: the whole tree, left product by swapping coordinates at the leaves.
         # Several: a column-block tree whose left product gives this rank's columns.
-        tleft = left
         if self.cached_frontier:
-            K.k2_frontier_product(blk.tree, x2, y, op, left=tleft)
+            K.k2_frontier_product(blk.tree, x2, y, op, left=left)
         else:
-            K.k2_product(blk.tree, x2, y, op, left=tleft, offsets=self.offsets, buf=blk.buf, layout=blk.layout)
+            K.k2_product(blk.tree, x2, y, op, left=left, offsets=self.offsets, buf=blk.buf, layout=blk.layout)
 
     def _gpu_product(self, blk, x2, y, sr, left):
         from ..backends.gpu import k2tree_spmv as G
@@ -303,8 +302,6 @@ class SpMVPlan:
     def _allgather(self, ylocal, kout, left):
         if self.size == 1:
             return ylocal
-        from mpi4py import MPI
-
         B = ylocal.shape[1]
         offs = self.partition(left)
         counts = (np.diff(offs) * B).astype(np.int64)
@@ -313,7 +310,6 @@ class SpMVPlan:
         send = ylocal.view(np.uint8) if ylocal.dtype == np.bool_ else ylocal
         recv = y.view(np.uint8) if y.dtype == np.bool_ else y
         self.comm.Allgatherv(np.ascontiguousarray(send), [recv, (counts, displs)])
-        _ = MPI
         return y
 
     # -------------------------------------------------------------- memory
