@@ -217,14 +217,14 @@ def test_emulation_repeated_and_partial_batch_sources():
     _assert_same(got, ref)
 
 
-@pytest.mark.parametrize("name", ["minnesota.mtx.gz", "wiki-Vote.txt.gz"])
+@pytest.mark.parametrize("name", ["power.mtx.gz", "wiki-Vote.txt.gz"])
 def test_emulation_real_graph(data_dir, name):
     from distgraph.graph.readers import read_graph
 
     g = read_graph(str(data_dir / name))
     g = Graph(g.indptr, g.indices, None, directed=g.directed)
     rng = np.random.default_rng(11)
-    srcs = rng.choice(g.n, size=min(g.n, 40), replace=False).astype(np.int64)
+    srcs = rng.choice(g.n, size=min(g.n, 32), replace=False).astype(np.int64)
     ref = _cpu_sums(g, srcs, False)
     got, _ = _emulated_sums(g, srcs, False, 32, P=2)
     _assert_same(got, ref)
@@ -543,7 +543,7 @@ def test_signatures_parsed():
 @pytest.mark.parametrize("mode", ["replicated", "stepwise"])
 @pytest.mark.parametrize("name,kappa,bu,reorder", [("kron7", 32, 0, "none"), ("kron7_dir", 64, 4, "none"),
                                                    ("grid", 128, 2**30, "rcm"),
-                                                   ("random_dir_disconnected", 256, 4, "jaccard"),
+                                                   ("random_dir_disconnected", 256, 4, "none"),
                                                    ("star_dir", 32, 1, "rcm")])
 def test_host_code_with_fake_cupy(fake_gpu, mode, name, kappa, bu, reorder):
     g = GRAPHS[name]
