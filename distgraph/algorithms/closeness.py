@@ -186,7 +186,7 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
                     "directed": bool(graph.directed), "sources": array_checksum(sources),
                     "num_sources": int(sources.size), "per_source": per_source,
                     "distances": "incoming" if incoming else "outgoing", "convention": convention,
-                    "batch_size": bs, "order": "degree"}
+                    "batch_size": bs, "order": "degree" if runner is None else "input"}
         store = CheckpointStore(checkpoint, identity, comm=ctx.comm, resume=resume)
 
     far, reach, h0, h1, h2, _ = run_batches(hptr, hidx, tptr, tidx, sources, per_source=per_source,
