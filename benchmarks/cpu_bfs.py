@@ -73,6 +73,7 @@ def main(argv=None) -> int:
 
     nk.setNumberOfThreads(1)
     load_before = os.getloadavg()
+    commit = git_commit()  # of the code measured, taken before the runs
     bfs(Graph.from_edges([0, 1], [1, 2], directed=False), 0, parents=True)  # compile / load the cache
     rows = []
     for spec in [s for s in args.graphs.split(",") if s]:
@@ -101,7 +102,7 @@ def main(argv=None) -> int:
         row["verified"] = bool(r.reached == order.size)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    doc = {"benchmark": "cpu_bfs", "commit": git_commit(), "host": platform.node(),
+    doc = {"benchmark": "cpu_bfs", "commit": commit, "host": platform.node(),
            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "load_avg_before": load_before, "load_avg_after": os.getloadavg(),

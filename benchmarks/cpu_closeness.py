@@ -168,6 +168,7 @@ def main(argv=None) -> int:
     import numba
 
     load_before = os.getloadavg()
+    commit = git_commit()  # of the code measured, taken before the runs
     me = [sys.executable, os.path.abspath(__file__), "--worker", "--threads", str(args.threads)]
     tmp = tempfile.mkdtemp(prefix="dg-bench-")
     rows = []
@@ -210,7 +211,7 @@ def main(argv=None) -> int:
         row["load_avg_at_end"] = os.getloadavg()
         rows.append(row)
         print(json.dumps(row), flush=True)
-    doc = {"benchmark": "cpu_closeness", "commit": git_commit(), "host": platform.node(),
+    doc = {"benchmark": "cpu_closeness", "commit": commit, "host": platform.node(),
            "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
