@@ -108,12 +108,26 @@ def log_of(slurm, jobid, name):
     return p.read_text() if p.exists() else "(no log)"
 
 
-def wait_for(cond, what, timeout=300, every=0.05):
-    t0 = time.time()
+#: Reasons for which a pending job will never start here: fail at once instead of waiting.
+HOPELESS = ("PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints", "ReqNodeNotAvail",
+            "InvalidAccount", "InvalidQOS", "JobHeldAdmin", "JobHeldUser", "launch_failed_requeued_held")
+
+
+def wait_for(cond, what, timeout=300, every=0.05, slurm=None, jobid=None, name=None):
+    """Poll ``cond`` until it is true; with a job given, fail early if that job can no longer help."""
+    t0 = last = time.time()
     while time.time() - t0 < timeout:
         v = cond()
         if v:
             return v
+        if jobid is not None and time.time() - last >= 2:
+            last = time.time()
+            j = job(slurm, jobid)
+            if j.get("JobState") == "PENDING" and j.get("Reason") in HOPELESS:
+                raise AssertionError(f"job {jobid} cannot start: {j.get('Reason')} (waiting for {what})")
+            if j.get("JobState") in ("FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"):
+                raise AssertionError(f"job {jobid} ended {j['JobState']} while waiting for {what}:\n"
+                                     + log_of(slurm, jobid, name or "closeness"))
         time.sleep(every)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
@@ -121,7 +135,7 @@ def wait_for(cond, what, timeout=300, every=0.05):
 def wait_done(slurm, jobid, name, timeout=300) -> dict:
     st = wait_for(lambda: (lambda j: j if j.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
                                                                 "NODE_FAIL", "OUT_OF_MEMORY") else None)(job(slurm, jobid)),
-                  f"job {jobid} ({name}) to end", timeout, every=0.5)
+                  f"job {jobid} ({name}) to end", timeout, every=0.5, slurm=slurm, jobid=jobid, name=name)
     assert st["JobState"] == "COMPLETED", f"job {jobid} ended {st['JobState']} {st.get('ExitCode')}:\n" \
                                           + log_of(slurm, jobid, name)
     return st
@@ -153,7 +167,8 @@ def test_closeness_template_requeued_twice_resumes_bit_identical(slurm, referenc
     env = slurm["env"]
 
     def interrupt(how, n_sessions):
-        wait_for(lambda: len(sessions(ckpt)) >= n_sessions, f"checkpoint session {n_sessions} of job {jobid}", 240)
+        wait_for(lambda: len(sessions(ckpt)) >= n_sessions, f"checkpoint session {n_sessions} of job {jobid}", 240,
+                 slurm=slurm, jobid=jobid)
         assert job(slurm, jobid)["JobState"] == "RUNNING", "the job ended before it could be interrupted"
         subprocess.run(how, env=env, check=True, capture_output=True, timeout=30)
         # requeued: pending again, held by Slurm's requeue delay; release it at once

@@ -55,7 +55,8 @@ start)
     for _ in $(seq 50); do munge -n </dev/null >/dev/null 2>&1 && break; sleep 0.1; done
     cp /run/munge/munged.pid "$D/munged.pid"   # ours: stop ends it
   fi
-  HN=$(hostname -s); CPUS=$(nproc)
+  # nproc honours OMP_NUM_THREADS (tests/run.sh sets it to 1): count the usable CPUs without it
+  HN=$(hostname -s); CPUS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
   MEM=$(awk '/MemTotal/ {print int($2/1024*0.8)}' /proc/meminfo)
   cat > "$CONF" <<CONF
 ClusterName=distgraph
