@@ -1,0 +1,337 @@
+"""Benchmark: exact closeness centrality on the GPU (BLEST Alg. 5, tensor-core MS-BFS)
+against the CPU backend and networkit, as in BLEST Table 3 / Table 6.
+
+    python benchmarks/gpu_closeness.py --outdir DIR [--graphs kron:18,kron:19,kron:20,road-NY,
+        email-Enron,cond-mat-2005] [--time-limit 120] [--pes 2,4]
+
+For every graph (undirected; closeness of all vertices = BFS from every vertex):
+
+* ``gpu``: the GPU runner (replicated mode, kappa = 256, batches of 512 sources) over all
+  sources while ``--time-limit`` seconds allow; if the limit stops it, the total is
+  extrapolated from the batches done (``extrapolated: true``).  Rate = edge visits per
+  second per GPU, ``sources * m / seconds`` (``n * m / time`` for a full run, m = arcs,
+  each undirected edge twice), against BLEST's 4.7e11 (com-LiveJournal, 4.0M vertices,
+  69.4M edges, 118 s on 5 H100s; 4.0e6 * 2 * 69.4e6 / 118 / 5).  The sums of the first
+  batch are checked exactly against the CPU backend, and 16 vertices of a full run with
+  ``verify_closeness`` (single BFSs).
+* ``gpu_end_to_end``: ``closeness(g, backend="gpu")`` when the estimate fits the limit
+  (driver, host merges and reorder/BVSS preprocessing included).
+* ``cpu``: the CPU backend (``distgraph.algorithms.msbfs.run_batches``, all cores of this
+  machine) on as many sources as fit a quarter of the limit; rate and extrapolated total.
+* ``networkit``: ``networkit.centrality.Closeness`` (GENERALIZED, all threads) on graphs
+  with n * m < 2e9, else ``networkit.distance.BFS`` from a sample of sources; rate and
+  extrapolated total.
+* ``naive``: kappa = 256 single-source BLEST BFSs (``GpuBFS``, Alg. 3/4) against one
+  launch of Alg. 5 from the same 256 sources (BLEST Table 6: 2.7x on average).
+* ``--pes 2,4``: ``mpirun -n P`` workers time replicated against partitioned mode on
+  kron:16 (several PEs on one GPU run in limited MPG: the ratio shows the protocol's
+  cost, not multi-GPU speed).
+
+Writes DIR/gpu_closeness.json with commit, device and date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BLEST_RATE = 4.0e6 * 2 * 69.4e6 / 118 / 5  # edge visits per second per GPU, BLEST Table 3 (com-LiveJournal)
+DEFAULT_GRAPHS = "kron:18,kron:19,kron:20,road-NY,email-Enron,cond-mat-2005"
+
+
+def _sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30, cwd=ROOT).stdout.strip()
+    except Exception as e:  # pragma: no cover
+        return str(e)
+
+
+def load(spec):
+    import distgraph
+    from distgraph import generators as gen
+    from distgraph.graph import Graph
+
+    if spec.startswith("kron:"):
+        g = gen.kronecker(int(spec.split(":")[1]))
+    else:
+        names = {"road-NY": "road-NY.gr.xz", "road-FLA": "road-FLA.gr.xz", "email-Enron": "email-Enron.mtx.gz",
+                 "cond-mat-2005": "cond-mat-2005.mtx.gz", "wiki-Vote": "wiki-Vote.txt.gz"}
+        fname = names.get(spec, spec)
+        for d in (ROOT / ".devdata", ROOT.parent / "shared" / "data", Path(os.environ.get("DISTGRAPH_DATA", "/nonexistent"))):
+            if (d / fname).is_file():
+                g = distgraph.read_graph(d / fname)
+                break
+        else:
+            raise FileNotFoundError(f"graph {spec}: {fname} not found in .devdata/ or ../shared/data")
+    return Graph(g.indptr, g.indices, None, directed=g.directed)
+
+
+def _ctx(backend):
+    from mpi4py import MPI
+
+    from distgraph.runtime.context import get_context
+
+    return get_context(MPI.COMM_SELF, backend)
+
+
+def _out(size):
+    return (np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.uint64), np.zeros(size, np.uint64),
+            np.zeros(size, np.uint64))
+
+
+def bench_gpu(g, limit):
+    import cupy as cp
+
+    from distgraph.backends.cpu.bits import normalize_limbs
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+
+    tptr, tidx, _ = g.csc()
+    t0 = time.perf_counter()
+    r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), kappa=256, announce=False)
+    prep = time.perf_counter() - t0
+    sources = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    batches = [sources[i:i + 512] for i in range(0, sources.size, 512)]
+    # warm up (kernel compile) on the first batch, and check its sums against the CPU backend
+    out = _out(g.n)
+    r.run(batches[0][:256], False, out)
+    out = _out(g.n)
+    r.run(batches[0], False, out)
+    normalize_limbs(out[2], out[3], out[4])
+    from distgraph.algorithms.msbfs import run_batches
+
+    ref = run_batches(g.indptr, g.indices, tptr, tidx, batches[0], per_source=False, batch_size=512,
+                      ctx=_ctx("cpu"), progress=False)[:5]
+    exact = all(np.array_equal(np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64)) for a, b in zip(out, ref))
+    cp.cuda.Device().synchronize()
+    r.info["launches"] = r.info["levels"] = r.info["bottom_up_levels"] = 0
+    acc = _out(g.n)
+    done = 0
+    t0 = time.perf_counter()
+    kernel_s = 0.0
+    for b in batches:
+        tb = time.perf_counter()
+        r.run(b, False, acc)
+        kernel_s += time.perf_counter() - tb
+        done += b.size
+        if time.perf_counter() - t0 > limit:
+            break
+    cp.cuda.Device().synchronize()
+    el = time.perf_counter() - t0
+    total = el * sources.size / done
+    rate = done * g.m / el
+    return {"preprocess_s": prep, "mode": r.mode, "kappa": r.kappa, "grid": r.info["grid"],
+            "reorder": r.info["reorder"], "bvss": r.info["bvss"], "sources_run": int(done),
+            "sources_total": int(sources.size), "seconds": el, "total_s": total, "extrapolated": bool(done < sources.size),
+            "edge_visits_per_s_per_gpu": rate, "vs_blest_per_gpu": rate / BLEST_RATE,
+            "levels_per_launch": r.info["levels"] / max(r.info["launches"], 1),
+            "bottom_up_levels": r.info["bottom_up_levels"], "first_batch_exact_vs_cpu": bool(exact),
+            "device_bytes": r.plan.total}
+
+
+def bench_end_to_end(g):
+    from distgraph.algorithms.closeness import closeness, verify_closeness
+
+    t0 = time.perf_counter()
+    res = closeness(g, backend="gpu", progress=False, comm=_comm_self())
+    el = time.perf_counter() - t0
+    verified = True
+    try:
+        verify_closeness(g, res, sample=16)
+    except Exception as e:  # recorded, not raised: the JSON says what failed
+        verified = repr(e)
+    return {"seconds": el, "edge_visits_per_s": g.n * g.m / el, "verified_16_vertices": verified}
+
+
+def _comm_self():
+    from mpi4py import MPI
+
+    return MPI.COMM_SELF
+
+
+def bench_cpu(g, limit):
+    from distgraph.algorithms.msbfs import run_batches, thread_count
+
+    tptr, tidx, _ = g.csc()
+    ctx = _ctx("cpu")
+    sources = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    rng = np.random.default_rng(1)
+    k = 512 * max(1, thread_count(ctx))
+    done, el = 0, 0.0
+    while el < limit and done < sources.size:
+        s = np.sort(rng.choice(sources, size=min(k, sources.size), replace=False))
+        t0 = time.perf_counter()
+        run_batches(g.indptr, g.indices, tptr, tidx, s, per_source=False, batch_size=512, ctx=ctx, progress=False)
+        el += time.perf_counter() - t0
+        done += s.size
+    rate = done * g.m / el
+    return {"sources_run": int(done), "seconds": el, "edge_visits_per_s": rate, "total_s": sources.size * g.m / rate,
+            "threads": thread_count(ctx)}
+
+
+def bench_networkit(g, limit):
+    try:
+        import networkit as nk
+    except ImportError:
+        return {"skipped": "networkit not installed"}
+    G = nk.Graph(g.n, directed=g.directed)
+    src = np.repeat(np.arange(g.n), np.diff(g.indptr))
+    keep = (src <= g.indices) if not g.directed else np.ones(src.size, bool)
+    G.addEdges((src[keep].astype(np.uint64), g.indices[keep].astype(np.uint64)), checkMultiEdge=False)
+    threads = nk.getMaxNumberOfThreads()
+    if g.n * g.m < 2e9:
+        t0 = time.perf_counter()
+        nk.centrality.Closeness(G, True, nk.centrality.ClosenessVariant.GENERALIZED).run()
+        el = time.perf_counter() - t0
+        return {"mode": "full Closeness", "seconds": el, "total_s": el, "edge_visits_per_s": g.n * g.m / el,
+                "threads": threads}
+    rng = np.random.default_rng(2)
+    done, el = 0, 0.0
+    while el < limit:
+        s = int(rng.integers(0, g.n))
+        t0 = time.perf_counter()
+        nk.distance.BFS(G, s, False).run()
+        el += time.perf_counter() - t0
+        done += 1
+    rate = done * g.m / el
+    return {"mode": f"{done} single BFSs (one thread each)", "seconds": el, "edge_visits_per_s": rate,
+            "total_s": g.n * g.m / rate, "threads": 1}
+
+
+def bench_naive(g):
+    """kappa single-source BLEST BFSs against one multi-source launch from the same sources."""
+    import cupy as cp
+
+    from distgraph.backends.gpu.bfs import GpuBFS
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+
+    tptr, tidx, _ = g.csc()
+    sources = np.flatnonzero(np.diff(g.indptr) > 0)[:256].astype(np.int64)
+    eng = GpuBFS(g)
+    eng.levels(int(sources[0]))
+    t0 = time.perf_counter()
+    for s in sources:
+        eng.run_device(int(s))
+    cp.cuda.Device().synchronize()
+    single = time.perf_counter() - t0
+    r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), kappa=256, announce=False)
+    out = _out(g.n)
+    r.run(sources, False, out)
+    best = np.inf
+    for _ in range(3):
+        out = _out(g.n)
+        cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        r.run(sources, False, out)
+        cp.cuda.Device().synchronize()
+        best = min(best, time.perf_counter() - t0)
+    return {"single_source_variant": eng.variant, "single_source_s": single, "alg5_s": best,
+            "speedup": single / best, "blest_table6_mean_speedup": 2.7}
+
+
+def worker_modes(spec, batches):
+    """Run under mpirun: replicated vs partitioned mode on the same batches (rank 0 prints JSON)."""
+    from mpi4py import MPI
+
+    from distgraph.algorithms.msbfs import run_batches
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+    from distgraph.pgas import get_pgas
+    from distgraph.runtime.context import get_context
+
+    comm = MPI.COMM_WORLD
+    ctx = get_context(comm, "gpu")
+    pg = get_pgas(comm, "gpu")
+    g = load(spec)
+    tptr, tidx, _ = g.csc()
+    srcs = np.flatnonzero(np.diff(g.indptr) > 0)[:512 * batches].astype(np.int64)
+    res = {"graph": spec, "pes": comm.Get_size(), "sources": int(srcs.size), "limited_mpg": bool(pg.limited_mpg)}
+    sums = {}
+    for mode in ("replicated", "partitioned"):
+        r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=ctx, kappa=256, mode=mode, announce=False)
+        run_batches(g.indptr, g.indices, tptr, tidx, srcs[:256], per_source=False, batch_size=512, ctx=ctx,
+                    progress=False, runner=r)
+        comm.Barrier()
+        t0 = time.perf_counter()
+        sums[mode] = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=False, batch_size=512, ctx=ctx,
+                                 progress=False, runner=r)[:5]
+        comm.Barrier()
+        res[mode + "_s"] = time.perf_counter() - t0
+        r.close()
+    res["partitioned_over_replicated"] = res["partitioned_s"] / res["replicated_s"]
+    res["same_sums"] = all(np.array_equal(a, b) for a, b in zip(sums["replicated"], sums["partitioned"]))
+    if comm.Get_rank() == 0:
+        print("MODES-JSON " + json.dumps(res))
+    pg.finalize()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--outdir", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--graphs", default=os.environ.get("BENCH_GPU_CLOSENESS_GRAPHS", DEFAULT_GRAPHS))
+    ap.add_argument("--time-limit", type=float, default=float(os.environ.get("BENCH_GPU_CLOSENESS_LIMIT", 60)),
+                    help="seconds per measurement (GPU run; CPU/networkit get a quarter)")
+    ap.add_argument("--pes", default="2,4", help="PE counts for the replicated/partitioned comparison ('' = skip)")
+    ap.add_argument("--worker-modes", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--worker-batches", type=int, default=4, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.worker_modes:
+        worker_modes(a.worker_modes, a.worker_batches)
+        return 0
+    env = {"commit": os.environ.get("DISTGRAPH_COMMIT") or _sh("git rev-parse HEAD"),
+           "device": _sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "host_cpus": os.cpu_count(), "blest_rate_per_gpu": BLEST_RATE}
+    results = {"env": env, "graphs": {}}
+    path = Path(a.outdir) / "gpu_closeness.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for spec in [s for s in a.graphs.split(",") if s]:
+        row = {}
+        try:
+            t0 = time.perf_counter()
+            g = load(spec)
+            row.update({"n": g.n, "m": g.m, "read_s": time.perf_counter() - t0})
+            row["gpu"] = bench_gpu(g, a.time_limit)
+            print(spec, "gpu", json.dumps(row["gpu"], default=float), flush=True)
+            if row["gpu"]["total_s"] < a.time_limit:
+                row["gpu_end_to_end"] = bench_end_to_end(g)
+            row["cpu"] = bench_cpu(g, a.time_limit / 4)
+            row["networkit"] = bench_networkit(g, a.time_limit / 4)
+            row["naive"] = bench_naive(g)
+            row["gpu_over_cpu"] = row["cpu"]["total_s"] / row["gpu"]["total_s"]
+            if "total_s" in row["networkit"]:
+                row["gpu_over_networkit"] = row["networkit"]["total_s"] / row["gpu"]["total_s"]
+        except Exception as e:  # one graph failing must not lose the others' numbers
+            row["error"] = repr(e)
+        results["graphs"][spec] = row
+        print(spec, json.dumps({k: v for k, v in row.items() if k != "gpu"}, default=float), flush=True)
+        path.write_text(json.dumps(results, indent=1, default=float))
+    mpirun = os.environ.get("MPIRUN", "/usr/bin/mpirun")
+    for p in [int(x) for x in a.pes.split(",") if x]:
+        cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(p), "-x", "PYTHONPATH",
+               "-x", "NVSHMEM_DISABLE_NVLS", "-x", "NVSHMEM_REMOTE_TRANSPORT", "-x", "NVSHMEM_SYMMETRIC_SIZE",
+               sys.executable, __file__, "--worker-modes", "kron:16"]
+        try:
+            pr = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            line = [x for x in pr.stdout.splitlines() if x.startswith("MODES-JSON ")]
+            results.setdefault("modes", {})[str(p)] = json.loads(line[-1][11:]) if line else \
+                {"error": (pr.stderr or pr.stdout)[-2000:]}
+        except Exception as e:
+            results.setdefault("modes", {})[str(p)] = {"error": repr(e)}
+        print("modes", p, json.dumps(results["modes"][str(p)]), flush=True)
+        path.write_text(json.dumps(results, indent=1, default=float))
+    path.write_text(json.dumps(results, indent=1, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""GPU multi-source BFS (BLEST Alg. 5, kernels/msbfs.cu) and closeness on the GPU.
+
+The sums of the GPU runner (farness, reach, harmonic limbs) must equal the CPU backend's
+exactly, through the shared driver ``run_batches``: every kappa, the persistent
+(replicated) kernel and the stepwise kernels, bottom-up never / by the test / at every
+level, per vertex and per source, on literal, generated (vertex counts not multiples of
+8, disconnected, directed) and real graphs.  Then ``closeness(..., backend="gpu")`` equals
+``backend="cpu"`` for every convention, and the CLI runs with ``--backend gpu``.
+Skipped without a GPU.
+"""
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from distgraph import generators as gen
+from distgraph.graph import Graph
+
+pytestmark = pytest.mark.gpu
+
+
+def _ctx():
+    from distgraph.runtime.context import get_context
+
+    return get_context(MPI.COMM_SELF, "gpu")
+
+
+def _sums(g, sources, per_source, runner=None, batch_size=512):
+    from distgraph.algorithms.msbfs import run_batches
+    from distgraph.runtime.context import get_context
+
+    ctx = get_context(MPI.COMM_SELF, "gpu" if runner is not None else "cpu")
+    tptr, tidx, _ = g.csc()
+    return run_batches(g.indptr, g.indices, tptr, tidx, np.asarray(sources, np.int64), per_source=per_source,
+                       batch_size=batch_size, ctx=ctx, progress=False, runner=runner)[:5]
+
+
+def _runner(g, **kw):
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+
+    tptr, tidx, _ = g.csc()
+    kw.setdefault("cache_dir", False)
+    kw.setdefault("announce", False)
+    return GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx(), **kw)
+
+
+def _same(a, b):
+    return all(np.array_equal(np.asarray(x).astype(np.uint64), np.asarray(y).astype(np.uint64))
+               for x, y in zip(a, b))
+
+
+def _graphs():
+    rng = np.random.default_rng(3)
+    n = 1003
+    s, d = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+    keep = s < 800
+    return {
+        "path4": Graph.from_edges([0, 1, 2], [1, 2, 3], directed=False),
+        "kron10": gen.kronecker(10, 8, seed=5),
+        "kron9_dir": gen.kronecker(9, 6, seed=6, directed=True),
+        "grid_37x29": gen.grid(37, 29),
+        "random_dir_disconnected": Graph.from_edges(s[keep], d[keep], n=n, directed=True),
+        "isolated_only": Graph.from_edges([], [], n=21, directed=True),
+    }
+
+
+GRAPHS = _graphs()
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("mode", ["replicated", "stepwise"])
+@pytest.mark.parametrize("kappa", [32, 64, 128, 256])
+def test_sums_equal_cpu_per_vertex(name, mode, kappa):
+    g = GRAPHS[name]
+    srcs = np.arange(g.n, dtype=np.int64)
+    ref = _sums(g, srcs, False)
+    got = _sums(g, srcs, False, _runner(g, kappa=kappa, mode=mode, reorder="none"))
+    assert _same(got, ref)
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("reorder", ["auto", "rcm", "jaccard"])
+def test_sums_equal_cpu_with_reordering(name, reorder):
+    g = GRAPHS[name]
+    srcs = np.arange(g.n, dtype=np.int64)
+    ref = _sums(g, srcs, False)
+    got = _sums(g, srcs, False, _runner(g, reorder=reorder, window=256))
+    assert _same(got, ref)
+
+
+@pytest.mark.parametrize("name", ["kron10", "kron9_dir", "grid_37x29", "random_dir_disconnected"])
+@pytest.mark.parametrize("bu", [0, 1, 4, 2**30])
+@pytest.mark.parametrize("mode", ["replicated", "stepwise"])
+def test_bottom_up_switch(name, bu, mode):
+    g = GRAPHS[name]
+    srcs = np.arange(g.n, dtype=np.int64)
+    ref = _sums(g, srcs, False)
+    r = _runner(g, kappa=128, mode=mode, bu_ratio=bu, reorder="none")
+    got = _sums(g, srcs, False, r)
+    assert _same(got, ref)
+    if bu == 0:
+        assert r.info["bottom_up_levels"] == 0
+    if bu == 2**30 and name != "random_dir_disconnected":
+        assert r.info["bottom_up_levels"] > 0
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("mode", ["replicated", "stepwise"])
+def test_sums_equal_cpu_per_source(name, mode):
+    g = GRAPHS[name]
+    rng = np.random.default_rng(1)
+    srcs = rng.integers(0, g.n, 300).astype(np.int64)  # repeats, > one kappa, partial last launch
+    ref = _sums(g, srcs, True, batch_size=100)
+    got = _sums(g, srcs, True, _runner(g, kappa=64, mode=mode), batch_size=100)
+    assert _same(got, ref)
+
+
+@pytest.mark.parametrize("name", ["minnesota.mtx.gz", "power.mtx.gz", "wiki-Vote.txt.gz", "email-Enron.mtx.gz",
+                                  "cond-mat-2005.mtx.gz"])
+def test_real_graphs(data_dir, name):
+    from distgraph.graph.readers import read_graph
+
+    g = read_graph(str(data_dir / name))
+    g = Graph(g.indptr, g.indices, None, directed=g.directed)
+    rng = np.random.default_rng(2)
+    srcs = np.sort(rng.choice(g.n, size=min(g.n, 700), replace=False)).astype(np.int64)
+    ref = _sums(g, srcs, False)
+    got = _sums(g, srcs, False, _runner(g))
+    assert _same(got, ref)
+
+
+@pytest.mark.parametrize("convention", ["networkx", "networkit", "igraph", "harmonic"])
+@pytest.mark.parametrize("name", ["kron9_dir", "random_dir_disconnected", "grid_37x29"])
+def test_closeness_gpu_equals_cpu(name, convention):
+    from distgraph.algorithms.closeness import closeness
+
+    g = GRAPHS[name]
+    a = closeness(g, convention=convention, backend="cpu", comm=MPI.COMM_SELF, progress=False)
+    b = closeness(g, convention=convention, backend="gpu", comm=MPI.COMM_SELF, progress=False)
+    assert np.array_equal(a.farness, b.farness) and np.array_equal(a.reach, b.reach)
+    assert np.array_equal(a.harmonic, b.harmonic)
+    assert np.array_equal(a.closeness, b.closeness, equal_nan=True)
+    verts = [0, 5, 5, g.n - 1]
+    a = closeness(g, vertices=verts, convention=convention, backend="cpu", comm=MPI.COMM_SELF, progress=False)
+    b = closeness(g, vertices=verts, convention=convention, backend="gpu", comm=MPI.COMM_SELF, progress=False)
+    assert np.array_equal(a.closeness, b.closeness, equal_nan=True) and np.array_equal(a.farness, b.farness)
+
+
+def test_closeness_gpu_checkpoint_resume_bit_identical(tmp_path):
+    from distgraph.algorithms import msbfs as drv
+    from distgraph.algorithms.closeness import closeness
+
+    g = GRAPHS["kron10"]
+    ref = closeness(g, backend="cpu", comm=MPI.COMM_SELF, batch_size=64, progress=False)
+
+    def boom(b):
+        if b == 3:
+            raise RuntimeError("killed")
+
+    drv._BATCH_HOOK = boom
+    try:
+        with pytest.raises(RuntimeError):
+            closeness(g, backend="gpu", comm=MPI.COMM_SELF, batch_size=64, checkpoint=tmp_path / "ck", progress=False)
+    finally:
+        drv._BATCH_HOOK = None
+    r = closeness(g, backend="gpu", comm=MPI.COMM_SELF, batch_size=64, checkpoint=tmp_path / "ck", resume=True,
+                  progress=False)
+    assert np.array_equal(r.farness, ref.farness) and np.array_equal(r.harmonic, ref.harmonic)
+
+
+def test_cli_backend_gpu(tmp_path):
+    import json
+
+    from distgraph.testing import run_cli
+
+    out = tmp_path / "c.npy"
+    p = run_cli("closeness", "kron:9", "--backend", "gpu", "--json", "--verify", "--output", out, "--no-progress")
+    assert p.returncode == 0, p.stderr
+    info = json.loads(p.stdout.strip().splitlines()[-1])
+    assert info["backend"] == "gpu" and info["verified"]
+    q = run_cli("closeness", "kron:9", "--backend", "cpu", "--output", tmp_path / "d.npy", "--no-progress")
+    assert q.returncode == 0, q.stderr
+    assert np.array_equal(np.load(out), np.load(tmp_path / "d.npy"))
+
+
+def test_bad_arguments():
+    from distgraph.errors import InvalidArgumentError
+
+    g = GRAPHS["path4"]
+    with pytest.raises(InvalidArgumentError, match="kappa"):
+        _runner(g, kappa=48)
+    with pytest.raises(InvalidArgumentError, match="mode"):
+        _runner(g, mode="sideways")
