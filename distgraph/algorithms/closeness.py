@@ -172,7 +172,7 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
         sources = np.flatnonzero(np.diff(hptr) > 0).astype(np.int64)
 
     runner = None
-    if ctx.backend == "gpu":
+    if ctx.backend == "gpu" and sources.size:
         # GPU dispatch: the tensor-core MS-BFS (BLEST Alg. 5) adds the same integer sums
         from ..backends.gpu.closeness import make_runner
 
