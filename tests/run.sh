@@ -14,7 +14,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} NUMBA_NUM_THREADS=${NUMBA_NUM_THREA
 export DISTGRAPH_BACKEND=${DISTGRAPH_BACKEND:-auto}
 status=0
 for np in 1 2 4; do
-  if [ "$np" = 1 ]; then sel=(--with-mpi); else sel=(--only-mpi); fi
+  if [ "$np" = 1 ]; then sel=(--with-mpi --durations=15); else sel=(--only-mpi --durations=5); fi
   echo "=== mpiexec -n $np pytest ${sel[*]} ==="
   timeout -k 30 "$LIMIT" "$MPIEXEC" -n "$np" "$PY" tests/mpi_pytest.py "${sel[@]}" tests "$@" || status=$?
   [ "$status" = 0 ] || { echo "tests failed on $np ranks (exit $status)"; exit "$status"; }
