@@ -137,7 +137,7 @@ def test_generators_all_conventions(spec):
     check_all_conventions(from_spec(spec))
 
 
-@pytest.mark.parametrize("batch_size", [1, 63, 64, 100, 200, 512])
+@pytest.mark.parametrize("batch_size", [3, 63, 64, 100, 200])
 def test_batch_sizes_agree_bitwise(batch_size):
     from distgraph.generators import from_spec
 
@@ -199,8 +199,8 @@ def test_real_graphs_subset_vs_scipy(data_dir, name):
 
     g = read_graph(str(data_dir / name))
     rng = np.random.default_rng(5)
-    vs = rng.choice(g.n, size=24, replace=False)
-    for conv in ("networkx", "networkit"):
+    vs = rng.choice(g.n, size=8 if name.startswith("road") else 24, replace=False)
+    for conv in ("networkx", "networkit") if g.directed else ("networkx",):
         incoming = conv == "networkx"
         r = closeness(g, vertices=vs, convention=conv)
         far, reach, harm = ref_sums_scipy(g, vs, incoming)

@@ -28,6 +28,8 @@ def test_path_by_hand():
     assert r.reach.tolist() == [2, 2, 2, 2]
     assert r.harmonic.tolist() == [1 / 3, 1.5, 1.5, 1 / 3]
     assert r.levels.tolist() == [[0, 1, 2, 3], [3, 2, 1, 0]]
+    one = msbfs(g, [0, 3], levels=True, batch_size=1)  # one source per batch
+    assert one.levels.tolist() == r.levels.tolist() and one.harmonic.tolist() == r.harmonic.tolist()
 
 
 def test_repeated_sources_count_twice():
@@ -39,7 +41,7 @@ def test_repeated_sources_count_twice():
 
 
 @pytest.mark.parametrize("directed", [False, True])
-@pytest.mark.parametrize("batch_size", [1, 5, 64, 65, 130, 256, 512])
+@pytest.mark.parametrize("batch_size", [3, 64, 65, 130, 512])
 def test_random_graph_every_batch_size(directed, batch_size):
     import networkx as nx
 
