@@ -242,7 +242,7 @@ class EmulatedRunner:
         self.P = comm.Get_size() if collective else 1
         self.parts, self.bounds = _parts(self.g, self.P)
 
-    def run(self, sources, per_source, out):
+    def run(self, sources, per_source, out, defer=False):  # sums always go to out
         g = self.g
         k = len(sources)
         tmp = tuple(np.zeros(k if per_source else g.n, np.uint64) for _ in range(5))

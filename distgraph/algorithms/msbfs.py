@@ -113,9 +113,10 @@ def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size
     identical on every rank: per vertex of H (``per_source=False``) or per source.
     ``store`` is a :class:`~distgraph.runtime.checkpoint.CheckpointStore` or None.
     ``runner`` (e.g. :class:`distgraph.backends.gpu.msbfs.GpuMSBFS`) replaces the CPU
-    kernel: ``runner.run(sources, per_source, out)`` adds a batch's sums into ``out``; a
-    runner with ``collective = True`` is run by every rank for every batch and the
-    batch's sums are kept by the rank the batch is dealt to.
+    kernel: ``runner.run(sources, per_source, out, defer)`` adds a batch's sums into
+    ``out`` (or, with ``defer``, keeps them until ``runner.drain(far, reach, h0, h1, h2)``
+    at the end); a runner with ``collective = True`` is run by every rank for every
+    batch and the batch's sums are kept by the rank the batch is dealt to.
 
     With the CPU kernel, vertices are renumbered inside by decreasing out-degree in H
     (the hubs' state words share cache lines, vertices without arcs come last; about
@@ -197,7 +198,9 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
                np.zeros(m, np.uint64), np.zeros(m, np.uint64))
         lv = levels[lo:hi] if want_levels else np.zeros((1, 1), np.int32)
         if runner is not None:
-            runner.run(src, per_source, out)
+            # without a checkpoint to keep current, a runner may keep per-vertex sums
+            # on its device until drain() below
+            runner.run(src, per_source, out, defer=store is None)
         else:
             seen, front, nxt, touched, act, tl = pool_work[slot]
             _run_kernel(hptr, hidx, tptr, tidx, src, W, per_source, want_levels, BU_RATIO,
@@ -247,6 +250,9 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
                         merge(f.result())
                         bar.update()
 
+    if runner is not None and hasattr(runner, "drain"):
+        runner.drain(acc["far"], acc["reach"], acc["h0"], acc["h1"], acc["h2"])
+        normalize_limbs(acc["h0"], acc["h1"], acc["h2"])
     if base and ctx.rank == 0:
         for name in acc:
             if name in base:

@@ -482,6 +482,9 @@ class GpuMSBFS:
         self._cnt = cp.zeros(self.kappa, cp.uint32)
         self._srcs = cp.zeros(self.kappa, cp.int32)
         self._sums = None
+        self._deferred = None
+        self._pending = False
+        self._new_id_dev = None
         # ---- kernels
         from .loader import get_module
 
@@ -577,15 +580,28 @@ class GpuMSBFS:
         self.info["levels"] += level
         cp.cuda.get_current_stream().synchronize()
 
-    def run(self, sources, per_source: bool, out) -> None:
+    def run(self, sources, per_source: bool, out, defer: bool = False) -> None:
         """Add the sums of the BFSs from ``sources`` (caller ids, at most 512) into ``out``
         (``far, reach, h0, h1, h2`` host arrays: per vertex, or per source when
-        ``per_source``).  Collective over the ranks in partitioned mode."""
+        ``per_source``).  Collective over the ranks in partitioned mode.
+
+        With ``defer`` (per-vertex sums only) the sums stay in device accumulators and
+        ``out`` is left alone; :meth:`drain` adds them to the host later (one transfer for
+        the whole run instead of one per batch; the driver defers when there is no
+        checkpoint to keep up to date).
+        """
         cp = self._cp
         src = np.asarray(sources, dtype=np.int64)
         internal = self.new_id[src] if self.new_id is not None else src
         k = src.shape[0]
-        sums = self._sum_arrays(k if per_source else self.n)
+        defer = bool(defer) and not per_source
+        if defer:
+            if self._deferred is None:
+                self._deferred = tuple(cp.zeros(self.n, cp.uint64) for _ in range(5))
+            sums = self._deferred
+            self._pending = True
+        else:
+            sums = self._sum_arrays(k if per_source else self.n)
         for lo in range(0, k, self.kappa):
             hi = min(k, lo + self.kappa)
             self._reset()
@@ -596,10 +612,28 @@ class GpuMSBFS:
             else:
                 self._run_stepwise(hi - lo, int(per_source), part)
             self.info["launches"] += 1
-        host = [a.get() for a in sums]
+        if not defer:
+            self._add_to_host(sums, per_source, out, reduce=self.collective)
+
+    def drain(self, far, reach, h0, h1, h2) -> None:
+        """Add the deferred per-vertex sums (see :meth:`run`) into host arrays and reset
+        them.  Not collective: in partitioned mode each rank adds its own vertices' part
+        and the driver's final reduction over ranks completes them."""
+        if not self._pending:
+            return
+        self._pending = False
+        self._add_to_host(self._deferred, False, (far, reach, h0, h1, h2), reduce=False)
+        for a in self._deferred:
+            a.fill(0)
+
+    def _add_to_host(self, sums, per_source, out, reduce):
+        cp = self._cp
         if not per_source and self.new_id is not None:
-            host = [h[self.new_id] for h in host]
-        if self.collective and self.ctx.size > 1:
+            if self._new_id_dev is None:
+                self._new_id_dev = cp.asarray(self.new_id)
+            sums = [a[self._new_id_dev] for a in sums]   # back to the caller's ids, on the device
+        host = [a.get() for a in sums]
+        if reduce and self.ctx.size > 1:
             from mpi4py import MPI
 
             for h in host:
