@@ -191,3 +191,17 @@ def test_bad_arguments():
         _runner(g, kappa=48)
     with pytest.raises(InvalidArgumentError, match="mode"):
         _runner(g, mode="sideways")
+
+
+def test_msbfs_api_backend_gpu():
+    from distgraph.algorithms.msbfs import msbfs
+    from distgraph.errors import BackendUnavailableError
+
+    g = GRAPHS["kron9_dir"]
+    srcs = [0, 3, 3, 100, g.n - 1]
+    a = msbfs(g, srcs, backend="cpu", comm=MPI.COMM_SELF, progress=False)
+    b = msbfs(g, srcs, backend="gpu", comm=MPI.COMM_SELF, progress=False)
+    assert np.array_equal(a.distance_sum, b.distance_sum) and np.array_equal(a.reach, b.reach)
+    assert np.array_equal(a.harmonic, b.harmonic)
+    with pytest.raises(BackendUnavailableError, match="levels"):
+        msbfs(g, srcs, backend="gpu", comm=MPI.COMM_SELF, levels=True)

@@ -323,11 +323,19 @@ def msbfs(graph, sources, *, levels=False, backend=None, comm=None, batch_size=N
     src = check_vertices(sources, graph.n, "sources")
     bs = check_batch_size(batch_size)
     ctx = get_context(comm, backend)
-    if ctx.backend == "gpu":
-        # GPU dispatch point: the GPU issues plug their runner in here.
-        raise BackendUnavailableError("msbfs on backend 'gpu' is not implemented yet; use backend='cpu'")
     tptr, tidx, _ = graph.csc()
+    runner = None
+    if ctx.backend == "gpu":
+        if levels:
+            raise BackendUnavailableError("msbfs(levels=True) is not available on backend 'gpu' (the GPU kernel "
+                                          "keeps only the sums); use backend='cpu' for the level matrix")
+        if src.size:
+            from ..backends.gpu.closeness import make_runner
+
+            runner = make_runner(graph.indptr, graph.indices, tptr, tidx, ctx=ctx)
     far, reach, h0, h1, h2, lv = run_batches(graph.indptr, graph.indices, tptr, tidx, src, per_source=False,
                                              batch_size=bs, ctx=ctx, want_levels=bool(levels),
-                                             progress=progress, desc="msbfs")
+                                             progress=progress, desc="msbfs", runner=runner)
+    if runner is not None:
+        runner.close()
     return MSBFSResult(src, far, reach, limbs_to_float(h0, h1, h2), lv)
