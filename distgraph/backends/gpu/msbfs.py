@@ -419,9 +419,12 @@ class GpuMSBFS:
             plan = msbfs_plan(n, bvss, kappa, bottom_up=bu_ratio > 0, t_arcs=int(tptr[-1]))
             try:
                 plan.check()
-                mode = "replicated"
+                fits = True
             except DeviceMemoryError:
-                mode = "partitioned" if size > 1 else "replicated"
+                fits = False
+            if size > 1:  # every rank must pick the same mode
+                fits = all(ctx.comm.allgather(fits))
+            mode = "replicated" if fits or size == 1 else "partitioned"
         self.mode = mode
         self.collective = mode == "partitioned"
         parts = size if mode == "partitioned" else 1
@@ -439,7 +442,17 @@ class GpuMSBFS:
             self.ss_lo, self.ss_hi = 0, self.rho
         t2ptr, t2idx, _ = g2.csc()
         self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts)
-        self.plan.check()
+        err = None
+        try:
+            self.plan.check()
+        except DeviceMemoryError as e:
+            err = e
+        if size > 1:  # all ranks raise together (the next steps are collective)
+            from ...runtime.abort import collective_raise
+
+            collective_raise(ctx.comm, err)
+        elif err is not None:
+            raise err
         self.info.update({"mode": mode, "parts": parts, "device_bytes": self.plan.total,
                           "local_bvss": bvss.summary()})
         if announce is None:
