@@ -39,7 +39,6 @@ D. Elbek and K. Kaya, "Graph Traversal on Tensor Cores: A BFS Framework for Mode
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
 
@@ -665,14 +664,3 @@ class GpuMSBFS:
                 self._pgas.free(a)
             self._pgas = None
 
-
-def time_batch(runner: GpuMSBFS, sources, per_source=False):
-    """Seconds of one :meth:`GpuMSBFS.run` (device synchronized), for benchmarks."""
-    n = len(sources) if per_source else runner.n
-    out = (np.zeros(n, np.uint64), np.zeros(n, np.int64), np.zeros(n, np.uint64), np.zeros(n, np.uint64),
-           np.zeros(n, np.uint64))
-    runner._cp.cuda.Device().synchronize()
-    t0 = time.perf_counter()
-    runner.run(sources, per_source, out)
-    runner._cp.cuda.Device().synchronize()
-    return time.perf_counter() - t0, out
