@@ -22,7 +22,7 @@ Two modes, picked by :func:`msbfs_plan` (``mode="auto"``) or forced:
     and each rank builds its next queue from the now complete ``wasact``.  Per-batch
     sums (non-zero only at own vertices) are added over ranks with MPI.  No bottom-up
     levels in this mode (the switch test needs global counts each level).  The
-    symmetric heap must hold ``F``, ``act`` and ``wasact`` (about ``4.1 * kappa / 8``
+    symmetric heap must hold ``F``, ``act`` and ``wasact`` (about ``1.13 * kappa / 8``
     bytes per vertex): set ``NVSHMEM_SYMMETRIC_SIZE`` (default 1 GiB) above that.
 ``stepwise``
     The partitioned code on one rank without NVSHMEM (one launch per stage): a second
