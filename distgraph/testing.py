@@ -15,12 +15,20 @@ import sys
 
 __all__ = ["clean_mpi_env", "mpiexec_path", "run_cli"]
 
+# What a launched rank inherits about *its* job (identity, process-manager contact).
 _MPI_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "HYDRA_", "MPI_LOCAL", "MPIR_", "I_MPI_", "PRTE_", "SLURM_", "PALS_")
+# Settings, not identity: kept (Open MPI refuses root without the first two, and its
+# singleton start needs them too).
+_KEEP_PREFIXES = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_rmaps", "OMPI_MCA_mpi_")
 
 
 def clean_mpi_env(extra: dict | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_MPI_PREFIXES)}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(_MPI_PREFIXES) or k.startswith(_KEEP_PREFIXES)}
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and test machines run as root
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     env.update(extra or {})
     return env
 
