@@ -10,22 +10,25 @@ Algorithm
     Worklist Bellman-Ford, distributed by vertex blocks, as the queue-driven multi-GPU
     Bellman-Ford of Sec. III-C of ``../shared/papers/003`` ("A Concurrent Queue System for
     Multi-GPU Platforms: Application to Bellman-Ford SSSP"): each rank owns the vertices of
-    one block and their out-arcs, scans the vertices whose distance improved, and sends
-    relaxations of other ranks' vertices one-sidedly. Two drivers (details, state arrays
-    and the negative-cycle test in :mod:`distgraph.backends.cpu.bellman_ford`):
+    one block and their out-arcs, scans the vertices whose distance improved (SLF worklist),
+    and sends relaxations of other ranks' vertices to their owners. Two drivers (details,
+    state arrays and the negative-cycle test in :mod:`distgraph.backends.cpu.bellman_ford`):
 
-    * ``mode="rounds"`` (default): round-synchronous (Jacobi) rounds with one ``Alltoallv``
-      each; distances and predecessors are identical for any number of ranks;
+    * ``mode="rounds"`` (default): bulk-synchronous rounds, local work to a fixpoint, then
+      one ``Alltoallv`` of the remote relaxations;
     * ``mode="async"``: queue-driven, over the distributed Broker Queue
       (``queue="bq"``) or Broker Work Distributor (``queue="bwd"``) of
       :mod:`distgraph.pgas.queue`, remote relaxations by remote atomic minimum plus
       enqueue (``remote="atomic"``) or by enqueue of ``(vertex, candidate, tail)``
-      (``remote="enqueue"``); distances are identical for any number of ranks, the
-      predecessor tree may differ where shortest paths tie (it is always a valid one).
+      (``remote="enqueue"``), distributed termination detection.
 
-    ``rounds`` is the default because it is the faster on the CPU backend
-    (``benchmarks/results/sssp_cpu.json``): an MPI one-sided queue operation costs
-    microseconds in Python, a round costs one collective.
+    Distances are identical for any mode and number of ranks (the unique fixed point);
+    predecessors too (the smallest tail of a tight arc), except on graphs whose tight arcs
+    close a zero-weight cycle, where they are a valid tree that may differ.
+
+    ``rounds`` is the default because it is the faster on the CPU backend in
+    ``benchmarks/results/sssp_cpu*.json``: a one-sided queue operation costs
+    microseconds of Python and MPI, a round one collective.
 
 Encoding of the result
     ``distance`` has the dtype of the weights (int32, int64, float32 or float64; int64
@@ -77,11 +80,12 @@ class SSSPResult:
     distance : ndarray, shape (n,)
         In the weights' dtype; :func:`unreachable` for unreached vertices.
     predecessor : ndarray of int64, shape (n,), or None
-        Tail of the last arc of a shortest path; ``-1`` for the source and unreached
-        vertices. None unless ``predecessors=True``.
+        Tail of the last arc of a shortest path (the smallest such tail); ``-1`` for the
+        source and unreached vertices. None unless ``predecessors=True``.
     stats : dict
         ``mode``, ``rounds`` (rounds mode), ``relaxations`` (arcs scanned, all ranks),
-        ``time_s`` and per-phase times, ``ranks``.
+        ``canonical_predecessors`` (False: a zero-weight tight cycle made the tree the
+        run's own), ``time_s`` and per-phase times, ``ranks``.
     """
 
     source: int
