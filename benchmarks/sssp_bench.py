@@ -18,7 +18,8 @@ are >= 0), igraph ``distances(algorithm="bellman_ford")``, networkx
 ``single_source_bellman_ford_path_length`` (small graphs only); a peer that would run
 longer than ``--peer-limit`` seconds on the previous size is skipped. Every distance
 vector is compared with distgraph's rounds result. Ratios: peer time / distgraph rounds
-time (> 1: distgraph faster), for wall time and for CPU time of the process (on a shared,
+time (> 1: distgraph faster; a run without ``--peers`` keeps the peer times already in the
+file and recomputes the ratios), for wall time and for CPU time of the process (on a shared,
 loaded machine wall time includes waiting for a core; CPU time does not; for ranks > 1 the
 CPU time is the largest of any rank, busy polling included). GTEPS = stored arcs / wall time. The JSON records commit,
 machine, ranks and date; runs with other rank counts are merged into the same file.
@@ -257,9 +258,17 @@ def main():
             doc.setdefault("scipy_bellman_ford_bounded", {})[bound["graph"]] = bound
         key = lambda r: (r["graph"], r["weights"], r["ranks"])  # noqa: E731
         old = {key(r): r for r in doc["runs"]}
-        for r in rows:  # a run without --peers keeps the peers measured before
-            if "peers" not in r and "peers" in old.get(key(r), {}):
-                r["peers"] = old[key(r)]["peers"]
+        for r in rows:  # a run without --peers keeps the peers measured before, ratios redone
+            prev = old.get(key(r), {})
+            if "peers" not in r and "peers" in prev and "rounds" in r["distgraph"]:
+                r["peers"] = prev["peers"]
+                r["peers_from"] = prev.get("measured", "an earlier run")
+                ours = r["distgraph"]["rounds"]
+                for v in r["peers"].values():
+                    if "time_s" in v:
+                        v["ratio_vs_rounds"] = v["time_s"] / ours["time_s"]
+                        v["cpu_ratio_vs_rounds"] = v["cpu_s"] / ours["cpu_s_max_rank"]
+            r.setdefault("measured", datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
             old[key(r)] = r
         doc["runs"] = list(old.values())
         doc.setdefault("machines", {})[f"ranks={size}"] = {

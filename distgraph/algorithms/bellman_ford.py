@@ -63,7 +63,7 @@ REMOTES = ("atomic", "enqueue")
 def unreachable(dtype):
     """The distance of an unreached vertex: ``+inf`` for floats, ``iinfo(dtype).max`` for ints.
 
-    >>> unreachable(np.float32), unreachable(np.int32)
+    >>> float(unreachable(np.float32)), int(unreachable(np.int32))
     (inf, 2147483647)
     """
     dt = np.dtype(dtype)
