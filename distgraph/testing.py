@@ -16,15 +16,16 @@ import sys
 __all__ = ["clean_mpi_env", "mpiexec_path", "run_cli"]
 
 # What a launched rank inherits about *its* job (identity, process-manager contact).
-_MPI_PREFIXES = ("PMI_", "PMIX_", "OMPI_", "HYDRA_", "MPI_LOCAL", "MPIR_", "I_MPI_", "PRTE_", "SLURM_", "PALS_")
-# Settings, not identity: kept (Open MPI refuses root without the first two, and its
-# singleton start needs them too).
-_KEEP_PREFIXES = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_MCA_btl", "OMPI_MCA_pml", "OMPI_MCA_rmaps", "OMPI_MCA_mpi_")
+# Settings (OMPI_MCA_btl_*, OMPI_MCA_plm_*, OMPI_ALLOW_RUN_AS_ROOT, ...) are kept: Open MPI's
+# singleton start needs them on some machines.
+_MPI_PREFIXES = ("PMI_", "PMIX_", "HYDRA_", "MPI_LOCAL", "MPIR_", "PRTE_", "PALS_", "SLURM_",
+                 "OMPI_COMM_WORLD_", "OMPI_UNIVERSE_SIZE", "OMPI_FIRST_RANKS", "OMPI_APP_CTX",
+                 "OMPI_NUM_APP_CTX", "OMPI_FILE_LOCATION", "OMPI_MCA_ess", "OMPI_MCA_orte_",
+                 "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir", "OMPI_MCA_ompi_", "OMPI_MCA_shmem_RUNTIME")
 
 
 def clean_mpi_env(extra: dict | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(_MPI_PREFIXES) or k.startswith(_KEEP_PREFIXES)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_MPI_PREFIXES)}
     env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and test machines run as root
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
