@@ -114,6 +114,13 @@ stop)
     SLURM_CONF=$CONF scancel --user="$(id -un)" 2>/dev/null || true
     for _ in $(seq 50); do [ -z "$(SLURM_CONF=$CONF squeue -h 2>/dev/null)" ] && break; sleep 0.2; done
   fi
+  # batch scripts and steps of this cluster that outlived slurmd (process groups of the
+  # scripts under $D/slurmd/job*/): they would wait forever on a cluster that is gone
+  for pid in $(pgrep -f "$D/slurmd/job[0-9]*/slurm_script" || true); do
+    pg=$(ps -o pgid= -p "$pid" | tr -d ' ')
+    if [ -n "$pg" ] && [ "$pg" != "$(ps -o pgid= -p $$ | tr -d ' ')" ]; then kill -TERM -- "-$pg" 2>/dev/null || true
+    else kill -TERM "$pid" 2>/dev/null || true; fi
+  done
   for p in slurmd slurmctld munged; do
     # munged is shared: leave it to another local cluster that still runs
     if [ "$p" = munged ] && { pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null; }; then
