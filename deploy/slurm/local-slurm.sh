@@ -121,6 +121,11 @@ stop)
     if [ -n "$pg" ] && [ "$pg" != "$(ps -o pgid= -p $$ | tr -d ' ')" ]; then kill -TERM -- "-$pg" 2>/dev/null || true
     else kill -TERM "$pid" 2>/dev/null || true; fi
   done
+  for pid in $(pgrep -x slurmstepd || true); do   # their slurmstepd: the ones holding a file under $D
+    for fd in /proc/"$pid"/fd/*; do
+      case "$(readlink "$fd" 2>/dev/null)" in "$D"/*) kill -KILL "$pid" 2>/dev/null || true; break ;; esac
+    done
+  done
   for p in slurmd slurmctld munged; do
     # munged is shared: leave it to another local cluster that still runs
     if [ "$p" = munged ] && { pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null; }; then
