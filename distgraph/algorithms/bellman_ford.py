@@ -26,9 +26,12 @@ Algorithm
     predecessors too (the smallest tail of a tight arc), except on graphs whose tight arcs
     close a zero-weight cycle, where they are a valid tree that may differ.
 
-    ``rounds`` is the default because it is the faster on the CPU backend in
-    ``benchmarks/results/sssp_cpu*.json``: a one-sided queue operation costs
-    microseconds of Python and MPI, a round one collective.
+    ``rounds`` is the default: in ``benchmarks/results/sssp_cpu*.json`` (2-core machine,
+    1, 2 and 4 ranks) it is the fastest, or within the noise of the fastest, on Kronecker
+    and road graphs on 1 and 4 ranks; on 2 ranks the async variants win by up to 1.5x on
+    road-NY and Kronecker scale 20 but lose up to 1.7x on road-FLA (stale remote
+    distances are propagated before the better ones arrive). Rounds also give the same
+    negative cycle whatever the timing.
 
 Encoding of the result
     ``distance`` has the dtype of the weights (int32, int64, float32 or float64; int64
