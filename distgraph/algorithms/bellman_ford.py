@@ -88,7 +88,7 @@ class SSSPResult:
     stats : dict
         ``mode``, ``rounds`` (rounds mode), ``relaxations`` (arcs scanned, all ranks),
         ``canonical_predecessors`` (False: a zero-weight tight cycle made the tree the
-        run's own), ``time_s`` and per-phase times, ``ranks``.
+        run's own; None: not computed), ``time_s`` and per-phase times, ``ranks``.
     """
 
     source: int
@@ -286,10 +286,12 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
     from ..backends.cpu import bellman_ford as cpu
 
     t0 = time.perf_counter()
+    want = bool(predecessors or verify)
     if mode == "rounds":
-        dist, pred, stats, cycle = cpu.run_rounds(graph, w, source, comm, confirm)
+        dist, pred, stats, cycle = cpu.run_rounds(graph, w, source, comm, confirm, predecessors=want)
     else:
-        dist, pred, stats, cycle = cpu.run_async(graph, w, source, comm, confirm, queue=queue, remote=remote)
+        dist, pred, stats, cycle = cpu.run_async(graph, w, source, comm, confirm, queue=queue, remote=remote,
+                                                 predecessors=want)
     stats["time_s"] = time.perf_counter() - t0
     stats["ranks"] = comm.Get_size()
     if cycle is not None:

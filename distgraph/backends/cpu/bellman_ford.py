@@ -283,7 +283,7 @@ def _pred_cycle(pred_l, part, comm, confirm):
     return cyc if confirm(cyc) else None
 
 
-def _finish(graph, comm, part, lo, hi, indptr, indices, w, wdt, source, dist, pred):
+def _finish(graph, comm, part, lo, hi, indptr, indices, w, wdt, source, dist, pred, want_pred=True):
     """Whole distance array and the canonical predecessors, on every rank (collective).
 
     The predecessor of a reached ``v != source`` is the smallest ``u`` with a tight arc
@@ -294,6 +294,8 @@ def _finish(graph, comm, part, lo, hi, indptr, indices, w, wdt, source, dist, pr
     from mpi4py import MPI
 
     d = _gather(dist, part, comm)
+    if not want_pred:
+        return d, None, None
     big = np.iinfo(np.int64).max
     best = np.full(graph.n, big, np.int64)
     _tight_min_pred(lo, hi, indptr, indices, w, d, INF_OF(wdt), best)
@@ -349,10 +351,11 @@ class _State:
 
 
 # --------------------------------------------------------------------------- rounds
-def run_rounds(graph, weights, source, comm, confirm, budget=None):
+def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=True):
     """Round-synchronous driver. Returns ``(dist, pred, stats, cycle)``: whole arrays (work
-    dtype, int64 canonical predecessors) on every rank, or ``cycle`` (list, arc order), a
-    predecessor-graph cycle that ``confirm(cycle)`` accepted as negative."""
+    dtype, int64 canonical predecessors or None unless ``predecessors``) on every rank, or
+    ``cycle`` (list, arc order), a predecessor-graph cycle that ``confirm(cycle)`` accepted
+    as negative."""
     from mpi4py import MPI
 
     t0 = time.perf_counter()
@@ -400,14 +403,14 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None):
     if cycle is not None:
         return None, None, stats, cycle
     d, p, canon = _finish(graph, comm, st.part, st.lo, st.hi, st.indptr, st.indices, st.w, st.wdt, source,
-                          st.dist, st.pred)
+                          st.dist, st.pred, predecessors)
     stats["canonical_predecessors"] = canon
     return d, p, stats, None
 
 
 # --------------------------------------------------------------------------- async
 def run_async(graph, weights, source, comm, confirm, queue="bq", remote="enqueue",
-              capacity=1 << 15, budget=1 << 15):
+              capacity=1 << 15, budget=1 << 15, predecessors=True):
     """Queue-driven driver (see the module docstring). Same contract as :func:`run_rounds`."""
     from mpi4py import MPI
     from mpi4py.util.dtlib import from_numpy_dtype
@@ -512,7 +515,7 @@ def run_async(graph, weights, source, comm, confirm, queue="bq", remote="enqueue
     if cycle is not None:
         return None, None, stats, cycle
     d, p, canon = _finish(graph, comm, part, st.lo, st.hi, st.indptr, st.indices, st.w, wdt, source,
-                          st.dist, st.pred)
+                          st.dist, st.pred, predecessors)
     stats["canonical_predecessors"] = canon
     return d, p, stats, None
 
