@@ -150,6 +150,7 @@ def main(argv=None) -> int:
     p.add_argument("--igraph-scales", default="14")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--ranks", default="1,2", help="MPI rank counts for the rank-scaling runs ('' to skip)")
+    p.add_argument("--no-peers", action="store_true", help="time distgraph only (no networkit / igraph)")
     p.add_argument("--timeout", type=float, default=1500, help="seconds after which a peer's run is stopped "
                    "(its time is then reported as a lower bound)")
     p.add_argument("--out", default=os.path.join(HERE, "results", "cpu_closeness.json"))
@@ -181,8 +182,11 @@ def main(argv=None) -> int:
         f_ours, f_nk = os.path.join(tmp, f"ours{scale}.npy"), os.path.join(tmp, f"nk{scale}.npy")
         ours = run_worker(me + ["--tool", "distgraph", "--scale", str(scale), "--save", f_ours], None)
         row["distgraph"] = ours
-        peer = run_worker(me + ["--tool", "networkit", "--scale", str(scale), "--save", f_nk], args.timeout)
-        if peer is None:
+        peer = None if args.no_peers else run_worker(me + ["--tool", "networkit", "--scale", str(scale), "--save",
+                                                          f_nk], args.timeout)
+        if args.no_peers:
+            pass
+        elif peer is None:
             row["networkit"] = {"time_s": None, "timed_out_after_s": args.timeout}
             row["speedup_vs_networkit_at_least"] = args.timeout / ours["time_s"]
         else:
@@ -190,7 +194,7 @@ def main(argv=None) -> int:
             row["speedup_vs_networkit"] = peer["time_s"] / ours["time_s"]
             row["cpu_ratio_vs_networkit"] = peer["cpu_s"] / ours["cpu_s"]
             row["max_abs_diff_vs_networkit"] = float(np.max(np.abs(np.load(f_ours) - np.load(f_nk))))
-        if str(scale) in args.igraph_scales.split(","):
+        if str(scale) in args.igraph_scales.split(",") and not args.no_peers:
             f_ig, f_oi = os.path.join(tmp, f"ig{scale}.npy"), os.path.join(tmp, f"oi{scale}.npy")
             ig_ = run_worker(me + ["--tool", "igraph", "--scale", str(scale), "--save", f_ig], args.timeout)
             run_worker(me + ["--tool", "distgraph", "--scale", str(scale), "--convention", "igraph",
