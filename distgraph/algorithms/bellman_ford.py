@@ -26,12 +26,16 @@ Algorithm
     predecessors too (the smallest tail of a tight arc), except on graphs whose tight arcs
     close a zero-weight cycle, where they are a valid tree that may differ.
 
-    ``rounds`` is the default: in ``benchmarks/results/sssp_cpu*.json`` (2-core machine,
-    1, 2 and 4 ranks) it is the fastest, or within the noise of the fastest, on Kronecker
-    and road graphs on 1 and 4 ranks; on 2 ranks the async variants win by up to 1.5x on
-    road-NY and Kronecker scale 20 but lose up to 1.7x on road-FLA (stale remote
-    distances are propagated before the better ones arrive). Rounds also give the same
-    negative cycle whatever the timing.
+    Measured on the CPU backend (``benchmarks/results/sssp_cpu*.json``: a 2-core machine,
+    Kronecker 16-20 and road-NY/FLA, uniform and potential-shifted weights), geometric
+    means of time relative to ``rounds``: on 1 rank all drivers do the same work; on 2
+    ranks async is faster (BQ + atomic 0.79, BQ + enqueue 0.86, BWD + atomic 0.85, BWD +
+    enqueue 1.03; per graph from 0.5 to 3.3); on 4 ranks sharing the 2 cores async is
+    slower (1.09 to 1.45; it polls). ``rounds`` stays the default because it never falls
+    far behind (async is up to 3x slower on road-FLA, where stale remote distances are
+    propagated before the better ones arrive) and reports the same negative cycle
+    whatever the timing; ``remote="atomic"`` is the default remote relaxation because it
+    beats ``"enqueue"`` with either queue on 2 and 4 ranks.
 
 Encoding of the result
     ``distance`` has the dtype of the weights (int32, int64, float32 or float64; int64
@@ -200,7 +204,7 @@ def _resolve_backend(backend):
 
 # --------------------------------------------------------------------------- public
 def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool = False,
-                 mode: str = "rounds", queue: str = "bq", remote: str = "enqueue",
+                 mode: str = "rounds", queue: str = "bq", remote: str = "atomic",
                  backend: str | None = None, comm=None, verify: bool = False) -> SSSPResult:
     """Shortest-path distances from ``source``; negative weights allowed.
 

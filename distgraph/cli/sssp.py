@@ -33,7 +33,7 @@ def add_arguments(p) -> None:
                    help="also write the shortest-path tree (predecessor input ids, -1 for none) to PRED")
     s.add_argument("--mode", choices=MODES, default="rounds", help="round-synchronous or queue-driven")
     s.add_argument("--queue", choices=QUEUES, default="bq", help="queue of the async mode (Broker Queue or BWD)")
-    s.add_argument("--remote", choices=REMOTES, default="enqueue",
+    s.add_argument("--remote", choices=REMOTES, default="atomic",
                    help="remote relaxation of the async mode: atomic minimum + enqueue, or enqueue")
 
 
