@@ -314,7 +314,7 @@ def test_cli_outputs_and_negative_cycle(tmp_path, data_dir):
 def test_cli_negative_cycle_under_mpiexec(data_dir):
     from distgraph.testing import run_cli
 
-    res = run_cli("sssp", data_dir / "bitcoin-otc.csv.gz", "--source", 1, n=2, timeout=120)
+    res = run_cli("sssp", data_dir / "bitcoin-otc.csv.gz", "--source", 1, "--mode", "async", n=2, timeout=120)
     assert res.returncode != 0 and "negative cycle" in res.stderr
 
 
