@@ -39,12 +39,7 @@ from numba import njit
 
 __all__ = ["k2_product", "k2_frontier_product", "csr_product", "scratch_layout"]
 
-_M1 = np.uint64(0x5555555555555555)
-_M2 = np.uint64(0x3333333333333333)
-_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_M8 = np.uint64(0x00FF00FF00FF00FF)
-_M16 = np.uint64(0x0000FFFF0000FFFF)
-_M32 = np.uint64(0x00000000FFFFFFFF)
+from ...formats.k2tree import _M1, _M2, _M4, _M8, _M16, _M32  # Morton masks, defined once
 _U1 = np.uint64(1)
 _U2 = np.uint64(2)
 _U4 = np.uint64(4)
