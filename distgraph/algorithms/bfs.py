@@ -138,7 +138,8 @@ def bfs(graph, source, *, parents=False, backend=None, comm=None, verify=False, 
         tptr, tidx, _ = graph.csc()
         levels = np.empty(n, np.int32)
         par = np.empty(n if parents else 1, np.int64)
-        bfs_serial(graph.indptr, graph.indices, tptr, tidx, source, alpha, beta, levels, par, bool(parents))
+        queue = np.empty(n, dtype=graph.indices.dtype)
+        bfs_serial(graph.indptr, graph.indices, tptr, tidx, source, alpha, beta, levels, par, bool(parents), queue)
         if not parents:
             par = None
     res = BFSResult(levels, par, source)

@@ -81,8 +81,9 @@ def _bu_step(tindptr, tindices, levels, parents, front, nxt, lev, want_parents):
 
 
 @njit(cache=True, nogil=True)
-def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, parents, want_parents):
-    """Whole direction-optimizing BFS from ``source``; fills ``levels`` (and ``parents``)."""
+def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, parents, want_parents, queue):
+    """Whole direction-optimizing BFS from ``source``; fills ``levels`` (and ``parents``).
+    ``queue`` is scratch of ``n`` entries (int32 when ids fit: half the memory traffic)."""
     n = indptr.shape[0] - 1
     one = np.uint64(1)
     for i in range(n):
@@ -92,7 +93,6 @@ def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, 
             parents[i] = -1
         parents[source] = source
     levels[source] = 0
-    queue = np.empty(n, np.int64)
     nw = (n + 63) >> 6
     front = np.zeros(nw, np.uint64)
     nxt = np.zeros(nw, np.uint64)
@@ -129,11 +129,9 @@ def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, 
         else:
             edges_to_check -= scout
             nqe, scout = _td_step(indptr, indices, levels, parents, queue, qs, qe, lev, want_parents)
-            # slide the window: move the new part to the front of the queue
-            k = nqe - qe
-            for i in range(k):
-                queue[i] = queue[qe + i]
-            qs, qe = 0, k
+            # slide the window (gapbs SlidingQueue): the new part is the next frontier.
+            # Every vertex enters the queue once after each reset, so n entries suffice.
+            qs, qe = qe, nqe
             lev += 1
 
 
