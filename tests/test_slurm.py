@@ -111,28 +111,57 @@ def log_of(slurm, jobid, name):
 #: Reasons for which a pending job will never start here: fail at once instead of waiting.
 HOPELESS = ("PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints",
             "InvalidAccount", "InvalidQOS", "launch_failed_requeued_held")
+#: States a job never leaves.
+ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE")
 
 
 def wait_for(cond, what, timeout=300, every=0.05, slurm=None, jobid=None, name=None):
-    """Poll ``cond`` until it is true; with a job given, fail early if that job can never start."""
+    """Poll ``cond`` until it is true; with a job given, fail early (with the job's log) if that
+    job can never start or has ended."""
     t0 = last = time.time()
     while time.time() - t0 < timeout:
         v = cond()
         if v:
             return v
-        if jobid is not None and time.time() - last >= 2:
+        if jobid is not None and time.time() - last >= 1:
             last = time.time()
             j = job(slurm, jobid)
             if j.get("JobState") == "PENDING" and j.get("Reason") in HOPELESS:
                 raise AssertionError(f"job {jobid} cannot start: {j.get('Reason')} (waiting for {what})\n"
                                      + log_of(slurm, jobid, name or "closeness"))
+            if j.get("JobState") in ENDED and not cond():
+                raise AssertionError(f"job {jobid} ended {j.get('JobState')} {j.get('ExitCode')} "
+                                     f"(Reason={j.get('Reason')}) while waiting for {what}\n"
+                                     + log_of(slurm, jobid, name or "closeness"))
         time.sleep(every)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    if jobid is None:
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    j = job(slurm, jobid)
+    steps = subprocess.run(["squeue", "-h", "-s", "-j", jobid], capture_output=True, text=True, env=slurm["env"],
+                           timeout=30).stdout
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}: job {jobid} is {j.get('JobState')} "
+                         f"(Reason={j.get('Reason')}), steps:\n{steps}" + log_of(slurm, jobid, name or "closeness"))
+
+
+def release_requeued(slurm, jobid):
+    """Start a requeued job now instead of after Slurm's requeue delay (~2 minutes).
+
+    Not in the second in which the previous run was killed: slurmd revokes a killed job's
+    credential with a time in whole seconds and refuses to launch a batch job whose credential
+    is not newer ("Job N already killed, do not launch batch job"), and slurmctld then ends the
+    job FAILED ("Killing non-startable batch JobId=N: Job credential revoked"). The requeued job
+    shows PENDING only after slurmd has finished killing the run (revocation included), so once
+    the clock is past the second in which the test saw it PENDING, the new credential is newer.
+    Slurm's own requeue delay exists for this; releasing at once is a shortcut for the test.
+    """
+    now = time.time()
+    time.sleep(int(now) + 1.05 - now)
+    subprocess.run(["scontrol", "update", f"jobid={jobid}", "StartTime=now"], env=slurm["env"], check=True,
+                   capture_output=True, timeout=30)
 
 
 def wait_done(slurm, jobid, name, timeout=300) -> dict:
-    st = wait_for(lambda: (lambda j: j if j.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT",
-                                                                "NODE_FAIL", "OUT_OF_MEMORY") else None)(job(slurm, jobid)),
+    st = wait_for(lambda: (lambda j: j if j.get("JobState") in ENDED else None)(job(slurm, jobid)),
                   f"job {jobid} ({name}) to end", timeout, every=0.5, slurm=slurm, jobid=jobid, name=name)
     assert st["JobState"] == "COMPLETED", f"job {jobid} ended {st['JobState']} {st.get('ExitCode')}:\n" \
                                           + log_of(slurm, jobid, name)
@@ -169,11 +198,11 @@ def test_closeness_template_requeued_twice_resumes_bit_identical(slurm, referenc
                  slurm=slurm, jobid=jobid)
         assert job(slurm, jobid)["JobState"] == "RUNNING", "the job ended before it could be interrupted"
         subprocess.run(how, env=env, check=True, capture_output=True, timeout=30)
-        # requeued: pending again, held by Slurm's requeue delay; release it at once
+        # requeued: pending again (the killed run is gone), held by Slurm's requeue delay;
+        # release it as soon as slurmd will launch it again
         wait_for(lambda: (lambda j: j.get("JobState") == "PENDING" and int(j.get("Restarts", 0)) == n_sessions)(
-            job(slurm, jobid)), f"job {jobid} to be requeued ({how[0]})", 120, every=0.2)
-        subprocess.run(["scontrol", "update", f"jobid={jobid}", "StartTime=now"], env=env, check=True,
-                       capture_output=True, timeout=30)
+            job(slurm, jobid)), f"job {jobid} to be requeued ({how[0]})", 120, every=0.2, slurm=slurm, jobid=jobid)
+        release_requeued(slurm, jobid)
 
     # 1. the time-limit path: SIGUSR1 to the batch shell, whose trap requeues the job
     interrupt(["scancel", "--signal=USR1", "--batch", jobid], 1)

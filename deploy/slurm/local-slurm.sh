@@ -55,9 +55,19 @@ start)
     for _ in $(seq 50); do munge -n </dev/null >/dev/null 2>&1 && break; sleep 0.1; done
     cp /run/munge/munged.pid "$D/munged.pid"   # ours: stop ends it
   fi
-  # nproc honours OMP_NUM_THREADS (tests/run.sh sets it to 1): count the usable CPUs without it
-  HN=$(hostname -s); CPUS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
+  # The node's CPUs: all online ones, at least 2 (the tests run 2-task jobs). Not plain nproc:
+  # it honours OMP_NUM_THREADS (tests/run.sh sets it to 1) and the CPU affinity of whoever
+  # runs this (under taskset -c 0 the node would get 1 CPU and a 2-task job would pend forever
+  # with Reason=PartitionConfig). slurmd, which inherits that affinity, would count fewer CPUs
+  # than configured and drain the node: config_overrides makes it take slurm.conf's count.
+  HN=$(hostname -s); CPUS=$(nproc --all); [ "$CPUS" -ge 2 ] || CPUS=2
   MEM=$(awk '/MemTotal/ {print int($2/1024*0.8)}' /proc/meminfo)
+  # Job ids that no earlier cluster on this machine used (a fresh state directory would start
+  # at 1 again): MPICH under srun names its /dev/shm segment after JOBID.STEPID, and the ranks
+  # of job 1 step 1 of a new cluster would attach to the segment that killed ranks of an earlier
+  # cluster's job 1 step 1 left there (MPI_Init fails, "Message ... truncated"). Real clusters
+  # never reuse an id; requeues, which do, are cleaned by dg_clean_shm (dg-job.sh).
+  FIRST_JOB=$(( $(date +%s) % 60000 * 1000 + 1 ))
   cat > "$CONF" <<CONF
 ClusterName=distgraph
 SlurmctldHost=$HN
@@ -80,9 +90,11 @@ SlurmctldPort=${DG_SLURM_PORT:-6817}
 SlurmdPort=$(( ${DG_SLURM_PORT:-6817} + 1 ))
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
+FirstJobId=$FIRST_JOB
 JobRequeue=1
 MinJobAge=300
 SchedulerParameters=defer_batch
+SlurmdParameters=config_overrides
 NodeName=$HN CPUs=$CPUS RealMemory=$MEM State=UNKNOWN
 PartitionName=debug Nodes=$HN Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
