@@ -13,7 +13,8 @@ among vertices with arcs) are searched by
   ``A + A.T`` at every call);
 * networkit ``distance.BFS(G, s, storePaths=False)`` (one thread).
 
-Reported: mean seconds per source (graph loading and numba compilation excluded),
+Reported: mean seconds per source, best of ``--rounds`` interleaved rounds (graph
+loading and numba compilation excluded),
 ratios, and a check that distgraph's levels pass ``verify_bfs`` and reach as many
 vertices as scipy. JSON to ``benchmarks/results/cpu_bfs.json`` with commit, host,
 date and load average.
@@ -58,6 +59,7 @@ def main(argv=None) -> int:
     p.add_argument("--graphs", default="kron:20,road-FLA")
     p.add_argument("--sources", type=int, default=8)
     p.add_argument("--seed", type=int, default=27491095)
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best round counts")
     p.add_argument("--out", default=os.path.join(HERE, "results", "cpu_bfs.json"))
     args = p.parse_args(argv)
 
@@ -83,16 +85,22 @@ def main(argv=None) -> int:
         srcs = pick_sources(g, args.sources, args.seed)
         row["sources"] = [int(s) for s in srcs]
         bfs(g, int(srcs[0]))  # first call builds the CSC (cached on the graph)
-        row["distgraph_s"] = per_source(lambda s: bfs(g, s), srcs)
-        row["distgraph_parents_s"] = per_source(lambda s: bfs(g, s, parents=True), srcs)
         A = sp.csr_matrix((np.ones(g.m), g.indices, g.indptr), shape=(g.n, g.n))
-        row["scipy_s"] = per_source(lambda s: breadth_first_order(A, s, directed=True, return_predecessors=True),
-                                    srcs)
         src, dst, _ = g.edges()
         keep = (src < dst) if not g.directed else np.ones(src.size, bool)
         G = nk.Graph(g.n, directed=g.directed)
         G.addEdges((src[keep].astype(np.uint64), dst[keep].astype(np.uint64)))
-        row["networkit_s"] = per_source(lambda s: nk.distance.BFS(G, s, storePaths=False).run(), srcs)
+        runs = {"distgraph_s": lambda s: bfs(g, s),
+                "distgraph_parents_s": lambda s: bfs(g, s, parents=True),
+                "scipy_s": lambda s: breadth_first_order(A, s, directed=True, return_predecessors=True),
+                "networkit_s": lambda s: nk.distance.BFS(G, s, storePaths=False).run()}
+        # interleaved rounds, best round per contestant: robust to other jobs' bursts
+        best = {k: float("inf") for k in runs}
+        for _ in range(args.rounds):
+            for k, fn in runs.items():
+                best[k] = min(best[k], per_source(fn, srcs))
+        row.update(best)
+        row["rounds"] = args.rounds
         row["speedup_vs_scipy"] = row["scipy_s"] / row["distgraph_s"]
         row["speedup_parents_vs_scipy"] = row["scipy_s"] / row["distgraph_parents_s"]
         row["speedup_vs_networkit"] = row["networkit_s"] / row["distgraph_s"]
