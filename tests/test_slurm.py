@@ -43,6 +43,14 @@ def _sh(*args, env=None, timeout=120):
                           env=env, timeout=timeout)
 
 
+def _no_hydra(env):
+    """``env`` without MPICH hydra's HYDI_* variables, which clean_mpi_env keeps: under
+    tests/run.sh this process is a rank of mpiexec, and a job that inherits HYDI_CONTROL_FD
+    starts a hydra proxy that fails and leaves mpiexec waiting forever (the templates drop it
+    too: dg_forget_outer_mpi in deploy/slurm/dg-job.sh)."""
+    return {k: v for k, v in env.items() if not k.startswith("HYDI_")}
+
+
 @pytest.fixture(scope="module")
 def slurm(tmp_path_factory):
     """A running single-node Slurm; yields the environment to submit jobs with."""
@@ -61,7 +69,8 @@ def slurm(tmp_path_factory):
     d = tmp_path_factory.mktemp("slurm")
     # a port of our own, so a cluster already running on this machine is left alone; and a
     # watcher that stops the cluster if this process is killed before the teardown runs
-    env = clean_mpi_env({"DG_SLURM_PORT": str(17000 + os.getpid() % 2000 * 2), "DG_SLURM_WATCH_PID": str(os.getpid())})
+    env = _no_hydra(clean_mpi_env({"DG_SLURM_PORT": str(17000 + os.getpid() % 2000 * 2),
+                                   "DG_SLURM_WATCH_PID": str(os.getpid())}))
     t0 = time.time()
     r = _sh("start", d, env=env, timeout=120)
     if r.returncode != 0:
@@ -69,7 +78,7 @@ def slurm(tmp_path_factory):
         pytest.skip(f"local Slurm did not start (exit {r.returncode}): {r.stderr.strip()[-800:]}")
     sys.stderr.write(f"test_slurm: Slurm up in {time.time() - t0:.1f} s\n")
     conf = r.stdout.strip().splitlines()[-1].split("=", 1)[1]
-    job_env = clean_mpi_env({"SLURM_CONF": conf, "DG_HOME": str(ROOT), "DG_SRUN_MPI": "pmi2"})
+    job_env = _no_hydra(clean_mpi_env({"SLURM_CONF": conf, "DG_HOME": str(ROOT), "DG_SRUN_MPI": "pmi2"}))
     if sys.prefix != sys.base_prefix:
         job_env["DG_VENV"] = sys.prefix  # the environment running the tests
     job_env.pop("DG_LAUNCH", None)

@@ -15,10 +15,24 @@
 
 dg_log() { echo "[$(date -u +%FT%TZ) job ${SLURM_JOB_ID:-?} restart ${SLURM_RESTART_COUNT:-0}] $*" >&2; }  # to the job log
 
+# dg_forget_outer_mpi: drop the process-manager variables of an MPI job that this job was
+# submitted from (sbatch exports the submit environment). Submitted from a rank of mpiexec (as
+# tests/run.sh runs the tests), the job inherits MPICH hydra's HYDI_CONTROL_FD: the hydra proxy
+# that mpiexec starts inside the job (DG_LAUNCH=mpirun) takes it for its control socket, fails
+# ("unable to send the proxy ID to the server"), and mpiexec waits forever. They describe a
+# process on the submit host, never this job (srun and mpiexec set the ranks' own).
+dg_forget_outer_mpi() {
+  local v
+  for v in $(compgen -e); do
+    case "$v" in HYDI_*|PMI_*|PMIX_*|MPI_LOCALNRANKS|MPI_LOCALRANKID|OMPI_COMM_WORLD_*) unset "$v" ;; esac
+  done
+}
+
 # dg_setup NAME: activate the environment, make DG_OUT and DG_RUN, the launcher command line
 # (without -n: callers add "-n N" before the command, e.g. "${DG_RUN[@]}" -n 4 distgraph ...).
 dg_setup() {
   local name=$1
+  dg_forget_outer_mpi
   DG_HOME=${DG_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
   [ -x "$DG_HOME/launch/distgraph-mpirun" ] || { dg_log "DG_HOME=$DG_HOME has no launch/: set DG_HOME to a distgraph checkout"; exit 2; }
   if [ -z "${DG_VENV:-}" ] && [ -f "$DG_HOME/.venv/bin/activate" ]; then DG_VENV=$DG_HOME/.venv; fi
