@@ -18,7 +18,7 @@ __all__ = ["clean_mpi_env", "mpiexec_path", "run_cli"]
 # What a launched rank inherits about *its* job (identity, process-manager contact).
 # Settings (OMPI_MCA_btl_*, OMPI_MCA_plm_*, OMPI_ALLOW_RUN_AS_ROOT, ...) are kept: Open MPI's
 # singleton start needs them on some machines.
-_MPI_PREFIXES = ("PMI_", "PMIX_", "HYDRA_", "MPI_LOCAL", "MPIR_", "PRTE_", "PALS_", "SLURM_",
+_MPI_PREFIXES = ("PMI_", "PMIX_", "HYDRA_", "HYDI_", "MPI_LOCAL", "MPIR_", "PRTE_", "PALS_", "SLURM_",
                  "OMPI_COMM_WORLD_", "OMPI_UNIVERSE_SIZE", "OMPI_FIRST_RANKS", "OMPI_APP_CTX",
                  "OMPI_NUM_APP_CTX", "OMPI_FILE_LOCATION", "OMPI_MCA_ess", "OMPI_MCA_orte_",
                  "OMPI_MCA_pmix", "OMPI_MCA_initial_wdir", "OMPI_MCA_ompi_", "OMPI_MCA_shmem_RUNTIME")
