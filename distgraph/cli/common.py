@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
 from ..errors import InvalidArgumentError
 
 __all__ = ["add_graph_arguments", "add_run_arguments", "load_graph", "write_output",
-           "print_json", "context_from_args", "Timer", "pick_sources"]
+           "print_json", "context_from_args", "pick_sources", "resolve_source"]
 
 
 def add_graph_arguments(p, weighted_default: bool = False) -> None:
@@ -63,23 +62,6 @@ def context_from_args(args):
     from ..runtime.context import get_context
 
     return get_context(backend=getattr(args, "backend", None))
-
-
-class Timer:
-    def __init__(self):
-        self.times = {}
-
-    def __call__(self, name):
-        timer = self
-
-        class _T:
-            def __enter__(self):
-                self.t = time.perf_counter()
-
-            def __exit__(self, *e):
-                timer.times[name] = timer.times.get(name, 0.0) + time.perf_counter() - self.t
-
-        return _T()
 
 
 def load_graph(args, comm=None):
