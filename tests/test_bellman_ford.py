@@ -397,3 +397,43 @@ def test_mpi_road_ny_shifted(comm, data_dir):
     one = bellman_ford(g, s, predecessors=True, comm=MPI.COMM_SELF)
     ok &= np.array_equal(one.predecessor, r.predecessor)
     assert _same_everywhere(comm, ok)
+
+
+# --------------------------------------------------------------------------- PGAS atomic minimum
+@pytest.mark.mpi
+@pytest.mark.parametrize("dtype", ["int64", "float64"])
+def test_mpi_pgas_atomic_min(comm, dtype):
+    """PGAS.atomic_min / atomic_min_many (the remote relaxation of the async driver): every
+    rank lowers every element of every rank; the minimum wins and exactly one call saw each
+    element lowered to it."""
+    from distgraph.pgas import PGAS, get_pgas
+
+    pg = get_pgas(comm, "cpu")
+    n, me = comm.Get_size(), comm.Get_rank()
+    a = pg.array(8, dtype)
+    a.local[...] = 100
+    pg.barrier()
+    ok = True
+    for pe in range(n):
+        old = pg.atomic_min(a, 50 - me, pe, 0)
+        ok &= old <= 100
+        idx = np.array([1, 2, 3, 2], np.int64)
+        vals = np.array([10 + me, 20 - me, 1000, 5 + me], dtype)
+        olds = pg.atomic_min_many(a, idx, vals, pe)
+        ok &= olds[1] == olds[3] and olds[2] == 100
+        # the base-class compare-and-swap loop on element 4 (integer arrays)
+        if dtype == "int64":
+            ok &= PGAS.atomic_min(pg, a, 30 + me, pe, 4) in (100, *range(30, 30 + n))
+    pg.barrier()
+    ok &= a.local[0] == 50 - (n - 1) and a.local[1] == 10 and a.local[2] == 5 and a.local[3] == 100
+    if dtype == "int64":
+        ok &= a.local[4] == 30
+    empty = pg.atomic_min_many(a, [], [], me)
+    ok &= empty.size == 0
+    try:
+        pg.atomic_min_many(a, [8], [1], me)
+        ok = False
+    except InvalidArgumentError:
+        pass
+    pg.free(a)
+    assert all(comm.allgather(bool(ok)))

@@ -26,6 +26,9 @@ The model is OpenSHMEM's (the vocabulary of the NVSHMEM paper in ``../shared/pap
     visible at ``pe``; ``signal_wait`` blocks until the local signal satisfies ``cmp``.
 ``atomic_fetch_add / atomic_fetch / atomic_set / atomic_compare_swap``
     On one integer element of a PE's copy, atomic with respect to each other.
+``atomic_min(arr, value, pe, index)`` / ``atomic_min_many(arr, indices, values, pe)``
+    Fetch-and-minimum on one element / on many elements (atomic per element), returning
+    the old values: the remote relaxation of a distributed Bellman-Ford.
 ``fence()`` / ``quiet()`` / ``barrier()``
     Order puts to each PE / complete all outstanding operations / ``quiet`` then a barrier.
 
@@ -141,6 +144,35 @@ class PGAS(abc.ABC):
 
     @abc.abstractmethod
     def atomic_compare_swap(self, arr: SymmetricArray, cond: int, value: int, pe: int, index: int = 0) -> int: ...
+
+    def atomic_min(self, arr: SymmetricArray, value, pe: int, index: int = 0):
+        """Atomic fetch-and-minimum: ``old = arr[pe][index]; arr[pe][index] = min(old, value)``;
+        returns ``old``. The default is a compare-and-swap loop (integer arrays of the
+        implementation's atomic width); implementations override it with a native operation."""
+        self._check_range(arr, index, 1, "index")
+        old = self.atomic_fetch(arr, pe, index)
+        while value < old:
+            seen = self.atomic_compare_swap(arr, old, value, pe, index)
+            if seen == old:
+                break
+            old = seen
+        return old
+
+    def atomic_min_many(self, arr: SymmetricArray, indices, values, pe: int, out=None):
+        """Batched :meth:`atomic_min` on elements ``indices`` of PE ``pe``'s copy (atomic per
+        element, not as a whole; an index may repeat). Returns the old values (array of
+        ``arr.dtype``, in the order of ``indices``); with distinct indices ``values[i] <
+        old[i]`` exactly when ``values[i]`` lowered element ``indices[i]``."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        vals = np.asarray(values, dtype=arr.dtype).reshape(-1)
+        if idx.shape != vals.shape:
+            raise InvalidArgumentError(f"values must have one entry per index ({idx.size}); got {vals.size}")
+        if idx.size and (idx.min() < 0 or idx.max() >= arr.size):
+            raise InvalidArgumentError(f"indices must lie in [0, {arr.size}) of the symmetric array")
+        out = np.empty(idx.size, arr.dtype) if out is None else out
+        for i, (k, v) in enumerate(zip(idx.tolist(), vals.tolist())):
+            out[i] = self.atomic_min(arr, v, pe, k)
+        return out
 
     def atomic_fetch_range(self, arr: SymmetricArray, pe: int, offset: int, count: int, out=None):
         """``count`` elements, each read atomically (not the range as a whole)."""

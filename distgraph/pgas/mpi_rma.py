@@ -11,9 +11,10 @@ get / get_nbi          ``MPI_Get`` (+ ``MPI_Win_flush`` for the blocking get)
 put_signal             ``MPI_Put``; ``MPI_Win_flush`` (data delivered); ``MPI_Accumulate``
                        (REPLACE or SUM) on the signal; ``MPI_Win_flush``
 signal_wait            ``MPI_Fetch_and_op(NO_OP)`` on one's own window in a polling loop
-atomic_*               ``MPI_Fetch_and_op`` (SUM, NO_OP, REPLACE), ``MPI_Compare_and_swap``,
+atomic_*               ``MPI_Fetch_and_op`` (SUM, NO_OP, REPLACE, MIN), ``MPI_Compare_and_swap``,
                        each followed by ``MPI_Win_flush``; ranges use ``MPI_Get_accumulate``
-                       / ``MPI_Accumulate`` (atomic per element, not as a whole)
+                       / ``MPI_Accumulate`` (atomic per element, not as a whole), and
+                       ``atomic_min_many`` one ``MPI_Get_accumulate(MIN)`` on an indexed type
 fence, quiet           ``MPI_Win_flush_all`` on every live window (MPI has no cheaper fence)
 barrier                quiet, ``MPI_Barrier``, ``MPI_Win_sync`` on every live window
 
@@ -220,6 +221,47 @@ class MPIRMA(PGAS):
         w.win.Compare_and_swap(org, cmpb, res, pe, index)
         w.win.Flush(pe)
         return res[0].item()
+
+    def atomic_min(self, arr, value, pe, index=0):
+        """``MPI_Fetch_and_op(MIN)`` on one element (integer or float arrays)."""
+        self._check_range(arr, index, 1, "index")
+        return self._fop(arr, value, self._check_pe(pe), index, self._MPI.MIN)
+
+    def atomic_min_many(self, arr, indices, values, pe, out=None):
+        """One ``MPI_Get_accumulate(MIN)`` on an indexed datatype, atomic per element.
+        Repeated indices are first reduced to their minimum (one datatype entry per target
+        element), and every occurrence gets the element's value from before the batch."""
+        pe = self._check_pe(pe)
+        MPI = self._MPI
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        vals = np.ascontiguousarray(values, dtype=arr.dtype).reshape(-1)
+        if idx.shape != vals.shape:
+            raise InvalidArgumentError(f"values must have one entry per index ({idx.size}); got {vals.size}")
+        out = np.empty(idx.size, arr.dtype) if out is None else out
+        if idx.size == 0:
+            return out
+        if idx.min() < 0 or idx.max() >= arr.size:
+            raise InvalidArgumentError(f"indices must lie in [0, {arr.size}) of the symmetric array")
+        uniq, inv = np.unique(idx, return_inverse=True)
+        if uniq.size != idx.size:
+            best = np.full(uniq.size, vals.max(), arr.dtype)
+            np.minimum.at(best, inv, vals)
+        else:
+            order = np.argsort(idx, kind="stable")
+            best = vals[order]
+            inv = np.empty_like(order)
+            inv[order] = np.arange(order.size)
+        old = np.empty_like(best)
+        w = arr._impl
+        dt = w.mpitype.Create_indexed_block(1, uniq.astype(np.int32).tolist()).Commit()
+        try:
+            w.win.Get_accumulate([best, best.size, w.mpitype], [old, old.size, w.mpitype], pe,
+                                 target=(0, 1, dt), op=MPI.MIN)
+            w.win.Flush(pe)
+        finally:
+            dt.Free()
+        out[:] = old[inv]
+        return out
 
     def atomic_fetch_range(self, arr, pe, offset, count, out=None):
         """Fetch ``count`` elements, each read atomically (``MPI_Get_accumulate(NO_OP)``)."""

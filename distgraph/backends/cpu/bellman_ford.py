@@ -26,9 +26,10 @@ relaxations one-sidedly, in one of two ways:
 
 * ``remote="enqueue"``: the triples are enqueued into the owner's segment; the owner
   dequeues them and keeps the improving ones;
-* ``remote="atomic"``: first an atomic minimum on the owner's distance (one
-  ``MPI_Get_accumulate(MPI_MIN)`` per batch and owner, on an indexed datatype: atomic per
-  element, the compare-and-swap loop of a GPU done by the MPI library), then only the
+* ``remote="atomic"``: first an atomic minimum on the owner's distance
+  (:meth:`distgraph.pgas.PGAS.atomic_min_many`: one ``MPI_Get_accumulate(MPI_MIN)`` per
+  batch and owner, on an indexed datatype: atomic per element, the compare-and-swap loop
+  of a GPU done by the MPI library), then only the
   triples that lowered it are enqueued (so the owner learns the tail and rescans).
 
 Termination detection: every rank counts items it enqueued (``sent``) and dequeued
@@ -413,7 +414,6 @@ def run_async(graph, weights, source, comm, confirm, queue="bq", remote="enqueue
               capacity=1 << 15, budget=1 << 15, predecessors=True):
     """Queue-driven driver (see the module docstring). Same contract as :func:`run_rounds`."""
     from mpi4py import MPI
-    from mpi4py.util.dtlib import from_numpy_dtype
 
     from ...pgas import get_pgas
     from ...pgas.queue import BrokerQueue
@@ -426,7 +426,6 @@ def run_async(graph, weights, source, comm, confirm, queue="bq", remote="enqueue
     q = BrokerQueue(capacity, "int64", width=3, kind=queue, pgas=pg)
     chunk = capacity // 4
     wmin = None
-    mpitype = from_numpy_dtype(wdt)
     if remote == "atomic":
         wmin = pg.array(int(part.sizes().max()) if n else 1, wdt)
         wmin.local[...] = inf
@@ -466,7 +465,7 @@ def run_async(graph, weights, source, comm, confirm, queue="bq", remote="enqueue
                     its = trip[start:start + k].copy()
                     start += k
                     if wmin is not None:
-                        its = _atomic_min(wmin, its, r, int(part.offsets[r]), wdt, mpitype)
+                        its = _atomic_min(pg, wmin, its, r, int(part.offsets[r]))
                     if its.shape[0]:
                         outbox.append((r, its))
             if outbox:
@@ -520,20 +519,10 @@ def run_async(graph, weights, source, comm, confirm, queue="bq", remote="enqueue
     return d, p, stats, None
 
 
-def _atomic_min(wmin, its, owner, off, wdt, mpitype):
-    """Remote atomic minimum of the candidates on ``owner``'s ``wmin`` (one
-    ``MPI_Get_accumulate(MIN)`` on an indexed datatype); keep the triples that lowered it."""
-    from mpi4py import MPI
-
-    win = wmin._impl.win
-    vals = np.ascontiguousarray(its[:, 1]).view(wdt)
-    old = np.empty_like(vals)
-    disp = (its[:, 0] - off).astype(np.int32)
-    idx = mpitype.Create_indexed_block(1, disp.tolist()).Commit()
-    try:
-        win.Get_accumulate([vals, vals.size, mpitype], [old, old.size, mpitype], owner,
-                           target=(0, 1, idx), op=MPI.MIN)
-        win.Flush(owner)
-    finally:
-        idx.Free()
+def _atomic_min(pg, wmin, its, owner, off):
+    """Remote atomic minimum of the candidates on ``owner``'s ``wmin``
+    (:meth:`distgraph.pgas.PGAS.atomic_min_many`: one ``MPI_Get_accumulate(MIN)`` per batch
+    and owner, atomic per element); keep the triples that lowered it (vertices are distinct)."""
+    vals = np.ascontiguousarray(its[:, 1]).view(wmin.dtype)
+    old = pg.atomic_min_many(wmin, its[:, 0] - off, vals, owner)
     return its[vals < old]
