@@ -183,3 +183,64 @@ def test_partition_agrees_across_ranks(comm):
     lo, hi = part.range(comm.Get_rank())
     total = comm.allreduce(int(g.indptr[hi] - g.indptr[lo]))
     assert total == g.m
+
+
+# ------------------------------------------------ counting-sort CSR build (graph/_build.py)
+@pytest.mark.parametrize("wdtype", [None, np.int32, np.int64, np.float32, np.float64])
+@pytest.mark.parametrize("undirected", [False, True])
+@pytest.mark.parametrize("dedup", [True, False])
+@pytest.mark.parametrize("drop", [False, True])
+def test_counting_build_equals_numpy_sort(wdtype, undirected, dedup, drop):
+    from distgraph.graph._build import build_csr_counting, build_csr_numpy
+
+    rng = np.random.default_rng(7)
+    n = 300
+    # a few hub rows longer than the insertion-sort cut, many duplicates and self-loops
+    src = np.concatenate([rng.integers(0, n, 3000), np.full(400, 5), rng.integers(0, 8, 500)])
+    dst = np.concatenate([rng.integers(0, n, 3000), rng.integers(0, 40, 400), rng.integers(0, 8, 500)])
+    w = None if wdtype is None else rng.integers(-5, 5, src.size).astype(wdtype)
+    kw = dict(undirected=undirected, drop_self_loops=drop, dedup=dedup or undirected,
+              index_dtype=np.int32)
+    a = build_csr_numpy(src, dst, w, n + 3, **kw)
+    b = build_csr_counting(src, dst, w, n + 3, **kw)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+    assert a[1].dtype == b[1].dtype == np.int32
+    if w is None:
+        assert a[2] is None and b[2] is None
+    else:
+        np.testing.assert_array_equal(a[2], b[2])
+        assert a[2].dtype == b[2].dtype == w.dtype
+    # the sort really was needed: duplicates and loops were present
+    assert (np.diff(b[0]) > 32).any()
+
+
+def test_counting_build_is_used_for_large_inputs_and_keeps_lightest_arc():
+    from distgraph.graph import core
+
+    rng = np.random.default_rng(3)
+    m = core._COUNTING_MIN_ARCS + 10
+    src = rng.integers(0, 1000, m)
+    dst = rng.integers(0, 1000, m)
+    w = rng.random(m)
+    g = Graph.from_edges(src, dst, w, n=1000)
+    A = sp.coo_matrix((w, (src, dst)), shape=(1000, 1000))
+    # reference: the minimum weight of every pair, independently of either builder
+    order = np.lexsort((w, dst, src))
+    s, d, ww = src[order], dst[order], w[order]
+    first = np.r_[True, (s[1:] != s[:-1]) | (d[1:] != d[:-1])]
+    ref = sp.csr_matrix((ww[first], (s[first], d[first])), shape=(1000, 1000))
+    ref.sort_indices()
+    np.testing.assert_array_equal(g.indptr, ref.indptr)
+    np.testing.assert_array_equal(g.indices, ref.indices)
+    np.testing.assert_array_equal(g.weights, ref.data)
+    assert A.nnz == m
+
+
+def test_counting_build_empty_and_isolated():
+    from distgraph.graph._build import build_csr_counting
+
+    ip, ix, w = build_csr_counting(np.zeros(0, np.int64), np.zeros(0, np.int64), None, 4,
+                                   undirected=True, drop_self_loops=False, dedup=True,
+                                   index_dtype=np.int32)
+    assert ip.tolist() == [0, 0, 0, 0, 0] and ix.size == 0 and w is None
