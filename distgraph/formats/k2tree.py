@@ -34,10 +34,15 @@ A Morton code interleaves the row and column bits of a node's block, two bits
 ``b1 b0`` per level from the root: a leaf's code ``(code << 2) | b`` deinterleaves
 into the origin ``(r, c)`` of its 2 x 2 block (odd bits: ``r``, even bits: ``c``).
 
-Construction (:meth:`K2Tree.from_coo`) is vectorised: the Morton codes of the
-non-zeros are sorted once; level ``d`` is the sorted unique prefixes ``code >> 2(L-d)``
-and a node's signature is the OR of ``1 << (child & 3)`` over its children
-(``np.bitwise_or.reduceat``). Products live in :mod:`distgraph.algorithms.spmv`.
+Construction (:meth:`K2Tree.from_coo`, :meth:`K2Tree.from_codes`): the Morton codes
+of the non-zeros are sorted once (numpy, or on a GPU); level ``d`` is the sorted
+unique prefixes ``code >> 2(L-d)``, so one numba pass counts the nodes of every level
+(from the highest bit in which each code differs from the previous one) and a second
+writes every signature in level order, with the codes of the cached top and frontier
+levels; a third computes the directory. No per-level arrays are materialised, so a
+build is about one sort plus three linear passes (kron:20, 31M arcs: see
+``benchmarks/results/k2tree_build.json``). Products live in
+:mod:`distgraph.algorithms.spmv`.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+import numba as nb
 import numpy as np
 
 from ..errors import GraphFormatError, InvalidArgumentError
@@ -157,15 +163,13 @@ class K2Tree:
             return np.zeros(0, np.uint64)
         if d == self.levels - 2 and self.frontier is not None:
             return self.frontier
-        sigs = self.signatures()
-        if d >= self.top_level:
+        if d >= self.levels - 2 and self.frontier is not None:
+            codes, start = self.frontier, self.levels - 2
+        elif d >= self.top_level:
             codes, start = self.top_codes, self.top_level
         else:
             codes, start = np.zeros(1, np.uint64), 0
-        for lvl in range(start, d):
-            s = sigs[self.level_start[lvl]:self.level_start[lvl + 1]]
-            codes = _expand(codes, s)
-        return codes
+        return _nb_expand_levels(self.sig, self.level_start, start, np.ascontiguousarray(codes, np.uint64), d)
 
     def __repr__(self) -> str:
         return (f"<K2Tree {self.shape[0]}x{self.shape[1]} nnz={self.nnz} nodes={self.num_nodes} "
@@ -230,69 +234,80 @@ class K2Tree:
                                            f"got rows {rows.min()}..{rows.max()}, cols {cols.min()}..{cols.max()}")
         L = _levels_for(nrows, ncols)
         codes = morton_encode(rows, cols)
-        codes.sort()  # a plain sort + neighbour test: faster than np.unique's hash table
-        if codes.shape[0] > 1:
-            codes = codes[np.concatenate(([True], codes[1:] != codes[:-1]))]
-        nnz = int(codes.shape[0])
-        level_sigs = [None] * L
-        level_codes = [None] * L
-        child = codes
-        two = np.uint64(2)
-        three = np.uint64(3)
-        for d in range(L - 1, -1, -1):
-            parent = child >> two
-            if child.shape[0]:
-                start = np.flatnonzero(np.concatenate(([True], parent[1:] != parent[:-1])))
-                bits = (np.uint8(1) << (child & three).astype(np.uint8)).astype(np.uint8)
-                level_sigs[d] = np.bitwise_or.reduceat(bits, start).astype(np.uint8)
-                child = parent[start]
-            else:
-                level_sigs[d] = np.zeros(0, np.uint8)
-            level_codes[d] = child
-        sizes = np.array([s.shape[0] for s in level_sigs], dtype=np.int64)
-        level_start = np.zeros(L + 1, dtype=np.int64)
-        np.cumsum(sizes, out=level_start[1:])
-        sigs = np.concatenate(level_sigs) if nnz else np.zeros(0, np.uint8)
-        tree = cls._assemble((nrows, ncols), L, nnz, sigs, level_start, sample, top_nodes, level_codes,
-                             cached_frontier)
-        return tree
+        codes.sort()
+        return cls._from_sorted(codes, (nrows, ncols), L, sample, top_nodes, cached_frontier)
 
     @classmethod
-    def _assemble(cls, shape, L, nnz, sigs, level_start, sample, top_nodes, level_codes, cached_frontier):
-        N = int(sigs.shape[0])
-        padded = np.zeros(N + (N & 1), dtype=np.uint8)
-        padded[:N] = sigs
-        packed = (padded[0::2] | (padded[1::2] << np.uint8(4))).astype(np.uint8)
-        # directory[i] = first child of node i*S = 1 + set bits before node i*S
-        pops = _POP4[sigs].astype(np.int64)
-        before = np.zeros(N + 1, dtype=np.int64)
-        np.cumsum(pops, out=before[1:])
-        nblk = (N + sample - 1) // sample
-        dir64 = 1 + before[np.arange(nblk, dtype=np.int64) * sample]
+    def from_codes(cls, codes, shape, *, presorted: bool = False, sample: int = DEFAULT_SAMPLE,
+                   top_nodes: int = DEFAULT_TOP_NODES, cached_frontier: bool = False) -> "K2Tree":
+        """Build from the Morton codes (:func:`morton_encode`) of the non-zeros.
+
+        ``presorted=True`` promises ascending codes (repeats allowed), e.g. sorted on a
+        GPU (:func:`distgraph.backends.gpu.k2tree_spmv.tree_from_csr`); the codes are
+        then checked in one pass, not sorted. Other parameters as :meth:`from_coo`.
+        """
+        nrows, ncols = (int(shape[0]), int(shape[1]))
+        if nrows < 0 or ncols < 0 or max(nrows, ncols) > (1 << 32):
+            raise InvalidArgumentError(f"shape must be non-negative and at most 2**32 on each side; got {shape}")
+        sample = int(sample)
+        if sample < 2 or sample % 2:
+            raise InvalidArgumentError(f"sample must be an even integer >= 2; got {sample}")
+        codes = np.ascontiguousarray(codes, dtype=np.uint64)
+        if codes.ndim != 1:
+            raise InvalidArgumentError(f"codes must be 1-D; got shape {codes.shape}")
+        if not presorted:
+            codes = np.sort(codes)
+        L = _levels_for(nrows, ncols)
+        if codes.size:
+            ok, rmax, cmax = _nb_check(codes)
+            if not ok:
+                raise InvalidArgumentError("codes must be sorted when presorted=True")
+            if rmax >= nrows or cmax >= ncols:
+                raise InvalidArgumentError(f"codes must lie in [0, {nrows}) x [0, {ncols}); "
+                                           f"got a row {rmax} and a column {cmax}")
+        return cls._from_sorted(codes, (nrows, ncols), L, sample, top_nodes, cached_frontier)
+
+    @classmethod
+    def _from_sorted(cls, codes, shape, L, sample, top_nodes, cached_frontier):
+        """The tree of ascending Morton codes (repeats allowed): two numba passes
+        (level sizes, then signatures in level order), see :func:`_nb_level_counts`."""
+        counts = _nb_level_counts(codes, L)
+        sizes = np.cumsum(counts[:L]).astype(np.int64)
+        nnz = int(counts[: L + 1].sum())
+        level_start = np.zeros(L + 1, dtype=np.int64)
+        if nnz:
+            np.cumsum(sizes, out=level_start[1:])
+        top = _top_level(sizes, L, top_nodes)
+        fl = L - 2 if cached_frontier else -1
+        N = int(level_start[-1])
+        packed = np.zeros((N + 1) // 2, dtype=np.uint8)
+        top_codes = np.zeros(int(sizes[top]) if nnz else 0, np.uint64)
+        front = np.zeros(int(sizes[L - 2]) if (nnz and fl >= 0) else 0, np.uint64)
+        if nnz:
+            _nb_fill(codes, L, level_start, packed, top, top_codes, fl, front)
+        return cls._assemble(shape, L, nnz, packed, level_start, sample, top_nodes, top_codes,
+                             front if cached_frontier else None)
+
+    @classmethod
+    def _assemble(cls, shape, L, nnz, packed, level_start, sample, top_nodes, top_codes, frontier):
+        """A tree from its packed signatures; the directory is computed here, the top
+        codes (and the cached frontier, when ``frontier`` is True) expanded from the
+        root when not given."""
+        N = int(level_start[-1])
         dtype = np.uint32 if N + 1 < (1 << 32) else np.int64
-        directory = dir64.astype(dtype)
+        directory = _nb_directory(packed, N, int(sample)).astype(dtype, copy=False)
         sizes = np.diff(level_start)
-        top = 0
-        for d in range(L - 1):
-            if sizes[d] <= top_nodes:
-                top = d
-        if N == 0:
-            top_codes = np.zeros(0, np.uint64)
-        elif level_codes is not None:
-            top_codes = np.ascontiguousarray(level_codes[top], dtype=np.uint64)
-        else:
-            top_codes = None
+        top = _top_level(sizes, L, top_nodes)
         t = cls(shape=(int(shape[0]), int(shape[1])), levels=int(L), nnz=int(nnz), sig=packed,
-                level_start=level_start, directory=directory, sample=int(sample), top_level=int(top),
-                top_codes=top_codes if top_codes is not None else np.zeros(1, np.uint64))
+                level_start=level_start, directory=directory, sample=int(sample), top_level=0,
+                top_codes=np.zeros(1 if N else 0, np.uint64))
         if top_codes is None:  # rebuilt from a file: expand the top from the root
-            t.top_level = 0
-            t.top_codes = np.zeros(1, np.uint64)
-            t.top_codes = t.level_codes(top)
-            t.top_level = top
-        if cached_frontier:
-            t.frontier = (np.ascontiguousarray(level_codes[L - 2], dtype=np.uint64)
-                          if level_codes is not None and N else t.level_codes(L - 2) if N else np.zeros(0, np.uint64))
+            top_codes = t.level_codes(top) if N else np.zeros(0, np.uint64)
+        t.top_codes, t.top_level = np.ascontiguousarray(top_codes, dtype=np.uint64), int(top)
+        if frontier is True:
+            t.with_frontier()
+        elif frontier is not None:
+            t.frontier = np.ascontiguousarray(frontier, dtype=np.uint64)
         return t
 
     def with_frontier(self) -> "K2Tree":
@@ -336,10 +351,9 @@ class K2Tree:
         """All non-zeros ``(rows, cols)`` (int64) in Morton order."""
         if self.num_nodes == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        leaves = self.level_codes(self.levels - 2)
-        sigs = self.signatures()
         last = self.levels - 1
-        leaves = _expand(leaves, sigs[self.level_start[last - 1]:self.level_start[last]])
+        leaves = self.level_codes(last)
+        sigs = self.signatures()
         cells = _expand(leaves, sigs[self.level_start[last]:self.level_start[last + 1]])
         return morton_decode(cells)
 
@@ -383,10 +397,8 @@ class K2Tree:
         N = int(level_start[-1])
         if packed.shape[0] != (N + 1) // 2 or level_start.shape[0] != L + 1:
             raise GraphFormatError(f"k2-tree arrays disagree ({packed.shape[0]} bytes for {N} nodes)", path)
-        s = np.empty(2 * packed.shape[0], np.uint8)
-        s[0::2] = packed & 15
-        s[1::2] = packed >> 4
-        t = cls._assemble(shape, L, nnz, s[:N], level_start, sample, top_nodes, None, cached_frontier)
+        t = cls._assemble(shape, L, nnz, np.ascontiguousarray(packed, dtype=np.uint8), level_start, sample,
+                          top_nodes, None, True if cached_frontier else None)
         import json
 
         t.meta["source"] = json.loads(source)
@@ -426,6 +438,137 @@ def tree_for_file(graph, graph_path, *, sample: int = DEFAULT_SAMPLE, write: boo
             pass
     t.meta["source"] = ident
     return t
+
+
+def _top_level(sizes, L, top_nodes) -> int:
+    """The deepest internal level with at most ``top_nodes`` nodes (0 if none)."""
+    top = 0
+    for d in range(L - 1):
+        if sizes[d] <= top_nodes:
+            top = d
+    return top
+
+
+# ------------------------------------------------------------------ numba passes
+# A node of level d holds the cells whose code has the prefix ``code >> 2(L - d)``;
+# its signature bit for a cell is the next two bits ``(code >> 2(L - 1 - d)) & 3``.
+# For ascending codes, code i opens a new node at every level d >= f_i, where f_i is
+# the first level at which its prefix differs from that of code i - 1:
+# ``f_i = L - (h >> 1)`` with h the highest bit of ``code_i ^ code_{i-1}`` (f_0 = 0;
+# a repeat opens nothing, f = L + 1). Level d thus has ``#{i : f_i <= d}`` nodes.
+
+@nb.njit(cache=True, nogil=True)
+def _nb_check(codes):
+    """(ascending?, largest row, largest column) of Morton codes."""
+    ok = True
+    rmax = np.uint64(0)
+    cmax = np.uint64(0)
+    for i in range(codes.shape[0]):
+        c = codes[i]
+        if i and c < codes[i - 1]:
+            ok = False
+        r = _nb_compact(c >> np.uint64(1))
+        k = _nb_compact(c)
+        if r > rmax:
+            rmax = r
+        if k > cmax:
+            cmax = k
+    return ok, int(rmax), int(cmax)
+
+
+@nb.njit(cache=True, inline="always")
+def _nb_compact(v):
+    v = v & np.uint64(0x5555555555555555)
+    v = (v | (v >> np.uint64(1))) & np.uint64(0x3333333333333333)
+    v = (v | (v >> np.uint64(2))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    v = (v | (v >> np.uint64(4))) & np.uint64(0x00FF00FF00FF00FF)
+    v = (v | (v >> np.uint64(8))) & np.uint64(0x0000FFFF0000FFFF)
+    return (v | (v >> np.uint64(16))) & np.uint64(0x00000000FFFFFFFF)
+
+
+@nb.njit(cache=True, inline="always")
+def _nb_first_level(c, prev, L):
+    x = c ^ prev
+    if x == 0:
+        return L + 1
+    h = 0
+    for sh in (32, 16, 8, 4, 2, 1):
+        if x >> np.uint64(sh):
+            x >>= np.uint64(sh)
+            h += sh
+    return L - (h >> 1)
+
+
+@nb.njit(cache=True, nogil=True)
+def _nb_level_counts(codes, L):
+    """``counts[f]``: codes whose first new level is f (``counts[L + 1]``: repeats)."""
+    counts = np.zeros(L + 2, np.int64)
+    if codes.shape[0] == 0:
+        return counts
+    counts[0] = 1
+    for i in range(1, codes.shape[0]):
+        counts[_nb_first_level(codes[i], codes[i - 1], L)] += 1
+    return counts
+
+
+@nb.njit(cache=True, nogil=True)
+def _nb_fill(codes, L, level_start, packed, top, top_codes, fl, front):
+    """Signatures of every node, in level order, into ``packed`` (zeroed; two per
+    byte, low nibble first); the codes of level ``top`` into ``top_codes`` and, when
+    ``fl >= 0``, of level ``fl`` into ``front``."""
+    pos = level_start[:L].copy() - 1
+    prev = codes[0]
+    for i in range(codes.shape[0]):
+        c = codes[i]
+        f = 0 if i == 0 else _nb_first_level(c, prev, L)
+        prev = c
+        if f > L:
+            continue
+        d0 = f - 1 if f > 0 else 0
+        for d in range(d0, L):
+            if d >= f:
+                pos[d] += 1
+                if d == top:
+                    top_codes[pos[d] - level_start[d]] = c >> np.uint64(2 * (L - d))
+                if d == fl:
+                    front[pos[d] - level_start[d]] = c >> np.uint64(2 * (L - d))
+            g = pos[d]
+            b = (c >> np.uint64(2 * (L - 1 - d))) & np.uint64(3)
+            packed[g >> 1] |= np.uint8(1 << (int(b) + 4 * (g & 1)))
+
+
+@nb.njit(cache=True, nogil=True)
+def _nb_directory(packed, N, S):
+    """``dir[i]`` = first child of node ``i * S`` = 1 + set bits before it."""
+    nblk = (N + S - 1) // S
+    out = np.empty(nblk, np.int64)
+    run = 1
+    for g in range(N):
+        if g % S == 0:
+            out[g // S] = run
+        s = (packed[g >> 1] >> (4 * (g & 1))) & 15
+        run += (s & 1) + ((s >> 1) & 1) + ((s >> 2) & 1) + ((s >> 3) & 1)
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _nb_expand_levels(packed, level_start, start, codes, d):
+    """Codes of the nodes of level ``d`` from those (``codes``) of level ``start``."""
+    cur = codes
+    for lvl in range(start, d):
+        nxt = np.empty(level_start[lvl + 2] - level_start[lvl + 1], np.uint64)
+        k = 0
+        g0 = level_start[lvl]
+        for t in range(cur.shape[0]):
+            g = g0 + t
+            s = (packed[g >> 1] >> (4 * (g & 1))) & 15
+            base = cur[t] << np.uint64(2)
+            for b in range(4):
+                if (s >> b) & 1:
+                    nxt[k] = base | np.uint64(b)
+                    k += 1
+        cur = nxt
+    return cur.copy() if start == d else cur
 
 
 def _expand(codes: np.ndarray, sigs: np.ndarray) -> np.ndarray:
