@@ -89,3 +89,28 @@ def test_kernel_compiles_sm90(path, tmp_path):
 def test_there_are_kernels_or_none_expected():
     # Guards against the glob silently finding nothing after a move of kernels/.
     assert (Path(__file__).resolve().parent.parent / "kernels").is_dir()
+
+
+def test_installed_wheel_layout_finds_kernels(tmp_path, monkeypatch):
+    """A non-editable install carries kernels/ to <prefix>/share/distgraph/kernels
+    (pyproject's data-files); kernels_dir() must find them there when no checkout is beside it."""
+    import sysconfig
+    tomllib = pytest.importorskip("tomllib")
+
+    from distgraph import _kernels
+
+    here = Path(__file__).resolve().parent.parent
+    spec = tomllib.loads((here / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
+    shipped = {p.name for pat in spec["share/distgraph/kernels"] for p in here.glob(pat)}
+    assert shipped == {p.name for p in (here / "kernels").iterdir() if p.suffix in (".cu", ".cuh")}
+    share = tmp_path / "share" / "distgraph" / "kernels"
+    share.mkdir(parents=True)
+    (share / "common.cuh").write_text("// copy\n")
+    fake_pkg = tmp_path / "site" / "distgraph"
+    fake_pkg.mkdir(parents=True)
+    monkeypatch.setattr(_kernels, "__file__", str(fake_pkg / "_kernels.py"))
+    monkeypatch.setattr(sysconfig, "get_paths", lambda: {"data": str(tmp_path)})
+    assert _kernels.kernels_dir() == share
+    (share / "common.cuh").unlink()
+    with pytest.raises(FileNotFoundError, match="kernels"):
+        _kernels.kernels_dir()

@@ -17,11 +17,15 @@ import os
 import threading
 from pathlib import Path
 
+from ..._kernels import kernels_dir as _kernels_dir
 from ...errors import BackendUnavailableError
 
 __all__ = ["KERNEL_DIR", "get_module", "import_cupy", "kernel_source"]
 
-KERNEL_DIR = Path(__file__).resolve().parents[3] / "kernels"
+try:  # the checkout's kernels/, or the copy a wheel installs (distgraph/_kernels.py)
+    KERNEL_DIR = _kernels_dir()
+except FileNotFoundError:  # reported when a kernel is first compiled
+    KERNEL_DIR = Path(__file__).resolve().parents[3] / "kernels"
 _MEMO: dict = {}
 _LOCK = threading.Lock()
 

@@ -34,7 +34,9 @@ _modules: dict = {}
 
 
 def kernels_dir() -> Path:
-    return Path(__file__).resolve().parents[3] / "kernels"
+    from ..._kernels import kernels_dir as _kernels_dir
+
+    return _kernels_dir()
 
 
 def _nvcc() -> str:
