@@ -10,6 +10,7 @@
 // one `expand` per tile of an internal level and one `leaves` per tile of the last
 // internal level L-2 (the leaves are visited in place, never written to a frontier).
 // With the frontier cached, a product is one `leaves` over the whole level L-2.
+// With directory offsets and S = 256 the `_blk` kernels replace `expand` and `leaves`.
 //
 // Encodings
 //   sig[]      uint8, two 4-bit signatures per byte, node g = (sig[g>>1] >> 4*(g&1)) & 15,
@@ -34,8 +35,14 @@
 // __global__ distgraph_k2tree_leaves  (sig, dir, S, use_dir, scan, codes, g0, n, leaf0, x, y, B, left)
 //            one thread per (node of level L-2, vector); leaf0 is the first leaf of g0 (scan mode)
 // __global__ distgraph_csr_rows       (indptr, indices, nrows, x, y, B)
-//            y[i] (+)= x[j] for stored (i, j): one thread per (row, vector); the CSR baseline
-//            with the same semirings (left products run it on the CSR of A^T).
+//            y[i] (+)= x[j] for stored (i, j): one thread per (row, vector), the row combined
+//            in a register and stored once; the CSR baseline with the same semirings (left
+//            products run it on the CSR of A^T).
+// __global__ distgraph_k2tree_expand_blk (sig, dir, in, g0, n, child0, out)
+// __global__ distgraph_k2tree_leaves_blk (sig, dir, codes, g0, n, x, y, B, left)
+//            the default with directory offsets and S = 256: a block per directory sample,
+//            offsets from dir[b] + a block scan of the fan-outs (see "block kernels"); the
+//            leaves combine the cells of a row (column) of a 4 x 4 block before the atomic.
 
 #ifndef SEMIRING
 #define SEMIRING 0
@@ -73,16 +80,31 @@ __device__ __forceinline__ void atomic_min(double *p, double v) {
 }
 
 // ---------------------------------------------------------------- semirings
+// update(y, x): one atomic y (+)= w (x) x. combine(a, x): a (+) x in a register (the
+// first x of a run starts it, so no identity is needed). flush(y, a): y (+)= w (x) a
+// atomically; store(y, a): the same by the only writer of y.
 template <typename T> struct PlusTimes {
     __device__ static __forceinline__ void update(T *y, T x) { atomic_add(y, x); }
+    __device__ static __forceinline__ T combine(T a, T x) { return a + x; }
+    __device__ static __forceinline__ void flush(T *y, T a) { atomic_add(y, a); }
+    __device__ static __forceinline__ void store(T *y, T a) { *y += a; }
 };
 template <typename T> struct LorLand {
     __device__ static __forceinline__ void update(T *y, T x) { if (x) *(volatile T *)y = (T)1; }
+    __device__ static __forceinline__ T combine(T a, T x) { return (a || x) ? (T)1 : (T)0; }
+    __device__ static __forceinline__ void flush(T *y, T a) { if (a) *(volatile T *)y = (T)1; }
+    __device__ static __forceinline__ void store(T *y, T a) { if (a) *y = (T)1; }
 };
 template <typename T> struct MinPlus {
     __device__ static __forceinline__ void update(T *y, T x) {
         T v = x + (T)1;
         if (v < *(volatile T *)y) atomic_min(y, v);
+    }
+    __device__ static __forceinline__ T combine(T a, T x) { return x < a ? x : a; }
+    __device__ static __forceinline__ void flush(T *y, T a) { update(y, a); }
+    __device__ static __forceinline__ void store(T *y, T a) {
+        T v = a + (T)1;
+        if (v < *y) *y = v;
     }
 };
 template <int S, typename T> struct Pick;
@@ -172,5 +194,125 @@ extern "C" __global__ void distgraph_csr_rows(const i64 *indptr, const int *indi
     i64 i = t / B;
     int k = (int)(t - i * B);
     if (i >= nrows) return;
-    for (i64 jj = indptr[i]; jj < indptr[i + 1]; ++jj) Semiring::update(&y[i * B + k], x[(i64)indices[jj] * B + k]);
+    i64 a = indptr[i], b = indptr[i + 1];
+    if (a == b) return;
+    value_t acc = x[(i64)indices[a] * B + k];
+    for (i64 jj = a + 1; jj < b; ++jj) acc = Semiring::combine(acc, x[(i64)indices[jj] * B + k]);
+    Semiring::store(&y[i * B + k], acc);  // the thread owns y[i, k]: no atomic
+}
+
+// ------------------------------------------------- block kernels (directory, S = 256)
+// A block of 256 threads takes the 256 nodes [256 b, 256 b + 256) aligned with one
+// directory sample, so dir[b] is the first child of its first node and a block-wide
+// exclusive scan of the fan-outs (popc of each signature) gives every other node's:
+// one directory load per block instead of a popcount loop over up to S/2 bytes per
+// thread. Nodes of the block outside the tile [g0, g0 + n) still count in the scan
+// when they precede it, and are not visited. Launch: grid = the aligned blocks that
+// meet [g0, g0 + n), block = 256.
+
+#define DG_K2_BLOCK 256
+
+__device__ __forceinline__ int block_exclusive_scan(int v) {
+    __shared__ int warp_total[DG_K2_BLOCK / 32];
+    const unsigned full = 0xffffffffu;
+    int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    int x = v;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        int u = __shfl_up_sync(full, x, o);
+        if (lane >= o) x += u;
+    }
+    if (lane == 31) warp_total[w] = x;
+    __syncthreads();
+    if (w == 0) {
+        int u = lane < DG_K2_BLOCK / 32 ? warp_total[lane] : 0;
+#pragma unroll
+        for (int o = 1; o < DG_K2_BLOCK / 32; o <<= 1) {
+            int z = __shfl_up_sync(full, u, o);
+            if (lane >= o) u += z;
+        }
+        if (lane < DG_K2_BLOCK / 32) warp_total[lane] = u;
+    }
+    __syncthreads();
+    return x - v + (w ? warp_total[w - 1] : 0);
+}
+
+// The up to 16 cells under a node of level L-2 (code: the Morton code of its 4 x 4
+// block; s: its signature; leaf: the global id of its first leaf), for vector k.
+// Right product: the cells of one row are combined in a register and y gets one
+// atomic per non-empty row of the block (left: per column), not one per cell.
+template <bool LEFT>
+__device__ __forceinline__ void visit_block(const unsigned char *sig, u64 code, int s, i64 leaf,
+                                            const value_t *__restrict__ x, value_t *y, int B, int k) {
+    i64 R = compact(code >> 1) << 2, C = compact(code) << 2;
+    value_t acc[4];
+    bool any[4] = {false, false, false, false};
+    i64 in0 = LEFT ? R : C, out0 = LEFT ? C : R;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+        if (!((s >> b) & 1)) continue;
+        int lam = nib(sig, leaf++);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            if (!((lam >> q) & 1)) continue;
+            int dr = 2 * (b >> 1) + (q >> 1), dc = 2 * (b & 1) + (q & 1);
+            int o = LEFT ? dc : dr, i = LEFT ? dr : dc;  // compile-time: acc stays in registers
+            value_t v = x[(in0 + i) * B + k];
+            acc[o] = any[o] ? Semiring::combine(acc[o], v) : v;
+            any[o] = true;
+        }
+    }
+#pragma unroll
+    for (int o = 0; o < 4; ++o)
+        if (any[o]) Semiring::flush(&y[(out0 + o) * B + k], acc[o]);
+}
+
+extern "C" __global__ void distgraph_k2tree_expand_blk(const unsigned char *sig, const unsigned int *dir,
+                                                       const u64 *in, i64 g0, i64 n, i64 child0, u64 *out) {
+    i64 blk = g0 / DG_K2_BLOCK + blockIdx.x;
+    i64 g = blk * DG_K2_BLOCK + threadIdx.x;
+    int s = g < g0 + n ? nib(sig, g) : 0;
+    int before = block_exclusive_scan(__popc(s));
+    if (g < g0 || g >= g0 + n) return;
+    i64 o = (i64)dir[blk] + before - child0;
+    u64 code = in[g - g0] << 2;
+#pragma unroll
+    for (int b = 0; b < 4; ++b)
+        if ((s >> b) & 1) out[o++] = code | (u64)b;
+}
+
+extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig, const unsigned int *dir,
+                                                       const u64 *codes, i64 g0, i64 n,
+                                                       const value_t *__restrict__ x, value_t *y, int B,
+                                                       int left) {
+    __shared__ u64 s_code[DG_K2_BLOCK];
+    __shared__ unsigned int s_leaf[DG_K2_BLOCK];
+    __shared__ unsigned char s_sig[DG_K2_BLOCK];
+    i64 blk = g0 / DG_K2_BLOCK + blockIdx.x;
+    i64 g = blk * DG_K2_BLOCK + threadIdx.x;
+    int s = g < g0 + n ? nib(sig, g) : 0;
+    int before = block_exclusive_scan(__popc(s));
+    bool mine = g >= g0 && g < g0 + n;
+    i64 leaf = (i64)dir[blk] + before;
+    if (B == 1) {
+        if (mine && s) {
+            if (left) visit_block<true>(sig, codes[g - g0], s, leaf, x, y, 1, 0);
+            else visit_block<false>(sig, codes[g - g0], s, leaf, x, y, 1, 0);
+        }
+        return;
+    }
+    // a batch: (node, vector) pairs with the vector fastest, so adjacent threads
+    // touch adjacent entries of the n x B rows of x and y
+    int t = threadIdx.x;
+    s_sig[t] = mine ? (unsigned char)s : 0;
+    s_leaf[t] = (unsigned int)leaf;
+    s_code[t] = mine ? codes[g - g0] : 0;
+    __syncthreads();
+    for (int p = t; p < DG_K2_BLOCK * B; p += DG_K2_BLOCK) {
+        int i = p / B, k = p - i * B;
+        int si = s_sig[i];
+        if (!si) continue;
+        if (left) visit_block<true>(sig, s_code[i], si, (i64)s_leaf[i], x, y, B, k);
+        else visit_block<false>(sig, s_code[i], si, (i64)s_leaf[i], x, y, B, k);
+    }
 }

@@ -15,10 +15,30 @@ from distgraph.formats.k2tree import K2Tree, morton_decode
 POP = np.array([bin(i).count("1") for i in range(16)], np.int64)
 
 
+def _block_first(tree, sigs, g0, n):
+    """First children of nodes g0 .. g0+n-1 as the _blk kernels get them: per block
+    of 256 aligned nodes, dir[b] + the exclusive scan of the fan-outs in the block
+    (nodes of the block before g0 count, nodes from g0+n on do not)."""
+    out = np.empty(n, np.int64)
+    for blk in range(g0 // 256, (g0 + n - 1) // 256 + 1):
+        g = np.arange(blk * 256, min(blk * 256 + 256, g0 + n))
+        f = POP[sigs[g]]
+        first = int(tree.directory[blk]) + np.cumsum(f) - f
+        mine = g >= g0
+        out[g[mine] - g0] = first[mine]
+    return out
+
+
 def _emulate(tree, tile, x, use_dir):
-    """The launches of plan_tiles, each done by numpy as the kernels do it."""
+    """The launches of plan_tiles, each done by numpy as the kernels do it
+    (use_dir: True for the directory, "block" for the block kernels, False for a scan)."""
     sigs = tree.signatures().astype(np.int64)
     first = 1 + np.concatenate([[0], np.cumsum(POP[sigs])])
+    if use_dir == "block":
+        assert tree.sample == 256
+        steps = plan_tiles(tree, tile)
+        for st in steps:
+            assert np.array_equal(_block_first(tree, sigs, st[2], st[3]), first[st[2]:st[2] + st[3]])
     bufs = {tree.top_level: tree.top_codes.copy()}
     y = np.zeros(tree.shape[0])
     for st in plan_tiles(tree, tile):
@@ -48,7 +68,7 @@ def _emulate(tree, tile, x, use_dir):
 
 
 @pytest.mark.parametrize("tile", [4, 7, 64, 1 << 20])
-@pytest.mark.parametrize("use_dir", [True, False])
+@pytest.mark.parametrize("use_dir", [True, False, "block"])
 def test_tile_plan_replayed_on_host(tile, use_dir):
     A = sp.random(600, 450, density=0.01, random_state=4, format="csr")
     t = K2Tree.from_scipy(A, top_nodes=16)
@@ -100,7 +120,7 @@ def test_gpu_matches_cpu_every_configuration():
         cpu = SpMVPlan(A, format="csr", backend="cpu")
         configs = [dict(format="k2tree"), dict(format="k2tree", offsets="scan"), dict(format="k2tree", tile=64),
                    dict(format="k2tree", tile=64, offsets="scan"), dict(format="k2tree", cached_frontier=True),
-                   dict(format="csr")]
+                   dict(format="k2tree", sample=64), dict(format="csr")]
         for cfg in configs:
             gpu = SpMVPlan(A, backend="gpu", **cfg)
             for sr in SEMIRINGS:
@@ -117,6 +137,71 @@ def test_gpu_matches_cpu_every_configuration():
                                 np.testing.assert_allclose(y, ref, rtol=tol, atol=tol, err_msg=f"{name} {cfg} {left}")
                             else:
                                 assert np.array_equal(y, ref), (name, cfg, sr, left, B)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("tile", [4, 7, 300, 1 << 20])
+def test_gpu_block_and_thread_kernels_every_tile(tile):
+    """The block kernels (default) and the one-thread-per-node kernels give the
+    scipy product for every tile, direction, semiring and batch width."""
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+
+    rng = np.random.default_rng(8)
+    D = rng.random((1500, 1100)) < 0.004
+    D[:40] |= rng.random((40, 1100)) < 0.5  # dense rows and columns: colliding updates
+    D[:, 1000:1030] |= rng.random((1500, 30)) < 0.5
+    A = sp.csr_array(D)
+    P = A.astype(np.float64)
+    t = K2Tree.from_scipy(A, top_nodes=16)
+    for kernels, cached in (("block", False), ("thread", False), ("block", True), ("thread", True)):
+        if cached and tile != 1 << 20:
+            continue
+        dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, kernels=kernels)
+        assert dm.block == (kernels == "block")
+        for B in (1, 3, 128):
+            for left in (False, True):
+                M = P.T if left else P
+                k = M.shape[1]
+                x = _x(k, B, "plus_times", np.float64, 11)
+                np.testing.assert_allclose(dm.multiply(x, semiring.plus_times, left), M @ x, rtol=1e-12, atol=1e-12)
+                xb = _x(k, B, "lor_land", np.float64, 12)
+                assert np.array_equal(dm.multiply(xb, semiring.lor_land, left), (M @ xb.astype(float)) > 0)
+                xm = _x(k, B, "min_plus", np.float64, 13)
+                C = sp.coo_array(M)
+                ref = np.full((M.shape[0], B), np.inf)
+                np.minimum.at(ref, C.row, xm[C.col] + 1)
+                assert np.array_equal(dm.multiply(xm, semiring.min_plus, left), ref)
+
+
+@pytest.mark.gpu
+def test_gpu_tree_build_matches_host():
+    from distgraph.backends.gpu.k2tree_spmv import tree_from_csr
+    from distgraph.generators import from_spec
+
+    g = from_spec("kron:12")
+    a = K2Tree.from_graph(g, cached_frontier=True)
+    b = tree_from_csr(g.indptr, g.indices, cached_frontier=True)
+    for f in ("sig", "level_start", "directory", "top_codes", "frontier"):
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+
+
+@pytest.mark.gpu
+def test_gpu_pagerank_matches_cpu_on_real_graphs():
+    from conftest import DATA
+
+    from distgraph.algorithms.pagerank import pagerank
+    from distgraph.graph.readers import read_graph
+
+    names = [n for n in ("wiki-Vote.txt.gz", "road-NY.gr.xz") if (DATA / n).is_file()]
+    if not names:
+        pytest.skip("no real graphs (set DISTGRAPH_DATA)")
+    for name in names:
+        g = read_graph(DATA / name)
+        cpu = pagerank(g, format="csr", backend="cpu", tol=1e-10)
+        for fmt, kw in (("k2tree", {}), ("csr", {})):
+            gpu = pagerank(g, format=fmt, backend="gpu", tol=1e-10, **kw)
+            assert np.abs(gpu - cpu).max() < 1e-9, (name, fmt)
 
 
 @pytest.mark.gpu
@@ -179,3 +264,22 @@ def test_memory_plan_before_allocation():
     assert memory_plan(t, tile=16).items["tile buffers"] <= 8 * 16 * t.levels
     with pytest.raises(DeviceMemoryError, match="k2-tree SpMV needs"):
         plan.check(free=1000)
+
+
+@pytest.mark.parametrize("semiring_code,value_t", [(1, "unsigned char"), (2, "double"), (0, "long long")])
+def test_kernel_variants_compile_sm90(semiring_code, value_t, tmp_path):
+    """Each semiring / element type the runner compiles (test_kernels_compile builds the
+    defaults) compiles for sm_90 with nvcc, without a GPU; skipped without nvcc."""
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    src = Path(__file__).resolve().parent.parent / "kernels" / "k2tree_spmv.cu"
+    r = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-cubin", f"-DSEMIRING={semiring_code}",
+                        f"-DVALUE_T={value_t}", str(src), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr

@@ -7,6 +7,13 @@ exact scratch: one buffer of ``min(M, width)`` codes per internal level below th
 and in scan mode one int32 offset per node of the widest tile. ``nbytes()`` is the
 device working set of a product, known before any kernel runs.
 
+With directory offsets and the default sample S = 256 (``kernels="auto"``) the block
+kernels run: a block of 256 threads per directory sample, child offsets from one
+directory load plus a block scan of the fan-outs, and the leaves combine the cells of
+a row (column) of each 4 x 4 block in registers before the atomic update of ``y``;
+``kernels="thread"`` keeps the one-thread-per-node kernels below (offsets by a
+popcount loop over the sample), as first written.
+
 A product fills ``y`` with the semiring's zero, then launches, depth-first over tiles,
 ``distgraph_k2tree_expand`` per tile of an internal level (after a
 ``distgraph_k2tree_fanout`` + ``cupy.cumsum`` when offsets come from a scan) and
@@ -26,9 +33,10 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from .loader import get_module, import_cupy
 
-__all__ = ["DeviceMatrix", "plan_tiles", "memory_plan"]
+__all__ = ["DeviceMatrix", "plan_tiles", "memory_plan", "tree_from_csr"]
 
 THREADS = 256
+BLOCK = 256  # nodes per block of the _blk kernels = the directory sample they need
 _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
             np.dtype(np.bool_): "unsigned char"}
 
@@ -94,13 +102,21 @@ def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=Fals
 class DeviceMatrix:
     """One rank's block on the GPU (a k2-tree, or a CSR ``(indptr, indices)``)."""
 
-    def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False):
+    def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
+                 kernels="auto"):
         cp = import_cupy()
+        if kernels not in ("auto", "block", "thread"):
+            raise InvalidArgumentError(f"kernels must be 'auto', 'block' or 'thread'; got {kernels!r}")
         self.cp = cp
         self.tree = tree
         self.tile = int(tile)
         self.use_dir = offsets == "directory"
         self.cached = bool(cached_frontier)
+        # block kernels: directory offsets with one sample per block of BLOCK nodes
+        can_block = tree is not None and (self.use_dir or self.cached) and tree.sample == BLOCK
+        if kernels == "block" and not can_block:
+            raise InvalidArgumentError(f"kernels='block' needs directory offsets and sample={BLOCK}")
+        self.block = can_block and kernels != "thread"
         self.arrays = {}
         if csr is not None:
             ip, ix = csr
@@ -209,6 +225,9 @@ class DeviceMatrix:
                 f(((nt + THREADS - 1) // THREADS,), (THREADS,),
                   (a["indptr"], a["indices"], np.int64(self.nrows), xd, y, np.int32(B)))
             return
+        if self.block:
+            self._run_block(mod, xd, y, B, left)
+            return
         expand = mod.get_function("distgraph_k2tree_expand")
         leaves = mod.get_function("distgraph_k2tree_leaves")
         fanout = mod.get_function("distgraph_k2tree_fanout")
@@ -231,3 +250,53 @@ class DeviceMatrix:
                 leaves(((nt + THREADS - 1) // THREADS,), (THREADS,),
                        (sig, dr, S, use_dir, scan, src, np.int64(g0), np.int64(n), np.int64(st[5]), xd, y,
                         np.int32(B), np.int32(1 if left else 0)))
+
+    def _run_block(self, mod, xd, y, B, left):
+        """The launches of :meth:`run` with the block kernels (one block per directory
+        sample of ``BLOCK`` nodes; grid = the aligned blocks meeting the tile)."""
+        expand = mod.get_function("distgraph_k2tree_expand_blk")
+        leaves = mod.get_function("distgraph_k2tree_leaves_blk")
+        a = self.arrays
+        sig, dr = a["sig"], a["dir"]
+        for st in self.steps:
+            level, g0, n, pos = st[1], st[2], st[3], st[4]
+            src = self.bufs[level][pos:pos + n]
+            grid = ((g0 + n - 1) // BLOCK - g0 // BLOCK + 1,)
+            if st[0] == "expand":
+                expand(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), np.int64(st[5]),
+                                        self.bufs[level + 1]))
+            else:
+                leaves(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), xd, y, np.int32(B),
+                                        np.int32(1 if left else 0)))
+
+
+def tree_from_csr(indptr, indices, shape=None, **kw):
+    """A :class:`~distgraph.formats.k2tree.K2Tree` of a CSR pattern with the Morton
+    encoding and the sort done on the GPU (CuPy's radix sort), the levels on the host
+    (:meth:`K2Tree.from_codes` with ``presorted=True``). Same tree as
+    ``K2Tree.from_csr``; ``kw`` as there."""
+    from ...formats.k2tree import K2Tree
+
+    cp = import_cupy()
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n = indptr.shape[0] - 1
+    shape = (n, n) if shape is None else shape
+    m = int(indptr[-1])
+    ip = cp.asarray(indptr)
+    rows = cp.searchsorted(ip, cp.arange(m, dtype=cp.int64), side="right") - 1
+    codes = _spread_gpu(cp, rows) << cp.uint64(1)
+    del rows
+    codes |= _spread_gpu(cp, cp.asarray(indices))
+    codes = cp.sort(codes)
+    host = cp.asnumpy(codes)
+    del codes, ip
+    cp.get_default_memory_pool().free_all_blocks()
+    return K2Tree.from_codes(host, shape, presorted=True, **kw)
+
+
+def _spread_gpu(cp, v):
+    v = v.astype(cp.uint64) & cp.uint64(0x00000000FFFFFFFF)
+    for sh, m in ((16, 0x0000FFFF0000FFFF), (8, 0x00FF00FF00FF00FF), (4, 0x0F0F0F0F0F0F0F0F),
+                  (2, 0x3333333333333333), (1, 0x5555555555555555)):
+        v = (v | (v << cp.uint64(sh))) & cp.uint64(m)
+    return v
