@@ -24,6 +24,12 @@
 //                  ctr[13] = bottom-up levels; ctr[16] = active slice sets seen by
 //                  distgraph_msbfs_build_queue (partitioned mode).
 //   cnt[kappa]     per-source mode: vertices BFS c reached at the current level.
+//   G[2*W]         frontier union: G[(l&1)*W ..] = OR of act[s] over all slice sets after the
+//                  stage 2 of level l, i.e. the BFSs whose frontier is not empty (bottom-up
+//                  target; zeroed by the level that writes it next).
+//   heavy[nheavy]  vertices with more than bu_heavy in-arcs, by decreasing in-degree: bottom-up
+//                  gives each of them a warp (the others get a thread).
+//   stats[4]       levels and bottom-up levels added over launches (read by the host lazily).
 // Outputs, added to (never reset by the kernels), uint64:
 //   per-vertex mode (per_source = 0), indexed by vertex u:
 //     far[u] += l * p, reach[u] += p, harmonic: l == 1: h0[u] += p; l >= 2: h1[u] += p * hi32,
@@ -39,10 +45,19 @@
 //     kappa-bit frontier elements of the 8 vertices of s (F[lane*rho + s]); for every BFS c
 //     set in act[s] a warp ballot of bit c rebuilds the 8-bit frontier word alpha, and two
 //     binary MMAs (m8n8k128 AND+POPC, layout of BLEST Fig. 3) give the products of the 128
-//     slices; bit c is accumulated per row in registers and flushed with one atomicOr per
-//     non-zero word into Vn; the row's slice set is marked dirty.
-//   or bottom-up (when use_bu and mf * bu_ratio > mu, the CPU backend's test): every vertex
-//     not reached by all BFSs ORs the frontier elements of its in-neighbours (CSR of G^T).
+//     slices; bit c is accumulated per row in registers.  When many BFSs are active in s
+//     (popc(act[s]) > tc_ratio * |frontier vertices of s|), the per-BFS loop costs more than
+//     ORing whole kappa-bit elements: each frontier vertex b of s is broadcast from lane b
+//     (W shuffles) and ORed into the rows whose slice has bit b (same products, all BFSs
+//     at once, on CUDA cores).  Then the bits a row already has in Vn are dropped, the rest
+//     flushed with one atomicOr per non-zero word into Vn, and the row's slice set is
+//     marked dirty.
+//   or bottom-up (when use_bu and mf * bu_ratio > mu, the CPU backend's test): every vertex u
+//     with target = G & ~Vc[u] != 0 (BFSs that are still running and have not reached u)
+//     ORs the frontier elements of its in-neighbours (CSR of G^T) until the target is
+//     covered; a thread per vertex, a warp per heavy vertex (the scan of a hub by one
+//     thread, one dependent load after another, made every level as slow as the largest
+//     degree).
 //   stage 2 (frontier finalization) over dirty slice sets: diff = Vc ^ Vn is the new
 //     frontier, Vc = Vn, the sums above are added, act/wasact are rewritten and (replicated
 //     mode) the VSSs of active slice sets are appended to the next queue.
@@ -68,6 +83,9 @@
 #endif
 #ifndef DG_MS_BLOCK
 #define DG_MS_BLOCK 256
+#endif
+#ifndef DG_MS_MINB
+#define DG_MS_MINB 4  // resident blocks per SM asked of the compiler (persistent kernel: occupancy)
 #endif
 #define DG_MS_KAPPA (32 * DG_MS_WORDS)
 
@@ -106,13 +124,41 @@ __device__ __forceinline__ void dg_ms_products(unsigned mask, unsigned alpha, un
     dg_bmma_and_popc(mask >> 16, fragb, d2, d3);
 }
 
-__device__ __forceinline__ void dg_ms_flush_row(int u, const unsigned (&M)[DG_MS_WORDS], dg_i64 rho, unsigned *Vn,
+// Load one kappa-bit element (W words, aligned to its size) with vector loads.
+__device__ __forceinline__ void dg_ms_load(const unsigned *p, unsigned (&v)[DG_MS_WORDS]) {
+#if DG_MS_WORDS == 8
+    const uint4 a = reinterpret_cast<const uint4 *>(p)[0], b = reinterpret_cast<const uint4 *>(p)[1];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+#elif DG_MS_WORDS == 4
+    const uint4 a = reinterpret_cast<const uint4 *>(p)[0];
+    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+#elif DG_MS_WORDS == 2
+    const uint2 a = reinterpret_cast<const uint2 *>(p)[0];
+    v[0] = a.x; v[1] = a.y;
+#else
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) v[j] = p[j];
+#endif
+}
+
+// Flush a row's register buffer: drop the bits u already has in Vn (a possibly stale read
+// only drops fewer), OR the rest into Vn, mark u's slice set dirty.
+__device__ __forceinline__ void dg_ms_flush_row(int u, unsigned (&M)[DG_MS_WORDS], dg_i64 rho, unsigned *Vn,
                                                 unsigned char *dirty) {
     unsigned any = 0u;
 #pragma unroll
     for (int j = 0; j < DG_MS_WORDS; ++j) any |= M[j];
     if (!any) return;
     const dg_i64 base = dg_vi(u, rho) * DG_MS_WORDS;
+    unsigned have[DG_MS_WORDS];
+    dg_ms_load(Vn + base, have);
+    any = 0u;
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) {
+        M[j] &= ~have[j];
+        any |= M[j];
+    }
+    if (!any) return;
 #pragma unroll
     for (int j = 0; j < DG_MS_WORDS; ++j)
         if (M[j]) atomicOr(&Vn[base + j], M[j]);  // result unused: RED
@@ -123,19 +169,42 @@ __device__ __forceinline__ void dg_ms_flush_row(int u, const unsigned (&M)[DG_MS
 __device__ __forceinline__ void dg_ms_stage1(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
                                              const unsigned *F, const unsigned *act, unsigned *Vn,
                                              unsigned char *dirty, const int2 *qc, dg_i64 nq, dg_i64 rho,
-                                             dg_i64 warp, dg_i64 nwarps, unsigned lane) {
+                                             int tc_ratio, dg_i64 warp, dg_i64 nwarps, unsigned lane) {
     for (dg_i64 w = warp; w < nq; w += nwarps) {
         const int2 q = qc[w];
         const dg_i64 vss = q.x, ss = q.y;
         unsigned fv[DG_MS_WORDS], M0[DG_MS_WORDS], M1[DG_MS_WORDS], M2[DG_MS_WORDS], M3[DG_MS_WORDS];
         const dg_i64 fbase = ((dg_i64)(lane & 7u) * rho + ss) * DG_MS_WORDS;
+        unsigned fany = 0u;
+        if (lane < 8u) dg_ms_load(F + fbase, fv);  // lanes 8-31 issue no load
 #pragma unroll
         for (int j = 0; j < DG_MS_WORDS; ++j) {
-            fv[j] = (lane < 8u) ? F[fbase + j] : 0u;  // lanes 8-31 issue no load
+            if (lane >= 8u) fv[j] = 0u;
+            fany |= fv[j];
             M0[j] = M1[j] = M2[j] = M3[j] = 0u;
         }
+        const unsigned fmask = __ballot_sync(DG_FULL_MASK, fany != 0u) & 0xffu;  // frontier vertices of ss
         const int4 u = row_ids[vss * 32 + lane];
         const unsigned mk = masks[vss * 32 + lane];
+        int nact = 0;
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) nact += __popc(act[ss * DG_MS_WORDS + j]);  // warp-uniform
+        if (nact > tc_ratio * __popc(fmask)) {
+            // many active BFSs: OR whole elements of the frontier vertices (CUDA cores)
+            for (unsigned fb = fmask; fb; fb &= fb - 1u) {
+                const int b = __ffs(fb) - 1;
+                const bool r0 = (mk >> b) & 1u, r1 = (mk >> (8 + b)) & 1u, r2 = (mk >> (16 + b)) & 1u,
+                           r3 = (mk >> (24 + b)) & 1u;
+#pragma unroll
+                for (int j = 0; j < DG_MS_WORDS; ++j) {
+                    const unsigned v = __shfl_sync(DG_FULL_MASK, fv[j], b);
+                    if (r0) M0[j] |= v;
+                    if (r1) M1[j] |= v;
+                    if (r2) M2[j] |= v;
+                    if (r3) M3[j] |= v;
+                }
+            }
+        } else {
 #pragma unroll
         for (int j = 0; j < DG_MS_WORDS; ++j) {
             unsigned B = act[ss * DG_MS_WORDS + j];  // the same address in every lane: warp-uniform
@@ -152,6 +221,7 @@ __device__ __forceinline__ void dg_ms_stage1(const int4 *__restrict__ row_ids, c
                 if (d3) M3[j] |= bit;
             }
         }
+        }
         dg_ms_flush_row(u.x, M0, rho, Vn, dirty);
         dg_ms_flush_row(u.y, M1, rho, Vn, dirty);
         dg_ms_flush_row(u.z, M2, rho, Vn, dirty);
@@ -159,38 +229,90 @@ __device__ __forceinline__ void dg_ms_stage1(const int4 *__restrict__ row_ids, c
     }
 }
 
-// ---- Bottom-up on CUDA cores: every vertex of [v_lo, v_hi) not reached by all BFSs pulls the
-// frontier elements of its in-neighbours.  Vn == Vc when it starts, so Vn is written plainly.
+// ---- Bottom-up on CUDA cores: every vertex u of [v_lo, v_hi) with target = G & ~Vc[u] != 0
+// pulls the frontier elements of its in-neighbours until the target is covered.  Vertices
+// with at most bu_heavy in-arcs get a thread; the heavy ones (list `heavy`) a warp each.
+// Vn == Vc when it starts, so Vn is written plainly.
+__device__ __forceinline__ bool dg_ms_covers(const unsigned (&acc)[DG_MS_WORDS], const unsigned (&tgt)[DG_MS_WORDS]) {
+    bool c = true;
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) c &= ((acc[j] & tgt[j]) == tgt[j]);
+    return c;
+}
+
 __device__ __forceinline__ void dg_ms_bottom_up(const dg_i64 *__restrict__ t_indptr,
                                                 const int *__restrict__ t_indices, const unsigned *F,
                                                 const unsigned *Vc, unsigned *Vn, unsigned char *dirty,
-                                                dg_i64 v_lo, dg_i64 v_hi, dg_i64 rho, int nsrc, dg_i64 tid,
+                                                const unsigned *G, const int *__restrict__ heavy, dg_i64 nheavy,
+                                                dg_i64 bu_heavy, dg_i64 v_lo, dg_i64 v_hi, dg_i64 rho, dg_i64 tid,
                                                 dg_i64 nthreads) {
-    for (dg_i64 u = v_lo + tid; u < v_hi; u += nthreads) {
+    const unsigned lane = threadIdx.x & 31u;
+    const dg_i64 warp = tid >> 5, nwarps = nthreads >> 5;
+    unsigned g[DG_MS_WORDS];
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) g[j] = G[j];
+    // heavy vertices: a warp each, 32 in-neighbours per step
+    for (dg_i64 i = warp; i < nheavy; i += nwarps) {
+        const dg_i64 u = heavy[i];
+        if (u < v_lo || u >= v_hi) continue;  // warp-uniform
         const dg_i64 base = dg_vi(u, rho) * DG_MS_WORDS;
-        unsigned cur[DG_MS_WORDS], acc[DG_MS_WORDS];
-        bool todo = false;
-#pragma unroll
-        for (int j = 0; j < DG_MS_WORDS; ++j) {
-            cur[j] = Vc[base + j];
-            acc[j] = 0u;
-            todo |= (cur[j] != dg_full_word(j, nsrc));
-        }
-        if (!todo) continue;
-        const dg_i64 e = t_indptr[u + 1];
-        for (dg_i64 p = t_indptr[u]; p < e; ++p) {
-            const dg_i64 wb = dg_vi(t_indices[p], rho) * DG_MS_WORDS;
-            bool full = true;
-#pragma unroll
-            for (int j = 0; j < DG_MS_WORDS; ++j) {
-                acc[j] |= F[wb + j];
-                full &= ((acc[j] | cur[j]) == dg_full_word(j, nsrc));
-            }
-            if (full) break;
-        }
+        unsigned cur[DG_MS_WORDS], tgt[DG_MS_WORDS], acc[DG_MS_WORDS], all[DG_MS_WORDS];
+        dg_ms_load(Vc + base, cur);
         unsigned any = 0u;
 #pragma unroll
-        for (int j = 0; j < DG_MS_WORDS; ++j) any |= acc[j] & ~cur[j];
+        for (int j = 0; j < DG_MS_WORDS; ++j) {
+            tgt[j] = g[j] & ~cur[j];
+            any |= tgt[j];
+            acc[j] = all[j] = 0u;
+        }
+        if (!any) continue;
+        const dg_i64 e = t_indptr[u + 1];
+        for (dg_i64 p0 = t_indptr[u]; p0 < e; p0 += 32) {
+            const dg_i64 p = p0 + lane;
+            if (p < e) {
+                unsigned f[DG_MS_WORDS];
+                dg_ms_load(F + dg_vi(t_indices[p], rho) * DG_MS_WORDS, f);
+#pragma unroll
+                for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] |= f[j];
+            }
+#pragma unroll
+            for (int j = 0; j < DG_MS_WORDS; ++j) all[j] = __reduce_or_sync(DG_FULL_MASK, acc[j]);
+            if (dg_ms_covers(all, tgt)) break;  // warp-uniform
+        }
+        any = 0u;
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) any |= all[j] & tgt[j];
+        if (any && lane == 0) {
+#pragma unroll
+            for (int j = 0; j < DG_MS_WORDS; ++j) Vn[base + j] = cur[j] | all[j];
+            dirty[u >> 3] = 1;
+        }
+    }
+    // the others: a thread each
+    for (dg_i64 u = v_lo + tid; u < v_hi; u += nthreads) {
+        const dg_i64 s = t_indptr[u], e = t_indptr[u + 1];
+        if (e - s > bu_heavy || e == s) continue;
+        const dg_i64 base = dg_vi(u, rho) * DG_MS_WORDS;
+        unsigned cur[DG_MS_WORDS], tgt[DG_MS_WORDS], acc[DG_MS_WORDS];
+        dg_ms_load(Vc + base, cur);
+        unsigned any = 0u;
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) {
+            tgt[j] = g[j] & ~cur[j];
+            any |= tgt[j];
+            acc[j] = 0u;
+        }
+        if (!any) continue;
+        for (dg_i64 p = s; p < e; ++p) {
+            unsigned f[DG_MS_WORDS];
+            dg_ms_load(F + dg_vi(t_indices[p], rho) * DG_MS_WORDS, f);
+#pragma unroll
+            for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] |= f[j];
+            if (dg_ms_covers(acc, tgt)) break;
+        }
+        any = 0u;
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) any |= acc[j] & tgt[j];
         if (any) {
 #pragma unroll
             for (int j = 0; j < DG_MS_WORDS; ++j) Vn[base + j] = cur[j] | acc[j];
@@ -207,11 +329,14 @@ __device__ __forceinline__ void dg_ms_stage2(
     unsigned *F, unsigned *Vc, const unsigned *Vn, unsigned *act, unsigned char *wasact, unsigned char *dirty,
     int2 *qn, dg_i64 *qn_size, dg_i64 *ctr, int n, dg_i64 rho, dg_i64 ss_lo, dg_i64 ss_hi, int level, int nsrc,
     int per_source, int enqueue, int use_bu, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2,
-    unsigned *scnt, dg_i64 warp, dg_i64 nwarps, unsigned lane) {
+    unsigned *scnt, unsigned *G, dg_i64 warp, dg_i64 nwarps, unsigned lane) {
     const dg_u64 rf = level >= 2 ? dg_recip_fixed((dg_u64)level) : 0ull;
     const dg_u64 rhi = rf >> 32, rlo = rf & 0xffffffffull;
     dg_u64 mf = 0ull;   // out-arcs of new frontier vertices (bottom-up test)
     dg_i64 fin = 0;     // in-arcs of vertices that every BFS has now reached
+    unsigned gor[DG_MS_WORDS];  // OR of this lane's new act words (frontier union G)
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) gor[j] = 0u;
     for (dg_i64 b0 = ss_lo + warp * 32; b0 < ss_hi; b0 += nwarps * 32) {
         const dg_i64 ss = b0 + lane;
         unsigned A[DG_MS_WORDS];
@@ -258,6 +383,7 @@ __device__ __forceinline__ void dg_ms_stage2(
                 for (int j = 0; j < DG_MS_WORDS; ++j) {
                     act[ss * DG_MS_WORDS + j] = A[j];
                     active |= (A[j] != 0u);
+                    gor[j] |= A[j];
                 }
                 wasact[ss] = active ? 1 : 0;
             } else if (wasact[ss]) {
@@ -288,6 +414,11 @@ __device__ __forceinline__ void dg_ms_stage2(
         }
     }
     if (use_bu) {
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) {
+            const unsigned o = __reduce_or_sync(DG_FULL_MASK, gor[j]);
+            if (lane == 0 && o) atomicOr(&G[j], o);
+        }
         mf = dg_warp_sum(mf);
         const dg_u64 f = dg_warp_sum((dg_u64)fin);
         if (lane == 0) {
@@ -339,14 +470,16 @@ __device__ __forceinline__ void dg_ms_seed(const int *__restrict__ srcs, int nsr
 
 // ================================================================= replicated mode
 // State arrays zeroed by the host; ctr[4] = in-arcs of all vertices (mu) when use_bu.
-extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
+extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK, DG_MS_MINB)
 distgraph_msbfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
                            const int *__restrict__ real_ptrs, const dg_i64 *__restrict__ t_indptr,
                            const int *__restrict__ t_indices, const dg_i64 *__restrict__ h_indptr, int n,
                            const int *__restrict__ srcs, int nsrc, int per_source, int use_bu, int bu_ratio,
                            unsigned *F, unsigned *Vc, unsigned *Vn, unsigned *act, unsigned char *wasact,
                            unsigned char *dirty, int2 *Q, dg_i64 qcap, dg_i64 *ctr, unsigned *cnt, dg_u64 *far,
-                           dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2) {
+                           dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2, unsigned *G,
+                           const int *__restrict__ heavy, dg_i64 nheavy, dg_i64 bu_heavy, int tc_ratio,
+                           dg_i64 *stats) {
     __shared__ unsigned scnt[DG_MS_KAPPA];
     cg::grid_group grid = cg::this_grid();
     const dg_i64 nthreads = (dg_i64)gridDim.x * blockDim.x;
@@ -360,7 +493,7 @@ distgraph_msbfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__r
     grid.sync();
     dg_ms_block_counts_begin(scnt, per_source);
     dg_ms_stage2(real_ptrs, t_indptr, h_indptr, F, Vc, Vn, act, wasact, dirty, Q + qcap, ctr + 1, ctr, n, rho, 0,
-                 rho, 0, nsrc, per_source, 1, use_bu, far, reach, h0, h1, h2, scnt, warp, nwarps, lane);
+                 rho, 0, nsrc, per_source, 1, use_bu, far, reach, h0, h1, h2, scnt, G, warp, nwarps, lane);
     dg_ms_block_counts_end(scnt, cnt, per_source);
     grid.sync();
     int l = 1;
@@ -369,22 +502,30 @@ distgraph_msbfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__r
         const dg_i64 nq = vctr[l & 3];
         if (nq == 0) break;
         if (tid == 0) { ctr[(l + 1) & 3] = 0; ctr[8 + ((l + 1) & 3)] = 0; }
+        // G[l&1] is written by this level's stage 2; its last reader was level l-1's bottom-up
+        if (tid < DG_MS_WORDS) G[(l & 1) * DG_MS_WORDS + tid] = 0u;
         const bool bottom_up = use_bu && (vctr[8 + ((l - 1) & 3)] * (dg_i64)bu_ratio > vctr[4]);
         if (bottom_up) {
             if (tid == 0) ctr[13] += 1;
-            dg_ms_bottom_up(t_indptr, t_indices, F, Vc, Vn, dirty, 0, n, rho, nsrc, tid, nthreads);
+            dg_ms_bottom_up(t_indptr, t_indices, F, Vc, Vn, dirty, G + ((l - 1) & 1) * DG_MS_WORDS, heavy, nheavy,
+                            bu_heavy, 0, n, rho, tid, nthreads);
         } else {
-            dg_ms_stage1(row_ids, masks, F, act, Vn, dirty, Q + (l & 1) * qcap, nq, rho, warp, nwarps, lane);
+            dg_ms_stage1(row_ids, masks, F, act, Vn, dirty, Q + (l & 1) * qcap, nq, rho, tc_ratio, warp, nwarps,
+                         lane);
         }
         grid.sync();
         dg_ms_block_counts_begin(scnt, per_source);
         dg_ms_stage2(real_ptrs, t_indptr, h_indptr, F, Vc, Vn, act, wasact, dirty, Q + ((l + 1) & 1) * qcap,
                      ctr + ((l + 1) & 3), ctr, n, rho, 0, rho, l, nsrc, per_source, 1, use_bu, far, reach, h0, h1,
-                     h2, scnt, warp, nwarps, lane);
+                     h2, scnt, G + (l & 1) * DG_MS_WORDS, warp, nwarps, lane);
         dg_ms_block_counts_end(scnt, cnt, per_source);
         grid.sync();
     }
-    if (tid == 0) ctr[12] = l - 1;
+    if (tid == 0) {
+        ctr[12] = l - 1;
+        stats[0] += l - 1;
+        stats[1] += ctr[13];
+    }
 }
 
 // ================================================================= partitioned mode (stepwise)
@@ -396,19 +537,21 @@ distgraph_msbfs_seed(const int *__restrict__ srcs, int nsrc, int n, unsigned *Vn
 extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
 distgraph_msbfs_stage1(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks, int n,
                        const unsigned *F, const unsigned *act, unsigned *Vn, unsigned char *dirty, const int2 *qc,
-                       dg_i64 nq) {
+                       dg_i64 nq, int tc_ratio) {
     const dg_i64 nthreads = (dg_i64)gridDim.x * blockDim.x;
     const dg_i64 tid = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
-    dg_ms_stage1(row_ids, masks, F, act, Vn, dirty, qc, nq, ((dg_i64)n + 7) >> 3, tid >> 5, nthreads >> 5,
+    dg_ms_stage1(row_ids, masks, F, act, Vn, dirty, qc, nq, ((dg_i64)n + 7) >> 3, tc_ratio, tid >> 5, nthreads >> 5,
                  threadIdx.x & 31u);
 }
 
 extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
 distgraph_msbfs_bottom_up(const dg_i64 *__restrict__ t_indptr, const int *__restrict__ t_indices, int n,
                           const unsigned *F, const unsigned *Vc, unsigned *Vn, unsigned char *dirty, dg_i64 v_lo,
-                          dg_i64 v_hi, int nsrc) {
-    dg_ms_bottom_up(t_indptr, t_indices, F, Vc, Vn, dirty, v_lo, v_hi, ((dg_i64)n + 7) >> 3, nsrc,
-                    (dg_i64)blockIdx.x * blockDim.x + threadIdx.x, (dg_i64)gridDim.x * blockDim.x);
+                          dg_i64 v_hi, const unsigned *G, const int *__restrict__ heavy, dg_i64 nheavy,
+                          dg_i64 bu_heavy) {
+    dg_ms_bottom_up(t_indptr, t_indices, F, Vc, Vn, dirty, G, heavy, nheavy, bu_heavy, v_lo, v_hi,
+                    ((dg_i64)n + 7) >> 3, (dg_i64)blockIdx.x * blockDim.x + threadIdx.x,
+                    (dg_i64)gridDim.x * blockDim.x);
 }
 
 // enqueue = 0 in partitioned mode (the queue is built after the exchange).
@@ -417,14 +560,14 @@ distgraph_msbfs_stage2(const int *__restrict__ real_ptrs, const dg_i64 *__restri
                        const dg_i64 *__restrict__ h_indptr, int n, unsigned *F, unsigned *Vc, const unsigned *Vn,
                        unsigned *act, unsigned char *wasact, unsigned char *dirty, int2 *qn, dg_i64 *ctr,
                        dg_i64 ss_lo, dg_i64 ss_hi, int level, int nsrc, int per_source, int enqueue, int use_bu,
-                       unsigned *cnt, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2) {
+                       unsigned *cnt, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2, unsigned *G) {
     __shared__ unsigned scnt[DG_MS_KAPPA];
     const dg_i64 nthreads = (dg_i64)gridDim.x * blockDim.x;
     const dg_i64 tid = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
     dg_ms_block_counts_begin(scnt, per_source);
     dg_ms_stage2(real_ptrs, t_indptr, h_indptr, F, Vc, Vn, act, wasact, dirty, qn, ctr + ((level + 1) & 3), ctr, n,
                  ((dg_i64)n + 7) >> 3, ss_lo, ss_hi, level, nsrc, per_source, enqueue, use_bu, far, reach, h0, h1,
-                 h2, scnt, tid >> 5, nthreads >> 5, threadIdx.x & 31u);
+                 h2, scnt, G, tid >> 5, nthreads >> 5, threadIdx.x & 31u);
     dg_ms_block_counts_end(scnt, cnt, per_source);
 }
 

@@ -372,7 +372,7 @@ class _Kernels:
             self._el(Vn)[get_vi(srcs[c], rho), c >> 5] |= np.uint32(1 << (c & 31))
             dirty[srcs[c] >> 3] = 1
 
-    def k_stage1(self, row_ids, masks, n, F, act, Vn, dirty, qc, nq):
+    def k_stage1(self, row_ids, masks, n, F, act, Vn, dirty, qc, nq, tc_ratio):
         rho = (n + 7) // 8
         q = qc.reshape(-1, 2)[:nq]
         Fe, Ae, Ve = self._el(F), self._el(act), self._el(Vn)
@@ -387,22 +387,24 @@ class _Kernels:
             np.bitwise_or.at(Ve, get_vi(rows, rho), np.packbits(prod[hit], axis=1, bitorder="little").view(np.uint32))
             dirty[rows >> 3] = 1
 
-    def k_bottom_up(self, t_indptr, t_indices, n, F, Vc, Vn, dirty, v_lo, v_hi, nsrc):
+    def k_bottom_up(self, t_indptr, t_indices, n, F, Vc, Vn, dirty, v_lo, v_hi, G, heavy, nheavy, bu_heavy):
         rho = (n + 7) // 8
-        full = full_words(nsrc, self.W)
         Fe, Ce, Ne = self._el(F), self._el(Vc), self._el(Vn)
+        deg = np.diff(t_indptr)
+        assert sorted(heavy[:nheavy].tolist()) == np.flatnonzero(deg > bu_heavy).tolist()
         for u in range(v_lo, v_hi):
             i = int(get_vi(u, rho))
-            if (Ce[i] == full).all():
+            tgt = G[:self.W] & ~Ce[i]
+            if not tgt.any():
                 continue
             nb = t_indices[t_indptr[u]:t_indptr[u + 1]].astype(np.int64)
             acc = np.bitwise_or.reduce(Fe[get_vi(nb, rho)], axis=0) if nb.size else np.zeros(self.W, np.uint32)
-            if (acc & ~Ce[i]).any():
+            if (acc & tgt).any():
                 Ne[i] = Ce[i] | acc
                 dirty[u >> 3] = 1
 
     def _stage2(self, real_ptrs, t_indptr, h_indptr, n, F, Vc, Vn, act, wasact, dirty, qn, qn_size, ctr, ss_lo,
-                ss_hi, level, nsrc, per_source, enqueue, use_bu, cnt, far, reach, h0, h1, h2):
+                ss_hi, level, nsrc, per_source, enqueue, use_bu, cnt, far, reach, h0, h1, h2, G):
         rho = (n + 7) // 8
         W = self.W
         full = full_words(nsrc, W)
@@ -442,6 +444,8 @@ class _Kernels:
                             if (nx == full).all():
                                 ctr[4] -= t_indptr[u + 1] - t_indptr[u]
                 Ae[ss] = A
+                if use_bu:
+                    G[:W] |= A
                 active = bool(A.any())
                 wasact[ss] = active
             elif wasact[ss]:
@@ -454,10 +458,10 @@ class _Kernels:
                     qn_size[0] += 1
 
     def k_stage2(self, real_ptrs, t_indptr, h_indptr, n, F, Vc, Vn, act, wasact, dirty, qn, ctr, ss_lo, ss_hi,
-                 level, nsrc, per_source, enqueue, use_bu, cnt, far, reach, h0, h1, h2):
+                 level, nsrc, per_source, enqueue, use_bu, cnt, far, reach, h0, h1, h2, G):
         self._stage2(real_ptrs, t_indptr, h_indptr, n, F, Vc, Vn, act, wasact, dirty, qn,
                      ctr[(level + 1) & 3:], ctr, ss_lo, ss_hi, level, nsrc, per_source, enqueue, use_bu, cnt, far,
-                     reach, h0, h1, h2)
+                     reach, h0, h1, h2, G)
 
     def k_build_queue(self, real_ptrs, wasact, n, qn, qn_size, ctr):
         q = qn.reshape(-1, 2)
@@ -483,12 +487,14 @@ class _Kernels:
                 h2[c] += np.uint64(qv * (rf & 0xFFFFFFFF))
 
     def k_persistent(self, row_ids, masks, real_ptrs, t_indptr, t_indices, h_indptr, n, srcs, nsrc, per_source,
-                     use_bu, bu_ratio, F, Vc, Vn, act, wasact, dirty, Q, qcap, ctr, cnt, far, reach, h0, h1, h2):
+                     use_bu, bu_ratio, F, Vc, Vn, act, wasact, dirty, Q, qcap, ctr, cnt, far, reach, h0, h1, h2, G,
+                     heavy, nheavy, bu_heavy, tc_ratio, stats):
         rho = (n + 7) // 8
+        W = self.W
         Qs = Q.reshape(2, qcap, 2)
         self.k_seed(srcs, nsrc, n, Vn, dirty)
         self._stage2(real_ptrs, t_indptr, h_indptr, n, F, Vc, Vn, act, wasact, dirty, Qs[1], ctr[1:], ctr, 0, rho,
-                     0, nsrc, per_source, 1, use_bu, cnt, far, reach, h0, h1, h2)
+                     0, nsrc, per_source, 1, use_bu, cnt, far, reach, h0, h1, h2, G[:W])
         lvl = 1
         while True:
             if per_source:
@@ -498,16 +504,20 @@ class _Kernels:
                 break
             ctr[(lvl + 1) & 3] = 0
             ctr[8 + ((lvl + 1) & 3)] = 0
+            G[(lvl & 1) * W:(lvl & 1) * W + W] = 0
             if use_bu and ctr[8 + ((lvl - 1) & 3)] * bu_ratio > ctr[4]:
                 ctr[13] += 1
-                self.k_bottom_up(t_indptr, t_indices, n, F, Vc, Vn, dirty, 0, n, nsrc)
+                gp = G[((lvl - 1) & 1) * W:((lvl - 1) & 1) * W + W]
+                self.k_bottom_up(t_indptr, t_indices, n, F, Vc, Vn, dirty, 0, n, gp, heavy, nheavy, bu_heavy)
             else:
-                self.k_stage1(row_ids, masks, n, F, act, Vn, dirty, Qs[lvl & 1], nq)
+                self.k_stage1(row_ids, masks, n, F, act, Vn, dirty, Qs[lvl & 1], nq, tc_ratio)
             self._stage2(real_ptrs, t_indptr, h_indptr, n, F, Vc, Vn, act, wasact, dirty, Qs[(lvl + 1) & 1],
                          ctr[(lvl + 1) & 3:], ctr, 0, rho, lvl, nsrc, per_source, 1, use_bu, cnt, far, reach, h0,
-                         h1, h2)
+                         h1, h2, G[(lvl & 1) * W:(lvl & 1) * W + W])
             lvl += 1
         ctr[12] = lvl - 1
+        stats[0] += lvl - 1
+        stats[1] += ctr[13]
 
 
 @pytest.fixture
@@ -537,7 +547,7 @@ def test_signatures_parsed():
     s = _signatures()
     assert set(s) == {"distgraph_msbfs_" + k for k in
                       ("persistent", "seed", "stage1", "bottom_up", "stage2", "build_queue", "flush_sources")}
-    assert len(s["distgraph_msbfs_persistent"]) == 27
+    assert len(s["distgraph_msbfs_persistent"]) == 33
 
 
 @pytest.mark.parametrize("mode", ["replicated", "stepwise"])

@@ -57,6 +57,13 @@ BLOCK = 256
 #: default bottom-up switch: ``out-arcs of the frontier * BU_RATIO > in-arcs of unfinished
 #: vertices`` (the CPU backend's test and constant); 0 disables bottom-up levels.
 BU_RATIO = 4
+#: stage 1 uses the per-BFS tensor-core loop (ballot + 2 MMAs per active BFS) on a VSS when
+#: ``popc(activeSets[s]) <= TC_RATIO * (frontier vertices of s)``, else ORs whole kappa-bit
+#: elements on CUDA cores (about 4 MMA-loop iterations cost one element OR of W words
+#: into 4 rows).
+TC_RATIO = 4
+#: bottom-up gives a warp to each vertex with more in-arcs than this, a thread to the others.
+BU_HEAVY = 32
 
 
 # ============================================================================ layout
@@ -140,7 +147,9 @@ def emulate_batch(n, sources, kappa, *, per_source, bvss_parts, bounds, t_indptr
     products, the per-row register accumulation), bottom-up, stage 2 (dirty sets, clearing
     of sets no longer active, the sums of Eq. 7 and the harmonic limbs) and, with several
     parts, the exchange of :func:`exchange_ranges` between private copies of ``F``, ``act``
-    and ``wasact``.
+    and ``wasact``.  (Stage 1's CUDA-core path, taken when many BFSs are active, gives the
+    same products as the MMA loop modelled here; bottom-up pulls only the BFSs of the
+    frontier union ``G`` that have not reached the vertex, as the kernel does.)
 
     Parameters
     ----------
@@ -274,14 +283,16 @@ def emulate_batch(n, sources, kappa, *, per_source, bvss_parts, bounds, t_indptr
             dirty[rows >> 3] = 1
 
     def bottom_up():
+        G = np.bitwise_or.reduce(act[0], axis=0)   # frontier union: the BFSs still running
         for u in range(n):
             i = int(get_vi(u, rho))
             cur = Vc[i]
-            if (cur == full).all():
+            tgt = G & ~cur
+            if not tgt.any():
                 continue
             nb = t_indices[t_indptr[u]:t_indptr[u + 1]].astype(np.int64)
             acc = np.bitwise_or.reduce(F[0][get_vi(nb, rho)], axis=0) if nb.size else np.zeros(W, np.uint32)
-            if (acc & ~cur).any():
+            if (acc & tgt).any():
                 Vn[i] = cur | acc
                 dirty[u >> 3] = 1
 
@@ -369,6 +380,16 @@ class GpuMSBFS:
     announce : bool or None
         Print the memory plan and mode on rank 0 before the run (None: when progress bars
         are shown, ``config.progress``).
+    tc_ratio : int
+        Stage 1 runs the per-BFS tensor-core loop on a VSS while its active BFSs are at
+        most ``tc_ratio`` times its slice set's frontier vertices, else ORs whole elements
+        on CUDA cores (default :data:`TC_RATIO`; a huge value: tensor cores always, 0: never).
+    bu_heavy : int
+        Bottom-up gives a warp to vertices with more in-arcs than this (default
+        :data:`BU_HEAVY`).
+    min_blocks : int or None
+        Resident blocks per SM the persistent kernel is compiled for (register cap;
+        None: the kernel's default).
 
     Attributes
     ----------
@@ -381,7 +402,7 @@ class GpuMSBFS:
     """
 
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
-                 bu_ratio=None, announce=None, cache_dir=None):
+                 bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -390,6 +411,11 @@ class GpuMSBFS:
         expect(mode in MODES, "mode", "one of " + ", ".join(MODES), mode)
         bu_ratio = BU_RATIO if bu_ratio is None else bu_ratio
         expect(isinstance(bu_ratio, (int, np.integer)) and bu_ratio >= 0, "bu_ratio", "an integer >= 0", bu_ratio)
+        tc_ratio = TC_RATIO if tc_ratio is None else tc_ratio
+        expect(isinstance(tc_ratio, (int, np.integer)) and 0 <= tc_ratio < 2**31 // 8, "tc_ratio",
+               "an integer in [0, 2**28)", tc_ratio)
+        bu_heavy = BU_HEAVY if bu_heavy is None else bu_heavy
+        expect(isinstance(bu_heavy, (int, np.integer)) and bu_heavy >= 0, "bu_heavy", "an integer >= 0", bu_heavy)
         n = int(hptr.shape[0] - 1)
         if n >= 2**31 - 8:
             raise InvalidArgumentError(f"graph must have fewer than 2**31 - 8 vertices for the GPU MS-BFS; got n={n}")
@@ -431,6 +457,8 @@ class GpuMSBFS:
         parts = size if mode == "partitioned" else 1
         self.use_bu = bu_ratio > 0 and parts == 1
         self.bu_ratio = int(bu_ratio)
+        self.tc_ratio = int(tc_ratio)
+        self.bu_heavy = int(bu_heavy)
         if parts > 1 or mode == "stepwise":
             self.bounds = slice_set_bounds(np.diff(g2.csc()[0]), parts)
             part = ctx.rank if parts > 1 else 0
@@ -470,9 +498,16 @@ class GpuMSBFS:
             self._t_ip = cp.asarray(t2ptr.astype(np.int64, copy=False))
             self._t_ix = cp.asarray(t2idx.astype(np.int32, copy=False)) if t2idx.shape[0] else cp.zeros(1, cp.int32)
             self._h_ip = cp.asarray(g2.indptr.astype(np.int64, copy=False))
+            tdeg = np.diff(t2ptr)
+            heavy = np.flatnonzero(tdeg > self.bu_heavy)
+            heavy = heavy[np.argsort(-tdeg[heavy], kind="stable")].astype(np.int32)
         else:
             self._t_ip = self._h_ip = cp.zeros(1, cp.int64)
             self._t_ix = cp.zeros(1, cp.int32)
+            heavy = np.zeros(0, np.int32)
+        self._nheavy = int(heavy.shape[0])
+        self._heavy = cp.asarray(heavy) if heavy.shape[0] else cp.zeros(1, cp.int32)
+        self.info["heavy_vertices"] = self._nheavy
         self._m_in = int(t2ptr[-1])
         nhat, W = self.rho * SIGMA, self.W
         self._pgas = None
@@ -495,6 +530,10 @@ class GpuMSBFS:
         self._ctr = cp.zeros(32, cp.int64)
         self._cnt = cp.zeros(self.kappa, cp.uint32)
         self._srcs = cp.zeros(self.kappa, cp.int32)
+        self._G = cp.zeros(2 * W, cp.uint32)
+        self._stats = cp.zeros(4, cp.int64)   # levels, bottom-up levels (persistent kernel)
+        self._stats_seen = np.zeros(4, np.int64)
+        self._prof = None
         self._sums = None
         self._deferred = None
         self._pending = False
@@ -503,6 +542,8 @@ class GpuMSBFS:
         from .loader import get_module
 
         defs = {"DG_MS_WORDS": W, "DG_MS_BLOCK": BLOCK}
+        if min_blocks is not None:
+            defs["DG_MS_MINB"] = int(min_blocks)
         if mode == "replicated":
             mod = get_module("msbfs", defines=defs, cooperative=True)
             self._persistent = mod.get_function("distgraph_msbfs_persistent")
@@ -513,10 +554,11 @@ class GpuMSBFS:
                        for name in ("seed", "stage1", "bottom_up", "stage2", "build_queue", "flush_sources")}
             self.grid = int(cp.cuda.Device().attributes["MultiProcessorCount"]) * 8
         self.info["grid"] = [self.grid, BLOCK]
+        self.info.update({"tc_ratio": self.tc_ratio, "bu_heavy": self.bu_heavy})
 
     # ------------------------------------------------------------------ batches
     def _reset(self):
-        for a in (self._F, self._act, self._wasact, self._Vc, self._Vn, self._dirty, self._ctr, self._cnt):
+        for a in (self._F, self._act, self._wasact, self._Vc, self._Vn, self._dirty, self._ctr, self._cnt, self._G):
             a.fill(0)
         if self.use_bu:
             self._ctr[4] = self._m_in
@@ -535,10 +577,47 @@ class GpuMSBFS:
                          (self._row_ids, self._masks, self._real_ptrs, self._t_ip, self._t_ix, self._h_ip,
                           np.int32(self.n), self._srcs, np.int32(nsrc), np.int32(per_source),
                           np.int32(self.use_bu), np.int32(self.bu_ratio), self._F, self._Vc, self._Vn, self._act,
-                          self._wasact, self._dirty, self._Q, np.int64(self._qcap), self._ctr, self._cnt, *sums))
-        c = self._ctr.get()
-        self.info["levels"] += int(c[12])
-        self.info["bottom_up_levels"] += int(c[13])
+                          self._wasact, self._dirty, self._Q, np.int64(self._qcap), self._ctr, self._cnt, *sums,
+                          self._G, self._heavy, np.int64(self._nheavy), np.int64(self.bu_heavy),
+                          np.int32(self.tc_ratio), self._stats))
+
+    def _sync_stats(self):
+        """Add the levels counted on the device since the last call to ``info`` (one transfer;
+        the persistent kernel does not make the host wait for it after every launch)."""
+        now = self._stats.get()
+        d = now - self._stats_seen
+        self._stats_seen = now
+        self.info["levels"] += int(d[0])
+        self.info["bottom_up_levels"] += int(d[1])
+
+    def profile(self, on: bool = True) -> dict:
+        """Time every kernel of the stepwise/partitioned modes with CUDA events (a breakdown
+        by phase for benchmarks); returns the dict ``{kernel: [milliseconds, launches]}``
+        that later runs add to."""
+        self._prof = {} if on else None
+        self._prof_events = []
+        return self._prof
+
+    def _launch(self, name, grid, block, args):
+        if self._prof is None:
+            self._k[name](grid, block, args)
+            return
+        cp = self._cp
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        self._k[name](grid, block, args)
+        e1.record()
+        self._prof_events.append((name, e0, e1))
+
+    def _prof_collect(self):
+        if self._prof is None or not self._prof_events:
+            return
+        self._prof_events[-1][2].synchronize()
+        for name, e0, e1 in self._prof_events:
+            t = self._prof.setdefault(name, [0.0, 0])
+            t[0] += self._cp.cuda.get_elapsed_time(e0, e1)
+            t[1] += 1
+        self._prof_events = []
 
     def _exchange(self):
         pg = self._pgas
@@ -557,24 +636,28 @@ class GpuMSBFS:
     def _run_stepwise(self, nsrc, per_source, sums):
         cp = self._cp
         g, b = (self.grid,), (BLOCK,)
-        k = self._k
+        k = self._launch
         n32 = np.int32(self.n)
+        W = self.W
         qc = self._Q.reshape(2, self._qcap, 2)
-        k["seed"](((nsrc + BLOCK - 1) // BLOCK,), b, (self._srcs, np.int32(nsrc), n32, self._Vn, self._dirty))
+        k("seed", ((nsrc + BLOCK - 1) // BLOCK,), b, (self._srcs, np.int32(nsrc), n32, self._Vn, self._dirty))
         level = 0
         while True:
-            k["stage2"](g, b, (self._real_ptrs, self._t_ip, self._h_ip, n32, self._F, self._Vc, self._Vn, self._act,
+            gl = self._G[(level & 1) * W:(level & 1) * W + W]   # this level's frontier union
+            if level:
+                gl.fill(0)
+            k("stage2", g, b, (self._real_ptrs, self._t_ip, self._h_ip, n32, self._F, self._Vc, self._Vn, self._act,
                                self._wasact, self._dirty, qc[(level + 1) & 1], self._ctr, np.int64(self.ss_lo),
                                np.int64(self.ss_hi), np.int32(level), np.int32(nsrc), np.int32(per_source),
-                               np.int32(0), np.int32(self.use_bu), self._cnt, *sums))
+                               np.int32(0), np.int32(self.use_bu), self._cnt, *sums, gl))
             if per_source:
-                k["flush_sources"](((self.kappa + BLOCK - 1) // BLOCK,), b,
-                                   (self._cnt, np.int32(level), np.int32(nsrc), *sums))
+                k("flush_sources", ((self.kappa + BLOCK - 1) // BLOCK,), b,
+                  (self._cnt, np.int32(level), np.int32(nsrc), *sums))
             self._exchange()
             nxt = (level + 1) & 3
             self._ctr[nxt] = 0
             self._ctr[16] = 0
-            k["build_queue"](g, b, (self._real_ptrs, self._wasact, n32, qc[(level + 1) & 1], self._ctr[nxt:],
+            k("build_queue", g, b, (self._real_ptrs, self._wasact, n32, qc[(level + 1) & 1], self._ctr[nxt:],
                                     self._ctr))
             c = self._ctr.get()
             if int(c[16]) == 0:  # no active slice set on any rank (wasact is replicated)
@@ -585,14 +668,16 @@ class GpuMSBFS:
             self._ctr[8 + (level & 3)] = 0
             if self.use_bu and mf * self.bu_ratio > int(c[4]):
                 self.info["bottom_up_levels"] += 1
-                k["bottom_up"](g, b, (self._t_ip, self._t_ix, n32, self._F, self._Vc, self._Vn, self._dirty,
+                gp = self._G[((level - 1) & 1) * W:((level - 1) & 1) * W + W]
+                k("bottom_up", g, b, (self._t_ip, self._t_ix, n32, self._F, self._Vc, self._Vn, self._dirty,
                                       np.int64(SIGMA * self.ss_lo), np.int64(min(SIGMA * self.ss_hi, self.n)),
-                                      np.int32(nsrc)))
+                                      gp, self._heavy, np.int64(self._nheavy), np.int64(self.bu_heavy)))
             elif nq:
-                k["stage1"](g, b, (self._row_ids, self._masks, n32, self._F, self._act, self._Vn, self._dirty,
-                                   qc[level & 1], np.int64(nq)))
+                k("stage1", g, b, (self._row_ids, self._masks, n32, self._F, self._act, self._Vn, self._dirty,
+                                   qc[level & 1], np.int64(nq), np.int32(self.tc_ratio)))
         self.info["levels"] += level
         cp.cuda.get_current_stream().synchronize()
+        self._prof_collect()
 
     def run(self, sources, per_source: bool, out, defer: bool = False) -> None:
         """Add the sums of the BFSs from ``sources`` (caller ids, at most 512) into ``out``
@@ -628,11 +713,15 @@ class GpuMSBFS:
             self.info["launches"] += 1
         if not defer:
             self._add_to_host(sums, per_source, out, reduce=self.collective)
+            if self.mode == "replicated":
+                self._sync_stats()
 
     def drain(self, far, reach, h0, h1, h2) -> None:
         """Add the deferred per-vertex sums (see :meth:`run`) into host arrays and reset
         them.  Not collective: in partitioned mode each rank adds its own vertices' part
         and the driver's final reduction over ranks completes them."""
+        if self.mode == "replicated":
+            self._sync_stats()
         if not self._pending:
             return
         self._pending = False
