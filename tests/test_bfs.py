@@ -18,6 +18,17 @@ def ref_levels(g, sources):
     return np.where(np.isfinite(D), D, -1).astype(np.int32)
 
 
+@pytest.fixture(params=["redundant", "split"])
+def split_levels(request, monkeypatch):
+    """Run the distributed driver with its default (small levels redundant on every rank)
+    and with every level split by owner (``REDUNDANT_ARCS = -1``)."""
+    import distgraph.algorithms.bfs as mod
+
+    if request.param == "split":
+        monkeypatch.setattr(mod, "REDUNDANT_ARCS", -1)
+    return request.param
+
+
 def gnp(n, p, seed, directed):
     import networkx as nx
 
@@ -43,7 +54,7 @@ def test_directed_cycle_and_isolated_by_hand():
     assert bfs(g, 3).levels.tolist() == [-1, -1, -1, 0]
 
 
-def test_smallest_parent_on_diamond():
+def test_smallest_parent_on_diamond(split_levels):
     # 0 -> {1, 2} -> 3: both 1 and 2 can be the parent of 3; the smaller id is taken
     g = Graph.from_edges([0, 0, 2, 1], [2, 1, 3, 3])
     for dist in (False, True):
@@ -68,7 +79,7 @@ def test_single_vertex_and_star():
 # ------------------------------------------------------------- generated graphs
 @pytest.mark.parametrize("directed", [False, True])
 @pytest.mark.parametrize("p", [0.002, 0.01, 0.05])
-def test_random_graphs_vs_scipy(directed, p):
+def test_random_graphs_vs_scipy(directed, p, split_levels):
     g = gnp(400, p, seed=7, directed=directed)
     srcs = [0, 13, 399]
     ref = ref_levels(g, srcs)
@@ -96,7 +107,7 @@ def test_generators_vs_scipy(spec):
 
 @pytest.mark.parametrize("name,directed", [("power.mtx.gz", False), ("wiki-Vote.txt.gz", True),
                                            ("road-NY.gr.xz", False), ("email-Enron.mtx.gz", False)])
-def test_real_graphs_vs_scipy(data_dir, name, directed):
+def test_real_graphs_vs_scipy(data_dir, name, directed, split_levels):
     from distgraph.graph.readers import read_graph
 
     g = read_graph(str(data_dir / name))
@@ -107,12 +118,12 @@ def test_real_graphs_vs_scipy(data_dir, name, directed):
     for i, s in enumerate(srcs):
         r = bfs(g, s, parents=True, verify=True)
         assert np.array_equal(r.levels, ref[i])
-        if name != "road-NY.gr.xz":  # thousands of levels: the per-level driver is slow here
+        if name != "road-NY.gr.xz" or split_levels == "redundant":  # road-NY split: 1000s of exchanges
             d = bfs(g, s, parents=True, _distributed=True)
             assert np.array_equal(d.parents, r.parents)
 
 
-def test_hypothesis_random_edges():
+def test_hypothesis_random_edges(split_levels):
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
@@ -186,8 +197,8 @@ def test_cli_bfs(tmp_path, data_dir):
 
 # -------------------------------------------------------------------------- MPI
 @pytest.mark.mpi
-@pytest.mark.parametrize("spec", ["kron:11", "kron:10:directed", "grid:30x40:drop=0.4"])
-def test_mpi_identical_to_one_rank(comm, spec):
+@pytest.mark.parametrize("spec", ["kron:11", "kron:10:directed", "grid:30x40:drop=0.4", "kron:14"])
+def test_mpi_identical_to_one_rank(comm, spec, split_levels):
     from mpi4py import MPI
 
     from distgraph.generators import from_spec
@@ -201,3 +212,18 @@ def test_mpi_identical_to_one_rank(comm, spec):
         ok.append(np.array_equal(r.levels, one.levels) and np.array_equal(r.parents, one.parents))
     ok = comm.allgather(all(ok))
     assert all(ok)
+
+
+def test_td_step_prefetch_edges():
+    """The branch-free top-down step on a path (one vertex a level, prefetch indices past
+    the frontier), a graph reaching every vertex (the queue's spare slot is written)
+    and duplicate arcs (a vertex seen twice in one row is claimed once)."""
+    n = 200
+    path = Graph.from_edges(np.arange(n - 1), np.arange(1, n), directed=False)
+    r = bfs(path, 0, parents=True, verify=True)
+    assert r.levels.tolist() == list(range(n)) and r.parents.tolist() == [0] + list(range(n - 1))
+    r = bfs(path, n // 2, parents=True, verify=True)
+    assert r.levels.tolist() == [abs(i - n // 2) for i in range(n)]
+    g = Graph.from_edges([0, 0, 0, 1, 2, 2], [1, 1, 2, 3, 3, 3], n=4, dedup=False)
+    r = bfs(g, 0, parents=True, verify=True)
+    assert r.levels.tolist() == [0, 1, 1, 2] and r.parents.tolist() == [0, 0, 0, 1]

@@ -6,17 +6,22 @@ SC 2012, with gapbs's switch parameters (``alpha = 15``, ``beta = 18``; config k
 
 On one rank the whole search runs inside one compiled function. On ``p`` ranks the
 vertices are split by :func:`~distgraph.graph.partition.partition_by_edges`; every
-rank keeps the (replicated) ``levels`` / ``parents`` arrays and, per level:
+rank keeps the (replicated) ``levels`` / ``parents`` arrays. A top-down level whose
+frontier has at most ``REDUNDANT_ARCS`` out-arcs is run by every rank on the whole
+graph, with no message (:func:`~distgraph.backends.cpu.bfs.td_until` runs such levels
+back to back in one compiled call): on a long thin graph (road networks, ~1000
+levels of ~1000 vertices) a collective per level would cost more than the level.
+Larger levels are split:
 
-* top-down: expands the frontier vertices it owns along their out-arcs;
-* bottom-up: lets each unreached vertex it owns look for an in-neighbour at the
-  current depth;
+* top-down: each rank expands the frontier vertices it owns along their out-arcs;
+* bottom-up: each rank lets the unreached vertices it owns look for an in-neighbour
+  at the current depth;
 
-then the ranks exchange their ``(child, parent)`` discoveries with one
-``Allgatherv`` and every rank applies all of them in the same way
-(:func:`~distgraph.backends.cpu.bfs.merge_discoveries`). The switch decisions are
-made from replicated counts, so all ranks take the same branch without extra
-messages.
+then the ranks exchange their ``(child, parent)`` discoveries (one ``Allgather`` of
+the counts and one ``Allgatherv`` into preallocated buffers) and every rank applies
+all of them in the same way (:func:`~distgraph.backends.cpu.bfs.merge_discoveries`).
+The switch decisions are made from replicated counts, so all ranks take the same
+branch without extra messages.
 
 Encoding: ``levels`` int32, ``-1`` = unreached; ``parents`` int64, the smallest
 vertex id one level up with an arc to ``v``, ``parents[source] == source``, ``-1``
@@ -28,6 +33,7 @@ number of ranks.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +42,8 @@ from ..errors import BackendUnavailableError, VerificationError, expect
 from ..graph.core import Graph
 
 __all__ = ["bfs", "BFSResult", "verify_bfs"]
+
+REDUNDANT_ARCS = 1 << 15  # p > 1: top-down levels with fewer out-arcs run on every rank, no message
 
 
 @dataclass
@@ -138,7 +146,7 @@ def bfs(graph, source, *, parents=False, backend=None, comm=None, verify=False, 
         tptr, tidx, _ = graph.csc()
         levels = np.empty(n, np.int32)
         par = np.empty(n if parents else 1, np.int64)
-        queue = np.empty(n, dtype=graph.indices.dtype)
+        queue = _scratch_queue(n + 1, graph.indices.dtype)
         bfs_serial(graph.indptr, graph.indices, tptr, tidx, source, alpha, beta, levels, par, bool(parents), queue)
         if not parents:
             par = None
@@ -148,58 +156,92 @@ def bfs(graph, source, *, parents=False, backend=None, comm=None, verify=False, 
     return res
 
 
-def _allgatherv(comm, a: np.ndarray) -> np.ndarray:
-    counts = np.asarray(comm.allgather(int(a.size)), dtype=np.int64)
-    out = np.empty(int(counts.sum()), dtype=a.dtype)
-    comm.Allgatherv(a, [out, counts])
-    return out
+_scratch = threading.local()
+
+
+def _scratch_queue(size, dtype) -> np.ndarray:
+    """A queue buffer of at least ``size`` entries, kept per thread between calls: a
+    fresh one would cost a page fault per 4 KiB (~1 ms for 10**6 vertices). Buffers
+    over 64 MiB are not kept."""
+    q = getattr(_scratch, "queue", None)
+    if q is None or q.dtype != dtype or q.size < size:
+        q = np.empty(size, dtype)
+        _scratch.queue = q if q.nbytes <= 1 << 26 else None
+    return q
+
+
+class _Exchange:
+    """Allgatherv of int64 pairs with preallocated count and receive buffers."""
+
+    def __init__(self, comm):
+        self.comm = comm
+        self.mine = np.zeros(1, np.int64)
+        self.counts = np.zeros(comm.Get_size(), np.int64)
+        self.recv = np.empty(1024, np.int64)
+
+    def __call__(self, a: np.ndarray) -> np.ndarray:
+        self.mine[0] = a.size
+        self.comm.Allgather(self.mine, self.counts)
+        total = int(self.counts.sum())
+        if total > self.recv.size:
+            self.recv = np.empty(max(total, 2 * self.recv.size), np.int64)
+        out = self.recv[:total]
+        self.comm.Allgatherv(a, [out, self.counts])
+        return out
 
 
 def _bfs_distributed(graph, source, ctx, alpha, beta):
-    from ..backends.cpu.bfs import bu_step_local, merge_discoveries, td_step_local
+    from ..backends.cpu.bfs import bu_step_local, merge_discoveries, td_step_local, td_until
     from ..graph.partition import local_graph, partition_by_edges
 
-    comm, rank = ctx.comm, ctx.rank
+    rank = ctx.rank
     n = graph.n
-    part = partition_by_edges(graph.indptr, ctx.size)
+    indptr, indices = graph.indptr, graph.indices
+    part = partition_by_edges(indptr, ctx.size)
     lo, hi = part.range(rank)
-    out_g = local_graph(graph, part, rank)
-    in_g = None  # CSC rows of [lo, hi): built at the first bottom-up step
+    out_g = in_g = None  # this rank's rows of the CSR / CSC: built at the first split level
     levels = np.full(n, -1, np.int32)
     parents = np.full(n, -1, np.int64)
     levels[source] = 0
     parents[source] = source
     claim = np.full(n, -1, np.int64)
     pairs = np.empty(2 * max(n, 1), np.int64)
-    fbuf = np.empty(max(n, 1), np.int64)
-    frontier = np.array([source], np.int64)
-    indptr = graph.indptr
+    queue = np.empty(n + 1, indices.dtype)
+    exchange = _Exchange(ctx.comm)
+    queue[0] = source
+    qs, qe = 0, 1
     edges_to_check = int(indptr[n])
     scout = int(indptr[source + 1] - indptr[source])
-    bottom_up = False
-    awake = 1
     lev = 0
-    while frontier.size:
-        if not bottom_up and scout > edges_to_check / alpha:
-            bottom_up = True
-            awake = frontier.size
-        if bottom_up:
+    while True:
+        # small top-down levels: every rank runs them on the whole graph, no message
+        qs, qe, lev, edges_to_check, scout = td_until(indptr, indices, levels, parents, queue, qs, qe, lev,
+                                                      edges_to_check, scout, alpha, REDUNDANT_ARCS, True)
+        if qe == qs:
+            break
+        if scout > edges_to_check / alpha:
+            # bottom-up while the frontier grows or stays large, one exchange per level
             if in_g is None:
                 in_g = local_graph(graph, part, rank, transpose=True)
-            k = bu_step_local(in_g.indptr, in_g.indices, lo, hi, levels, lev, pairs)
+            awake = qe - qs
+            while True:
+                k = bu_step_local(in_g.indptr, in_g.indices, lo, hi, levels, lev, pairs)
+                nf, _ = merge_discoveries(exchange(pairs[:2 * k]), levels, parents, lev, indptr, queue)
+                lev += 1
+                old, awake = awake, nf
+                if not (awake >= old or awake > n / beta):
+                    break
+            qs, qe = 0, nf
+            scout = 1
         else:
+            # one large top-down level split by owner
+            if out_g is None:
+                out_g = local_graph(graph, part, rank)
             edges_to_check -= scout
-            own = frontier[(frontier >= lo) & (frontier < hi)]
-            k = td_step_local(out_g.indptr, out_g.indices, lo, own, levels, claim, pairs)
-        found = _allgatherv(comm, pairs[:2 * k])
-        nf, scout = merge_discoveries(found, levels, parents, lev, indptr, fbuf)
-        frontier = fbuf[:nf].copy()
-        lev += 1
-        if bottom_up:
-            old, awake = awake, nf
-            if not (awake >= old or awake > n / beta):
-                bottom_up = False
-                scout = 1
+            k = td_step_local(out_g.indptr, out_g.indices, lo, hi, queue[qs:qe], levels, claim, pairs)
+            nf, scout = merge_discoveries(exchange(pairs[:2 * k]), levels, parents, lev, indptr, queue)
+            qs, qe = 0, nf
+            lev += 1
     return levels, parents
 
 

@@ -13,13 +13,32 @@ State arrays:
   with an arc to ``v`` (``parents[source] == source``; ``-1`` unreached). Taking the
   minimum in both directions makes the parent array a function of the graph and the
   source only, so it is the same for any number of ranks;
-* ``queue`` -- int64: the frontier as a list (top-down);
+* ``queue`` -- ``n + 1`` vertex ids (int32 when ids fit): the frontier as a list
+  (top-down), a sliding window as gapbs's SlidingQueue; the extra slot takes the
+  branch-free top-down step's speculative write;
 * ``front`` / ``nxt`` -- uint64 bitmaps, bit ``v & 63`` of word ``v >> 6`` (bottom-up).
 
+The top-down step is written for memory-level parallelism, which is what a BFS on a
+long thin graph (road networks: ~900 vertices a level, >1000 levels) is bound by:
+
+* no data-dependent branch on the arc loop: ``levels`` is read as uint32, where
+  unreached (-1) is the largest value, so "claim ``v``" is ``levels[v] = min(levels[v],
+  depth)`` and the queue tail advances by the comparison's 0/1 (a mispredicted branch
+  on a cache-missing ``levels[v]`` would serialize the misses of successive vertices);
+  parents likewise as ``min`` over uint64 (unreached -1 is the largest);
+* software prefetch of the CSR rows of queue entries a fixed distance ahead, in two
+  stages (``indptr`` of the vertex ``PF_FAR`` ahead, then ``indices`` of the vertex
+  ``PF_NEAR`` ahead, whose ``indptr`` entry is in cache by then), as in S. Ainsworth,
+  T. M. Jones, "Software Prefetching for Indirect Memory Accesses", CGO 2017.
+
+On road-FLA this makes a single-source BFS about 1.4x faster than the plain queue loop
+(``benchmarks/results/cpu_bfs.json``).
+
 :func:`bfs_serial` runs the whole search inside one compiled function (no Python per
-level). The distributed driver in :mod:`distgraph.algorithms.bfs` calls the step
-functions below on its rank's rows and merges the ranks' discoveries with
-:func:`merge_discoveries`.
+level). The distributed driver in :mod:`distgraph.algorithms.bfs` runs small levels
+redundantly on every rank with :func:`td_until` (every rank holds the whole graph; no
+message), and only levels with many arcs to inspect on its rank's rows with the step
+functions below, merging the ranks' discoveries with :func:`merge_discoveries`.
 """
 
 from __future__ import annotations
@@ -27,32 +46,44 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .bits import ctz64
+from .bits import ctz64, prefetch
 
-__all__ = ["bfs_serial", "td_step_local", "bu_step_local", "merge_discoveries"]
+__all__ = ["bfs_serial", "td_until", "td_step_local", "bu_step_local", "merge_discoveries"]
+
+PF_FAR = 32  # prefetch indptr[queue[i + PF_FAR]]
+PF_NEAR = 16  # prefetch indices[indptr[queue[i + PF_NEAR]]]
 
 
 @njit(cache=True, nogil=True)
 def _td_step(indptr, indices, levels, parents, queue, qs, qe, lev, want_parents):
     """Expand queue[qs:qe] (depth lev); append discoveries at queue[qe:]. Returns
-    (new qe, sum of out-degrees of the discovered vertices)."""
+    (new qe, sum of out-degrees of the discovered vertices). Branch-free on the arcs,
+    with prefetch (see the module comment)."""
+    lu = levels.view(np.uint32)  # unreached (-1) reads as the largest value
+    pu = parents.view(np.uint64)  # likewise
+    nl = np.uint32(lev + 1)
     tail = qe
     scout = 0
-    nl = lev + 1
     for i in range(qs, qe):
+        j = i + PF_FAR
+        if j < tail:
+            prefetch(indptr, queue[j])
+        j = i + PF_NEAR
+        if j < tail:
+            prefetch(indices, indptr[queue[j]])
         u = queue[i]
+        uu = np.uint64(u)
         for e in range(indptr[u], indptr[u + 1]):
             v = indices[e]
-            lv = levels[v]
-            if lv < 0:
-                levels[v] = nl
-                if want_parents:
-                    parents[v] = u
-                queue[tail] = v
-                tail += 1
-                scout += indptr[v + 1] - indptr[v]
-            elif want_parents and lv == nl and parents[v] > u:
-                parents[v] = u
+            x = lu[v]  # <= nl when reached: nothing deeper than nl exists yet
+            new = x > nl
+            queue[tail] = v  # kept only when new (queue has a spare slot)
+            tail += new
+            lu[v] = min(x, nl)
+            scout += (indptr[v + 1] - indptr[v]) * new
+            if want_parents:
+                p = pu[v]
+                pu[v] = min(p, uu) if x >= nl else p
     return tail, scout
 
 
@@ -81,9 +112,27 @@ def _bu_step(tindptr, tindices, levels, parents, front, nxt, lev, want_parents):
 
 
 @njit(cache=True, nogil=True)
+def td_until(indptr, indices, levels, parents, queue, qs, qe, lev, edges_to_check, scout, alpha, limit,
+             want_parents):
+    """Top-down levels from the frontier ``queue[qs:qe]`` (depth ``lev``, ``scout`` = its
+    out-degree sum) while it is not empty, the direction-optimizing rule keeps top-down
+    (``scout <= edges_to_check / alpha``) and ``scout <= limit``.
+
+    Returns ``(qs, qe, lev, edges_to_check, scout)`` of the frontier where it stopped."""
+    while qe > qs and scout <= edges_to_check / alpha and scout <= limit:
+        edges_to_check -= scout
+        nqe, scout = _td_step(indptr, indices, levels, parents, queue, qs, qe, lev, want_parents)
+        # slide the window (gapbs SlidingQueue): the new part is the next frontier.
+        # Every vertex enters the queue once after each reset, so n + 1 entries suffice.
+        qs, qe = qe, nqe
+        lev += 1
+    return qs, qe, lev, edges_to_check, scout
+
+
+@njit(cache=True, nogil=True)
 def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, parents, want_parents, queue):
     """Whole direction-optimizing BFS from ``source``; fills ``levels`` (and ``parents``).
-    ``queue`` is scratch of ``n`` entries (int32 when ids fit: half the memory traffic)."""
+    ``queue`` is scratch of ``n + 1`` entries (int32 when ids fit: half the memory traffic)."""
     n = indptr.shape[0] - 1
     one = np.uint64(1)
     for i in range(n):
@@ -101,44 +150,42 @@ def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, 
     lev = 0
     edges_to_check = indptr[n]
     scout = indptr[source + 1] - indptr[source]
-    while qe > qs:
-        if scout > edges_to_check / alpha:
-            # queue -> bitmap, then bottom-up while the frontier grows or stays large
-            for i in range(nw):
-                front[i] = 0
-            for i in range(qs, qe):
-                u = queue[i]
-                front[u >> 6] |= one << np.uint64(u & 63)
-            awake = qe - qs
-            while True:
-                old = awake
-                awake = _bu_step(tindptr, tindices, levels, parents, front, nxt, lev, want_parents)
-                lev += 1
-                front, nxt = nxt, front
-                if not (awake >= old or awake > n / beta):
-                    break
-            # bitmap -> queue
-            qs, qe = 0, 0
-            for w in range(nw):
-                x = front[w]
-                while x != 0:
-                    queue[qe] = (w << 6) + np.int64(ctz64(x))
-                    qe += 1
-                    x &= x - one
-            scout = 1
-        else:
-            edges_to_check -= scout
-            nqe, scout = _td_step(indptr, indices, levels, parents, queue, qs, qe, lev, want_parents)
-            # slide the window (gapbs SlidingQueue): the new part is the next frontier.
-            # Every vertex enters the queue once after each reset, so n entries suffice.
-            qs, qe = qe, nqe
+    big = np.iinfo(np.int64).max
+    while True:
+        qs, qe, lev, edges_to_check, scout = td_until(indptr, indices, levels, parents, queue, qs, qe, lev,
+                                                      edges_to_check, scout, alpha, big, want_parents)
+        if qe == qs:
+            break
+        # queue -> bitmap, then bottom-up while the frontier grows or stays large
+        for i in range(nw):
+            front[i] = 0
+        for i in range(qs, qe):
+            u = queue[i]
+            front[u >> 6] |= one << np.uint64(u & 63)
+        awake = qe - qs
+        while True:
+            old = awake
+            awake = _bu_step(tindptr, tindices, levels, parents, front, nxt, lev, want_parents)
             lev += 1
+            front, nxt = nxt, front
+            if not (awake >= old or awake > n / beta):
+                break
+        # bitmap -> queue
+        qs, qe = 0, 0
+        for w in range(nw):
+            x = front[w]
+            while x != 0:
+                queue[qe] = (w << 6) + np.int64(ctz64(x))
+                qe += 1
+                x &= x - one
+        scout = 1
 
 
 # ----------------------------------------------------------------- distributed steps
 @njit(cache=True, nogil=True)
-def td_step_local(lindptr, lindices, lo, frontier, levels, claim, out):
-    """Top-down on this rank's rows: ``frontier`` holds global ids in ``[lo, hi)``.
+def td_step_local(lindptr, lindices, lo, hi, frontier, levels, claim, out):
+    """Top-down on this rank's rows: the vertices of ``frontier`` (global ids) in
+    ``[lo, hi)`` are expanded, the others skipped.
 
     Writes pairs ``(child, parent)`` into ``out`` (int64 ``(2*cap,)``: children at even,
     parents at odd positions) for every unreached child, keeping the smallest parent
@@ -147,6 +194,8 @@ def td_step_local(lindptr, lindices, lo, frontier, levels, claim, out):
     k = 0
     for i in range(frontier.shape[0]):
         u = frontier[i]
+        if u < lo or u >= hi:
+            continue
         r = u - lo
         for e in range(lindptr[r], lindptr[r + 1]):
             v = lindices[e]

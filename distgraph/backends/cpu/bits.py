@@ -1,5 +1,5 @@
-"""Bit tricks for the CPU kernels: popcount / count-trailing-zeros as LLVM intrinsics,
-and exact fixed-point reciprocals for order-independent harmonic sums.
+"""Bit tricks for the CPU kernels: popcount / count-trailing-zeros / prefetch as LLVM
+intrinsics, and exact fixed-point reciprocals for order-independent harmonic sums.
 
 Harmonic sums ``sum 1/d`` are accumulated as exact integers in 96-bit fixed point
 held in three uint64 *limbs* per value: ``value = h0 + h1 / 2**32 + h2 / 2**64``
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
+from numba.core import cgutils
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["popc64", "ctz64", "recip_fixed", "normalize_limbs", "limbs_to_float"]
+__all__ = ["popc64", "ctz64", "prefetch", "recip_fixed", "normalize_limbs", "limbs_to_float"]
 
 MASK32 = np.uint64(0xFFFFFFFF)
 
@@ -44,6 +45,30 @@ def ctz64(typingctx, x):
 
     def codegen(context, builder, signature, args):
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
+
+    return sig, codegen
+
+
+@intrinsic
+def prefetch(typingctx, arr, i):
+    """Hint the CPU to bring ``arr[i]`` into the caches (LLVM ``prefetch``: read,
+    keep in all levels). No effect on results; ``i`` is not bounds-checked and never
+    dereferenced, so an index past the end is harmless."""
+    if not isinstance(arr, types.Array) or not isinstance(i, types.Integer):
+        return None
+    sig = types.void(arr, i)
+
+    def codegen(context, builder, signature, args):
+        aryty, ity = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = context.cast(builder, args[1], ity, types.intp)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+        ptr = builder.bitcast(builder.gep(ary.data, [idx]), i8p)
+        builder.call(fn, [ptr, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
 
     return sig, codegen
 
