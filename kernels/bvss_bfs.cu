@@ -30,12 +30,28 @@
 //   V[2*nw]      visited bitmaps Vcur, Vnext (modes 1-2).
 //   Q[3*qcap]    VSS work queues of int2 (VSS id, its slice set, so a warp need not read
 //                virtual_to_real); level l reads Q[l%3] and appends to Q[(l+1)%3].
-//   ctr[16]      int counters: ctr[l&3] = queue length of level l; ctr[4 + (l&3)] =
+//   ctr[32]      int counters: ctr[l&3] = queue length of level l; ctr[4 + (l&3)] =
 //                #unvisited before level l; ctr[8] = levels run; ctr[9] = bottom-up
-//                levels run.
+//                levels run; ctr[13] = level the grid resumes at after block 0 ran small
+//                levels alone, ctr[14] = blocks checked in meanwhile; ctr[16..19] =
+//                block 0's queue lengths meanwhile (see `tiny`).
 //   mode         bits 0-1: 0 direct, 1 lazy, 2 lazy + switching; bit 2 (value 4): in
 //                lazy stage 1 skip rows already in Vcur (one bitmap read before the RED;
-//                not in the paper, measured as an option).
+//                not in the paper, measured as an option); bit 3 (value 8): direct mode
+//                with the session-1 update code (one row after the other, each with its
+//                own level load, atomicOr and queue atomicAdd; kept for A/B runs).
+//   tiny         direct mode only: a level whose queue holds at most `tiny` VSSs is run
+//                by block 0 alone, with __syncthreads between levels instead of grid
+//                syncs, until the queue grows past `tiny` or empties; the other blocks
+//                wait on ctr[13] (the level to resume at).  0 = off.  For high-diameter
+//                graphs (roads), where most levels are a few VSSs and a level costs a
+//                grid sync plus a chain of dependent memory round trips.
+//
+// Direct updates (mode 0) of one VSS are issued in three rounds so that a lane's four
+// rows overlap their memory latency: (a) level[u] and the VSS range of u's slice set for
+// every row with a product, (b) level[u] = l and the atomicOr of every unvisited row,
+// (c) one warp-aggregated atomicAdd reserving the queue slots of every slice set seen
+// for the first time.  A level is then about five dependent round trips plus one sync.
 // BVSS inputs (see distgraph/formats/bvss.py): row_ids as int4 per lane (4 rows),
 // masks as one 32-bit word per lane (byte c = mask of row c), real_ptrs[Ns+1],
 // v2r[Nv] (virtual_to_real; not read: queue entries carry the slice set).  t_indptr /
@@ -43,6 +59,14 @@
 //
 // __global__ distgraph_bfs_persistent(...): inputs above; outputs level[] and ctr[8..9].
 // Launch cooperatively with every block co-resident (grid <= SMs * occupancy).
+//
+// __global__ distgraph_bfs_parents(...): the BFS-tree parents once the levels are known
+// (a second pass, not part of BLEST): parent[v] = the smallest in-neighbour u of v with
+// level[u] == level[v] - 1 (the CPU backend's rule), parent[source] = source, -1 when
+// unreached.  Works in whatever ids the CSR of G^T and level[] share (the caller's).
+// Each lane scans the first DG_PAR_SERIAL in-neighbours of its vertex; the vertices
+// still without a parent are then scanned by the whole warp, 32 in-neighbours at a time
+// (ballot, lowest lane = smallest id), so high-degree vertices do not serialize a lane.
 //
 // Reference: D. Elbek and K. Kaya, "Graph Traversal on Tensor Cores: A BFS Framework for
 // Modern GPUs" (BLEST), arXiv:2606.05081, 2026, Alg. 2-4, Eq. 6, Fig. 3.
@@ -55,6 +79,10 @@
 #endif
 #ifndef DG_BFS_MIN_BLOCKS
 #define DG_BFS_MIN_BLOCKS 4
+#endif
+
+#ifndef DG_PAR_SERIAL
+#define DG_PAR_SERIAL 32
 #endif
 
 namespace cg = cooperative_groups;
@@ -86,6 +114,90 @@ __device__ __forceinline__ void dg_direct_update(int u, int d, int l, int *level
     }
 }
 
+// Alg. 2 lines 20-38 for one VSS q = (vss, slice set), latency-overlapped (see the top).
+// Called by every lane of a warp together (warp-uniform).
+__device__ __forceinline__ void dg_direct_vss(int2 q, unsigned lane, int l, const int4 *__restrict__ row_ids,
+                                              const unsigned *__restrict__ masks,
+                                              const int *__restrict__ real_ptrs, const unsigned char *fcur,
+                                              int *level, unsigned *fnext, int2 *qn, int *qn_size) {
+    const unsigned alpha = __ldcg(fcur + q.y);
+    const int4 u4 = __ldg(row_ids + q.x * 32 + lane);
+    const unsigned mk = __ldg(masks + q.x * 32 + lane);
+    int d[4];
+    dg_vss_products(mk, alpha, lane, d[0], d[1], d[2], d[3]);
+    const int u[4] = {u4.x, u4.y, u4.z, u4.w};
+    int lv[4], rs[4], re[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {  // (a) loads, independent of each other
+        lv[k] = 0; rs[k] = 0; re[k] = 0;
+        if (d[k]) {
+            lv[k] = __ldcg(level + u[k]);
+            rs[k] = __ldg(real_ptrs + (u[k] >> 3));
+            re[k] = __ldg(real_ptrs + (u[k] >> 3) + 1);
+        }
+    }
+    unsigned old[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {  // (b) writes and atomics, results used only below
+        old[k] = DG_FULL_MASK;
+        if (d[k] && lv[k] < 0) {
+            level[u[k]] = l;
+            old[k] = atomicOr(fnext + (u[k] >> 5), 1u << (u[k] & 31));
+        }
+    }
+    unsigned cnt = 0, first = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {  // first vertex of its slice set in this level?
+        if (((old[k] >> (u[k] & 24)) & 0xffu) == 0u && re[k] > rs[k]) {
+            first |= 1u << k;
+            cnt += (unsigned)(re[k] - rs[k]);
+        }
+    }
+    // (c) one queue reservation per warp
+    const unsigned incl = dg_warp_inclusive_scan(cnt);
+    const unsigned total = __shfl_sync(DG_FULL_MASK, incl, 31);
+    if (total == 0u) return;
+    int pos0 = 0;
+    if (lane == 31) pos0 = atomicAdd(qn_size, (int)total);
+    pos0 = __shfl_sync(DG_FULL_MASK, pos0, 31);
+    int p = pos0 + (int)(incl - cnt);
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+        if ((first >> k) & 1u)
+            for (int v = rs[k]; v < re[k]; ++v) qn[p++] = make_int2(v, u[k] >> 3);
+}
+
+// One direct-mode level over queue entries w0, w0 + ws, ... (warps) and the clearing of
+// the frontier of level l-1 over threads t0, t0 + ts, ... (taken from the far end so
+// that the warps with VSSs do not wait).  q0 is entry w0, loaded before nq was known.
+__device__ __forceinline__ void dg_direct_level(int l, int nq, int2 q0, int w0, int ws, int t0, int ts,
+                                                unsigned lane, bool legacy, const int4 *__restrict__ row_ids,
+                                                const unsigned *__restrict__ masks,
+                                                const int *__restrict__ real_ptrs, int *level, unsigned *F,
+                                                int nw, const int2 *qc, int2 *qn, int *qn_size,
+                                                const int2 *qold, int nold) {
+    const unsigned char *fcur = (const unsigned char *)(F + (l % 3) * nw);
+    unsigned *fnext = F + ((l + 1) % 3) * nw;
+    for (int w = w0; w < nq; w += ws) {
+        const int2 q = (w == w0) ? q0 : __ldcg(qc + w);
+        if (!legacy) {
+            dg_direct_vss(q, lane, l, row_ids, masks, real_ptrs, fcur, level, fnext, qn, qn_size);
+            continue;
+        }
+        const unsigned alpha = fcur[q.y];
+        const int4 u = row_ids[q.x * 32 + lane];
+        const unsigned mk = masks[q.x * 32 + lane];
+        int d0, d1, d2, d3;
+        dg_vss_products(mk, alpha, lane, d0, d1, d2, d3);
+        dg_direct_update(u.x, d0, l, level, fnext, real_ptrs, qn, qn_size);
+        dg_direct_update(u.y, d1, l, level, fnext, real_ptrs, qn, qn_size);
+        dg_direct_update(u.z, d2, l, level, fnext, real_ptrs, qn, qn_size);
+        dg_direct_update(u.w, d3, l, level, fnext, real_ptrs, qn, qn_size);
+    }
+    unsigned char *fold = (unsigned char *)(F + ((l + 2) % 3) * nw);
+    for (int i = ts - 1 - t0; i < nold; i += ts) fold[__ldcg(&qold[i].y)] = 0;
+}
+
 __device__ __forceinline__ void dg_lazy_mark(int u, int d, unsigned *vnext) {
     if (d != 0) atomicOr(&vnext[u >> 5], 1u << (u & 31));  // result unused: RED
 }
@@ -94,8 +206,8 @@ extern "C" __global__ void __launch_bounds__(DG_BFS_BLOCK, DG_BFS_MIN_BLOCKS)
 distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
                          const int *__restrict__ real_ptrs, const int *__restrict__ v2r,
                          const long long *__restrict__ t_indptr, const int *__restrict__ t_indices,
-                         int n, int mode, int eta, int source, int *level, unsigned *F, unsigned *V,
-                         int2 *Q, int qcap, int *ctr) {
+                         int n, int mode, int eta, int tiny, int source, int *level, unsigned *F,
+                         unsigned *V, int2 *Q, int qcap, int *ctr) {
     cg::grid_group grid = cg::this_grid();
     const int nthreads = gridDim.x * blockDim.x;
     const int tid = blockIdx.x * blockDim.x + threadIdx.x;
@@ -104,6 +216,7 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
     const int nw = (n + 31) >> 5;
     const int upd = mode & 3;                 // 0 direct, 1 lazy, 2 lazy + switching
     const bool filter = (mode & 4) != 0;      // lazy: skip rows already visited (Vcur)
+    const bool legacy = (mode & 8) != 0;      // direct: session-1 update code
     unsigned *vcur = V, *vnext = V + nw;
     volatile int *vctr = ctr;
 
@@ -111,7 +224,7 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
     for (int i = tid; i < n; i += nthreads) level[i] = -1;
     for (int i = tid; i < 3 * nw; i += nthreads) F[i] = 0u;
     for (int i = tid; i < 2 * nw; i += nthreads) V[i] = 0u;
-    if (tid < 16) ctr[tid] = 0;
+    if (tid < 32) ctr[tid] = 0;
     grid.sync();
     {
         int ss = source >> 3;
@@ -130,11 +243,64 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
 
     int l = 1;
     for (;; ++l) {
+        const int2 *qc = Q + (l % 3) * qcap;
+        // this warp's first queue entry, loaded before the queue length is known (one
+        // round trip less per level; an entry past the length is never used)
+        int2 q0 = make_int2(0, 0);
+        if (warp < qcap) q0 = __ldcg(qc + warp);
         const int nq = vctr[l & 3];
         if (nq == 0) break;
-        const int2 *qc = Q + (l % 3) * qcap;
         int2 *qn = Q + ((l + 1) % 3) * qcap;
         int *qn_size = ctr + ((l + 1) & 3);
+
+        if (upd == 0 && nq <= tiny) {
+            // ---- small levels on block 0 alone (see `tiny` at the top).  Block 0 keeps
+            // its queue lengths in ctr[16..19] (same rotation as ctr[0..3]): the other
+            // blocks may still be reading ctr[l&3], so ctr[0..3] are written back only
+            // after every other block has checked in (ctr[14]), which by then they have.
+            if (blockIdx.x == 0) {
+                int *bc = ctr + 16;
+                volatile int *vbc = bc;
+                if (threadIdx.x == 0) {
+                    bc[l & 3] = nq;
+                    bc[(l + 1) & 3] = 0;
+                    bc[(l + 3) & 3] = vctr[(l + 3) & 3];
+                }
+                __syncthreads();
+                const int bw = (int)(threadIdx.x >> 5), nbw = (int)(blockDim.x >> 5);
+                int lb = l, nb = nq;
+                for (;;) {
+                    const int2 *qcb = Q + (lb % 3) * qcap;
+                    int2 q0b = make_int2(0, 0);
+                    if (bw < nb) q0b = __ldcg(qcb + bw);
+                    const int nold = vbc[(lb + 3) & 3];
+                    if (threadIdx.x == 0) bc[(lb + 2) & 3] = 0;
+                    dg_direct_level(lb, nb, q0b, bw, nbw, (int)threadIdx.x, (int)blockDim.x, lane, legacy,
+                                    row_ids, masks, real_ptrs, level, F, nw, qcb, Q + ((lb + 1) % 3) * qcap,
+                                    bc + ((lb + 1) & 3), Q + ((lb + 2) % 3) * qcap, nold);
+                    __syncthreads();
+                    ++lb;
+                    nb = vbc[lb & 3];
+                    __syncthreads();
+                    if (nb == 0 || nb > tiny) break;
+                }
+                if (threadIdx.x == 0) {
+                    while (vctr[14] < (int)gridDim.x - 1) { }
+                    ctr[14] = 0;
+                    ctr[lb & 3] = nb;
+                    ctr[(lb + 1) & 3] = 0;
+                    ctr[(lb + 3) & 3] = vbc[(lb + 3) & 3];
+                    __threadfence();
+                    atomicExch(ctr + 13, lb);  // release: the grid resumes at level lb
+                }
+            } else if (threadIdx.x == 0) {
+                atomicAdd(ctr + 14, 1);        // read ctr[l&3]; block 0 may now reuse it
+                while (vctr[13] <= l) __nanosleep(64);
+            }
+            grid.sync();
+            l = vctr[13] - 1;  // the loop's ++l resumes at level ctr[13]
+            continue;
+        }
         if (tid == 0) { ctr[(l + 2) & 3] = 0; ctr[4 + ((l + 2) & 3)] = 0; }
 
         if (upd == 0) {
@@ -142,28 +308,8 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
             // Frontier buffers rotate: F[l%3] is read, F[(l+1)%3] written, and F[(l+2)%3]
             // (the frontier of level l-1, not read any more) is cleared for level l+1
             // through the queue of level l-1, Q[(l+2)%3], of length ctr[(l+3)&3].
-            const unsigned char *fcur = (const unsigned char *)(F + (l % 3) * nw);
-            unsigned *fnext = F + ((l + 1) % 3) * nw;
-            for (int w = warp; w < nq; w += nwarps) {
-                const int2 q = qc[w];
-                const int vss = q.x;
-                const unsigned alpha = fcur[q.y];
-                const int4 u = row_ids[vss * 32 + lane];
-                const unsigned mk = masks[vss * 32 + lane];
-                int d0, d1, d2, d3;
-                dg_vss_products(mk, alpha, lane, d0, d1, d2, d3);
-                dg_direct_update(u.x, d0, l, level, fnext, real_ptrs, qn, qn_size);
-                dg_direct_update(u.y, d1, l, level, fnext, real_ptrs, qn, qn_size);
-                dg_direct_update(u.z, d2, l, level, fnext, real_ptrs, qn, qn_size);
-                dg_direct_update(u.w, d3, l, level, fnext, real_ptrs, qn, qn_size);
-            }
-            {
-                // taken from the end of the grid, so the warps that have VSSs do not wait
-                unsigned char *fold = (unsigned char *)(F + ((l + 2) % 3) * nw);
-                const int2 *qold = Q + ((l + 2) % 3) * qcap;
-                const int nold = vctr[(l + 3) & 3];
-                for (int i = nthreads - 1 - tid; i < nold; i += nthreads) fold[qold[i].y] = 0;
-            }
+            dg_direct_level(l, nq, q0, warp, nwarps, tid, nthreads, lane, legacy, row_ids, masks, real_ptrs,
+                            level, F, nw, qc, qn, qn_size, Q + ((l + 2) % 3) * qcap, vctr[(l + 3) & 3]);
             grid.sync();
             continue;
         }
@@ -174,7 +320,7 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
         const bool bottom_up = (upd == 2) && ((long long)unvisited < (long long)eta * nq);
         if (!bottom_up) {
             for (int w = warp; w < nq; w += nwarps) {
-                const int2 q = qc[w];
+                const int2 q = (w == warp) ? q0 : qc[w];
                 const int vss = q.x;
                 const unsigned alpha = ((const unsigned char *)fcur)[q.y];
                 const int4 u = row_ids[vss * 32 + lane];
@@ -251,4 +397,55 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
         grid.sync();
     }
     if (tid == 0) ctr[8] = l - 1;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+distgraph_bfs_parents(const long long *__restrict__ t_indptr, const int *__restrict__ t_indices,
+                      const int *__restrict__ level, int n, int source, long long *parent) {
+    const unsigned lane = threadIdx.x & 31u;
+    const int nthreads = gridDim.x * blockDim.x;
+    const int tid = blockIdx.x * blockDim.x + threadIdx.x;
+    // every lane of a warp runs the same number of rounds (warp-uniform loop bound)
+    for (int base = tid - (int)lane; base < n; base += nthreads) {
+        const int v = base + (int)lane;
+        long long par = -1, p = 0, e = 0;
+        int want = -2;
+        bool open = false;
+        if (v < n) {
+            const int lv = level[v];
+            if (v == source) {
+                par = source;
+            } else if (lv > 0) {
+                want = lv - 1;
+                p = t_indptr[v];
+                e = t_indptr[v + 1];
+                const long long stop = (e - p > DG_PAR_SERIAL) ? p + DG_PAR_SERIAL : e;
+                for (; p < stop; ++p) {
+                    const int u = t_indices[p];
+                    if (level[u] == want) { par = u; break; }
+                }
+                open = (par < 0) && p < e;  // not found among the first ones: warp scan below
+            }
+        }
+        unsigned pending = __ballot_sync(DG_FULL_MASK, open);
+        while (pending) {
+            const int src_lane = __ffs(pending) - 1;
+            pending &= pending - 1u;
+            const long long pp = __shfl_sync(DG_FULL_MASK, p, src_lane);
+            const long long ee = __shfl_sync(DG_FULL_MASK, e, src_lane);
+            const int ww = __shfl_sync(DG_FULL_MASK, want, src_lane);
+            long long found = -1;
+            for (long long b = pp; b < ee; b += 32) {
+                const long long i = b + lane;
+                const bool hit = (i < ee) && level[t_indices[i]] == ww;
+                const unsigned bal = __ballot_sync(DG_FULL_MASK, hit);
+                if (bal) {
+                    found = __shfl_sync(DG_FULL_MASK, (long long)(i < ee ? t_indices[i] : 0), __ffs(bal) - 1);
+                    break;
+                }
+            }
+            if ((int)lane == src_lane) par = found;
+        }
+        if (v < n) parent[v] = par;
+    }
 }

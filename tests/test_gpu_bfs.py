@@ -6,7 +6,11 @@ sources on generated graphs (Kronecker, urand, grid, rgg, Delaunay; vertex count
 are not multiples of 8 or 128; disconnected ones) and on the real graphs of
 ``shared/data``.  Every engine is built once per (graph, reordering) and run with each
 variant: plain (Alg. 2), lazy (Alg. 3), switch (Alg. 3+4) with eta = 10, with eta = 0
-(never bottom-up) and with a huge eta (bottom-up at every level).
+(never bottom-up) and with a huge eta (bottom-up at every level); the plain scheme also
+with its small levels on one block off (tiny = 0), on for queues up to 8 VSSs and on for
+every level (tiny huge), and with session 1's update code ("plain-s1").  Parents (the
+second pass over G^T) are checked with the BFS verifier and against the smallest in-neighbour
+one level up (the CPU backend's rule) computed with numpy.
 """
 
 import numpy as np
@@ -18,7 +22,9 @@ from distgraph.graph import Graph
 
 pytestmark = pytest.mark.gpu
 
-RUNS = [("plain", 10), ("lazy", 10), ("switch", 10), ("switch", 0), ("switch", 2**30)]
+# (variant, eta, tiny)
+RUNS = [("plain", 10, 8), ("plain", 10, 0), ("plain", 10, 2**30), ("plain-s1", 10, 0), ("plain-s1", 10, 2**30),
+        ("lazy", 10, 8), ("switch", 10, 8), ("switch", 0, 8), ("switch", 2**30, 8)]
 
 
 def _ref_levels(g, sources):
@@ -52,20 +58,53 @@ def _sources(g, k, seed=1):
     return s
 
 
+def _levels(eng, s, variant):
+    if variant in ("plain", "lazy", "switch"):
+        return eng.levels(s, variant=variant)
+    lev, _ = eng.run_device(s, variant)
+    return lev.get() if eng.new_id is None else lev.get()[eng.new_id]
+
+
+def _ref_parents(g, lev, s):
+    """The smallest in-neighbour one level up (the CPU backend's rule), by numpy."""
+    ip, ix, _ = g.csc()
+    tgt = np.repeat(np.arange(g.n), np.diff(ip))
+    ix = np.asarray(ix, dtype=np.int64)
+    ok = (lev[tgt] > 0) & (lev[ix] == lev[tgt] - 1)
+    par = np.full(g.n, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(par, tgt[ok], ix[ok])
+    par[lev < 0] = -1
+    par[s] = s
+    return par
+
+
+def _check_parents(g, eng, srcs):
+    from distgraph.algorithms.bfs import verify_bfs
+
+    for s in srcs:
+        lev, par = eng.levels_and_parents(s)
+        assert par.dtype == np.int64 and par.shape == (g.n,)
+        verify_bfs(g, s, lev, par)
+        bad = np.flatnonzero(_ref_parents(g, lev, s) != par)
+        assert bad.size == 0, f"source {s}: parents are not the smallest one level up at {bad[:5].tolist()}"
+
+
 def _check_engine(g, reorder, k=12):
     from distgraph.backends.gpu.bfs import GpuBFS
 
     eng = GpuBFS(g, variant="switch", reorder=reorder, window=1024, cache_dir=False)
     srcs = _sources(g, k)
     ref = _ref_levels(g, srcs)
-    for variant, eta in RUNS:
-        eng.eta = eta
+    for variant, eta, tiny in RUNS:
+        eng.eta, eng.tiny = eta, tiny
         for i, s in enumerate(srcs):
-            got = eng.levels(s, variant=variant)
+            got = _levels(eng, s, variant)
             assert got.dtype == np.int32 and got.shape == (g.n,)
             bad = np.flatnonzero(got != ref[i])
-            assert bad.size == 0, (f"{variant} eta={eta} reorder={reorder} source={s}: {bad.size} wrong, "
+            assert bad.size == 0, (f"{variant} eta={eta} tiny={tiny} reorder={reorder} source={s}: {bad.size} wrong, "
                                    f"e.g. v={bad[:5].tolist()} got={got[bad[:5]].tolist()} want={ref[i][bad[:5]].tolist()}")
+    eng.tiny = 8
+    _check_parents(g, eng, srcs[:4] + srcs[k:])
     # the bottom-up pass really ran when eta forces it, and the filtered lazy option agrees
     s = srcs[k]  # the highest-degree vertex
     eng.eta = 2**30
@@ -151,15 +190,14 @@ def test_public_api_dispatch():
 
     import distgraph
     from distgraph.algorithms import bfs as bfs_mod
-    from distgraph.errors import BackendUnavailableError
-
     if "bfs_gpu" not in inspect.getsource(bfs_mod):
         pytest.skip("distgraph.algorithms.bfs does not dispatch to the GPU runner in this checkout")
     g = gen.urand(11, directed=True)
     r = distgraph.bfs(g, 3, backend="gpu", verify=True)
     assert np.array_equal(r.levels, _ref_levels(g, [3])[0])
-    with pytest.raises(BackendUnavailableError, match="levels only"):
-        distgraph.bfs(g, 3, backend="gpu", parents=True)
+    r = distgraph.bfs(g, 3, backend="gpu", parents=True, verify=True)
+    assert np.array_equal(r.levels, _ref_levels(g, [3])[0])
+    assert np.array_equal(r.parents, _ref_parents(g, r.levels, 3))
 
 
 def test_cache_hit_gives_same_levels(tmp_path):
@@ -186,6 +224,8 @@ def test_errors():
         GpuBFS(g, variant="fast")
     with pytest.raises(InvalidArgumentError, match="reorder must be one of"):
         GpuBFS(g, reorder="metis")
+    with pytest.raises(InvalidArgumentError, match="tiny must be an integer >= 0"):
+        GpuBFS(g, tiny=-1)
     eng = GpuBFS(g, variant="plain", cache_dir=False)
     with pytest.raises(InvalidArgumentError, match="variant must be"):
         eng.levels(0, variant="switch")
@@ -204,6 +244,28 @@ def test_grid_size_does_not_change_levels():
     ref = _ref_levels(g, srcs)
     for grid in (1, 3, eng.grid_plain, eng.grid_full):
         eng.grid = grid
-        for variant in ("plain", "lazy", "switch"):
+        for variant, tiny in (("plain", 0), ("plain", 8), ("plain", 2**30), ("lazy", 8), ("switch", 8)):
+            eng.tiny = tiny
             for i, s in enumerate(srcs):
-                assert np.array_equal(eng.levels(s, variant=variant), ref[i]), (grid, variant, s)
+                assert np.array_equal(eng.levels(s, variant=variant), ref[i]), (grid, variant, tiny, s)
+
+
+def test_parents_directed_and_reordered_and_large_degree():
+    # a hub whose only parent is far into its in-list (the warp-wide scan), a directed
+    # graph (caller's G^T differs from G), and an engine that reorders (caller ids)
+    from distgraph.backends.gpu.bfs import GpuBFS
+
+    n = 3000
+    hub = 5
+    src = np.concatenate([np.arange(n), np.full(n - 1, hub), [n - 1]])
+    dst = np.concatenate([(np.arange(n) + 1) % n, np.delete(np.arange(n), hub), [hub]])
+    g = Graph.from_edges(src, dst, n=n, directed=True)
+    for reorder in ("none", "rcm"):
+        for variant in ("plain", "lazy"):
+            eng = GpuBFS(g, variant=variant, reorder=reorder, cache_dir=False)
+            _check_parents(g, eng, [0, hub, n - 1, 1234])
+    g2 = gen.kronecker(12)
+    eng = GpuBFS(g2, variant="switch", reorder="jaccard", window=512, cache_dir=False)
+    _check_parents(g2, eng, _sources(g2, 6))
+    par_plan = eng.info.get("parents_device_bytes")
+    assert par_plan and par_plan >= 8 * g2.n

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import BackendUnavailableError, VerificationError, expect
+from ..errors import VerificationError, expect
 from ..graph.core import Graph
 
 __all__ = ["bfs", "BFSResult", "verify_bfs"]
@@ -125,15 +125,16 @@ def bfs(graph, source, *, parents=False, backend=None, comm=None, verify=False, 
     if ctx.backend == "gpu":
         # GPU dispatch point: BLEST on tensor cores (distgraph.backends.gpu.bfs; options of
         # the engine: use distgraph.backends.gpu.bfs.GpuBFS directly).
-        if parents:
-            raise BackendUnavailableError("bfs on backend 'gpu' computes levels only; use parents=False "
-                                          "or backend='cpu'")
         from ..backends.gpu.bfs import bfs_gpu
 
-        levels = bfs_gpu(graph, source)
+        par = None
+        if parents:  # a second GPU pass over G^T once the levels are known (same rule as the CPU)
+            levels, par = bfs_gpu(graph, source, parents=True)
+        else:
+            levels = bfs_gpu(graph, source)
         if verify:
-            verify_bfs(graph, source, levels, None)
-        return BFSResult(levels, None, source)
+            verify_bfs(graph, source, levels, par)
+        return BFSResult(levels, par, source)
     alpha, beta = float(config.bfs_alpha), float(config.bfs_beta)
     distributed = ctx.size > 1 if _distributed is None else _distributed
     if distributed:

@@ -16,9 +16,15 @@ Pipeline, once per graph (:class:`GpuBFS`):
 
 Then every :meth:`GpuBFS.levels` is one cooperative kernel launch (init + all levels).
 Levels come back as int32 in the caller's vertex ids, -1 for unreachable vertices.
+:meth:`GpuBFS.levels_and_parents` adds BFS-tree parents by a second, cheap kernel once
+the levels are known (not in BLEST, whose MMA gives no parent): for each reached vertex
+the smallest in-neighbour one level up, in the caller's ids over the caller's CSR of
+G^T, so the parents are exactly the CPU backend's.
 
 Variants: ``"plain"`` (Alg. 2), ``"lazy"`` (Alg. 3), ``"switch"`` (Alg. 3 + Alg. 4 with
-Eq. 6), ``"auto"``.
+Eq. 6), ``"auto"``.  In the plain scheme, levels whose queue holds at most ``tiny`` VSSs
+run on one block without grid syncs (``tiny``, default :data:`TINY_DEFAULT`; 0 = off),
+which is what high-diameter graphs (roads) spend their time on.
 """
 
 from __future__ import annotations
@@ -33,13 +39,19 @@ from ...formats.reorder import REORDERINGS, permute_graph, reorder_graph, update
 from .loader import get_module, import_cupy
 from .memory import bfs_plan
 
-__all__ = ["GpuBFS", "bfs_gpu", "VARIANTS"]
+__all__ = ["GpuBFS", "bfs_gpu", "VARIANTS", "TINY_DEFAULT"]
 
 VARIANTS = ("auto", "plain", "lazy", "switch")
 _MODE = {"plain": 0, "lazy": 1, "switch": 2}
-# Not in the paper, for measurements: lazy marking that first skips rows already visited.
-_MODE_EXTRA = {"lazy+filter": 5, "switch+filter": 6}
+# Not in the paper, for measurements: lazy marking that first skips rows already visited;
+# "plain-s1": the direct scheme with session 1's update code (rows one after the other),
+# kept for A/B runs in one benchmark.
+_MODE_EXTRA = {"lazy+filter": 5, "switch+filter": 6, "plain-s1": 8}
 BLOCK = 256
+#: Plain scheme: a level whose work queue holds at most this many VSSs runs on block 0
+#: alone (no grid sync); one VSS per warp of the block.
+TINY_DEFAULT = 8
+N_CTR = 32
 
 
 def _cached_preprocess(graph, method, window, cache_dir):
@@ -109,6 +121,9 @@ class GpuBFS:
         Lazy updates when U_div is above it (default ``config.gpu_bfs_udiv_threshold``).
     cache_dir : path, None or False
         Where the ordering and BVSS are cached (None: ``config.cache_dir``; False: off).
+    tiny : int, optional
+        Plain scheme: levels with at most ``tiny`` queued VSSs run on one block without
+        grid syncs (default :data:`TINY_DEFAULT`; 0 = every level on the whole grid).
 
     Attributes
     ----------
@@ -125,7 +140,7 @@ class GpuBFS:
     """
 
     def __init__(self, graph, *, variant="auto", reorder="auto", window=None, eta=None,
-                 udiv_threshold=None, cache_dir=None):
+                 udiv_threshold=None, cache_dir=None, tiny=None):
         from ...graph.core import Graph
         from ...runtime.config import config
 
@@ -139,6 +154,9 @@ class GpuBFS:
         eta = config.gpu_bfs_eta if eta is None else eta
         udiv_threshold = config.gpu_bfs_udiv_threshold if udiv_threshold is None else udiv_threshold
         expect(isinstance(eta, (int, np.integer)) and eta >= 0, "eta", "an integer >= 0", eta)
+        tiny = TINY_DEFAULT if tiny is None else tiny
+        expect(isinstance(tiny, (int, np.integer)) and not isinstance(tiny, bool) and 0 <= tiny < 2**31,
+               "tiny", "an integer >= 0", tiny)
         if graph.n == 0:
             raise InvalidArgumentError("graph must have at least one vertex for BFS; got n=0")
         cp = import_cupy()
@@ -146,6 +164,7 @@ class GpuBFS:
         self.n = graph.n
         self.graph = graph
         self.eta = int(eta)
+        self.tiny = int(tiny)
         g2, new_id, b, udiv, info = _cached_preprocess(graph, reorder, window, cache_dir)
         self.new_id = new_id
         self.bvss = b
@@ -184,8 +203,9 @@ class GpuBFS:
         self._V = cp.empty(2 * nw, cp.uint32)   # visited: current, next
         self._qcap = max(b.num_vss, 1)
         self._Q = cp.empty(3 * self._qcap * 2, cp.int32)  # int2 (VSS, slice set) entries
-        self._ctr = cp.zeros(16, cp.int32)
+        self._ctr = cp.zeros(N_CTR, cp.int32)
         self._new_id_dev = None
+        self._par = None  # parents pass: (kernel, t_indptr, t_indices, parents) on first use
         # ---- kernel and grid
         mod = get_module("bvss_bfs", defines={"DG_BFS_BLOCK": BLOCK}, cooperative=True)
         self._kernel = mod.get_function("distgraph_bfs_persistent")
@@ -197,6 +217,7 @@ class GpuBFS:
         self.grid_plain = min(self.grid_full, int(self._cp.cuda.Device().attributes["MultiProcessorCount"]))
         self.grid = None
         self.info["grid"] = {"plain": [self.grid_plain, BLOCK], "lazy/switch": [self.grid_full, BLOCK]}
+        self.info["tiny"] = self.tiny
         # ---- variant
         if variant == "auto":
             variant = self._first_sources_check(base)
@@ -224,10 +245,12 @@ class GpuBFS:
         return int(sms * per_sm)
 
     def _launch(self, src_internal: int, mode: int) -> None:
-        grid = self.grid if self.grid is not None else (self.grid_plain if mode == 0 else self.grid_full)
+        direct = (mode & 3) == 0
+        grid = self.grid if self.grid is not None else (self.grid_plain if direct else self.grid_full)
         self._kernel((int(grid),), (BLOCK,),
                      (self._row_ids, self._masks, self._real_ptrs, self._v2r, self._t_ip, self._t_ix,
-                      np.int32(self.n), np.int32(mode), np.int32(self.eta), np.int32(src_internal),
+                      np.int32(self.n), np.int32(mode), np.int32(self.eta),
+                      np.int32(self.tiny if direct else 0), np.int32(src_internal),
                       self._level, self._F, self._V, self._Q, np.int32(self._qcap), self._ctr))
 
     def _internal(self, source: int) -> int:
@@ -274,24 +297,89 @@ class GpuBFS:
         c = self._ctr.get()
         return {"levels": int(c[8]), "bottom_up_levels": int(c[9])}
 
-    def levels(self, source, *, variant: str | None = None) -> np.ndarray:
-        """BFS levels from ``source`` (caller's id) as int32 ``(n,)``, -1 = unreachable."""
-        self._check_source(source)
+    def _check_variant(self, variant):
         if variant is not None:
             expect(variant in _MODE, "variant", "one of plain, lazy, switch", variant)
             if variant == "switch" and not self._has_transpose:
                 raise InvalidArgumentError("variant must be one the engine was built for; got 'switch' "
                                            "(build GpuBFS with variant='switch' or 'auto')")
+
+    def _levels_caller_device(self, source, variant):
+        """Levels in the caller's ids as a CuPy array (a copy when the engine reorders)."""
         lev, _ = self.run_device(int(source), variant)
         if self.new_id is None:
-            return lev.get()
+            return lev
         if self._new_id_dev is None:
             self._new_id_dev = self._cp.asarray(self.new_id)
-        return lev[self._new_id_dev].get()
+        return lev[self._new_id_dev]
+
+    def levels(self, source, *, variant: str | None = None) -> np.ndarray:
+        """BFS levels from ``source`` (caller's id) as int32 ``(n,)``, -1 = unreachable."""
+        self._check_source(source)
+        self._check_variant(variant)
+        return self._levels_caller_device(source, variant).get()
+
+    def _parents_setup(self):
+        """Compile the parents kernel and upload the caller's CSR of G^T (once).
+
+        The caller's CSC is the CSR itself for an undirected graph; when the engine does
+        not reorder and already holds G^T for Alg. 4, that copy is reused."""
+        from .memory import parents_plan
+
+        cp = self._cp
+        mod = get_module("bvss_bfs", defines={"DG_BFS_BLOCK": BLOCK}, cooperative=True)
+        kern = mod.get_function("distgraph_bfs_parents")
+        if self.new_id is None and self._has_transpose:
+            t_ip, t_ix = self._t_ip, self._t_ix
+            plan = parents_plan(self.n, None)
+        else:
+            ip, ix, _ = self.graph.csc()
+            plan = parents_plan(self.n, int(ix.shape[0]))
+            plan.check()  # before uploading
+            t_ip = cp.asarray(np.asarray(ip, dtype=np.int64))
+            t_ix = cp.asarray(np.asarray(ix, dtype=np.int32)) if ix.shape[0] else cp.zeros(1, cp.int32)
+        if t_ip is self._t_ip:
+            plan.check()
+        par = cp.empty(self.n, cp.int64)
+        self._par = (kern, t_ip, t_ix, par)
+        self.info["parents_device_bytes"] = plan.total
+
+    def parents_device(self, levels_caller, source: int):
+        """Run the parents pass on levels in the caller's ids (a CuPy int32 array);
+        returns ``(parents CuPy int64 array, milliseconds)``; overwritten by the next call."""
+        cp = self._cp
+        if self._par is None:
+            self._parents_setup()
+        kern, t_ip, t_ix, par = self._par
+        sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+        grid = max(1, min(sms * 8, -(-self.n // BLOCK)))
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        kern((grid,), (BLOCK,), (t_ip, t_ix, levels_caller, np.int32(self.n), np.int32(source), par))
+        stop.record()
+        stop.synchronize()
+        return par, float(cp.cuda.get_elapsed_time(start, stop))
+
+    def levels_and_parents(self, source, *, variant: str | None = None):
+        """BFS levels and BFS-tree parents from ``source`` (caller's ids).
+
+        Returns
+        -------
+        levels : numpy.ndarray
+            int32 ``(n,)``, -1 = unreachable.
+        parents : numpy.ndarray
+            int64 ``(n,)``: the smallest in-neighbour one level up (the CPU backend's
+            rule), ``parents[source] == source``, -1 = unreachable.
+        """
+        self._check_source(source)
+        self._check_variant(variant)
+        lev = self._levels_caller_device(source, variant)
+        par, _ = self.parents_device(lev, int(source))
+        return lev.get(), par.get()
 
 
 def bfs_gpu(graph, source, *, variant="auto", reorder="auto", window=None, eta=None,
-            udiv_threshold=None, cache_dir=None) -> np.ndarray:
+            udiv_threshold=None, cache_dir=None, parents=False):
     """Single-source BFS levels on the GPU with BLEST (tensor cores over BVSS).
 
     Parameters
@@ -302,12 +390,15 @@ def bfs_gpu(graph, source, *, variant="auto", reorder="auto", window=None, eta=N
     variant, reorder, window, eta, udiv_threshold, cache_dir
         See :class:`GpuBFS`.  For many sources build one :class:`GpuBFS` and call
         :meth:`GpuBFS.levels` (preprocessing is then paid once).
+    parents : bool
+        Also return BFS-tree parents (see :meth:`GpuBFS.levels_and_parents`).
 
     Returns
     -------
-    numpy.ndarray
+    numpy.ndarray, or (numpy.ndarray, numpy.ndarray) when ``parents``
         int32 ``(n,)``: ``levels[v]`` is the hop distance from ``source``, -1 when
-        ``v`` is unreachable.
+        ``v`` is unreachable; with ``parents`` also int64 ``(n,)`` parents
+        (``parents[source] == source``, -1 when unreachable).
 
     Raises
     ------
@@ -327,4 +418,6 @@ def bfs_gpu(graph, source, *, variant="auto", reorder="auto", window=None, eta=N
     expect(0 <= int(source) < graph.n, "source", f"in [0, {graph.n})", int(source))
     eng = GpuBFS(graph, variant=variant, reorder=reorder, window=window, eta=eta,
                  udiv_threshold=udiv_threshold, cache_dir=cache_dir)
+    if parents:
+        return eng.levels_and_parents(int(source))
     return eng.levels(int(source))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ...errors import DeviceMemoryError
 
-__all__ = ["MemoryPlan", "bfs_plan", "format_bytes"]
+__all__ = ["MemoryPlan", "bfs_plan", "parents_plan", "format_bytes"]
 
 #: Fraction of the free memory a plan may use (CuPy's pool and the context need some).
 HEADROOM = 0.95
@@ -67,7 +67,7 @@ def bfs_plan(n: int, bvss, transpose_arcs: int | None) -> MemoryPlan:
     items = {"bvss.row_ids": bvss.row_ids.nbytes, "bvss.masks": bvss.masks.nbytes,
              "bvss.real_ptrs": bvss.real_ptrs.nbytes, "bvss.virtual_to_real": bvss.virtual_to_real.nbytes,
              "level": 4 * n, "bitmaps (3 frontier, 2 visited)": 5 * 4 * nw,
-             "work queues": 3 * 8 * max(bvss.num_vss, 1), "counters": 64}
+             "work queues": 3 * 8 * max(bvss.num_vss, 1), "counters": 128}
     if transpose_arcs is not None:
         items["transpose.indptr"] = 8 * (n + 1)
         items["transpose.indices"] = 4 * transpose_arcs
@@ -76,3 +76,13 @@ def bfs_plan(n: int, bvss, transpose_arcs: int | None) -> MemoryPlan:
              "a GPU with more memory"]
     return MemoryPlan("GPU BFS", items, tuple(hints if transpose_arcs is not None else
                                               (hints[0], hints[2])))
+
+
+def parents_plan(n: int, transpose_arcs: int | None) -> MemoryPlan:
+    """Plan of the GPU BFS parents pass: the parents array and, unless the engine's own
+    G^T is reused (``transpose_arcs=None``), the caller's CSR of G^T."""
+    items = {"parents": 8 * n}
+    if transpose_arcs is not None:
+        items["transpose.indptr (caller ids)"] = 8 * (n + 1)
+        items["transpose.indices (caller ids)"] = 4 * transpose_arcs
+    return MemoryPlan("GPU BFS parents", items, ("parents=False (levels only)", "a GPU with more memory"))
