@@ -40,8 +40,8 @@ unique prefixes ``code >> 2(L-d)``, so one numba pass counts the nodes of every 
 (from the highest bit in which each code differs from the previous one) and a second
 writes every signature in level order, with the codes of the cached top and frontier
 levels; a third computes the directory. No per-level arrays are materialised, so a
-build is about one sort plus three linear passes (kron:20, 31M arcs: see
-``benchmarks/results/k2tree_build.json``). Products live in
+build is about one sort plus three linear passes (``build_s`` of each graph in
+``benchmarks/results/k2tree_gpu.json``). Products live in
 :mod:`distgraph.algorithms.spmv`.
 """
 
