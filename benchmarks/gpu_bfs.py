@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT))
 # plain = Alg. 2, lazy = Alg. 3, switch = Alg. 3 + 4; "+filter": lazy marking skips rows
 # already visited (not in the paper; measured to see whether the extra read pays).
 # "plain-s1": the direct scheme with session 1's update code and no single-block levels.
-VARIANTS = ("plain", "plain-s1", "lazy", "switch", "lazy+filter", "switch+filter")
+# "plain-v": the direct scheme with the visited bitmap and slice-set claims (mode bit 16).
+VARIANTS = ("plain", "plain-v", "plain-s1", "lazy", "switch", "lazy+filter", "switch+filter")
 TINY_SWEEP = (0, 4, 8, 16, 32, 64)
 BLEST_REF = {"kron:21": 0.30, "urand:21": 0.26, "road-FLA": 7.8}  # ms/source, BLEST on an H200
 
@@ -262,19 +263,21 @@ def bench_graph(spec, args, cache_dir):
         eng.tiny = tiny_default
         if road or g.m < 5_000_000:
             # plain scheme: levels with at most `tiny` queued VSSs on one block, swept
-            sweep = {}
-            for tiny in TINY_SWEEP:
-                eng.tiny = tiny
-                eng.run_device(srcs[0], "plain")
-                sweep[str(tiny)] = float(np.mean([eng.run_device(s, "plain")[1] for s in srcs]))
+            for v in ("plain", "plain-v"):
+                sweep = {}
+                for tiny in TINY_SWEEP:
+                    eng.tiny = tiny
+                    eng.run_device(srcs[0], v)
+                    sweep[str(tiny)] = float(np.mean([eng.run_device(s, v)[1] for s in srcs]))
+                res[f"{v}_tiny_sweep_ms"] = sweep
             eng.tiny = tiny_default
-            res["plain_tiny_sweep_ms"] = sweep
         res["arcs_reached_mean"] = mean_arcs
         out["blest"][reorder] = res
         print(f"   BLEST reorder={reorder} ({info.get('method')}, U_div {info['udiv']:.0f}, "
               f"{info['bvss']['bytes_per_edge']:.2f} B/arc, setup {build_s:.1f} s): "
               + ", ".join(f"{v} {res[v]['ms']:.3f} ms ({res[v]['gteps']:.1f} GTEPS)" for v in VARIANTS)
-              + (f" tiny sweep {res.get('plain_tiny_sweep_ms')}" if "plain_tiny_sweep_ms" in res else "")
+              + (f" tiny sweeps {res.get('plain_tiny_sweep_ms')} {res.get('plain-v_tiny_sweep_ms')}"
+                 if "plain_tiny_sweep_ms" in res else "")
               + (f" MISMATCHES {res['mismatches'][:6]}" if res["mismatches"] else ""),
               flush=True)
         del eng
@@ -318,15 +321,17 @@ def bench_graph(spec, args, cache_dir):
     # grid size sweep (per-level latency on high-diameter graphs depends on the grid sync)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     sweep = {}
-    for bps in ((1, 2, 3, 4) if (road or g.m < 5_000_000) else ()):
-        if sms * bps > eng.grid_full:
-            continue
-        eng.grid = sms * bps
-        eng.run_device(srcs[0])
-        sweep[str(eng.grid)] = float(np.mean([eng.run_device(s)[1] for s in srcs[:16]]))
+    grids = (8, 16, sms // 4, sms // 2, sms, 2 * sms, 4 * sms) if (road or g.m < 5_000_000) else ()
+    for v in ((eng.variant, "plain-v") if grids else ()):
+        for grid in grids:
+            if grid > eng.grid_full:
+                continue
+            eng.grid = grid
+            eng.run_device(srcs[0], v)
+            sweep[f"{v}@{grid}"] = float(np.mean([eng.run_device(s, v)[1] for s in srcs]))
     eng.grid = None  # back to the per-variant default
     out["grid_sweep_ms"] = sweep
-    print(f"   grid sweep ({eng.variant}, 16 sources): {sweep}", flush=True)
+    print(f"   grid sweep ({eng.variant}, {len(srcs)} sources): {sweep}", flush=True)
     del eng
     cp.get_default_memory_pool().free_all_blocks()
     return out

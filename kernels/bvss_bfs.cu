@@ -39,7 +39,9 @@
 //                lazy stage 1 skip rows already in Vcur (one bitmap read before the RED;
 //                not in the paper, measured as an option); bit 3 (value 8): direct mode
 //                with the session-1 update code (one row after the other, each with its
-//                own level load, atomicOr and queue atomicAdd; kept for A/B runs).
+//                own level load, atomicOr and queue atomicAdd; kept for A/B runs); bit 4
+//                (value 16): direct mode with the visited bitmap instead of the level load
+//                (see below).
 //   tiny         direct mode only: a level whose queue holds at most `tiny` VSSs is run
 //                by block 0 alone, with __syncthreads between levels instead of grid
 //                syncs, until the queue grows past `tiny` or empties; the other blocks
@@ -52,6 +54,12 @@
 // every row with a product, (b) level[u] = l and the atomicOr of every unvisited row,
 // (c) one warp-aggregated atomicAdd reserving the queue slots of every slice set seen
 // for the first time.  A level is then about five dependent round trips plus one sync.
+// With mode bit 16 round (a) is replaced by two atomics issued together: atomicOr on the
+// visited bitmap Vcur (its old bit says whether u is new) and atomicExch(sslev[u/8], l)
+// (its old value says whether u's slice set was already claimed this level); a slice set
+// is claimed by any row with a product, new or not, so some VSSs are enqueued whose
+// frontier byte turns out empty (work, not errors) -- one round trip less per level.
+//   sslev[Ns]    int: the last level that enqueued each slice set (mode bit 16).
 // BVSS inputs (see distgraph/formats/bvss.py): row_ids as int4 per lane (4 rows),
 // masks as one 32-bit word per lane (byte c = mask of row c), real_ptrs[Ns+1],
 // v2r[Nv] (virtual_to_real; not read: queue entries carry the slice set).  t_indptr /
@@ -167,21 +175,74 @@ __device__ __forceinline__ void dg_direct_vss(int2 q, unsigned lane, int l, cons
             for (int v = rs[k]; v < re[k]; ++v) qn[p++] = make_int2(v, u[k] >> 3);
 }
 
+// Mode bit 16: as dg_direct_vss, with the visited bitmap and slice-set claims (see top).
+__device__ __forceinline__ void dg_direct_vss_v(int2 q, unsigned lane, int l, const int4 *__restrict__ row_ids,
+                                                const unsigned *__restrict__ masks,
+                                                const int *__restrict__ real_ptrs, const unsigned char *fcur,
+                                                int *level, unsigned *fnext, unsigned *vis, int *sslev, int2 *qn,
+                                                int *qn_size) {
+    const unsigned alpha = __ldcg(fcur + q.y);
+    const int4 u4 = __ldg(row_ids + q.x * 32 + lane);
+    const unsigned mk = __ldg(masks + q.x * 32 + lane);
+    int d[4];
+    dg_vss_products(mk, alpha, lane, d[0], d[1], d[2], d[3]);
+    const int u[4] = {u4.x, u4.y, u4.z, u4.w};
+    unsigned ov[4];
+    int os[4], rs[4], re[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {  // atomics and loads, all independent
+        ov[k] = DG_FULL_MASK; os[k] = l; rs[k] = 0; re[k] = 0;
+        if (d[k]) {
+            ov[k] = atomicOr(vis + (u[k] >> 5), 1u << (u[k] & 31));
+            os[k] = atomicExch(sslev + (u[k] >> 3), l);
+            rs[k] = __ldg(real_ptrs + (u[k] >> 3));
+            re[k] = __ldg(real_ptrs + (u[k] >> 3) + 1);
+        }
+    }
+    unsigned cnt = 0, first = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        if (!((ov[k] >> (u[k] & 31)) & 1u)) {  // u is new: label it, frontier bit (RED)
+            level[u[k]] = l;
+            atomicOr(fnext + (u[k] >> 5), 1u << (u[k] & 31));
+        }
+        if (os[k] != l && re[k] > rs[k]) {    // this row claimed u's slice set
+            first |= 1u << k;
+            cnt += (unsigned)(re[k] - rs[k]);
+        }
+    }
+    const unsigned incl = dg_warp_inclusive_scan(cnt);
+    const unsigned total = __shfl_sync(DG_FULL_MASK, incl, 31);
+    if (total == 0u) return;
+    int pos0 = 0;
+    if (lane == 31) pos0 = atomicAdd(qn_size, (int)total);
+    pos0 = __shfl_sync(DG_FULL_MASK, pos0, 31);
+    int p = pos0 + (int)(incl - cnt);
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+        if ((first >> k) & 1u)
+            for (int v = rs[k]; v < re[k]; ++v) qn[p++] = make_int2(v, u[k] >> 3);
+}
+
 // One direct-mode level over queue entries w0, w0 + ws, ... (warps) and the clearing of
 // the frontier of level l-1 over threads t0, t0 + ts, ... (taken from the far end so
 // that the warps with VSSs do not wait).  q0 is entry w0, loaded before nq was known.
 __device__ __forceinline__ void dg_direct_level(int l, int nq, int2 q0, int w0, int ws, int t0, int ts,
-                                                unsigned lane, bool legacy, const int4 *__restrict__ row_ids,
+                                                unsigned lane, int scheme, const int4 *__restrict__ row_ids,
                                                 const unsigned *__restrict__ masks,
                                                 const int *__restrict__ real_ptrs, int *level, unsigned *F,
                                                 int nw, const int2 *qc, int2 *qn, int *qn_size,
-                                                const int2 *qold, int nold) {
+                                                const int2 *qold, int nold, unsigned *vis, int *sslev) {
     const unsigned char *fcur = (const unsigned char *)(F + (l % 3) * nw);
     unsigned *fnext = F + ((l + 1) % 3) * nw;
     for (int w = w0; w < nq; w += ws) {
         const int2 q = (w == w0) ? q0 : __ldcg(qc + w);
-        if (!legacy) {
+        if (scheme == 0) {
             dg_direct_vss(q, lane, l, row_ids, masks, real_ptrs, fcur, level, fnext, qn, qn_size);
+            continue;
+        }
+        if (scheme == 2) {
+            dg_direct_vss_v(q, lane, l, row_ids, masks, real_ptrs, fcur, level, fnext, vis, sslev, qn, qn_size);
             continue;
         }
         const unsigned alpha = fcur[q.y];
@@ -207,7 +268,7 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
                          const int *__restrict__ real_ptrs, const int *__restrict__ v2r,
                          const long long *__restrict__ t_indptr, const int *__restrict__ t_indices,
                          int n, int mode, int eta, int tiny, int source, int *level, unsigned *F,
-                         unsigned *V, int2 *Q, int qcap, int *ctr) {
+                         unsigned *V, int2 *Q, int qcap, int *ctr, int *sslev) {
     cg::grid_group grid = cg::this_grid();
     const int nthreads = gridDim.x * blockDim.x;
     const int tid = blockIdx.x * blockDim.x + threadIdx.x;
@@ -216,7 +277,7 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
     const int nw = (n + 31) >> 5;
     const int upd = mode & 3;                 // 0 direct, 1 lazy, 2 lazy + switching
     const bool filter = (mode & 4) != 0;      // lazy: skip rows already visited (Vcur)
-    const bool legacy = (mode & 8) != 0;      // direct: session-1 update code
+    const int scheme = (mode & 8) ? 1 : ((mode & 16) ? 2 : 0);  // direct: 0 new, 1 session 1, 2 bitmap
     unsigned *vcur = V, *vnext = V + nw;
     volatile int *vctr = ctr;
 
@@ -224,6 +285,8 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
     for (int i = tid; i < n; i += nthreads) level[i] = -1;
     for (int i = tid; i < 3 * nw; i += nthreads) F[i] = 0u;
     for (int i = tid; i < 2 * nw; i += nthreads) V[i] = 0u;
+    if (scheme == 2)
+        for (int i = tid; i < (n + 7) >> 3; i += nthreads) sslev[i] = 0;
     if (tid < 32) ctr[tid] = 0;
     grid.sync();
     {
@@ -275,9 +338,9 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
                     if (bw < nb) q0b = __ldcg(qcb + bw);
                     const int nold = vbc[(lb + 3) & 3];
                     if (threadIdx.x == 0) bc[(lb + 2) & 3] = 0;
-                    dg_direct_level(lb, nb, q0b, bw, nbw, (int)threadIdx.x, (int)blockDim.x, lane, legacy,
+                    dg_direct_level(lb, nb, q0b, bw, nbw, (int)threadIdx.x, (int)blockDim.x, lane, scheme,
                                     row_ids, masks, real_ptrs, level, F, nw, qcb, Q + ((lb + 1) % 3) * qcap,
-                                    bc + ((lb + 1) & 3), Q + ((lb + 2) % 3) * qcap, nold);
+                                    bc + ((lb + 1) & 3), Q + ((lb + 2) % 3) * qcap, nold, vcur, sslev);
                     __syncthreads();
                     ++lb;
                     nb = vbc[lb & 3];
@@ -308,8 +371,9 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
             // Frontier buffers rotate: F[l%3] is read, F[(l+1)%3] written, and F[(l+2)%3]
             // (the frontier of level l-1, not read any more) is cleared for level l+1
             // through the queue of level l-1, Q[(l+2)%3], of length ctr[(l+3)&3].
-            dg_direct_level(l, nq, q0, warp, nwarps, tid, nthreads, lane, legacy, row_ids, masks, real_ptrs,
-                            level, F, nw, qc, qn, qn_size, Q + ((l + 2) % 3) * qcap, vctr[(l + 3) & 3]);
+            dg_direct_level(l, nq, q0, warp, nwarps, tid, nthreads, lane, scheme, row_ids, masks, real_ptrs,
+                            level, F, nw, qc, qn, qn_size, Q + ((l + 2) % 3) * qcap, vctr[(l + 3) & 3], vcur,
+                            sslev);
             grid.sync();
             continue;
         }

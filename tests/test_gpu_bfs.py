@@ -8,7 +8,8 @@ are not multiples of 8 or 128; disconnected ones) and on the real graphs of
 variant: plain (Alg. 2), lazy (Alg. 3), switch (Alg. 3+4) with eta = 10, with eta = 0
 (never bottom-up) and with a huge eta (bottom-up at every level); the plain scheme also
 with its small levels on one block off (tiny = 0), on for queues up to 8 VSSs and on for
-every level (tiny huge), and with session 1's update code ("plain-s1").  Parents (the
+every level (tiny huge), with session 1's update code ("plain-s1") and with the visited
+bitmap and slice-set claims ("plain-v").  Parents (the
 second pass over G^T) are checked with the BFS verifier and against the smallest in-neighbour
 one level up (the CPU backend's rule) computed with numpy.
 """
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.gpu
 
 # (variant, eta, tiny)
 RUNS = [("plain", 10, 8), ("plain", 10, 0), ("plain", 10, 2**30), ("plain-s1", 10, 0), ("plain-s1", 10, 2**30),
+        ("plain-v", 10, 0), ("plain-v", 10, 8), ("plain-v", 10, 2**30),
         ("lazy", 10, 8), ("switch", 10, 8), ("switch", 0, 8), ("switch", 2**30, 8)]
 
 
@@ -244,10 +246,11 @@ def test_grid_size_does_not_change_levels():
     ref = _ref_levels(g, srcs)
     for grid in (1, 3, eng.grid_plain, eng.grid_full):
         eng.grid = grid
-        for variant, tiny in (("plain", 0), ("plain", 8), ("plain", 2**30), ("lazy", 8), ("switch", 8)):
+        for variant, tiny in (("plain", 0), ("plain", 8), ("plain", 2**30), ("plain-v", 8), ("lazy", 8),
+                              ("switch", 8)):
             eng.tiny = tiny
             for i, s in enumerate(srcs):
-                assert np.array_equal(eng.levels(s, variant=variant), ref[i]), (grid, variant, tiny, s)
+                assert np.array_equal(_levels(eng, s, variant), ref[i]), (grid, variant, tiny, s)
 
 
 def test_parents_directed_and_reordered_and_large_degree():

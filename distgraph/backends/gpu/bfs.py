@@ -46,7 +46,8 @@ _MODE = {"plain": 0, "lazy": 1, "switch": 2}
 # Not in the paper, for measurements: lazy marking that first skips rows already visited;
 # "plain-s1": the direct scheme with session 1's update code (rows one after the other),
 # kept for A/B runs in one benchmark.
-_MODE_EXTRA = {"lazy+filter": 5, "switch+filter": 6, "plain-s1": 8}
+# "plain-v": the direct scheme with the visited bitmap and slice-set claims (mode bit 16).
+_MODE_EXTRA = {"lazy+filter": 5, "switch+filter": 6, "plain-s1": 8, "plain-v": 16}
 BLOCK = 256
 #: Plain scheme: a level whose work queue holds at most this many VSSs runs on block 0
 #: alone (no grid sync); one VSS per warp of the block.
@@ -204,6 +205,7 @@ class GpuBFS:
         self._qcap = max(b.num_vss, 1)
         self._Q = cp.empty(3 * self._qcap * 2, cp.int32)  # int2 (VSS, slice set) entries
         self._ctr = cp.zeros(N_CTR, cp.int32)
+        self._sslev = cp.empty(max((self.n + 7) // 8, 1), cp.int32)  # slice-set claims (plain-v)
         self._new_id_dev = None
         self._par = None  # parents pass: (kernel, t_indptr, t_indices, parents) on first use
         # ---- kernel and grid
@@ -251,7 +253,7 @@ class GpuBFS:
                      (self._row_ids, self._masks, self._real_ptrs, self._v2r, self._t_ip, self._t_ix,
                       np.int32(self.n), np.int32(mode), np.int32(self.eta),
                       np.int32(self.tiny if direct else 0), np.int32(src_internal),
-                      self._level, self._F, self._V, self._Q, np.int32(self._qcap), self._ctr))
+                      self._level, self._F, self._V, self._Q, np.int32(self._qcap), self._ctr, self._sslev))
 
     def _internal(self, source: int) -> int:
         return int(self.new_id[source]) if self.new_id is not None else int(source)
