@@ -137,8 +137,11 @@ def test_validation_messages():
         bellman_ford(g, 0, queue="lifo")
     with pytest.raises(InvalidArgumentError, match="remote must be"):
         bellman_ford(g, 0, remote="cas")
-    with pytest.raises(BackendUnavailableError, match="backend='cpu'"):
-        bellman_ford(g, 0, backend="gpu")
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        with pytest.raises(BackendUnavailableError, match="CuPy"):
+            bellman_ford(g, 0, backend="gpu")
     with pytest.raises(GraphValueError, match="one entry per arc"):
         bellman_ford(g, 0, weights=[1.0])
     with pytest.raises(GraphValueError, match="-inf"):

@@ -22,7 +22,12 @@ Algorithm
       enqueue (``remote="atomic"``) or by enqueue of ``(vertex, candidate, tail)``
       (``remote="enqueue"``), distributed termination detection.
 
-    Distances are identical for any mode and number of ranks (the unique fixed point);
+    The GPU backend (``backend="gpu"``, :mod:`distgraph.backends.gpu.bellman_ford`) runs
+    the same two modes on GPUs: ``async`` as the queue-driven kernel of the paper over the
+    device Broker Queue (one or several PEs, NVSHMEM one-sided remote relaxations), and
+    ``rounds`` as the plain round-based CuPy Bellman-Ford (the baseline).
+
+    Distances are identical for any mode, backend and number of ranks (the unique fixed point);
     predecessors too (the smallest tail of a tight arc), except on graphs whose tight arcs
     close a zero-weight cycle, where they are a valid tree that may differ.
 
@@ -194,11 +199,14 @@ def _negative_cycle_error(graph, w, source, cycle):
 
 
 def _resolve_backend(backend):
+    """``"gpu"`` only when asked for (``None``/``"auto"`` run on the CPU: the GPU runner
+    pays an upload per call); raises BackendUnavailableError without CuPy or a GPU."""
     expect(backend in (None, "auto", "cpu", "gpu"), "backend", "None, 'auto', 'cpu' or 'gpu'", backend)
     if backend == "gpu":
-        raise BackendUnavailableError(
-            "bellman_ford has no GPU runner yet (issue 7: the CUDA queue-driven kernel is pending); "
-            "use backend='cpu' (or --backend cpu)")
+        from ..backends.gpu.loader import import_cupy
+
+        import_cupy()
+        return "gpu"
     return "cpu"
 
 
@@ -231,7 +239,10 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
     remote : {"atomic", "enqueue"}
         Remote relaxations of the async mode: atomic minimum then enqueue, or enqueue.
     backend : {None, "auto", "cpu", "gpu"}
-        Only the CPU backend exists for now; ``"gpu"`` raises.
+        ``"gpu"``: :mod:`distgraph.backends.gpu.bellman_ford`, where ``mode="rounds"`` is
+        the plain round-based CuPy Bellman-Ford (every rank runs the whole graph) and
+        ``mode="async"`` the queue-driven kernel (one PE per rank; several ranks use
+        NVSHMEM). ``None``/``"auto"``: the CPU.
     comm : mpi4py.MPI.Comm, optional
         Default ``MPI.COMM_WORLD``.
     verify : bool
@@ -253,7 +264,7 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
     GraphValueError
         Bad weights, or int32 distances that overflow int32.
     BackendUnavailableError
-        ``backend="gpu"``.
+        ``backend="gpu"`` without CuPy and a GPU (or, on several ranks, nvshmem4py).
     VerificationError
         ``verify=True`` and the result fails the verifier.
 
@@ -278,7 +289,7 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
     expect(mode in MODES, "mode", f"one of {MODES}", mode)
     expect(queue in QUEUES, "queue", f"one of {QUEUES}", queue)
     expect(remote in REMOTES, "remote", f"one of {REMOTES}", remote)
-    _resolve_backend(backend)
+    backend = _resolve_backend(backend)
     comm = comm if comm is not None else MPI.COMM_WORLD
     source = int(source)
     w = _arc_weights(graph, weights)
@@ -291,7 +302,15 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
 
     t0 = time.perf_counter()
     want = bool(predecessors or verify)
-    if mode == "rounds":
+    if backend == "gpu":
+        from ..backends.gpu import bellman_ford as gpu
+
+        if mode == "rounds":
+            dist, pred, stats, cycle = gpu.run_rounds(graph, w, source, comm, confirm, predecessors=want)
+        else:
+            dist, pred, stats, cycle = gpu.run_queue(graph, w, source, comm, confirm, queue=queue, remote=remote,
+                                                     predecessors=want)
+    elif mode == "rounds":
         dist, pred, stats, cycle = cpu.run_rounds(graph, w, source, comm, confirm, predecessors=want)
     else:
         dist, pred, stats, cycle = cpu.run_async(graph, w, source, comm, confirm, queue=queue, remote=remote,

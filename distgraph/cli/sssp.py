@@ -2,6 +2,8 @@
 
     distgraph sssp road-NY.gr.xz --source 1 --output dist.npy --predecessors pred.npy
     mpiexec -n 4 distgraph sssp kron:16:weights=uniform --mode async --queue bwd --verify
+    distgraph sssp road-NY.gr.xz --source 1 --backend gpu --mode async     # queue kernel on a GPU
+    distgraph sssp road-NY.gr.xz --source 1 --backend gpu                  # round-based CuPy
 
 Distances are written in vertex order (the input ids of a SNAP/CSV list are the
 ``vertex`` column of a .csv output); unreached vertices hold ``inf`` (float weights) or the
@@ -78,7 +80,8 @@ def run(args) -> int:
     best = min(times)
     reached = int(np.count_nonzero(r.reached))
     summary = {"command": "sssp", "graph": args.graph, "source": int(ids[src]), "vertices": g.n, "arcs": g.m,
-               "reached": reached, "mode": args.mode, "ranks": comm.Get_size(), "time_read_s": t_read,
+               "reached": reached, "mode": args.mode, "backend": r.stats.get("backend", "cpu"),
+               "ranks": comm.Get_size(), "time_read_s": t_read,
                "time_s": best, "times_s": times, "gteps": g.m / best / 1e9 if best > 0 else None,
                "relaxations": r.stats.get("relaxations"), "rounds": r.stats.get("rounds"),
                "verified": bool(args.verify)}

@@ -1,0 +1,507 @@
+"""Bellman-Ford SSSP on GPUs: the queue-driven kernel (one or several PEs) and the plain
+round-based CuPy baseline.
+
+``mode="async"``: :class:`QueueSSSP`, the queue-driven Bellman-Ford of Sec. III-C of
+``../shared/papers/003`` in ``kernels/bellman_ford.cuh`` (read its header: warps dequeue
+improved vertices from the device Broker Queue, BQ or BWD, relax their out-arcs with a
+64-bit atomic minimum and enqueue the improved heads once, through an in-queue flag).
+One PE runs ``kernels/bellman_ford.cu`` (NVRTC, no NVSHMEM). Several PEs (one per MPI
+rank; they may share one GPU in NVSHMEM's limited MPG mode, which checks correctness, not
+speed) run ``kernels/bellman_ford_nvshmem.cu``: each PE owns the vertex block of
+:func:`distgraph.graph.partition.partition_by_edges`, its distances, in-queue flags and
+queue segment in the symmetric heap, and relaxes another PE's vertex by a remote
+compare-and-swap minimum plus a remote enqueue of the vertex (``remote="atomic"``) or by a
+remote enqueue of ``(vertex, candidate, tail)`` (``remote="enqueue"``). Termination is
+detected in device code from per-PE counters of items sent and finished.
+
+``mode="rounds"``: :func:`rounds_cupy`, the round-based Bellman-Ford a CuPy user would
+write (array operations only: the out-arcs of the vertices improved in the last round are
+expanded, one ``cupyx.scatter_min`` per round). Each rank runs the whole graph (it is the
+single-GPU baseline, not a distributed driver).
+
+Distances on the device are 64-bit keys: int64 sums for integer weights, float64 sums for
+float weights stored as "ordered ints" (the double's bits, the 63 low bits flipped when
+negative), so a signed 64-bit ``atomicMin`` orders them as the doubles (no CAS loop on
+one GPU; NVSHMEM has no atomic minimum, so remote minima are CAS loops). The results are
+those of the CPU backend: the same unique fixed point, the same canonical predecessors
+(recomputed from the distances on the host by the CPU code, see
+:mod:`distgraph.backends.cpu.bellman_ford`).
+
+Negative cycles: as on the CPU, the predecessor graph is searched for a cycle when a
+distance falls below ``-B`` (``B`` the sum of the magnitudes of the negative weights; the
+predecessor graph must then hold a negative cycle) or after about ``4 n`` vertex scans
+since the last look; the kernel stops between items (the queues keep the work), the host
+walks the predecessors and relaunches. Predecessors are written after the atomic minimum
+without a lock, so the host confirms a cycle's weight before reporting it; when the
+``-B`` trigger fired three times without a confirmed cycle (racing writers can hide it),
+the cycle is named by the CPU driver on the host instead.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ...errors import DistgraphError, GraphValueError
+
+__all__ = ["QueueSSSP", "RoundsSSSP", "rounds_cupy", "run_queue", "run_rounds", "to_keys", "from_keys"]
+
+BLOCK = 128
+_FLIP = np.int64(0x7FFFFFFFFFFFFFFF)
+_SENT, _DONE, _STOPREQ = 0, 8, 16
+_C_SCANS, _C_ARCS, _C_BELOW, _C_FINISHED, _C_STOP, _C_ABORT, _C_ITEMS = range(7)
+
+
+def to_keys(x: np.ndarray) -> np.ndarray:
+    """Work-dtype distances (int64 or float64) as the kernel's int64 keys (host)."""
+    x = np.asarray(x)
+    if x.dtype.kind != "f":
+        return x.astype(np.int64)
+    k = x.astype(np.float64).view(np.int64).copy()
+    k[k < 0] ^= _FLIP
+    return k
+
+
+def from_keys(k: np.ndarray, wdt) -> np.ndarray:
+    """The inverse of :func:`to_keys`."""
+    k = np.asarray(k, dtype=np.int64)
+    if np.dtype(wdt).kind != "f":
+        return k.copy()
+    k = k.copy()
+    k[k < 0] ^= _FLIP
+    return k.view(np.float64)
+
+
+def _grid(cp, kernel, block):
+    """Co-resident blocks of ``kernel`` on this GPU (from the occupancy API)."""
+    sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+    try:
+        from cupy.cuda import driver
+
+        fn = getattr(kernel, "kernel", kernel)
+        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, block, 0))
+    except Exception:
+        per_sm = 0
+    return sms * max(per_sm, 1)
+
+
+def _cpu_cycle(graph, w, source, confirm):
+    """Name a negative cycle with the CPU driver (one rank, host)."""
+    from mpi4py import MPI
+
+    from ..cpu.bellman_ford import run_rounds as cpu_rounds
+
+    _, _, _, cycle = cpu_rounds(graph, w, source, MPI.COMM_SELF, confirm, predecessors=False)
+    return cycle
+
+
+def _tight_tree(graph, w, d, source):
+    """A shortest-path tree over the tight arcs (BFS from the source), for graphs whose
+    tight arcs close a zero-weight cycle (no canonical tree)."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import breadth_first_order
+
+    from ..cpu.bellman_ford import INF_OF
+
+    n = graph.n
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(graph.indptr))
+    dst = np.asarray(graph.indices, dtype=np.int64)
+    ww = np.ones(dst.shape[0], d.dtype) if w is None else w.astype(d.dtype)
+    inf = INF_OF(d.dtype)
+    ok = (d[src] != inf) & (d[dst] != inf) & (d[src] + ww == d[dst])
+    a = sp.csr_matrix((np.ones(int(ok.sum()), np.int8), (src[ok], dst[ok])), shape=(n, n))
+    _, pred = breadth_first_order(a, source, directed=True, return_predecessors=True)
+    pred = pred.astype(np.int64)
+    pred[pred < 0] = -1
+    return pred
+
+
+def _finish_host(graph, w, wdt, comm, part, lo, hi, indptr, indices, ww, source, dist_local, predecessors):
+    """Whole distances (and canonical predecessors) on every rank, by the CPU code."""
+    from ..cpu.bellman_ford import _finish
+
+    d, p, canon = _finish(graph, comm, part, lo, hi, indptr, indices, ww, wdt, source, dist_local,
+                          np.full(hi - lo, -1, np.int64), predecessors)
+    if predecessors and canon is False:
+        p = _tight_tree(graph, w, d, source)
+    return d, p, canon
+
+
+# --------------------------------------------------------------------------- queue-driven
+class QueueSSSP:
+    """The queue-driven GPU Bellman-Ford on one graph (device arrays kept for several runs).
+
+    Collective over ``comm`` (one PE per rank). ``use_nvshmem`` defaults to
+    ``comm.Get_size() > 1``; True runs the NVSHMEM kernel even on one PE (for tests).
+    ``capacity``: queue slots per PE (a power of two; default: room for every own vertex,
+    and four times that plus 2**16 with ``remote="enqueue"``, whose items are not
+    deduplicated). ``grid``: blocks (default: all co-resident ones). ``timeout``: seconds
+    one launch may take before the host aborts it and raises (default
+    ``DISTGRAPH_HANG_TIMEOUT`` when positive, else 600).
+    """
+
+    def __init__(self, graph, weights, comm, *, queue="bq", remote="atomic", use_nvshmem=None,
+                 capacity=None, grid=None, timeout=None):
+        from ...runtime.context import get_context
+        from ..cpu.bellman_ford import _neg_bound, _setup
+        from .loader import import_cupy
+
+        t0 = time.perf_counter()
+        cp = import_cupy()
+        get_context(comm, "gpu")
+        self.cp, self.comm, self.graph, self.w = cp, comm, graph, weights
+        self.queue, self.remote = queue, remote
+        size, rank = comm.Get_size(), comm.Get_rank()
+        self.nvs = size > 1 if use_nvshmem is None else bool(use_nvshmem)
+        if size > 1 and not self.nvs:
+            raise DistgraphError("several ranks need the NVSHMEM kernel (use_nvshmem=True)")
+        if graph.n >= 2 ** 31:
+            raise GraphValueError(f"the GPU Bellman-Ford takes graphs of fewer than 2**31 vertices; got {graph.n}")
+        (self.part, self.lo, self.hi, self.indptr, self.indices, self.ww, self.wdt) = _setup(graph, weights, 0, comm)
+        self.bound, self.has_neg = _neg_bound(self.ww, self.wdt, comm)
+        self.isf = self.wdt.kind == "f"
+        self.nl = self.hi - self.lo
+        maxnl = max(int(self.part.sizes().max()), 1)
+        if capacity is None:
+            need = maxnl + 64 if remote == "atomic" or size == 1 else 4 * maxnl + (1 << 16)
+            capacity = 1 << max(int(need - 1).bit_length(), 6)
+        self.capacity = int(capacity)
+        self.d_indptr = cp.asarray(self.indptr.astype(np.int64))
+        self.d_indices = cp.asarray(self.indices.astype(np.int32) if self.indices.size else np.zeros(1, np.int32))
+        wb = self.ww.view(np.int64) if self.isf else self.ww.astype(np.int64)
+        self.d_w = cp.asarray(wb if wb.size else np.zeros(1, np.int64))
+        self.d_offsets = cp.asarray(self.part.offsets.astype(np.int64))
+        defines = {"DG_BF_FLOAT": int(self.isf), "DG_BF_BLOCK": BLOCK}
+        self.pg = None
+        if self.nvs:
+            from ...pgas import get_pgas
+            from ...pgas.queue import BrokerQueue
+            from .nvshmem_build import load_module
+
+            pg = self.pg = get_pgas(comm, "gpu")
+            self._sym = [pg.array(maxnl, "int64"), pg.array(maxnl, "int64"), pg.array(maxnl, "int32"),
+                         pg.array(24, "int64")]
+            self.dist, self.pred, self.inq, self.ctr = (a.local for a in self._sym)
+            self.q = BrokerQueue(self.capacity, "int64", width=3, kind=queue, pgas=pg)
+            self.ring, self.tickets, self.meta = self.q.ring.local, self.q.tickets.local, self.q.meta.local
+            mod = load_module("bellman_ford_nvshmem", defines=defines, comm=comm)
+        else:
+            from .loader import get_module
+
+            self.dist = cp.empty(maxnl, cp.int64)
+            self.pred = cp.empty(maxnl, cp.int64)
+            self.inq = cp.zeros(maxnl, cp.int32)
+            self.ctr = cp.zeros(24, cp.int64)
+            self.ring = cp.zeros((self.capacity, 3), cp.int64)
+            self.tickets = cp.zeros(self.capacity, cp.int64)
+            self.meta = cp.zeros(24, cp.int64)
+            mod = get_module("bellman_ford", defines=defines)
+        self.kernel = mod.get_function(f"distgraph_bf_queue_{queue}")
+        self.ctl = cp.zeros(8, cp.int64)
+        self.grid = int(grid) if grid else _grid(cp, self.kernel, BLOCK)
+        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.side = cp.cuda.Stream(non_blocking=True)
+        self._one = np.ones(1, np.int32)
+        if timeout is None:
+            from ...runtime.config import config
+
+            timeout = float(config.hang_timeout) or 600.0
+        self.timeout = float(timeout)
+        self.timed_out = False
+        cp.cuda.Device().synchronize()
+        self.setup_s = time.perf_counter() - t0
+
+    def close(self):
+        """Free the symmetric arrays (collective)."""
+        if self.pg is not None:
+            self.q.free()
+            for a in self._sym:
+                self.pg.free(a)
+            self.pg = None
+
+    def _barrier(self):
+        self.cp.cuda.Device().synchronize()
+        if self.pg is not None:
+            self.pg.barrier()
+
+    def _reset(self, source):
+        cp = self.cp
+        inf = np.float64(np.inf).view(np.int64) if self.isf else np.iinfo(np.int64).max
+        self.dist.fill(int(inf))
+        self.pred.fill(-1)
+        for a in (self.inq, self.ctr, self.ring, self.tickets, self.meta, self.ctl):
+            a.fill(0)
+        if self.lo <= source < self.hi:
+            sl = source - self.lo
+            self.dist[sl] = 0
+            self.inq[sl] = 1
+            self.ring[0, 0], self.ring[0, 1], self.ring[0, 2] = sl, 0, -1
+            self.tickets[0] = 1  # slot 0 full for round 0
+            self.meta[0] = 1     # count
+            self.meta[16] = 1    # tail
+            self.ctr[_SENT] = 1
+        cp.cuda.Device().synchronize()
+        self._barrier()
+
+    def _launch(self, scan_limit):
+        """One launch on a side stream, watched: past ``timeout`` seconds the host sets the
+        kernel's abort flag by a copy (no SM needed while the persistent grid holds them all)."""
+        cp = self.cp
+        with self.stream:
+            self.kernel((self.grid,), (BLOCK,),
+                        (self.d_indptr, self.d_indices, self.d_w, self.dist, self.pred, self.inq, self.ring,
+                         self.tickets, self.meta, np.uint64(self.capacity), self.d_offsets,
+                         np.int32(self.comm.Get_size()), np.int32(self.comm.Get_rank()), self.ctr, self.ctl,
+                         np.int64(self.bound_key), np.int64(scan_limit),
+                         np.int32(0 if self.remote == "atomic" else 1)))
+            ev = self.stream.record()
+        t0 = time.monotonic()
+        spin = 0
+        while not ev.done:
+            if time.monotonic() - t0 > self.timeout:
+                cp.cuda.runtime.memcpyAsync(self.ctl.data.ptr + 8 * _C_ABORT, self._one.ctypes.data, 4,
+                                            cp.cuda.runtime.memcpyHostToDevice, self.side.ptr)
+                self.stream.synchronize()
+                self.timed_out = True
+                return
+            spin += 1
+            if spin > 100:
+                time.sleep(5e-5)
+        self.stream.synchronize()
+
+    @property
+    def bound_key(self):
+        return int(to_keys(np.array([self.bound]))[0]) if self.has_neg else np.iinfo(np.int64).min
+
+    def run(self, source, confirm, predecessors=False):
+        """One source. Returns ``(dist, pred, stats, cycle)`` as the CPU drivers do."""
+        from mpi4py import MPI
+
+        from ..cpu.bellman_ford import _gather, cycle_from_pred, find_pred_cycle
+
+        comm, size = self.comm, self.comm.Get_size()
+        t0 = time.perf_counter()
+        self._reset(source)
+        n = self.graph.n
+        scan_limit = max(4 * n // size, 1 << 16) if self.has_neg else 0
+        launches = checks = below_hits = 0
+        cycle = None
+        flags = np.zeros(3, np.int64)
+        while True:
+            self._launch(scan_limit)
+            launches += 1
+            ctl = self.ctl.get()
+            flags[:] = (ctl[_C_FINISHED], (ctl[_C_ABORT] & 0xFFFFFFFF) + 2 * self.timed_out, ctl[_C_BELOW])
+            if size > 1:
+                comm.Allreduce(MPI.IN_PLACE, flags, op=MPI.MAX)
+            if flags[1] >= 2:
+                raise DistgraphError(f"the GPU Bellman-Ford kernel did not finish within {self.timeout:g} s "
+                                     "(DISTGRAPH_HANG_TIMEOUT) on some PE and was aborted")
+            if flags[1]:
+                raise DistgraphError(
+                    f"the GPU Bellman-Ford queue stalled (a spin limit was hit; queue capacity "
+                    f"{self.capacity} per PE, remote={self.remote!r}): rerun with a larger capacity")
+            if flags[0]:
+                break
+            # stopped for a negative-cycle check
+            checks += 1
+            pred = _gather(self.pred[:self.nl].get(), self.part, comm)
+            v = find_pred_cycle(pred)
+            if v >= 0:
+                cyc = cycle_from_pred(pred, v)
+                if confirm(cyc):
+                    cycle = cyc
+                    break
+            if flags[2]:
+                below_hits += 1
+                if below_hits >= 3:
+                    cycle = _cpu_cycle(self.graph, self.w, source, confirm)
+                    if cycle is not None:
+                        break
+            self.ctl[_C_STOP] = 0
+            self.ctl[_C_BELOW] = 0
+            self.ctl[_C_SCANS] = 0
+            self._barrier()
+            if comm.Get_rank() == 0:
+                self.ctr[_STOPREQ] = 0
+            self._barrier()
+        t_run = time.perf_counter() - t0
+        ctl = self.ctl.get()
+        red = np.array([ctl[_C_ARCS], ctl[_C_ITEMS]], np.int64)
+        if size > 1:
+            comm.Allreduce(MPI.IN_PLACE, red, op=MPI.SUM)
+        stats = {"mode": "async", "backend": "gpu", "queue": self.queue, "remote": self.remote,
+                 "nvshmem": self.nvs, "launches": launches, "checks": checks, "relaxations": int(red[0]),
+                 "items": int(red[1]), "grid": [self.grid, BLOCK], "capacity": self.capacity,
+                 "time_setup_s": self.setup_s, "time_run_s": t_run}
+        if cycle is not None:
+            return None, None, stats, cycle
+        local = from_keys(self.dist[:self.nl].get(), self.wdt)
+        d, p, canon = _finish_host(self.graph, self.w, self.wdt, comm, self.part, self.lo, self.hi, self.indptr,
+                                   self.indices, self.ww, source, local, predecessors)
+        stats["canonical_predecessors"] = canon
+        stats["time_finish_s"] = time.perf_counter() - t0 - t_run
+        return d, p, stats, None
+
+
+def run_queue(graph, weights, source, comm, confirm, queue="bq", remote="atomic", predecessors=False, **kw):
+    """:class:`QueueSSSP` for one source (allocates, runs, frees)."""
+    s = QueueSSSP(graph, weights, comm, queue=queue, remote=remote, **kw)
+    try:
+        return s.run(source, confirm, predecessors)
+    finally:
+        s.close()
+
+
+# --------------------------------------------------------------------------- round-based
+def _scatter_min(cp, dist, v, c):
+    """``dist[v] = min(dist[v], c)`` with repeated ``v``: ``cupyx.scatter_min``, or a sort."""
+    import cupyx
+
+    try:
+        cupyx.scatter_min(dist, v, c)
+        return
+    except (TypeError, NotImplementedError, ValueError):
+        pass
+    order = cp.lexsort(cp.stack([c, v]))
+    vs, cs = v[order], c[order]
+    first = cp.ones(vs.shape[0], dtype=bool)
+    first[1:] = vs[1:] != vs[:-1]
+    vs, cs = vs[first], cs[first]
+    dist[vs] = cp.minimum(dist[vs], cs)
+
+
+def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=False, max_rounds=None):
+    """The plain round-based Bellman-Ford in CuPy (the baseline a CuPy user would write).
+
+    Round ``k`` relaxes the out-arcs of the vertices whose distance changed in round
+    ``k - 1`` (Jacobi: candidates from the distances at the start of the round), with one
+    ``cupyx.scatter_min``. Without a negative cycle no distance changes after round
+    ``n - 1``.
+
+    Parameters
+    ----------
+    indptr, indices, w : cupy arrays
+        CSR (int64 row pointers), heads, weights (int64 or float64; None for unit weights).
+    source : int
+    bound : number, optional
+        Stop (``status="below"``) when a distance falls below it.
+    track_pred : bool
+        Keep a predecessor per vertex (a winning tail of the round that set its distance).
+    max_rounds : int, optional
+        Default ``n``: a vertex still changing in round ``n`` proves a negative cycle.
+
+    Returns
+    -------
+    dist, pred, info
+        ``dist`` int64 (int64 max unreached) or float64 (inf); ``pred`` int64 or None;
+        ``info`` with ``rounds``, ``relaxations`` and ``status`` (``"done"``,
+        ``"cycle"``: still changing after ``max_rounds`` rounds, or ``"below"``).
+    """
+    import cupy as cp
+
+    n = int(indptr.shape[0] - 1) if n is None else int(n)
+    dt = cp.int64 if w is None or w.dtype.kind != "f" else cp.float64
+    inf = np.iinfo(np.int64).max if dt == cp.int64 else np.inf
+    dist = cp.full(n, inf, dt)
+    dist[source] = 0
+    pred = cp.full(n, -1, cp.int64) if track_pred else None
+    frontier = cp.asarray([source], dtype=cp.int64)
+    max_rounds = n if max_rounds is None else int(max_rounds)
+    rounds = relax = 0
+    status = "done"
+    while frontier.shape[0]:
+        if rounds >= max_rounds:
+            status = "cycle"
+            break
+        starts = indptr[frontier]
+        deg = indptr[frontier + 1] - starts
+        csum = cp.cumsum(deg)
+        tot = int(csum[-1])
+        rounds += 1
+        if tot == 0:
+            break
+        pos = cp.arange(tot, dtype=cp.int64)
+        seg = cp.searchsorted(csum, pos, side="right")
+        eidx = starts[seg] + pos - (csum[seg] - deg[seg])
+        u = frontier[seg]
+        v = indices[eidx].astype(cp.int64)
+        c = dist[u] + (1 if w is None else w[eidx])
+        old = dist.copy()
+        _scatter_min(cp, dist, v, c)
+        changed = dist < old
+        if track_pred:
+            win = changed[v] & (c == dist[v])
+            pred[v[win]] = u[win]
+        frontier = cp.flatnonzero(changed)
+        relax += tot
+        if bound is not None and rounds % 16 == 0 and frontier.shape[0] and bool(dist.min() < bound):
+            status = "below"
+            break
+    return dist, pred, {"rounds": rounds, "relaxations": relax, "status": status}
+
+
+class RoundsSSSP:
+    """:func:`rounds_cupy` on one graph (device arrays kept for several runs); every rank
+    runs the whole graph."""
+
+    def __init__(self, graph, weights, comm):
+        from ...runtime.context import get_context
+        from ..cpu.bellman_ford import _neg_bound, _setup
+        from .loader import import_cupy
+
+        t0 = time.perf_counter()
+        cp = import_cupy()
+        get_context(comm, "gpu")
+        from mpi4py import MPI
+
+        self.cp, self.comm, self.graph, self.w = cp, comm, graph, weights
+        (self.part, self.lo, self.hi, self.indptr, self.indices, self.ww, self.wdt) = _setup(graph, weights, 0,
+                                                                                            MPI.COMM_SELF)
+        self.bound, self.has_neg = _neg_bound(self.ww, self.wdt, MPI.COMM_SELF)
+        self.d_indptr = cp.asarray(self.indptr.astype(np.int64))
+        self.d_indices = cp.asarray(self.indices.astype(np.int32) if self.indices.size else np.zeros(1, np.int32))
+        self.d_w = None if weights is None else cp.asarray(self.ww)
+        cp.cuda.Device().synchronize()
+        self.setup_s = time.perf_counter() - t0
+
+    def close(self):
+        pass
+
+    def run(self, source, confirm, predecessors=False):
+        from mpi4py import MPI
+
+        from ..cpu.bellman_ford import cycle_from_pred, find_pred_cycle
+
+        t0 = time.perf_counter()
+        n = self.graph.n
+        dist, pred, info = rounds_cupy(self.d_indptr, self.d_indices, self.d_w, source, n=n,
+                                       bound=self.bound if self.has_neg else None, track_pred=self.has_neg)
+        self.cp.cuda.Device().synchronize()
+        t_run = time.perf_counter() - t0
+        stats = {"mode": "rounds", "backend": "gpu", "rounds": info["rounds"], "relaxations": info["relaxations"],
+                 "time_setup_s": self.setup_s, "time_run_s": t_run}
+        if info["status"] != "done":
+            p = pred.get()
+            v = find_pred_cycle(p)
+            cycle = None
+            if v >= 0:
+                cyc = cycle_from_pred(p, v)
+                cycle = cyc if confirm(cyc) else None
+            if cycle is None:
+                cycle = _cpu_cycle(self.graph, self.w, source, confirm)
+            if cycle is not None:
+                return None, None, stats, cycle
+            raise DistgraphError(f"the round-based GPU Bellman-Ford stopped ({info['status']}) "
+                                 "but no negative cycle was found")
+        d = dist.get()
+        d, p, canon = _finish_host(self.graph, self.w, self.wdt, MPI.COMM_SELF, self.part, 0, n, self.indptr,
+                                   self.indices, self.ww, source, d, predecessors)
+        stats["canonical_predecessors"] = canon
+        return d, p, stats, None
+
+
+def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
+    """:class:`RoundsSSSP` for one source."""
+    return RoundsSSSP(graph, weights, comm).run(source, confirm, predecessors)

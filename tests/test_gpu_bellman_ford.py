@@ -1,0 +1,228 @@
+"""GPU Bellman-Ford (issue 7): the queue-driven kernel (BQ and BWD) and the round-based CuPy
+baseline, each equal to the CPU backend and to scipy.sparse.csgraph on literal graphs with
+hand answers, random and Kronecker graphs (uniform and potential-shifted negative weights),
+road-NY shifted, bitcoin-otc (negative cycles found and confirmed), all four weight dtypes,
+unreachable vertices, the CLI. One process (one PE); the NVSHMEM kernel on 1, 2 and 4 PEs is
+in tests/test_nvshmem_bellman_ford.py. Skipped without a GPU."""
+
+import gzip
+
+import numpy as np
+import pytest
+import scipy.sparse.csgraph as csg
+
+from distgraph.algorithms.bellman_ford import bellman_ford, cycle_weight, unreachable
+from distgraph.errors import NegativeCycleError
+from distgraph.generators import kronecker, plant_negative_cycle, potential_shift, uniform_weights
+from distgraph.graph import Graph
+
+pytestmark = pytest.mark.gpu
+
+DTYPES = [np.int32, np.int64, np.float32, np.float64]
+# (mode, queue): the CuPy rounds baseline and the queue kernel with either queue
+VARIANTS = [("rounds", "bq"), ("async", "bq"), ("async", "bwd")]
+VIDS = ["rounds", "bq", "bwd"]
+
+
+def gpu(g, s, variant, **kw):
+    mode, queue = variant
+    return bellman_ford(g, s, backend="gpu", mode=mode, queue=queue, **kw)
+
+
+def as_float(r):
+    d = r.distance.astype(np.float64)
+    d[~r.reached] = np.inf
+    return d
+
+
+def scipy_bf(g, s):
+    try:
+        return csg.bellman_ford(g.to_scipy(dtype=np.float64), directed=True, indices=s)
+    except csg.NegativeCycleError:
+        return None
+
+
+def _read(data_dir, name):
+    from distgraph.graph.readers import read_graph
+
+    return read_graph(data_dir / name)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VIDS)
+def test_literal_hand_answer(variant):
+    g = Graph.from_edges([0, 0, 2, 1], [1, 2, 1, 3], np.array([4, 1, -2, 2], np.int32), n=5)
+    r = gpu(g, 0, variant, predecessors=True, verify=True)
+    assert r.distance.dtype == np.int32
+    assert r.distance.tolist() == [0, -1, 1, 1, np.iinfo(np.int32).max]
+    assert r.predecessor.tolist() == [-1, 2, 0, 1, -1]
+    assert r.stats["backend"] == "gpu"
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VIDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dtypes_and_sentinels(variant, dtype):
+    g = Graph.from_edges([0, 1, 3, 1], [1, 2, 0, 4], np.array([3, -1, 7, -2.5 if dtype in (np.float32, np.float64) else -2],
+                                                              dtype=dtype), n=5)
+    r = gpu(g, 0, variant)
+    c = bellman_ford(g, 0)
+    assert r.distance.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(r.distance, c.distance)
+    assert r.distance[3] == unreachable(dtype)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VIDS)
+def test_unweighted_and_single_vertex(variant):
+    g = Graph.from_edges([0, 1, 2], [1, 2, 3], n=6, directed=True)
+    r = gpu(g, 0, variant)
+    assert r.distance.tolist()[:4] == [0, 1, 2, 3] and not r.reached[4:].any()
+    one = Graph.from_edges([], [], n=1)
+    assert gpu(one, 0, variant).distance.tolist() == [0]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VIDS)
+def test_random_graphs_match_scipy_and_cpu(variant):
+    rng = np.random.default_rng(17)
+    for trial in range(24):
+        n, m = int(rng.integers(1, 40)), int(rng.integers(0, 150))
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        dt = DTYPES[trial % 4]
+        w = rng.integers(-2, 12, m).astype(dt)
+        g = Graph.from_edges(src, dst, w, n=n, directed=trial % 3 != 0)
+        s = int(rng.integers(0, n))
+        ref = scipy_bf(g, s)
+        if ref is None:
+            with pytest.raises(NegativeCycleError) as ei:
+                gpu(g, s, variant)
+            assert ei.value.weight < 0 and cycle_weight(g, ei.value.cycle) == ei.value.weight
+        else:
+            r = gpu(g, s, variant, predecessors=True, verify=True)
+            c = bellman_ford(g, s, predecessors=True)
+            np.testing.assert_array_equal(r.distance, c.distance)
+            if c.stats.get("canonical_predecessors"):
+                np.testing.assert_array_equal(r.predecessor, c.predecessor)
+            if r.distance.dtype == np.float32:
+                ref = ref.astype(np.float32).astype(np.float64)
+            np.testing.assert_array_equal(as_float(r), ref)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VIDS)
+@pytest.mark.parametrize("shift", [False, True], ids=["uniform", "shifted"])
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_kronecker(variant, shift, dtype):
+    base = uniform_weights(kronecker(12, seed=5), seed=5)
+    g = potential_shift(base, seed=9) if shift else base
+    g = Graph(g.indptr, g.indices, g.weights.astype(dtype), directed=g.directed)
+    s = int(np.argmax(np.diff(g.indptr)))
+    r = gpu(g, s, variant, predecessors=True, verify=True)
+    c = bellman_ford(g, s, predecessors=True)
+    np.testing.assert_array_equal(r.distance, c.distance)
+    np.testing.assert_array_equal(r.predecessor, c.predecessor)
+    if not shift:
+        np.testing.assert_array_equal(as_float(r), csg.dijkstra(g.to_scipy(dtype=np.float64), indices=s))
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VIDS)
+def test_kronecker_directed_unreachable(variant):
+    g = uniform_weights(kronecker(11, seed=3, directed=True), seed=4)
+    g = potential_shift(g, seed=5)
+    r = gpu(g, 0, variant, verify=True)
+    assert not r.reached.all()
+    np.testing.assert_array_equal(r.distance, bellman_ford(g, 0).distance)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=VIDS)
+def test_planted_negative_cycle(variant):
+    g, cyc = plant_negative_cycle(uniform_weights(kronecker(10, seed=2), seed=2), length=5, seed=4)
+    with pytest.raises(NegativeCycleError) as ei:
+        gpu(g, int(cyc[0]), variant)
+    assert ei.value.weight < 0 and cycle_weight(g, ei.value.cycle) == ei.value.weight
+
+
+def test_zero_weight_cycle_gives_a_tree():
+    g = Graph.from_edges([0, 1, 2, 2], [1, 2, 1, 3], np.array([1, 0, 0, 5], np.int64), n=4)
+    for variant in VARIANTS:
+        r = gpu(g, 0, variant, predecessors=True, verify=True)
+        assert r.distance.tolist() == [0, 1, 1, 6]
+
+
+def test_road_ny_shifted(data_dir):
+    base = uniform_weights(_read(data_dir, "road-NY.gr.xz"), seed=11)
+    g, p = potential_shift(base, seed=12, return_potential=True)
+    s = 12345
+    ref = csg.dijkstra(base.to_scipy(dtype=np.float64), indices=s).astype(np.int64) + p[s] - p
+    for variant in VARIANTS:
+        r = gpu(g, s, variant, verify=variant[1] == "bq")
+        np.testing.assert_array_equal(r.distance.astype(np.int64), ref)
+
+
+def test_bitcoin_otc_negative_cycles(data_dir):
+    g = _read(data_dir, "bitcoin-otc.csv.gz")
+    with gzip.open(data_dir / "bitcoin-otc.csv.gz", "rt") as f:
+        rows = np.loadtxt(f, delimiter=",", usecols=(0, 1, 2), dtype=np.int64)
+    wmap = {(int(a), int(b)): int(c) for a, b, c in rows}
+    ids = g.labels
+    for variant in VARIANTS:
+        for s in (0, 2000):
+            with pytest.raises(NegativeCycleError, match="negative cycle") as ei:
+                gpu(g, s, variant)
+            cyc = [int(ids[v]) for v in ei.value.cycle]
+            total = sum(wmap[(cyc[i], cyc[(i + 1) % len(cyc)])] for i in range(len(cyc)))
+            assert total < 0 and total == ei.value.weight
+
+
+def test_cond_mat_inf_weights(data_dir):
+    g = _read(data_dir, "cond-mat-2005.mtx.gz")
+    ref = csg.dijkstra(g.to_scipy(dtype=np.float64), indices=1771)
+    for variant in VARIANTS:
+        np.testing.assert_array_equal(as_float(gpu(g, 1771, variant)), ref)
+
+
+def test_queue_capacity_and_grid_forced():
+    """A tiny grid and (enqueue-free) minimum capacity still give the CPU's answer."""
+    from mpi4py import MPI
+
+    from distgraph.algorithms.bellman_ford import _arc_weights
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+
+    g = potential_shift(uniform_weights(kronecker(10, seed=7), seed=7), seed=8)
+    w = _arc_weights(g, None)
+    ref = run_rounds(g, w, 3, MPI.COMM_SELF, lambda cy: True, predecessors=False)[0]
+    for queue in ("bq", "bwd"):
+        for grid in (1, 3):
+            s = QueueSSSP(g, w, MPI.COMM_SELF, queue=queue, grid=grid)
+            d, _, st, cyc = s.run(3, lambda cy: cycle_weight(g, cy, w) < 0)
+            assert cyc is None and st["grid"][0] == grid
+            np.testing.assert_array_equal(d, ref)
+            d2, _, _, _ = s.run(3, lambda cy: True)  # a second run on the same device arrays
+            np.testing.assert_array_equal(d2, d)
+
+
+def test_rounds_cupy_baseline_direct():
+    import cupy as cp
+
+    from distgraph.backends.gpu.bellman_ford import rounds_cupy
+
+    g = uniform_weights(kronecker(10, seed=1), seed=1)
+    dist, _, info = rounds_cupy(cp.asarray(g.indptr), cp.asarray(g.indices), cp.asarray(g.weights.astype(np.int64)), 0)
+    ref = csg.dijkstra(g.to_scipy(dtype=np.float64), indices=0)
+    d = dist.get().astype(np.float64)
+    d[d == np.iinfo(np.int64).max] = np.inf
+    np.testing.assert_array_equal(d, ref)
+    assert info["status"] == "done" and info["rounds"] > 1
+
+
+def test_cli_backend_gpu(tmp_path, data_dir, monkeypatch):
+    """In-process (a child process under a cleaned environment cannot start Open MPI's singleton)."""
+    from distgraph.cli import main
+    from distgraph.graph.readers import read_graph
+
+    out = tmp_path / "d.npy"
+    rc = main(["sssp", str(data_dir / "minnesota.mtx.gz"), "--source", "3", "--backend", "gpu", "--mode", "async",
+               "--output", str(out), "--verify"])
+    assert rc == 0
+    g = read_graph(data_dir / "minnesota.mtx.gz")
+    d = np.load(out)
+    np.testing.assert_array_equal(np.where(d == np.iinfo(np.int64).max, np.inf, d),
+                                  csg.dijkstra(g.to_scipy(dtype=np.float64), indices=3))

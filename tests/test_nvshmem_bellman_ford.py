@@ -1,0 +1,110 @@
+"""Queue-driven GPU Bellman-Ford over NVSHMEM on 1, 2 and 4 PEs (several PEs share the one
+test GPU in limited MPG: correctness only). Every remote relaxation (remote atomic minimum
++ enqueue, or remote enqueue of the candidate) with either queue (BQ, BWD) must give the
+CPU backend's distances and predecessors exactly, and a reachable negative cycle must be
+raised on every rank with a confirmed negative weight.
+
+    mpirun -n 4 python tests/mpi_pytest.py --with-mpi tests/test_nvshmem_bellman_ford.py
+
+Assertions are made on gathered results, on every rank, so no rank waits alone.
+"""
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from distgraph.algorithms.bellman_ford import _arc_weights, bellman_ford, cycle_weight
+from distgraph.errors import NegativeCycleError
+from distgraph.generators import kronecker, plant_negative_cycle, potential_shift, uniform_weights
+from distgraph.graph import Graph
+
+pytestmark = [pytest.mark.nvshmem, pytest.mark.mpi]
+
+VARIANTS = [("bq", "atomic"), ("bq", "enqueue"), ("bwd", "atomic"), ("bwd", "enqueue")]
+
+
+@pytest.fixture(scope="module")
+def pg():
+    pytest.importorskip("nvshmem.core")
+    from distgraph.pgas import get_pgas
+    from distgraph.runtime.context import get_context
+
+    get_context(MPI.COMM_WORLD, "gpu")
+    p = get_pgas(MPI.COMM_WORLD, "gpu")
+    yield p
+    p.finalize()
+
+
+def _graphs():
+    rng = np.random.default_rng(4)
+    n = 700
+    s, d = rng.integers(0, n, 2500), rng.integers(0, n, 2500)
+    keep = s < 600
+    rnd = Graph.from_edges(s[keep], d[keep], rng.integers(1, 20, int(keep.sum())), n=n, directed=True)
+    return {"kron10_shifted": potential_shift(uniform_weights(kronecker(10, seed=2), seed=2), seed=3),
+            "kron9_dir_float": _as_float(potential_shift(uniform_weights(kronecker(9, seed=5, directed=True), seed=5),
+                                                         seed=6)),
+            "random_dir_disconnected": potential_shift(rnd, seed=7)}
+
+
+def _as_float(g):
+    return Graph(g.indptr, g.indices, g.weights.astype(np.float64) / 4, directed=g.directed)
+
+
+def _all(comm, ok):
+    return all(comm.allgather(bool(ok)))
+
+
+@pytest.mark.parametrize("name", sorted(_graphs()))
+def test_nvshmem_equals_cpu(pg, name):
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    comm = MPI.COMM_WORLD
+    g = _graphs()[name]
+    w = _arc_weights(g, None)
+    s = int(np.argmax(np.diff(g.indptr)))
+    confirm = lambda cy: cycle_weight(g, cy, w) < 0  # noqa: E731
+    ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+    ok = True
+    info = []
+    for queue, remote in VARIANTS:
+        q = QueueSSSP(g, w, comm, queue=queue, remote=remote, use_nvshmem=True)
+        try:
+            d, p, st, cyc = q.run(s, confirm, predecessors=True)
+        finally:
+            q.close()
+        good = cyc is None and np.array_equal(d, ref_d) and np.array_equal(p, ref_p)
+        info.append((queue, remote, good, st.get("launches"), st.get("items")))
+        ok &= good
+    assert _all(comm, ok), info
+
+
+def test_public_api_on_comm_world(pg):
+    comm = MPI.COMM_WORLD
+    g = _graphs()["kron10_shifted"]
+    c = bellman_ford(g, 5, predecessors=True, comm=MPI.COMM_SELF)
+    ok = True
+    for remote in ("atomic", "enqueue"):
+        r = bellman_ford(g, 5, backend="gpu", mode="async", remote=remote, predecessors=True, comm=comm, verify=True)
+        ok &= np.array_equal(r.distance, c.distance) and np.array_equal(r.predecessor, c.predecessor)
+        ok &= r.stats["nvshmem"] == (comm.Get_size() > 1)
+    assert _all(comm, ok)
+
+
+@pytest.mark.parametrize("remote", ["atomic", "enqueue"])
+def test_negative_cycle_on_every_rank(pg, remote):
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    comm = MPI.COMM_WORLD
+    g, cyc = plant_negative_cycle(uniform_weights(kronecker(9, seed=2), seed=2), length=5, seed=4)
+    w = _arc_weights(g, None)
+    q = QueueSSSP(g, w, comm, queue="bq", remote=remote, use_nvshmem=True)
+    try:
+        _, _, st, found = q.run(int(cyc[0]), lambda cy: cycle_weight(g, cy, w) < 0)
+    finally:
+        q.close()
+    ok = found is not None and cycle_weight(g, found, w) < 0
+    assert _all(comm, ok)
+    with pytest.raises(NegativeCycleError):
+        bellman_ford(g, int(cyc[0]), backend="gpu", mode="async", remote=remote, comm=comm)
