@@ -24,8 +24,15 @@ For every graph (undirected; closeness of all vertices = BFS from every vertex):
 * ``naive``: kappa = 256 single-source BLEST BFSs (``GpuBFS``, Alg. 3/4) against one
   launch of Alg. 5 from the same 256 sources (BLEST Table 6: 2.7x on average).
 * ``--pes 2,4``: ``mpirun -n P`` workers time replicated against partitioned mode on
-  kron:16 (several PEs on one GPU run in limited MPG: the ratio shows the protocol's
-  cost, not multi-GPU speed).
+  ``--modes-graph`` (kron:16; several PEs on one GPU run in limited MPG: the ratio shows
+  the protocol's sharing cost, not multi-GPU speed).
+* ``--reorder``: the vertex ordering of the Kronecker graphs (default ``auto``, Jaccard;
+  ``rcm`` costs seconds instead of minutes of preprocessing at scale 20); the real graphs
+  always use ``auto``.  ``gpu_end_to_end`` runs only where the ordering is ``auto`` (what
+  ``closeness()`` uses).
+* ``--profile GRAPH@REORDER,...``: instead of the benchmark, a phase breakdown (stepwise
+  kernels timed with CUDA events) and the persistent kernel under parameter variants
+  (``PROFILE_VARIANTS``), written to gpu_closeness_profile.json.
 
 Writes DIR/gpu_closeness.json with commit, device and date.
 """
@@ -150,7 +157,7 @@ PROFILE_VARIANTS = [  # (label, GpuMSBFS keyword overrides); "base" = the defaul
 ]
 
 
-def bench_profile(g, reorder, launches):
+def bench_profile(g, reorder, launches, only=()):
     """Where the time goes: the stepwise kernels timed with CUDA events (a breakdown by
     phase), then the persistent kernel under each variant of PROFILE_VARIANTS, on the same
     ``launches * 256`` random sources."""
@@ -183,6 +190,8 @@ def bench_profile(g, reorder, launches):
     ref = None
     base = None
     for label, kw in PROFILE_VARIANTS:
+        if only and label not in only and label != "base":
+            continue
         try:
             if base is not None and set(kw) <= {"tc_ratio", "bu_ratio"}:
                 r = base  # run-time parameters: no new runner (preprocessing) needed
@@ -238,16 +247,23 @@ def _comm_self():
 
 
 def bench_cpu(g, limit):
+    """The CPU backend on random sources: rounds of 512, 1024, ... up to 512 per thread
+    while ``limit`` seconds allow (after an untimed warm-up that compiles the kernels),
+    extrapolated to all sources."""
     from distgraph.algorithms.msbfs import run_batches, thread_count
 
     tptr, tidx, _ = g.csc()
     ctx = _ctx("cpu")
     sources = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
     rng = np.random.default_rng(1)
-    k = 512 * max(1, thread_count(ctx))
+    run_batches(g.indptr, g.indices, tptr, tidx, sources[:64], per_source=False, batch_size=512, ctx=ctx,
+                progress=False)
+    kmax = 512 * max(1, thread_count(ctx))
+    k = 512
     done, el = 0, 0.0
     while el < limit and done < sources.size:
         s = np.sort(rng.choice(sources, size=min(k, sources.size), replace=False))
+        k = min(2 * k, kmax)
         t0 = time.perf_counter()
         run_batches(g.indptr, g.indices, tptr, tidx, s, per_source=False, batch_size=512, ctx=ctx, progress=False)
         el += time.perf_counter() - t0
@@ -286,7 +302,7 @@ def bench_networkit(g, limit):
             "total_s": g.n * g.m / rate, "threads": 1}
 
 
-def bench_naive(g):
+def bench_naive(g, reorder="auto"):
     """kappa single-source BLEST BFSs against one multi-source launch from the same sources."""
     import cupy as cp
 
@@ -295,14 +311,14 @@ def bench_naive(g):
 
     tptr, tidx, _ = g.csc()
     sources = np.flatnonzero(np.diff(g.indptr) > 0)[:256].astype(np.int64)
-    eng = GpuBFS(g)
+    eng = GpuBFS(g, reorder=reorder)
     eng.levels(int(sources[0]))
     t0 = time.perf_counter()
     for s in sources:
         eng.run_device(int(s))
     cp.cuda.Device().synchronize()
     single = time.perf_counter() - t0
-    r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), kappa=256, announce=False)
+    r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), kappa=256, announce=False, reorder=reorder)
     out = _out(g.n)
     r.run(sources, False, out)
     best = np.inf
@@ -317,7 +333,7 @@ def bench_naive(g):
             "speedup": single / best, "blest_table6_mean_speedup": 2.7}
 
 
-def worker_modes(spec, batches):
+def worker_modes(spec, batches, reorder="auto"):
     """Run under mpirun: replicated vs partitioned mode on the same batches (rank 0 prints JSON)."""
     from mpi4py import MPI
 
@@ -332,10 +348,13 @@ def worker_modes(spec, batches):
     g = load(spec)
     tptr, tidx, _ = g.csc()
     srcs = np.flatnonzero(np.diff(g.indptr) > 0)[:512 * batches].astype(np.int64)
-    res = {"graph": spec, "pes": comm.Get_size(), "sources": int(srcs.size), "limited_mpg": bool(pg.limited_mpg)}
+    res = {"graph": spec, "pes": comm.Get_size(), "sources": int(srcs.size), "limited_mpg": bool(pg.limited_mpg),
+           "reorder": reorder, "note": "several PEs time-share the one GPU: the sharing cost of the protocol, "
+                                       "not multi-GPU scaling"}
     sums = {}
     for mode in ("replicated", "partitioned"):
-        r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=ctx, kappa=256, mode=mode, announce=False)
+        r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=ctx, kappa=256, mode=mode, announce=False,
+                     reorder=reorder)
         run_batches(g.indptr, g.indices, tptr, tidx, srcs[:256], per_source=False, batch_size=512, ctx=ctx,
                     progress=False, runner=r)
         comm.Barrier()
@@ -367,16 +386,21 @@ def main(argv=None):
                     help="graph@reorder,... to profile (phase breakdown + parameter variants) instead of the "
                          "benchmark; writes gpu_closeness_profile.json")
     ap.add_argument("--profile-launches", type=int, default=8)
+    ap.add_argument("--profile-variants", default=os.environ.get("BENCH_GPU_CLOSENESS_VARIANTS", ""),
+                    help="comma-separated labels of PROFILE_VARIANTS to run ('' = all)")
+    ap.add_argument("--modes-graph", default=os.environ.get("BENCH_GPU_CLOSENESS_MODES_GRAPH", "kron:16"),
+                    help="graph of the replicated/partitioned comparison")
     ap.add_argument("--worker-modes", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-batches", type=int, default=4, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.worker_modes:
-        worker_modes(a.worker_modes, a.worker_batches)
+        worker_modes(a.worker_modes, a.worker_batches, a.reorder)
         return 0
     env = {"commit": os.environ.get("DISTGRAPH_COMMIT") or _sh("git rev-parse HEAD"),
            "device": _sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "host_cpus": os.cpu_count(), "blest_rate_per_gpu": BLEST_RATE}
+           "host_cpus": os.cpu_count(), "loadavg": os.getloadavg(), "blest_rate_per_gpu": BLEST_RATE,
+           "blest_rate_note": "4.0e6 * 69.4e6 / 118 / 5 (issue 5); session 1 used 2 * 69.4e6 by mistake"}
     results = {"env": env, "graphs": {}}
     if a.profile:
         path = Path(a.outdir) / "gpu_closeness_profile.json"
@@ -385,8 +409,8 @@ def main(argv=None):
             spec, _, reorder = item.partition("@")
             try:
                 g = load(spec)
-                results["graphs"][spec] = {"n": g.n, "m": g.m, **bench_profile(g, reorder or "auto",
-                                                                            a.profile_launches)}
+                results["graphs"][spec] = {"n": g.n, "m": g.m, **bench_profile(
+                    g, reorder or "auto", a.profile_launches, [v for v in a.profile_variants.split(",") if v])}
             except Exception as e:
                 results["graphs"][spec] = {"error": repr(e)}
             path.write_text(json.dumps(results, indent=1, default=float))
@@ -399,13 +423,14 @@ def main(argv=None):
             t0 = time.perf_counter()
             g = load(spec)
             row.update({"n": g.n, "m": g.m, "read_s": time.perf_counter() - t0})
-            row["gpu"] = bench_gpu(g, a.time_limit, a.reorder)
+            reorder = a.reorder if spec.startswith("kron:") else "auto"
+            row["gpu"] = bench_gpu(g, a.time_limit, reorder)
             print(spec, "gpu", json.dumps(row["gpu"], default=float), flush=True)
-            if row["gpu"]["total_s"] < a.time_limit:
+            if row["gpu"]["total_s"] < a.time_limit and reorder == "auto":  # closeness() reorders by "auto"
                 row["gpu_end_to_end"] = bench_end_to_end(g)
             row["cpu"] = bench_cpu(g, a.time_limit / 4)
             row["networkit"] = bench_networkit(g, a.time_limit / 4)
-            row["naive"] = bench_naive(g)
+            row["naive"] = bench_naive(g, reorder)
             row["gpu_over_cpu"] = row["cpu"]["total_s"] / row["gpu"]["total_s"]
             if "total_s" in row["networkit"]:
                 row["gpu_over_networkit"] = row["networkit"]["total_s"] / row["gpu"]["total_s"]
@@ -418,7 +443,7 @@ def main(argv=None):
     for p in [int(x) for x in a.pes.split(",") if x]:
         cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(p), "-x", "PYTHONPATH",
                "-x", "NVSHMEM_DISABLE_NVLS", "-x", "NVSHMEM_REMOTE_TRANSPORT", "-x", "NVSHMEM_SYMMETRIC_SIZE",
-               sys.executable, __file__, "--worker-modes", "kron:16"]
+               sys.executable, __file__, "--worker-modes", a.modes_graph, "--reorder", a.reorder]
         try:
             pr = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
             line = [x for x in pr.stdout.splitlines() if x.startswith("MODES-JSON ")]

@@ -60,8 +60,9 @@ class Config:
     gpu_msbfs_kappa: int = 256
     #: GPU closeness mode: auto (by the memory plan), replicated, partitioned or stepwise.
     gpu_msbfs_mode: str = "auto"
-    #: GPU closeness: bottom-up level when frontier out-arcs * ratio > unfinished in-arcs (0: never).
-    gpu_msbfs_bu_ratio: int = 4
+    #: GPU closeness: bottom-up level when frontier out-arcs * ratio > unfinished in-arcs (0: never;
+    #: 1 measured fastest on the H200, benchmarks/results/gpu_closeness_profile.json).
+    gpu_msbfs_bu_ratio: int = 1
 
 
 def _convert(name: str, typ, raw: str):
