@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+T_PROCESS = time.perf_counter()  # for startup_s: imports, graph, numba cache loads / warm-up
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -67,14 +68,16 @@ def worker(args) -> int:
         g = kron(args.scale)
         warm_up(comm)
         comm.Barrier()
+        startup = time.perf_counter() - T_PROCESS
         t, c = time.perf_counter(), time.process_time()
         r = closeness(g, convention="networkit", comm=comm, progress=False)
+        own = time.perf_counter() - t  # this rank's call, the final Allreduce included
         comm.Barrier()
         wall, cpu = time.perf_counter() - t, time.process_time() - c
-        cpus = comm.gather(cpu, root=0)
+        per_rank = comm.gather({"call_s": own, "cpu_s": cpu, "startup_s": startup}, root=0)
         if comm.rank == 0:
-            print(json.dumps({"time_s": wall, "cpu_s": float(sum(cpus)), "ranks": comm.size,
-                              "checksum": float(np.sum(r.closeness))}))
+            print(json.dumps({"time_s": wall, "cpu_s": float(sum(p["cpu_s"] for p in per_rank)), "ranks": comm.size,
+                              "per_rank": per_rank, "checksum": float(np.sum(r.closeness))}))
         return 0
     g = kron(args.scale)
     if args.tool == "distgraph":
@@ -84,9 +87,10 @@ def worker(args) -> int:
 
         numba.set_num_threads(min(args.threads, numba.config.NUMBA_NUM_THREADS))
         warm_up()
+        startup = time.perf_counter() - T_PROCESS
         t, c = time.perf_counter(), time.process_time()
         vals = closeness(g, convention=args.convention, progress=False).closeness
-        out = {"threads": numba.get_num_threads()}
+        out = {"threads": numba.get_num_threads(), "startup_s": startup}
     elif args.tool == "networkit":
         import networkit as nk
 
@@ -114,14 +118,19 @@ def worker(args) -> int:
 
 
 def run_worker(cmd, timeout, env=None):
-    """Run a worker; ``None`` when it ran past ``timeout`` seconds."""
+    """Run a worker; ``None`` when it ran past ``timeout`` seconds. Adds ``process_s``
+    (the whole command: start-up, graph, warm-up, the call) and the load average."""
+    t = time.perf_counter()
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{out.stderr}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    res["process_s"] = time.perf_counter() - t
+    res["load_avg_at_end"] = os.getloadavg()
+    return res
 
 
 def git_commit() -> str:
@@ -150,6 +159,8 @@ def main(argv=None) -> int:
     p.add_argument("--igraph-scales", default="14")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--ranks", default="1,2", help="MPI rank counts for the rank-scaling runs ('' to skip)")
+    p.add_argument("--rank-reps", type=int, default=3, help="runs per rank count, alternating; best and median "
+                   "are reported")
     p.add_argument("--no-peers", action="store_true", help="time distgraph only (no networkit / igraph)")
     p.add_argument("--timeout", type=float, default=1500, help="seconds after which a peer's run is stopped "
                    "(its time is then reported as a lower bound)")
@@ -203,15 +214,30 @@ def main(argv=None) -> int:
             if ig_ is not None:
                 row["speedup_vs_igraph"] = ig_["time_s"] / ours["time_s"]
                 row["max_abs_diff_vs_igraph"] = float(np.nanmax(np.abs(np.load(f_oi) - np.load(f_ig))))
+        if args.threads > 1:  # the same in one process on one thread: thread scaling beside rank scaling
+            row["distgraph_1_thread"] = run_worker(me[:-1] + ["1", "--tool", "distgraph", "--scale", str(scale)],
+                                                   None, env=dict(os.environ, NUMBA_NUM_THREADS="1"))
+            row["speedup_threads_vs_1"] = row["distgraph_1_thread"]["time_s"] / ours["time_s"]
         ranks = {}
         env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
-        for r in [int(x) for x in args.ranks.split(",") if x]:
-            ranks[str(r)] = run_worker(["mpiexec", "-n", str(r)] + me + ["--tool", "distgraph-mpi", "--scale",
-                                                                         str(scale)], None, env=env)
+        counts = [int(x) for x in args.ranks.split(",") if x]
+        for _ in range(args.rank_reps):  # alternate 1, 2, 1, 2, ...: the load drifts alike for both
+            for r in counts:
+                ranks.setdefault(str(r), []).append(run_worker(
+                    ["mpiexec", "-n", str(r)] + me + ["--tool", "distgraph-mpi", "--scale", str(scale)], None, env=env))
         if ranks:
             row["mpi_ranks"] = ranks
+            best = {r: min(x["time_s"] for x in runs) for r, runs in ranks.items()}
+            med = {r: float(np.median([x["time_s"] for x in runs])) for r, runs in ranks.items()}
+            row["mpi_best_s"], row["mpi_median_s"] = best, med
             if "1" in ranks and "2" in ranks:
-                row["speedup_2_ranks_vs_1"] = ranks["1"]["time_s"] / ranks["2"]["time_s"]
+                row["speedup_2_ranks_vs_1"] = best["1"] / best["2"]
+                row["speedup_2_ranks_vs_1_median"] = med["1"] / med["2"]
+                # CPU seconds per rank: what the ranks got of the cores (the rest went to other jobs)
+                row["cpu_share_2_ranks"] = [min(1.0, p["cpu_s"] / p["call_s"]) for x in ranks["2"]
+                                            for p in x["per_rank"]]
+                row["process_s_2_ranks_vs_1"] = (min(x["process_s"] for x in ranks["1"]) /
+                                                 min(x["process_s"] for x in ranks["2"]))
         row["load_avg_at_end"] = os.getloadavg()
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -224,7 +250,11 @@ def main(argv=None) -> int:
            "note": "time_s: wall-clock seconds of the closeness call alone (each contestant in its own process, "
                    "graph building and compilation excluded); cpu_s: CPU seconds of that call, all threads. "
                    "networkit with setNumberOfThreads(threads); distgraph with the same number of numba threads; "
-                   "mpi_ranks: distgraph over MPI ranks, one thread each. The machine was shared with other jobs "
+                   "mpi_ranks: distgraph over MPI ranks, one thread each, --rank-reps runs alternating between rank counts "
+                   "(speedup_2_ranks_vs_1 from the best runs; _median from the medians); process_s: the whole "
+                   "command (start-up, graph generation, numba cache loads and warm-up, the call); cpu_share: CPU "
+                   "seconds / wall seconds of each rank's call (MPICH ranks spin while they wait, so a rank "
+                   "that waits still counts as busy; below 1 means other jobs had the core). The machine was shared with other jobs "
                    "(see load averages), which slows every contestant, OpenMP codes that spin-wait the most.",
            "threads": args.threads, "results": rows}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
