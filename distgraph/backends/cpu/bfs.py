@@ -57,13 +57,13 @@ PF_NEAR = 16  # prefetch indices[indptr[queue[i + PF_NEAR]]]
 @njit(cache=True, nogil=True)
 def _td_step(indptr, indices, levels, parents, queue, qs, qe, lev, want_parents):
     """Expand queue[qs:qe] (depth lev); append discoveries at queue[qe:]. Returns
-    (new qe, sum of out-degrees of the discovered vertices). Branch-free on the arcs,
+    (new qe, sum of out-degrees of the expanded vertices). Branch-free on the arcs,
     with prefetch (see the module comment)."""
     lu = levels.view(np.uint32)  # unreached (-1) reads as the largest value
     pu = parents.view(np.uint64)  # likewise
     nl = np.uint32(lev + 1)
     tail = qe
-    scout = 0
+    expanded = 0
     for i in range(qs, qe):
         j = i + PF_FAR
         if j < tail:
@@ -73,18 +73,32 @@ def _td_step(indptr, indices, levels, parents, queue, qs, qe, lev, want_parents)
             prefetch(indices, indptr[queue[j]])
         u = queue[i]
         uu = np.uint64(u)
-        for e in range(indptr[u], indptr[u + 1]):
+        b, f = indptr[u], indptr[u + 1]
+        expanded += f - b
+        for e in range(b, f):
             v = indices[e]
             x = lu[v]  # <= nl when reached: nothing deeper than nl exists yet
             new = x > nl
             queue[tail] = v  # kept only when new (queue has a spare slot)
             tail += new
             lu[v] = min(x, nl)
-            scout += (indptr[v + 1] - indptr[v]) * new
             if want_parents:
                 p = pu[v]
                 pu[v] = min(p, uu) if x >= nl else p
-    return tail, scout
+    return tail, expanded
+
+
+@njit(cache=True, nogil=True)
+def _out_arcs(indptr, queue, qs, qe):
+    """Sum of the out-degrees of queue[qs:qe] (prefetching rows ahead)."""
+    total = 0
+    for i in range(qs, qe):
+        j = i + PF_FAR
+        if j < qe:
+            prefetch(indptr, queue[j])
+        u = queue[i]
+        total += indptr[u + 1] - indptr[u]
+    return total
 
 
 @njit(cache=True, nogil=True)
@@ -112,27 +126,41 @@ def _bu_step(tindptr, tindices, levels, parents, front, nxt, lev, want_parents):
 
 
 @njit(cache=True, nogil=True)
-def td_until(indptr, indices, levels, parents, queue, qs, qe, lev, edges_to_check, scout, alpha, limit,
-             want_parents):
-    """Top-down levels from the frontier ``queue[qs:qe]`` (depth ``lev``, ``scout`` = its
-    out-degree sum) while it is not empty, the direction-optimizing rule keeps top-down
-    (``scout <= edges_to_check / alpha``) and ``scout <= limit``.
+def td_until(indptr, indices, levels, parents, queue, qs, qe, lev, edges_to_check, scout, max_degree, alpha,
+             limit, want_parents):
+    """Top-down levels from the frontier ``queue[qs:qe]`` (depth ``lev``) while it is not
+    empty, the direction-optimizing rule keeps top-down (``scout <= edges_to_check /
+    alpha``, ``scout`` = the frontier's out-degree sum) and ``scout <= limit``.
 
-    Returns ``(qs, qe, lev, edges_to_check, scout)`` of the frontier where it stopped."""
-    while qe > qs and scout <= edges_to_check / alpha and scout <= limit:
-        edges_to_check -= scout
-        nqe, scout = _td_step(indptr, indices, levels, parents, queue, qs, qe, lev, want_parents)
+    ``scout`` is the first frontier's out-degree sum, or -1 when unknown. For later
+    levels it is computed only when ``frontier size * max_degree`` could exceed a
+    bound (on a road network: never), so the arc loop does not look up the degree of
+    every vertex it discovers; the decisions are exactly gapbs's.
+
+    Returns ``(qs, qe, lev, edges_to_check, scout)`` of the frontier where it stopped
+    (``scout`` exact there unless the frontier is empty)."""
+    while qe > qs:
+        bound = min(edges_to_check / alpha, limit)
+        if scout < 0 and (qe - qs) * max_degree > bound:
+            scout = _out_arcs(indptr, queue, qs, qe)
+        if scout > bound:
+            break
+        nqe, expanded = _td_step(indptr, indices, levels, parents, queue, qs, qe, lev, want_parents)
+        edges_to_check -= scout if scout >= 0 else expanded  # gapbs: scout (1 right after bottom-up)
         # slide the window (gapbs SlidingQueue): the new part is the next frontier.
         # Every vertex enters the queue once after each reset, so n + 1 entries suffice.
         qs, qe = qe, nqe
         lev += 1
+        scout = -1
     return qs, qe, lev, edges_to_check, scout
 
 
 @njit(cache=True, nogil=True)
-def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, parents, want_parents, queue):
+def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, parents, want_parents, queue,
+               max_degree):
     """Whole direction-optimizing BFS from ``source``; fills ``levels`` (and ``parents``).
-    ``queue`` is scratch of ``n + 1`` entries (int32 when ids fit: half the memory traffic)."""
+    ``queue`` is scratch of ``n + 1`` entries (int32 when ids fit: half the memory traffic);
+    ``max_degree`` the largest out-degree (row pointers may be int32 when ``m`` fits)."""
     n = indptr.shape[0] - 1
     one = np.uint64(1)
     for i in range(n):
@@ -148,12 +176,13 @@ def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, 
     queue[0] = source
     qs, qe = 0, 1
     lev = 0
-    edges_to_check = indptr[n]
-    scout = indptr[source + 1] - indptr[source]
+    edges_to_check = np.int64(indptr[n])
+    scout = np.int64(indptr[source + 1] - indptr[source])
     big = np.iinfo(np.int64).max
     while True:
         qs, qe, lev, edges_to_check, scout = td_until(indptr, indices, levels, parents, queue, qs, qe, lev,
-                                                      edges_to_check, scout, alpha, big, want_parents)
+                                                      edges_to_check, scout, max_degree, alpha, big,
+                                                      want_parents)
         if qe == qs:
             break
         # queue -> bitmap, then bottom-up while the frontier grows or stays large
