@@ -59,7 +59,7 @@ sys.path.insert(0, str(ROOT))
 # issue's number is 4.7e11.  Our own rates use m = arcs of the searched graph, both directions of
 # an undirected edge, which is what a BFS from every vertex visits.)
 BLEST_RATE = 4.0e6 * 69.4e6 / 118 / 5
-DEFAULT_GRAPHS = "kron:18,kron:19,kron:20,road-NY,email-Enron,cond-mat-2005"
+DEFAULT_GRAPHS = "email-Enron,cond-mat-2005,road-NY,kron:18,kron:19,kron:20"
 
 
 def _sh(cmd):
@@ -140,11 +140,11 @@ def bench_gpu(g, limit, reorder="auto"):
     el = time.perf_counter() - t0
     total = el * sources.size / done
     rate = done * g.m / el
-    return {"preprocess_s": prep, "mode": r.mode, "kappa": r.kappa, "grid": r.info["grid"],
+    return {"preprocess_s": prep, "mode": r.mode, "kappa": r.kappa, "grid": r.info["grid"], "groups": r.groups,
             "reorder": r.info["reorder"], "bvss": r.info["bvss"], "sources_run": int(done),
             "sources_total": int(sources.size), "seconds": el, "total_s": total, "extrapolated": bool(done < sources.size),
             "edge_visits_per_s_per_gpu": rate, "vs_blest_per_gpu": rate / BLEST_RATE,
-            "levels_per_launch": r.info["levels"] / max(r.info["launches"], 1),
+            "levels_per_launch": r.info["levels"] / max(r.info["launches"] * r.groups, 1),  # per kappa sources
             "bottom_up_levels": r.info["bottom_up_levels"], "first_batch_exact_vs_cpu": bool(exact),
             "device_bytes": r.plan.total}
 
@@ -153,7 +153,8 @@ PROFILE_VARIANTS = [  # (label, GpuMSBFS keyword overrides); "base" = the defaul
     ("base", {}), ("tc_always", {"tc_ratio": 2**20}), ("tc_never", {"tc_ratio": 0}), ("tc_16", {"tc_ratio": 16}),
     ("bu_never", {"bu_ratio": 0}), ("bu_1", {"bu_ratio": 1}), ("bu_16", {"bu_ratio": 16}),
     ("bu_64", {"bu_ratio": 64}), ("heavy_none", {"bu_heavy": 2**40}), ("heavy_8", {"bu_heavy": 8}),
-    ("heavy_128", {"bu_heavy": 128}), ("minb_2", {"min_blocks": 2}), ("minb_4", {"min_blocks": 4}),
+    ("heavy_128", {"bu_heavy": 128}), ("minb_3", {"min_blocks": 3}), ("minb_4", {"min_blocks": 4}),
+    ("bu_4", {"bu_ratio": 4}), ("groups_1", {"groups": 1}), ("groups_2", {"groups": 2}), ("groups_4", {"groups": 4}),
 ]
 
 
@@ -218,6 +219,7 @@ def bench_profile(g, reorder, launches, only=()):
                 ref = acc
             same = all(np.array_equal(a, b) for a, b in zip(acc, ref))
             res[label] = {"s": best, "edge_visits_per_s": srcs.size * g.m / best, "grid": r.info["grid"],
+                          "groups": r.groups,
                           "levels": r.info["levels"] / 2, "bottom_up_levels": r.info["bottom_up_levels"] / 2,
                           "same_sums_as_base": bool(same)}
         except Exception as e:
@@ -318,7 +320,8 @@ def bench_naive(g, reorder="auto"):
         eng.run_device(int(s))
     cp.cuda.Device().synchronize()
     single = time.perf_counter() - t0
-    r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), kappa=256, announce=False, reorder=reorder)
+    r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), kappa=256, announce=False, reorder=reorder,
+                 groups=1)  # one launch of 256 sources on the whole GPU
     out = _out(g.n)
     r.run(sources, False, out)
     best = np.inf
@@ -417,6 +420,20 @@ def main(argv=None):
         return 0
     path = Path(a.outdir) / "gpu_closeness.json"
     path.parent.mkdir(parents=True, exist_ok=True)
+    mpirun = os.environ.get("MPIRUN", "/usr/bin/mpirun")
+    for p in [int(x) for x in a.pes.split(",") if x]:
+        cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(p), "-x", "PYTHONPATH",
+               "-x", "NVSHMEM_DISABLE_NVLS", "-x", "NVSHMEM_REMOTE_TRANSPORT", "-x", "NVSHMEM_SYMMETRIC_SIZE",
+               sys.executable, __file__, "--worker-modes", a.modes_graph, "--reorder", a.reorder]
+        try:
+            pr = subprocess.run(cmd, capture_output=True, text=True, timeout=float(os.environ.get("BENCH_GPU_CLOSENESS_MODES_TIMEOUT", 300)))
+            line = [x for x in pr.stdout.splitlines() if x.startswith("MODES-JSON ")]
+            results.setdefault("modes", {})[str(p)] = json.loads(line[-1][11:]) if line else \
+                {"error": (pr.stderr or pr.stdout)[-2000:]}
+        except Exception as e:
+            results.setdefault("modes", {})[str(p)] = {"error": repr(e)}
+        print("modes", p, json.dumps(results["modes"][str(p)]), flush=True)
+        path.write_text(json.dumps(results, indent=1, default=float))
     for spec in [s for s in a.graphs.split(",") if s]:
         row = {}
         try:
@@ -438,20 +455,6 @@ def main(argv=None):
             row["error"] = repr(e)
         results["graphs"][spec] = row
         print(spec, json.dumps({k: v for k, v in row.items() if k != "gpu"}, default=float), flush=True)
-        path.write_text(json.dumps(results, indent=1, default=float))
-    mpirun = os.environ.get("MPIRUN", "/usr/bin/mpirun")
-    for p in [int(x) for x in a.pes.split(",") if x]:
-        cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(p), "-x", "PYTHONPATH",
-               "-x", "NVSHMEM_DISABLE_NVLS", "-x", "NVSHMEM_REMOTE_TRANSPORT", "-x", "NVSHMEM_SYMMETRIC_SIZE",
-               sys.executable, __file__, "--worker-modes", a.modes_graph, "--reorder", a.reorder]
-        try:
-            pr = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-            line = [x for x in pr.stdout.splitlines() if x.startswith("MODES-JSON ")]
-            results.setdefault("modes", {})[str(p)] = json.loads(line[-1][11:]) if line else \
-                {"error": (pr.stderr or pr.stdout)[-2000:]}
-        except Exception as e:
-            results.setdefault("modes", {})[str(p)] = {"error": repr(e)}
-        print("modes", p, json.dumps(results["modes"][str(p)]), flush=True)
         path.write_text(json.dumps(results, indent=1, default=float))
     path.write_text(json.dumps(results, indent=1, default=float))
     return 0

@@ -343,7 +343,7 @@ __device__ __forceinline__ void dg_ms_stage2(
     unsigned *F, unsigned *Vc, const unsigned *Vn, unsigned *act, unsigned char *wasact, unsigned char *dirty,
     int2 *qn, dg_i64 *qn_size, dg_i64 *ctr, int n, dg_i64 rho, dg_i64 ss_lo, dg_i64 ss_hi, int level, int nsrc,
     int per_source, int enqueue, int use_bu, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2,
-    unsigned *scnt, unsigned *G, dg_i64 warp, dg_i64 nwarps, unsigned lane) {
+    unsigned *scnt, unsigned *G, int atomic_sums, dg_i64 warp, dg_i64 nwarps, unsigned lane) {
     const dg_u64 rf = level >= 2 ? dg_recip_fixed((dg_u64)level) : 0ull;
     const dg_u64 rhi = rf >> 32, rlo = rf & 0xffffffffull;
     dg_u64 mf = 0ull;   // out-arcs of new frontier vertices (bottom-up test)
@@ -383,7 +383,12 @@ __device__ __forceinline__ void dg_ms_stage2(
                     dg_ms_store(F + base, diff);
                     if (p) dg_ms_store(Vc + base, nx);
                     if (p) {
-                        if (!per_source) {
+                        if (!per_source && atomic_sums) {  // several groups share the sums
+                            atomicAdd(&far[u], (dg_u64)level * p);
+                            atomicAdd(&reach[u], (dg_u64)p);
+                            if (level == 1) atomicAdd(&h0[u], (dg_u64)p);
+                            else if (level >= 2) { atomicAdd(&h1[u], p * rhi); atomicAdd(&h2[u], p * rlo); }
+                        } else if (!per_source) {
                             far[u] += (dg_u64)level * p;
                             reach[u] += p;
                             if (level == 1) h0[u] += p;
@@ -486,36 +491,98 @@ __device__ __forceinline__ void dg_ms_seed(const int *__restrict__ srcs, int nsr
 }
 
 // ================================================================= replicated mode
-// State arrays zeroed by the host; ctr[4] = in-arcs of all vertices (mu) when use_bu.
+// The barrier of one group of blocks (the grid's barrier when there is one group): the
+// pattern of cooperative_groups' grid sync on a counter and a generation word of its own.
+// Every block of the group must be resident (cooperative launch).
+__device__ __forceinline__ void dg_ms_group_sync(cg::grid_group &grid, int ngroups, unsigned *bar,
+                                                 unsigned nblocks) {
+    if (ngroups == 1) {
+        grid.sync();
+        return;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile unsigned *gen = bar + 1;
+        const unsigned g0 = *gen;  // read before arriving: the last arrival changes it
+        __threadfence();
+        if (atomicAdd(bar, 1u) == nblocks - 1u) {
+            atomicExch(bar, 0u);
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            while (*gen == g0) __nanosleep(32);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+// One launch runs `ngroups` independent kappa-source MS-BFSs: the grid's blocks are cut into
+// ngroups equal groups, group g runs sources srcs[g*kappa .. g*kappa + nsrcs[g]) on its own
+// copy of every state array (F, Vc, Vn: 8*rho*W words each; act: rho1*W; wasact, dirty:
+// rho1 bytes; Q: 2*qcap int2; ctr: 32; cnt: kappa; G: 2*W; bar: 2) with a barrier of its own,
+// so graphs whose levels cannot fill the GPU run several launches' worth at once.  Per-vertex
+// sums are shared (atomic adds when ngroups > 1); per-source sums of group g start at
+// far + g*kappa.  State arrays zeroed by the host; ctr[4] of every group = in-arcs of all
+// vertices (mu) when use_bu.
 extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK, DG_MS_MINB)
 distgraph_msbfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
                            const int *__restrict__ real_ptrs, const dg_i64 *__restrict__ t_indptr,
                            const int *__restrict__ t_indices, const dg_i64 *__restrict__ h_indptr, int n,
-                           const int *__restrict__ srcs, int nsrc, int per_source, int use_bu, int bu_ratio,
-                           unsigned *F, unsigned *Vc, unsigned *Vn, unsigned *act, unsigned char *wasact,
-                           unsigned char *dirty, int2 *Q, dg_i64 qcap, dg_i64 *ctr, unsigned *cnt, dg_u64 *far,
-                           dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2, unsigned *G,
-                           const int *__restrict__ heavy, dg_i64 nheavy, dg_i64 bu_heavy, int tc_ratio,
-                           dg_i64 *stats) {
+                           const int *__restrict__ srcs, const int *__restrict__ nsrcs, int per_source, int use_bu,
+                           int bu_ratio, unsigned *F, unsigned *Vc, unsigned *Vn, unsigned *act,
+                           unsigned char *wasact, unsigned char *dirty, int2 *Q, dg_i64 qcap, dg_i64 *ctr,
+                           unsigned *cnt, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2,
+                           unsigned *G, const int *__restrict__ heavy, dg_i64 nheavy, dg_i64 bu_heavy, int tc_ratio,
+                           dg_i64 *stats, int ngroups, unsigned *bar) {
     __shared__ unsigned scnt[DG_MS_KAPPA];
     cg::grid_group grid = cg::this_grid();
-    const dg_i64 nthreads = (dg_i64)gridDim.x * blockDim.x;
-    const dg_i64 tid = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
+    const dg_i64 rho = ((dg_i64)n + 7) >> 3;
+    // ---- this block's group and the group's copies of the state
+    const unsigned bpg = gridDim.x / (unsigned)ngroups;
+    const int grp = (int)(blockIdx.x / bpg);
+    if (grp >= ngroups) return;  // never: the host makes gridDim.x a multiple of ngroups
+    {
+        const dg_i64 nhw = 8 * rho * DG_MS_WORDS, rho1 = rho > 0 ? rho : 1;
+        F += grp * nhw;
+        Vc += grp * nhw;
+        Vn += grp * nhw;
+        act += grp * rho1 * DG_MS_WORDS;
+        wasact += grp * rho1;
+        dirty += grp * rho1;
+        Q += grp * 2 * qcap;
+        ctr += grp * 32;
+        cnt += grp * DG_MS_KAPPA;
+        G += grp * 2 * DG_MS_WORDS;
+        srcs += grp * DG_MS_KAPPA;
+        bar += grp * 2;
+        if (per_source) {
+            far += grp * DG_MS_KAPPA;
+            reach += grp * DG_MS_KAPPA;
+            h0 += grp * DG_MS_KAPPA;
+            h1 += grp * DG_MS_KAPPA;
+            h2 += grp * DG_MS_KAPPA;
+        }
+    }
+    const int nsrc = nsrcs[grp];
+    const int atomic_sums = ngroups > 1 && !per_source;
+    const dg_i64 nthreads = (dg_i64)bpg * blockDim.x;
+    const dg_i64 tid = (dg_i64)(blockIdx.x - grp * bpg) * blockDim.x + threadIdx.x;
     const unsigned lane = threadIdx.x & 31u;
     const dg_i64 warp = tid >> 5, nwarps = nthreads >> 5;
-    const dg_i64 rho = ((dg_i64)n + 7) >> 3;
     volatile dg_i64 *vctr = ctr;
 
     dg_ms_seed(srcs, nsrc, rho, Vn, dirty, tid);
-    grid.sync();
+    dg_ms_group_sync(grid, ngroups, bar, bpg);
     dg_ms_block_counts_begin(scnt, per_source);
     dg_ms_stage2(real_ptrs, t_indptr, h_indptr, F, Vc, Vn, act, wasact, dirty, Q + qcap, ctr + 1, ctr, n, rho, 0,
-                 rho, 0, nsrc, per_source, 1, use_bu, far, reach, h0, h1, h2, scnt, G, warp, nwarps, lane);
+                 rho, 0, nsrc, per_source, 1, use_bu, far, reach, h0, h1, h2, scnt, G, atomic_sums, warp, nwarps,
+                 lane);
     dg_ms_block_counts_end(scnt, cnt, per_source);
-    grid.sync();
+    dg_ms_group_sync(grid, ngroups, bar, bpg);
     int l = 1;
     for (;; ++l) {
-        if (per_source && blockIdx.x == 0) dg_ms_flush_sources(cnt, l - 1, nsrc, far, reach, h0, h1, h2, tid);
+        if (per_source && tid < DG_MS_BLOCK) dg_ms_flush_sources(cnt, l - 1, nsrc, far, reach, h0, h1, h2, tid);
         const dg_i64 nq = vctr[l & 3];
         if (nq == 0) break;
         if (tid == 0) { ctr[(l + 1) & 3] = 0; ctr[8 + ((l + 1) & 3)] = 0; }
@@ -530,18 +597,18 @@ distgraph_msbfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__r
             dg_ms_stage1(row_ids, masks, F, act, Vn, dirty, Q + (l & 1) * qcap, nq, rho, tc_ratio, warp, nwarps,
                          lane);
         }
-        grid.sync();
+        dg_ms_group_sync(grid, ngroups, bar, bpg);
         dg_ms_block_counts_begin(scnt, per_source);
         dg_ms_stage2(real_ptrs, t_indptr, h_indptr, F, Vc, Vn, act, wasact, dirty, Q + ((l + 1) & 1) * qcap,
                      ctr + ((l + 1) & 3), ctr, n, rho, 0, rho, l, nsrc, per_source, 1, use_bu, far, reach, h0, h1,
-                     h2, scnt, G + (l & 1) * DG_MS_WORDS, warp, nwarps, lane);
+                     h2, scnt, G + (l & 1) * DG_MS_WORDS, atomic_sums, warp, nwarps, lane);
         dg_ms_block_counts_end(scnt, cnt, per_source);
-        grid.sync();
+        dg_ms_group_sync(grid, ngroups, bar, bpg);
     }
     if (tid == 0) {
         ctr[12] = l - 1;
-        stats[0] += l - 1;
-        stats[1] += ctr[13];
+        atomicAdd((dg_u64 *)&stats[0], (dg_u64)(l - 1));
+        atomicAdd((dg_u64 *)&stats[1], (dg_u64)ctr[13]);
     }
 }
 
@@ -584,7 +651,7 @@ distgraph_msbfs_stage2(const int *__restrict__ real_ptrs, const dg_i64 *__restri
     dg_ms_block_counts_begin(scnt, per_source);
     dg_ms_stage2(real_ptrs, t_indptr, h_indptr, F, Vc, Vn, act, wasact, dirty, qn, ctr + ((level + 1) & 3), ctr, n,
                  ((dg_i64)n + 7) >> 3, ss_lo, ss_hi, level, nsrc, per_source, enqueue, use_bu, far, reach, h0, h1,
-                 h2, scnt, G, tid >> 5, nthreads >> 5, threadIdx.x & 31u);
+                 h2, scnt, G, 0, tid >> 5, nthreads >> 5, threadIdx.x & 31u);
     dg_ms_block_counts_end(scnt, cnt, per_source);
 }
 

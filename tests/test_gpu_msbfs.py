@@ -104,6 +104,28 @@ def test_bottom_up_switch(name, bu, mode):
         assert r.info["bottom_up_levels"] > 0
 
 
+@pytest.mark.parametrize("name", ["kron10", "kron9_dir", "grid_37x29", "random_dir_disconnected", "path4"])
+@pytest.mark.parametrize("groups", [1, 2, 3])
+def test_concurrent_groups(name, groups):
+    # several kappa-source launches in one persistent kernel, each on a part of the grid with
+    # its own state and barrier; per-vertex sums shared (atomics), per-source sums apart
+    g = GRAPHS[name]
+    rng = np.random.default_rng(4)
+    srcs = np.sort(rng.choice(g.n, size=min(g.n, 700), replace=False)).astype(np.int64)
+    r = _runner(g, kappa=64, groups=groups, bu_ratio=1, reorder="none")
+    assert r.groups == groups and r.grid % groups == 0
+    assert _same(_sums(g, srcs, False, r), _sums(g, srcs, False))
+    assert _same(_sums(g, srcs[:150], True, r, batch_size=150), _sums(g, srcs[:150], True, batch_size=150))
+
+
+def test_auto_groups():
+    from distgraph.backends.gpu.msbfs import GROUPS_ARCS, auto_groups
+
+    assert auto_groups(1000) == 4 and auto_groups(2 * GROUPS_ARCS) == 2 and auto_groups(10**9) == 1
+    assert _runner(GRAPHS["kron10"]).groups == 4
+    assert _runner(GRAPHS["kron10"], mode="stepwise").groups == 1
+
+
 @pytest.mark.parametrize("name", sorted(GRAPHS))
 @pytest.mark.parametrize("mode", ["replicated", "stepwise"])
 def test_sums_equal_cpu_per_source(name, mode):
@@ -192,6 +214,10 @@ def test_bad_arguments():
         _runner(g, kappa=48)
     with pytest.raises(InvalidArgumentError, match="mode"):
         _runner(g, mode="sideways")
+    with pytest.raises(InvalidArgumentError, match="groups"):
+        _runner(g, groups=0)
+    with pytest.raises(InvalidArgumentError, match="tc_ratio"):
+        _runner(g, tc_ratio=-1)
 
 
 def test_msbfs_api_backend_gpu():

@@ -486,9 +486,27 @@ class _Kernels:
                 h1[c] += np.uint64(qv * (rf >> 32))
                 h2[c] += np.uint64(qv * (rf & 0xFFFFFFFF))
 
-    def k_persistent(self, row_ids, masks, real_ptrs, t_indptr, t_indices, h_indptr, n, srcs, nsrc, per_source,
+    def k_persistent(self, row_ids, masks, real_ptrs, t_indptr, t_indices, h_indptr, n, srcs, nsrcs, per_source,
                      use_bu, bu_ratio, F, Vc, Vn, act, wasact, dirty, Q, qcap, ctr, cnt, far, reach, h0, h1, h2, G,
-                     heavy, nheavy, bu_heavy, tc_ratio, stats):
+                     heavy, nheavy, bu_heavy, tc_ratio, stats, ngroups, bar):
+        # one group after another, each on its own slice of every state array (the kernel runs
+        # them at once on parts of the grid)
+        rho = (n + 7) // 8
+        W, K, r1 = self.W, 32 * self.W, max(rho, 1)
+        for g in range(ngroups):
+            def cut(a, size):
+                return a[g * size:(g + 1) * size]
+
+            sums = [cut(a, K) for a in (far, reach, h0, h1, h2)] if per_source else [far, reach, h0, h1, h2]
+            self._persistent_group(row_ids, masks, real_ptrs, t_indptr, t_indices, h_indptr, n, cut(srcs, K),
+                                   int(nsrcs[g]), per_source, use_bu, bu_ratio, cut(F, 8 * rho * W),
+                                   cut(Vc, 8 * rho * W), cut(Vn, 8 * rho * W), cut(act, r1 * W), cut(wasact, r1),
+                                   cut(dirty, r1), cut(Q, 2 * qcap * 2), qcap, cut(ctr, 32), cut(cnt, K), *sums,
+                                   cut(G, 2 * W), heavy, nheavy, bu_heavy, tc_ratio, stats)
+
+    def _persistent_group(self, row_ids, masks, real_ptrs, t_indptr, t_indices, h_indptr, n, srcs, nsrc, per_source,
+                          use_bu, bu_ratio, F, Vc, Vn, act, wasact, dirty, Q, qcap, ctr, cnt, far, reach, h0, h1, h2,
+                          G, heavy, nheavy, bu_heavy, tc_ratio, stats):
         rho = (n + 7) // 8
         W = self.W
         Qs = Q.reshape(2, qcap, 2)
@@ -547,7 +565,7 @@ def test_signatures_parsed():
     s = _signatures()
     assert set(s) == {"distgraph_msbfs_" + k for k in
                       ("persistent", "seed", "stage1", "bottom_up", "stage2", "build_queue", "flush_sources")}
-    assert len(s["distgraph_msbfs_persistent"]) == 33
+    assert len(s["distgraph_msbfs_persistent"]) == 35
 
 
 @pytest.mark.parametrize("mode", ["replicated", "stepwise"])
@@ -568,6 +586,19 @@ def test_host_code_with_fake_cupy(fake_gpu, mode, name, kappa, bu, reorder):
     if bu == 2**30:
         assert r.info["bottom_up_levels"] > 0
     assert r.info["mode"] == mode and r.plan.total > 0
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_host_code_with_fake_cupy_groups(fake_gpu, groups):
+    g = GRAPHS["random_dir_disconnected"]
+    srcs = np.arange(0, g.n, 2, dtype=np.int64)
+    tptr, tidx, _ = g.csc()
+    r = _fake_runner(fake_gpu, g, kappa=32, groups=groups, bu_ratio=1, reorder="none")
+    assert r.groups == groups and r.grid % groups == 0
+    for per_source in (False, True):
+        got = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=per_source, batch_size=100,
+                          ctx=fake_gpu, progress=False, runner=r)[:5]
+        _assert_same(got, _cpu_sums(g, srcs, per_source))
 
 
 def test_plan_raises_before_allocating():

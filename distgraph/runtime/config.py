@@ -63,6 +63,8 @@ class Config:
     #: GPU closeness: bottom-up level when frontier out-arcs * ratio > unfinished in-arcs (0: never;
     #: 1 measured fastest on the H200, benchmarks/results/gpu_closeness_profile.json).
     gpu_msbfs_bu_ratio: int = 1
+    #: GPU closeness: 256-source launches one persistent kernel runs at once ("auto": 4 on small graphs).
+    gpu_msbfs_groups: str = "auto"
 
 
 def _convert(name: str, typ, raw: str):

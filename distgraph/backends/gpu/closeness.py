@@ -11,6 +11,7 @@ Settings (``distgraph.runtime.config``, environment ``DISTGRAPH_<NAME>``):
 ``gpu_msbfs_kappa`` (concurrent BFSs per launch, 256), ``gpu_msbfs_mode`` (``auto``:
 replicated when the memory plan fits one GPU, partitioned over the ranks' GPUs with
 NVSHMEM otherwise; or forced), ``gpu_msbfs_bu_ratio`` (bottom-up switch, 0 = never),
+``gpu_msbfs_groups`` (concurrent 256-source launches per kernel on small graphs, ``auto``),
 ``gpu_bfs_window`` (Jaccard window of the reordering).
 """
 

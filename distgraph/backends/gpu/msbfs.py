@@ -12,7 +12,8 @@ Two modes, picked by :func:`msbfs_plan` (``mode="auto"``) or forced:
 
 ``replicated``
     Every rank holds the whole BVSS (BLEST's 100-GPU run); the driver deals batches to
-    ranks; one cooperative kernel launch runs all levels of a batch.
+    ranks; one cooperative kernel launch runs all levels of a batch (on small graphs,
+    ``groups`` launches' worth at once, each on a part of the grid).
 ``partitioned``
     For a BVSS larger than one GPU: rank ``r`` owns the rows (pulling vertices) of slice
     sets ``[bounds[r], bounds[r+1])`` (balanced by in-arcs) and the BVSS of those rows
@@ -49,7 +50,7 @@ from ...formats.bvss import SIGMA, TAU, build_bvss
 from .memory import MemoryPlan, format_bytes
 
 __all__ = ["KAPPAS", "MODES", "get_vi", "exchange_ranges", "slice_set_bounds", "rows_subgraph",
-           "emulate_batch", "msbfs_plan", "GpuMSBFS"]
+           "emulate_batch", "msbfs_plan", "auto_groups", "GpuMSBFS"]
 
 KAPPAS = (32, 64, 128, 256)
 MODES = ("auto", "replicated", "partitioned", "stepwise")
@@ -67,6 +68,8 @@ BU_RATIO = 1
 TC_RATIO = 4
 #: bottom-up gives a warp to each vertex with more in-arcs than this, a thread to the others.
 BU_HEAVY = 32
+#: ``groups="auto"``: 4 concurrent launches up to this many arcs, 2 up to twice as many.
+GROUPS_ARCS = 2**21
 
 
 # ============================================================================ layout
@@ -329,21 +332,37 @@ def emulate_batch(n, sources, kappa, *, per_source, bvss_parts, bounds, t_indptr
 
 # ============================================================================ memory plan
 def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, parts: int = 1,
-               bvss_bytes: int | None = None, batch: int = 512) -> MemoryPlan:
-    """Device memory of one rank: BVSS (or its part), kappa-bit state, queues, sums."""
+               bvss_bytes: int | None = None, batch: int = 512, groups: int = 1) -> MemoryPlan:
+    """Device memory of one rank: BVSS (or its part), kappa-bit state (one copy per group of
+    concurrent launches), queues, sums."""
     W = words(kappa)
     rho = (n + SIGMA - 1) // SIGMA
     nhat = rho * SIGMA
+    g = max(int(groups), 1)
     items = {"bvss" + (f" (1/{parts})" if parts > 1 else ""): int(bvss.nbytes if bvss_bytes is None else bvss_bytes),
-             "frontier F": 4 * W * nhat, "visited Vc, Vn": 2 * 4 * W * nhat,
-             "activeSets, wasact, dirtySets": 4 * W * rho + 2 * rho,
-             "VSS queues": 2 * 8 * max(bvss.num_vss, 1), "sums (far, reach, 3 harmonic limbs)": 5 * 8 * max(n, batch)}
+             "frontier F": g * 4 * W * nhat, "visited Vc, Vn": g * 2 * 4 * W * nhat,
+             "activeSets, wasact, dirtySets": g * (4 * W * rho + 2 * rho),
+             "VSS queues": g * 2 * 8 * max(bvss.num_vss, 1),
+             "sums (far, reach, 3 harmonic limbs)": 5 * 8 * max(n, batch)}
     if bottom_up:
         items["transpose CSR + out-degrees"] = 8 * (n + 1) + 4 * t_arcs + 8 * (n + 1)
     hints = ["a smaller kappa (fewer state words per vertex)",
              "mode='partitioned' over more GPUs (each holds a part of the BVSS)",
              "reorder='jaccard' (a smaller BVSS on scale-free graphs)"]
-    return MemoryPlan(f"GPU closeness (kappa={kappa}, {parts} part{'s' if parts > 1 else ''})", items, tuple(hints))
+    grp = f", {g} concurrent launches" if g > 1 else ""
+    return MemoryPlan(f"GPU closeness (kappa={kappa}, {parts} part{'s' if parts > 1 else ''}{grp})", items,
+                      tuple(hints))
+
+
+def auto_groups(arcs: int) -> int:
+    """Concurrent launches per persistent kernel for a graph of ``arcs`` arcs: the levels of
+    one 256-source launch on a small graph (or a road network's thin frontiers) leave most
+    of the GPU idle, so small graphs run 4 launches at once on quarters of the grid."""
+    if arcs <= GROUPS_ARCS:
+        return 4
+    if arcs <= 2 * GROUPS_ARCS:
+        return 2
+    return 1
 
 
 def _grid_size(cp, kernel, block: int) -> int:
@@ -393,6 +412,11 @@ class GpuMSBFS:
     min_blocks : int or None
         Resident blocks per SM the persistent kernel is compiled for (register cap;
         None: the kernel's default).
+    groups : "auto", int or None
+        Replicated mode: launches of ``kappa`` sources that one persistent kernel runs at
+        once, each on ``1/groups`` of the grid with its own state and barrier (``"auto"``:
+        :func:`auto_groups`, 4 on small graphs, 1 on large ones; falls back to 1 when the
+        extra state does not fit; None: ``config.gpu_msbfs_groups``).
 
     Attributes
     ----------
@@ -405,7 +429,8 @@ class GpuMSBFS:
     """
 
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
-                 bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None):
+                 bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
+                 groups=None):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -417,6 +442,11 @@ class GpuMSBFS:
         tc_ratio = TC_RATIO if tc_ratio is None else tc_ratio
         expect(isinstance(tc_ratio, (int, np.integer)) and 0 <= tc_ratio < 2**31 // 8, "tc_ratio",
                "an integer in [0, 2**28)", tc_ratio)
+        groups = config.gpu_msbfs_groups if groups is None else groups
+        if isinstance(groups, str) and groups.strip().isdigit():
+            groups = int(groups)
+        expect(groups == "auto" or (isinstance(groups, (int, np.integer)) and 1 <= groups <= 16), "groups",
+               "'auto' or an integer in [1, 16]", groups)
         bu_heavy = BU_HEAVY if bu_heavy is None else bu_heavy
         expect(isinstance(bu_heavy, (int, np.integer)) and bu_heavy >= 0, "bu_heavy", "an integer >= 0", bu_heavy)
         n = int(hptr.shape[0] - 1)
@@ -473,19 +503,31 @@ class GpuMSBFS:
             self.bounds = np.array([0, self.rho], np.int64)
             self.ss_lo, self.ss_hi = 0, self.rho
         t2ptr, t2idx, _ = g2.csc()
-        self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts)
+        ng = 1
+        if mode == "replicated":
+            ng = auto_groups(int(t2ptr[-1])) if groups == "auto" else int(groups)
+        self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts, groups=ng)
         err = None
         try:
             self.plan.check()
         except DeviceMemoryError as e:
             err = e
+        if err is not None and groups == "auto" and ng > 1:  # one launch at a time may still fit
+            ng = 1
+            self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts)
+            try:
+                self.plan.check()
+                err = None
+            except DeviceMemoryError as e:
+                err = e
+        self.groups = ng
         if size > 1:  # all ranks raise together (the next steps are collective)
             from ...runtime.abort import collective_raise
 
             collective_raise(ctx.comm, err)
         elif err is not None:
             raise err
-        self.info.update({"mode": mode, "parts": parts, "device_bytes": self.plan.total,
+        self.info.update({"mode": mode, "parts": parts, "groups": ng, "device_bytes": self.plan.total,
                           "local_bvss": bvss.summary()})
         if announce is None:
             announce = config.progress == "on" or (config.progress == "auto" and sys.stderr.isatty())
@@ -522,23 +564,26 @@ class GpuMSBFS:
             self._symA = self._pgas.array((max(self.rho, 1) * W,), "uint32")
             self._symW = self._pgas.array((max(self.rho, 1),), "uint8")
             self._F, self._act, self._wasact = self._symF.local, self._symA.local, self._symW.local
-        else:
-            self._F = cp.zeros(nhat * W, cp.uint32)
-            self._act = cp.zeros(max(self.rho, 1) * W, cp.uint32)
-            self._wasact = cp.zeros(max(self.rho, 1), cp.uint8)
-        self._Vc = cp.zeros(nhat * W, cp.uint32)
-        self._Vn = cp.zeros(nhat * W, cp.uint32)
-        self._dirty = cp.zeros(max(self.rho, 1), cp.uint8)
-        self._Q = cp.zeros(2 * self._qcap * 2, cp.int32)
-        self._ctr = cp.zeros(32, cp.int64)
-        self._cnt = cp.zeros(self.kappa, cp.uint32)
-        self._srcs = cp.zeros(self.kappa, cp.int32)
-        self._G = cp.zeros(2 * W, cp.uint32)
+        else:  # one copy per group (the persistent kernel offsets them by its group)
+            self._F = cp.zeros(ng * nhat * W, cp.uint32)
+            self._act = cp.zeros(ng * max(self.rho, 1) * W, cp.uint32)
+            self._wasact = cp.zeros(ng * max(self.rho, 1), cp.uint8)
+        self._Vc = cp.zeros(ng * nhat * W, cp.uint32)
+        self._Vn = cp.zeros(ng * nhat * W, cp.uint32)
+        self._dirty = cp.zeros(ng * max(self.rho, 1), cp.uint8)
+        self._Q = cp.zeros(ng * 2 * self._qcap * 2, cp.int32)
+        self._ctr = cp.zeros(ng * 32, cp.int64)
+        self._cnt = cp.zeros(ng * self.kappa, cp.uint32)
+        self._srcs = cp.zeros(ng * self.kappa, cp.int32)
+        self._nsrcs = cp.zeros(ng, cp.int32)
+        self._bar = cp.zeros(2 * ng, cp.uint32)
+        self._G = cp.zeros(ng * 2 * W, cp.uint32)
         self._stats = cp.zeros(4, cp.int64)   # levels, bottom-up levels (persistent kernel)
         self._stats_seen = np.zeros(4, np.int64)
         self._prof = None
         self._sums = None
         self._deferred = None
+        self._held = None      # deferred sources waiting for a launch of `groups` groups
         self._pending = False
         self._new_id_dev = None
         # ---- kernels
@@ -550,7 +595,7 @@ class GpuMSBFS:
         if mode == "replicated":
             mod = get_module("msbfs", defines=defs, cooperative=True)
             self._persistent = mod.get_function("distgraph_msbfs_persistent")
-            self.grid = _grid_size(cp, self._persistent, BLOCK)
+            self.grid = max(_grid_size(cp, self._persistent, BLOCK) // ng, 1) * ng  # whole groups
         else:
             mod = get_module("msbfs", defines=defs)
             self._k = {name: mod.get_function(f"distgraph_msbfs_{name}")
@@ -561,10 +606,11 @@ class GpuMSBFS:
 
     # ------------------------------------------------------------------ batches
     def _reset(self):
-        for a in (self._F, self._act, self._wasact, self._Vc, self._Vn, self._dirty, self._ctr, self._cnt, self._G):
+        for a in (self._F, self._act, self._wasact, self._Vc, self._Vn, self._dirty, self._ctr, self._cnt, self._G,
+                  self._bar):
             a.fill(0)
         if self.use_bu:
-            self._ctr[4] = self._m_in
+            self._ctr.reshape(-1, 32)[:, 4] = self._m_in
 
     def _sum_arrays(self, size):
         cp = self._cp
@@ -578,11 +624,11 @@ class GpuMSBFS:
     def _launch_persistent(self, nsrc, per_source, sums):
         self._persistent((self.grid,), (BLOCK,),
                          (self._row_ids, self._masks, self._real_ptrs, self._t_ip, self._t_ix, self._h_ip,
-                          np.int32(self.n), self._srcs, np.int32(nsrc), np.int32(per_source),
+                          np.int32(self.n), self._srcs, self._nsrcs, np.int32(per_source),
                           np.int32(self.use_bu), np.int32(self.bu_ratio), self._F, self._Vc, self._Vn, self._act,
                           self._wasact, self._dirty, self._Q, np.int64(self._qcap), self._ctr, self._cnt, *sums,
                           self._G, self._heavy, np.int64(self._nheavy), np.int64(self.bu_heavy),
-                          np.int32(self.tc_ratio), self._stats))
+                          np.int32(self.tc_ratio), self._stats, np.int32(self.groups), self._bar))
 
     def _sync_stats(self):
         """Add the levels counted on the device since the last call to ``info`` (one transfer;
@@ -690,7 +736,8 @@ class GpuMSBFS:
         With ``defer`` (per-vertex sums only) the sums stay in device accumulators and
         ``out`` is left alone; :meth:`drain` adds them to the host later (one transfer for
         the whole run instead of one per batch; the driver defers when there is no
-        checkpoint to keep up to date).
+        checkpoint to keep up to date).  With several groups, deferred sources may wait
+        for the next batch so that every launch runs all its groups.
         """
         cp = self._cp
         src = np.asarray(sources, dtype=np.int64)
@@ -700,29 +747,52 @@ class GpuMSBFS:
         if defer:
             if self._deferred is None:
                 self._deferred = tuple(cp.zeros(self.n, cp.uint64) for _ in range(5))
-            sums = self._deferred
             self._pending = True
-        else:
-            sums = self._sum_arrays(k if per_source else self.n)
-        for lo in range(0, k, self.kappa):
-            hi = min(k, lo + self.kappa)
+            step = self.kappa * self.groups
+            if self.groups > 1:
+                # hold sources until a launch can run all its groups (the driver's batches of
+                # 512 would leave half of 4 groups idle); drain() runs the rest
+                held = internal if self._held is None else np.concatenate([self._held, internal])
+                full = (held.shape[0] // step) * step
+                if full:
+                    self._launch_sources(held[:full], False, self._deferred)
+                self._held = held[full:]
+                return
+            self._launch_sources(internal, False, self._deferred)
+            return
+        sums = self._sum_arrays(k if per_source else self.n)
+        self._launch_sources(internal, per_source, sums)
+        self._add_to_host(sums, per_source, out, reduce=self.collective)
+        if self.mode == "replicated":
+            self._sync_stats()
+
+    def _launch_sources(self, internal, per_source, sums):
+        """Launches over ``internal`` (vertex ids of the reordered graph), ``kappa * groups``
+        sources each, adding into the device arrays ``sums``."""
+        cp = self._cp
+        k = internal.shape[0]
+        step = self.kappa * self.groups   # one launch runs `groups` kappa-source MS-BFSs
+        for lo in range(0, k, step):
+            hi = min(k, lo + step)
             self._reset()
             self._srcs[: hi - lo] = cp.asarray(internal[lo:hi].astype(np.int32))
+            if self.mode == "replicated":
+                self._nsrcs[...] = cp.asarray(np.clip(hi - lo - self.kappa * np.arange(self.groups), 0,
+                                                      self.kappa).astype(np.int32))
             part = tuple(a[lo:hi] for a in sums) if per_source else sums
             if self.mode == "replicated":
                 self._launch_persistent(hi - lo, int(per_source), part)
             else:
                 self._run_stepwise(hi - lo, int(per_source), part)
             self.info["launches"] += 1
-        if not defer:
-            self._add_to_host(sums, per_source, out, reduce=self.collective)
-            if self.mode == "replicated":
-                self._sync_stats()
 
     def drain(self, far, reach, h0, h1, h2) -> None:
-        """Add the deferred per-vertex sums (see :meth:`run`) into host arrays and reset
-        them.  Not collective: in partitioned mode each rank adds its own vertices' part
-        and the driver's final reduction over ranks completes them."""
+        """Run the sources still held (see :meth:`run`), add the deferred per-vertex sums into
+        host arrays and reset them.  Not collective: in partitioned mode each rank adds its
+        own vertices' part and the driver's final reduction over ranks completes them."""
+        if self._held is not None and self._held.shape[0]:
+            self._launch_sources(self._held, False, self._deferred)
+        self._held = None
         if self.mode == "replicated":
             self._sync_stats()
         if not self._pending:
