@@ -227,3 +227,21 @@ def test_td_step_prefetch_edges():
     g = Graph.from_edges([0, 0, 0, 1, 2, 2], [1, 1, 2, 3, 3, 3], n=4, dedup=False)
     r = bfs(g, 0, parents=True, verify=True)
     assert r.levels.tolist() == [0, 1, 1, 2] and r.parents.tolist() == [0, 0, 0, 1]
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_kernel_int64_row_pointers(directed):
+    """bfs() passes int32 row pointers when the arc count fits; the kernel on the
+    graph's own int64 ones (graphs past 2**31 arcs) gives the same levels and parents."""
+    from distgraph.backends.cpu.bfs import bfs_serial
+
+    g = gnp(300, 0.02, seed=3, directed=directed)
+    tptr, tidx, _ = g.csc()
+    maxdeg = int(np.diff(g.indptr).max())
+    for s in (0, 17, 299):
+        ref = bfs(g, s, parents=True, verify=True)
+        lv = np.empty(g.n, np.int32)
+        par = np.empty(g.n, np.int64)
+        bfs_serial(g.indptr, g.indices, tptr, tidx, s, 15.0, 18.0, lv, par, True, np.empty(g.n + 1, g.indices.dtype),
+                   maxdeg)
+        assert np.array_equal(lv, ref.levels) and np.array_equal(par, ref.parents)
