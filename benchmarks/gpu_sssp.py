@@ -18,8 +18,9 @@ once, not timed; GTEPS = stored arcs / seconds):
   plus host checks for negative cycles on shifted weights);
 * ``gpu_rounds_cupy``: :func:`rounds_cupy`, the round-based baseline in plain CuPy;
 * ``cpu_1rank``: distgraph's CPU backend (``rounds`` driver) in this process;
-* ``cpu_Nranks`` (``--cpu-ranks N``, graphs up to 2**21 vertices): the same under
-  ``mpirun -n N`` on this host's cores (each rank builds the graph; run time only);
+* ``cpu_Nranks`` (``--cpu-ranks N`` on ``--cpu-ranks-graphs``/``--cpu-ranks-weights``,
+  graphs up to 2**21 vertices): the same under ``mpirun -n N`` on this host's cores (each
+  rank builds the graph; run time only);
 * ``scipy_dijkstra``: on the uniform weights (on the shifted ones, Dijkstra on the
   unshifted weights plus potentials is the reference, timed the same);
   scipy ``bellman_ford``/``johnson`` are not run: both are O(n m) here (98 s and 116 s
@@ -57,13 +58,19 @@ def _sh(cmd):
         return str(e)
 
 
+_BUILT: dict = {}
+
+
 def case(spec, weights):
-    """(graph, source, unshifted graph, potential or None)."""
+    """(graph, source, unshifted graph, potential or None); the base graph is built once."""
     from sssp_bench import build
 
     from distgraph.generators import potential_shift
 
-    base, s = build(spec)
+    if spec not in _BUILT:
+        _BUILT.clear()
+        _BUILT[spec] = build(spec)
+    base, s = _BUILT[spec]
     if weights == "uniform":
         return base, s, base, None
     g, p = potential_shift(base, seed=1, return_potential=True)
@@ -79,7 +86,7 @@ def best(fn, trials):
     return min(times), times, out
 
 
-def bench_case(spec, weights, trials, cpu_ranks, row):
+def bench_case(spec, weights, trials, cpu_ranks, row, cpu_weights=("uniform", "shifted")):
     import cupy as cp
     import scipy.sparse.csgraph as csg
     from mpi4py import MPI
@@ -137,7 +144,7 @@ def bench_case(spec, weights, trials, cpu_ranks, row):
         for q in ("gpu_queue_bq", "gpu_queue_bwd"):
             if "time_s" in row.get(q, {}):
                 row[q]["speedup_vs_rounds_cupy"] = row["gpu_rounds_cupy"]["time_s"] / row[q]["time_s"]
-    if cpu_ranks and g.n <= 1 << 21:
+    if cpu_ranks and g.n <= 1 << 21 and weights in cpu_weights:
         row[f"cpu_{cpu_ranks}ranks"] = mpirun_json(cpu_ranks, ["--worker-cpu", spec, weights], 180)
         if "time_s" in row[f"cpu_{cpu_ranks}ranks"]:
             row[f"cpu_{cpu_ranks}ranks"]["gteps"] = g.m / row[f"cpu_{cpu_ranks}ranks"]["time_s"] / 1e9
@@ -232,7 +239,11 @@ def main(argv=None):
     ap.add_argument("--weights", default="uniform,shifted")
     ap.add_argument("--trials", type=int, default=int(os.environ.get("BENCH_GPU_SSSP_TRIALS", 3)))
     ap.add_argument("--cpu-ranks", type=int, default=int(os.environ.get("BENCH_GPU_SSSP_CPU_RANKS", 16)))
+    ap.add_argument("--cpu-ranks-graphs", default="kron:20", help="graphs of the --cpu-ranks runs")
+    ap.add_argument("--cpu-ranks-weights", default="uniform,shifted", help="weights of the --cpu-ranks runs")
     ap.add_argument("--pes", default=os.environ.get("BENCH_GPU_SSSP_PES", "1,2,4"))
+    ap.add_argument("--pes-weights", default="shifted,uniform")
+    ap.add_argument("--pes-trials", type=int, default=2)
     ap.add_argument("--pes-graph", default=os.environ.get("BENCH_GPU_SSSP_PES_GRAPH", "kron:16"))
     ap.add_argument("--worker-cpu", nargs=2, metavar=("GRAPH", "WEIGHTS"))
     ap.add_argument("--worker-pes", nargs=2, metavar=("GRAPH", "WEIGHTS"))
@@ -257,15 +268,16 @@ def main(argv=None):
             row = {"graph": spec, "weights": wk}
             print(spec, wk, flush=True)
             try:
-                bench_case(spec, wk, a.trials, a.cpu_ranks, row)
+                bench_case(spec, wk, a.trials, a.cpu_ranks if spec in a.cpu_ranks_graphs.split(",") else 0, row,
+                           a.cpu_ranks_weights.split(","))
             except Exception as e:
                 row["error"] = repr(e)[:2000]
                 print("  error", row["error"], flush=True)
             results["runs"].append(row)
             path.write_text(json.dumps(results, indent=1, default=float))
     for p in [int(x) for x in a.pes.split(",") if x]:
-        for wk in ("uniform", "shifted"):
-            r = mpirun_json(p, ["--worker-pes", a.pes_graph, wk, "--trials", "2"], 240)
+        for wk in [x for x in a.pes_weights.split(",") if x]:
+            r = mpirun_json(p, ["--worker-pes", a.pes_graph, wk, "--trials", str(a.pes_trials)], 240)
             results["pes"][f"{p}_{wk}"] = r
             print("pes", p, wk, json.dumps(r, default=float)[:600], flush=True)
             path.write_text(json.dumps(results, indent=1, default=float))

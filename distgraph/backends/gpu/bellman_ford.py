@@ -16,7 +16,8 @@ detected in device code from per-PE counters of items sent and finished.
 
 ``mode="rounds"``: :func:`rounds_cupy`, the round-based Bellman-Ford a CuPy user would
 write (array operations only: the out-arcs of the vertices improved in the last round are
-expanded, one ``cupyx.scatter_min`` per round). Each rank runs the whole graph (it is the
+expanded, one scatter-minimum per round: ``cupy.minimum.at`` or ``cupyx.scatter_min``,
+whichever is exact for the dtype, else a sort). Each rank runs the whole graph (it is the
 single-GPU baseline, not a distributed driver).
 
 Distances on the device are 64-bit keys: int64 sums for integer weights, float64 sums for
@@ -355,15 +356,49 @@ def run_queue(graph, weights, source, comm, confirm, queue="bq", remote="atomic"
 
 
 # --------------------------------------------------------------------------- round-based
-def _scatter_min(cp, dist, v, c):
-    """``dist[v] = min(dist[v], c)`` with repeated ``v``: ``cupyx.scatter_min``, or a sort."""
+_EXACT: dict = {}
+
+
+def _scatter_fn(cp, dtype):
+    """The first exact scatter-minimum of ``cupy.minimum.at`` and ``cupyx.scatter_min`` for
+    ``dtype``, probed once (through ``cupyx.scatter_min`` the float64 distances of
+    cond-mat-2005 came back rounded to float32 on the H200, CuPy 14.2), or None (then a
+    sort does it)."""
+    key = np.dtype(dtype).str
+    if key in _EXACT:
+        return _EXACT[key]
     import cupyx
 
-    try:
-        cupyx.scatter_min(dist, v, c)
+    fns = []
+    if hasattr(cp.minimum, "at"):
+        fns.append(lambda a, i, x: cp.minimum.at(a, i, x))
+    fns.append(lambda a, i, x: cupyx.scatter_min(a, i, x))
+    if np.dtype(dtype).kind == "f":
+        vals, inf = np.array([0.9, 1.0, 0.1 + 2.0 ** -40, 7.0]), np.inf
+    else:
+        vals, inf = np.array([2 ** 53 + 1, 2 ** 60, -(2 ** 41) - 3, 7]), np.iinfo(np.int64).max
+    idx = np.array([0, 0, 1, 2])
+    want = np.array([vals[0], vals[2], vals[3]]).astype(dtype)
+    found = None
+    for fn in fns:
+        try:
+            a = cp.full(3, inf, dtype)
+            fn(a, cp.asarray(idx), cp.asarray(vals.astype(dtype)))
+            if np.array_equal(a.get(), want):
+                found = fn
+                break
+        except Exception:  # noqa: BLE001 - an unsupported dtype: try the next
+            continue
+    _EXACT[key] = found
+    return found
+
+
+def _scatter_min(cp, dist, v, c):
+    """``dist[v] = min(dist[v], c)`` with repeated ``v``: an exact CuPy scatter-minimum, or a sort."""
+    fn = _scatter_fn(cp, dist.dtype)
+    if fn is not None:
+        fn(dist, v, c)
         return
-    except (TypeError, NotImplementedError, ValueError):
-        pass
     order = cp.lexsort(cp.stack([c, v]))
     vs, cs = v[order], c[order]
     first = cp.ones(vs.shape[0], dtype=bool)
@@ -377,7 +412,8 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
 
     Round ``k`` relaxes the out-arcs of the vertices whose distance changed in round
     ``k - 1`` (Jacobi: candidates from the distances at the start of the round), with one
-    ``cupyx.scatter_min``. Without a negative cycle no distance changes after round
+    exact scatter-minimum (``cupy.minimum.at`` / ``cupyx.scatter_min``). Without a
+    negative cycle no distance changes after round
     ``n - 1``.
 
     Parameters
