@@ -141,6 +141,51 @@ def bench(spec, reps, batch, nx_limit, tol):
     return r
 
 
+def load(spec):
+    from distgraph.generators import from_spec, is_spec
+    from distgraph.graph.readers import read_graph
+
+    return from_spec(spec) if is_spec(spec) else read_graph(os.path.join(DATA, spec))
+
+
+def build_times(spec, reps=3):
+    """Seconds of each stage of a host build of ``spec``'s tree (best of ``reps``):
+    Morton encoding (numpy), sort (numpy), the numba passes (``from_codes``), the
+    cached frontier, and the whole ``K2Tree.from_graph``."""
+    from distgraph.formats.k2tree import K2Tree, morton_encode
+
+    t0 = time.perf_counter()
+    g = load(spec)
+    res = {"graph": spec, "vertices": g.n, "arcs": g.m, "read_s": time.perf_counter() - t0}
+    K2Tree.from_graph(load("kron:8"))  # numba compile outside the timings
+    best = {}
+    for _ in range(reps):
+        t = {}
+        t0 = time.perf_counter()
+        rows = np.repeat(np.arange(g.n, dtype=np.int64), np.diff(g.indptr))
+        codes = morton_encode(rows, g.indices)
+        del rows
+        t["encode_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        codes.sort()
+        t["sort_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        tree = K2Tree.from_codes(codes, (g.n, g.n), presorted=True)
+        t["levels_and_directory_s"] = time.perf_counter() - t0
+        del codes
+        t0 = time.perf_counter()
+        tree.with_frontier()
+        t["frontier_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        K2Tree.from_graph(g)
+        t["from_graph_s"] = time.perf_counter() - t0
+        best = {k: min(v, best.get(k, v)) for k, v in t.items()}
+    res.update(best)
+    res["nodes"] = tree.num_nodes
+    res["bits_per_edge"] = tree.bits_per_edge()
+    return res
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--outdir", default=os.path.join(ROOT, "benchmarks", "results"))
@@ -149,8 +194,22 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--nx-limit", type=int, default=500_000, help="run networkx only up to this many arcs")
     p.add_argument("--tol", type=float, default=1e-10, help="PageRank tolerance given to every implementation")
+    p.add_argument("--build", nargs="*", metavar="SPEC",
+                   help="only time the host build of these graphs' trees (OUTDIR/k2tree_build.json)")
     a = p.parse_args(argv)
     os.makedirs(a.outdir, exist_ok=True)
+    if a.build:
+        out = {"benchmark": "k2tree_build", "commit": sh(f"git -C {ROOT} rev-parse HEAD"),
+               "dirty": bool(sh(f"git -C {ROOT} status --porcelain")), "host": platform.node(),
+               "cpu": sh("lscpu | grep 'Model name' | sed 's/.*: *//'"), "cores": os.cpu_count(),
+               "load_avg_at_start": list(os.getloadavg()),
+               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+               "threads": 1, "graphs": [build_times(s) for s in a.build]}
+        out["load_avg_at_end"] = list(os.getloadavg())
+        with open(os.path.join(a.outdir, "k2tree_build.json"), "w") as f:
+            json.dump(out, f, indent=1)
+        print(json.dumps(out["graphs"], indent=1))
+        return
     out = {"benchmark": "k2tree_cpu", "commit": sh(f"git -C {ROOT} rev-parse HEAD"),
            "dirty": bool(sh(f"git -C {ROOT} status --porcelain")), "host": platform.node(),
            "cpu": sh("lscpu | grep 'Model name' | sed 's/.*: *//'"), "cores": os.cpu_count(),

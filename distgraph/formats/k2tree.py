@@ -325,11 +325,23 @@ class K2Tree:
     def from_csr(cls, indptr, indices, shape=None, **kw) -> "K2Tree":
         """Build from CSR arrays (``shape`` defaults to square ``n x n``)."""
         indptr = np.asarray(indptr, dtype=np.int64)
+        indices = np.asarray(indices)
         n = indptr.shape[0] - 1
         if shape is None:
             shape = (n, n)
-        rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-        return cls.from_coo(rows, np.asarray(indices), shape, **kw)
+        nr, nc = int(shape[0]), int(shape[1])
+        if (nr != n or indptr[0] != 0 or indptr[-1] != indices.shape[0] or max(nr, nc) > (1 << 32)
+                or (indices.size and (int(indices.min()) < 0 or int(indices.max()) >= nc))
+                or np.any(np.diff(indptr) < 0)):
+            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+            return cls.from_coo(rows, indices, shape, **kw)  # validates and says what is wrong
+        codes = _nb_csr_codes(indptr, indices)
+        codes.sort()
+        sample = int(kw.pop("sample", DEFAULT_SAMPLE))
+        if sample < 2 or sample % 2:
+            raise InvalidArgumentError(f"sample must be an even integer >= 2; got {sample}")
+        return cls._from_sorted(codes, (nr, nc), _levels_for(nr, nc), sample,
+                                kw.pop("top_nodes", DEFAULT_TOP_NODES), kw.pop("cached_frontier", False))
 
     @classmethod
     def from_graph(cls, graph, **kw) -> "K2Tree":
@@ -474,6 +486,27 @@ def _nb_check(codes):
         if k > cmax:
             cmax = k
     return ok, int(rmax), int(cmax)
+
+
+@nb.njit(cache=True, inline="always")
+def _nb_spread(v):
+    v = v & np.uint64(0x00000000FFFFFFFF)
+    v = (v | (v << np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+    v = (v | (v << np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+    v = (v | (v << np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    v = (v | (v << np.uint64(2))) & np.uint64(0x3333333333333333)
+    return (v | (v << np.uint64(1))) & np.uint64(0x5555555555555555)
+
+
+@nb.njit(cache=True, nogil=True)
+def _nb_csr_codes(indptr, indices):
+    """Morton codes of the non-zeros of a CSR (row bits odd, column bits even)."""
+    out = np.empty(indices.shape[0], np.uint64)
+    for i in range(indptr.shape[0] - 1):
+        r = _nb_spread(np.uint64(i)) << np.uint64(1)
+        for k in range(indptr[i], indptr[i + 1]):
+            out[k] = r | _nb_spread(np.uint64(indices[k]))
+    return out
 
 
 @nb.njit(cache=True, inline="always")
