@@ -133,6 +133,7 @@ def bench_gpu(g, limit, reorder="auto"):
     for b in batches:  # as the driver runs them without a checkpoint: sums kept on the device
         r.run(b, False, acc, defer=True)
         done += b.size
+        cp.cuda.Device().synchronize()  # launches are asynchronous: keep the clock honest
         if time.perf_counter() - t0 > limit:
             break
     r.drain(*acc)
@@ -395,6 +396,8 @@ def main(argv=None):
                     help="graph of the replicated/partitioned comparison")
     ap.add_argument("--worker-modes", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-batches", type=int, default=4, help=argparse.SUPPRESS)
+    ap.add_argument("--modes-batches", type=int, default=int(os.environ.get("BENCH_GPU_CLOSENESS_MODES_BATCHES", 4)),
+                    help="batches of 512 sources timed in each mode")
     a = ap.parse_args(argv)
     if a.worker_modes:
         worker_modes(a.worker_modes, a.worker_batches, a.reorder)
@@ -424,7 +427,9 @@ def main(argv=None):
     for p in [int(x) for x in a.pes.split(",") if x]:
         cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(p), "-x", "PYTHONPATH",
                "-x", "NVSHMEM_DISABLE_NVLS", "-x", "NVSHMEM_REMOTE_TRANSPORT", "-x", "NVSHMEM_SYMMETRIC_SIZE",
-               sys.executable, __file__, "--worker-modes", a.modes_graph, "--reorder", a.reorder]
+               *[x for k in sorted(os.environ) if k.startswith("DISTGRAPH_") for x in ("-x", k)],
+               sys.executable, __file__, "--worker-modes", a.modes_graph, "--reorder", a.reorder,
+               "--worker-batches", str(a.modes_batches)]
         try:
             pr = subprocess.run(cmd, capture_output=True, text=True, timeout=float(os.environ.get("BENCH_GPU_CLOSENESS_MODES_TIMEOUT", 300)))
             line = [x for x in pr.stdout.splitlines() if x.startswith("MODES-JSON ")]

@@ -510,7 +510,7 @@ __device__ __forceinline__ void dg_ms_group_sync(cg::grid_group &grid, int ngrou
             __threadfence();
             atomicAdd(bar + 1, 1u);
         } else {
-            while (*gen == g0) __nanosleep(32);
+            while (*gen == g0) asm volatile("nanosleep.u32 32;");
         }
         __threadfence();
     }
