@@ -257,11 +257,15 @@ def test_cli_headline_spec(tmp_path):
 
 # -------------------------------------------------------------------------- MPI
 @pytest.mark.mpi
+@pytest.mark.parametrize("dynamic", [True, False], ids=["first-come", "round-robin"])
 @pytest.mark.parametrize("spec", ["kron:10:directed", "urand:9:ef=2", "grid:20x20:drop=0.5"])
-def test_mpi_identical_to_one_rank(comm, spec):
+def test_mpi_identical_to_one_rank(comm, spec, dynamic, monkeypatch):
     from mpi4py import MPI
 
+    import distgraph.algorithms.msbfs as msbfs_mod
     from distgraph.generators import from_spec
+
+    monkeypatch.setattr(msbfs_mod, "DYNAMIC_DEALING", dynamic)
 
     g = from_spec(spec)
     ok = []
@@ -274,6 +278,26 @@ def test_mpi_identical_to_one_rank(comm, spec):
                   and np.array_equal(r.closeness, one.closeness, equal_nan=True))
     ok = comm.allgather(all(ok))
     assert all(ok)
+
+
+@pytest.mark.mpi
+def test_mpi_dealer_hands_out_each_batch_once(comm):
+    """The first-come-first-served dealer: every batch id to exactly one rank, even when
+    one rank is slow to ask."""
+    import time
+
+    from distgraph.algorithms.msbfs import _Dealer
+
+    todo = np.arange(3, 40, dtype=np.int64)
+    dealer = _Dealer(comm, todo)
+    got = []
+    for b in dealer:
+        got.append(b)
+        if comm.rank == 0:
+            time.sleep(0.002)
+    dealer.close()
+    everything = sorted(sum(comm.allgather(got), []))
+    assert everything == todo.tolist()
 
 
 def test_progress_bar_on_rank0(capsys):

@@ -3,10 +3,12 @@
 Sources are cut into batches of ``k <= 512`` (one bit each in ``k / 64`` machine
 words) and every batch runs as one bit-parallel BFS (Then et al., PVLDB 2014; BLEST
 Sec. 6.1; kernel in :mod:`distgraph.backends.cpu.msbfs`). Batches are dealt to MPI
-ranks round-robin (each rank holds the whole graph, BLEST's replicated mode) and,
-inside a rank, to threads; the partial sums are exact integers (uint64 distance
-sums, int64 reach counts, fixed-point harmonic sums), so the reduction over threads
-and ranks gives bit-identical results for any number of either.
+ranks first come, first served (each rank holds the whole graph, BLEST's replicated
+mode; one MPI-3 atomic counter, :class:`_Dealer`, so a rank whose core is shared with
+other jobs takes fewer batches) and, inside a rank, to threads; the partial sums are
+exact integers (uint64 distance sums, int64 reach counts, fixed-point harmonic sums),
+so the reduction over threads and ranks gives bit-identical results for any number
+of either, whichever rank ran which batch.
 
 :func:`run_batches` is the shared driver (also used by closeness): it skips batches
 a checkpoint already holds, stores each finished batch durably, and draws a
@@ -31,6 +33,46 @@ MAX_BATCH = 512
 # Test hook: called as _BATCH_HOOK(batch_id) on each rank after a batch is merged and
 # checkpointed (tests raise from it to simulate a job killed mid-way).
 _BATCH_HOOK = None
+
+#: Deal batches to ranks first come, first served (False: round-robin, batch i to rank i % p).
+DYNAMIC_DEALING = True
+
+
+class _Dealer:
+    """First come, first served dealing of the batch ids ``todo`` over the ranks of
+    ``comm``: one int64 counter on rank 0, taken with ``MPI_Fetch_and_op(SUM)`` inside
+    one passive-target epoch (``MPI_Win_lock_all`` for the whole run: an atomic then
+    completes without rank 0 entering MPI, about 4 us; a ``MPI_Win_lock`` per call
+    waited for rank 0's kernel to end). Creating and freeing it is collective."""
+
+    def __init__(self, comm, todo):
+        from mpi4py import MPI
+
+        self._op = MPI.SUM
+        self.todo = todo
+        self.win = MPI.Win.Allocate(8 if comm.Get_rank() == 0 else 0, 8, comm=comm)
+        if comm.Get_rank() == 0:
+            self.win.Lock(0, MPI.LOCK_EXCLUSIVE)
+            self.win.Put(np.zeros(1, np.int64), 0)
+            self.win.Unlock(0)
+        comm.Barrier()
+        self.win.Lock_all()
+        self._one = np.ones(1, np.int64)
+        self._got = np.zeros(1, np.int64)
+
+    def __iter__(self):
+        while True:
+            self.win.Fetch_and_op(self._one, self._got, 0, 0, self._op)
+            self.win.Flush(0)
+            i = int(self._got[0])
+            if i >= self.todo.size:
+                return
+            yield int(self.todo[i])
+
+    def close(self):
+        """Collective; call only when every rank got here (not after an exception)."""
+        self.win.Unlock_all()
+        self.win.Free()
 
 
 @dataclass
@@ -177,9 +219,11 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
 
             raise CheckpointError(f"checkpoint lists batch {int(done[-1])} but this run has {nb} batches")
     todo = np.setdiff1d(np.arange(nb, dtype=np.int64), done)
-    mine = todo[ctx.rank::ctx.size]
+    mine = todo[ctx.rank::ctx.size]  # round-robin share; with a dealer, the progress bar's estimate
+    dealer = _Dealer(ctx.comm, todo) if runner is None and ctx.size > 1 and DYNAMIC_DEALING else None
+    batches = dealer if dealer is not None else mine.tolist()
 
-    nthreads = min(thread_count(ctx), max(1, mine.size)) if runner is None else 1
+    nthreads = min(thread_count(ctx), max(1, (todo if dealer else mine).size)) if runner is None else 1
     pool_work = []
     wmax = _words(min(batch_size, max(k, 1)))
     for _ in range(nthreads if runner is None else 0):
@@ -226,7 +270,7 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
     with bar:
         if nthreads == 1:
             collective = getattr(runner, "collective", False)
-            for i, b in enumerate(todo if collective else mine):
+            for i, b in enumerate(todo if collective else batches):
                 res = job(b, free.pop())
                 if collective and i % ctx.size != ctx.rank:
                     free.append(res[3])  # run by every rank; kept by the rank it is dealt to
@@ -234,7 +278,7 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
                 merge(res)
                 bar.update()
         else:
-            it = iter(mine.tolist())
+            it = iter(batches)
             with ThreadPoolExecutor(max_workers=nthreads) as ex:
                 running = set()
                 while True:
@@ -250,6 +294,8 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
                         merge(f.result())
                         bar.update()
 
+    if dealer is not None:
+        dealer.close()
     if runner is not None and hasattr(runner, "drain"):
         runner.drain(acc["far"], acc["reach"], acc["h0"], acc["h1"], acc["h2"])
         normalize_limbs(acc["h0"], acc["h1"], acc["h2"])
