@@ -231,8 +231,9 @@ def test_td_step_prefetch_edges():
 
 @pytest.mark.parametrize("directed", [False, True])
 def test_kernel_int64_row_pointers(directed):
-    """bfs() passes int32 row pointers when the arc count fits; the kernel on the
-    graph's own int64 ones (graphs past 2**31 arcs) gives the same levels and parents."""
+    """bfs() passes int32 row pointers and uint32 parents when they fit; the kernel on
+    the graph's own int64 row pointers and uint64 parents (graphs past 2**31 arcs or
+    vertices) gives the same levels and parents."""
     from distgraph.backends.cpu.bfs import bfs_serial
 
     g = gnp(300, 0.02, seed=3, directed=directed)
@@ -241,7 +242,7 @@ def test_kernel_int64_row_pointers(directed):
     for s in (0, 17, 299):
         ref = bfs(g, s, parents=True, verify=True)
         lv = np.empty(g.n, np.int32)
-        par = np.empty(g.n, np.int64)
+        par = np.empty(g.n, np.uint64)  # the kernel's parents are unsigned (unreached = all ones)
         bfs_serial(g.indptr, g.indices, tptr, tidx, s, 15.0, 18.0, lv, par, True, np.empty(g.n + 1, g.indices.dtype),
                    maxdeg)
-        assert np.array_equal(lv, ref.levels) and np.array_equal(par, ref.parents)
+        assert np.array_equal(lv, ref.levels) and np.array_equal(par.view(np.int64), ref.parents)

@@ -147,11 +147,13 @@ def bfs(graph, source, *, parents=False, backend=None, comm=None, verify=False, 
 
         ip, idx, tptr, tidx, max_degree = _cpu_layout(graph)
         levels = np.empty(n, np.int32)
-        par = np.empty(n if parents else 1, np.int64)
+        # parents kept unsigned (unreached = all ones), in 32 bits when ids fit: half the
+        # cache lines on the top-down steps' per-arc minimum; widened to int64 after
+        narrow = n < np.iinfo(np.int32).max
+        par = np.empty(n if parents else 1, np.uint32 if narrow else np.uint64)
         queue = _scratch_queue(n + 1, graph.indices.dtype)
         bfs_serial(ip, idx, tptr, tidx, source, alpha, beta, levels, par, bool(parents), queue, max_degree)
-        if not parents:
-            par = None
+        par = par.view(np.int32 if narrow else np.int64).astype(np.int64) if parents else None
     res = BFSResult(levels, par, source)
     if verify:
         verify_bfs(graph, source, levels, par)
@@ -224,6 +226,7 @@ def _bfs_distributed(graph, source, ctx, alpha, beta):
     out_g = in_g = None  # this rank's rows of the CSR / CSC: built at the first split level
     levels = np.full(n, -1, np.int32)
     parents = np.full(n, -1, np.int64)
+    parents_u = parents.view(np.uint64)  # the top-down kernel's view (unreached = largest)
     levels[source] = 0
     parents[source] = source
     claim = np.full(n, -1, np.int64)
@@ -237,7 +240,7 @@ def _bfs_distributed(graph, source, ctx, alpha, beta):
     lev = 0
     while True:
         # small top-down levels: every rank runs them on the whole graph, no message
-        qs, qe, lev, edges_to_check, scout = td_until(indptr, indices, levels, parents, queue, qs, qe, lev,
+        qs, qe, lev, edges_to_check, scout = td_until(indptr, indices, levels, parents_u, queue, qs, qe, lev,
                                                       edges_to_check, scout, max_degree, alpha, REDUNDANT_ARCS,
                                                       True)
         if qe == qs:

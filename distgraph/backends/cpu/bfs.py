@@ -9,8 +9,10 @@ the frontier shrinks below ``n / beta`` vertices.
 State arrays:
 
 * ``levels`` -- int32 ``(n,)``: BFS depth, ``-1`` while unreached;
-* ``parents`` -- int64 ``(n,)``: the *smallest* vertex id at depth ``levels[v] - 1``
-  with an arc to ``v`` (``parents[source] == source``; ``-1`` unreached). Taking the
+* ``parents`` -- ``(n,)``: the *smallest* vertex id at depth ``levels[v] - 1``
+  with an arc to ``v`` (``parents[source] == source``; ``-1`` unreached). The
+  top-down kernels take it as an *unsigned* view (uint32 when ids fit: half the cache
+  lines; uint64 otherwise), where unreached (all ones) is the largest value. Taking the
   minimum in both directions makes the parent array a function of the graph and the
   source only, so it is the same for any number of ranks;
 * ``queue`` -- ``n + 1`` vertex ids (int32 when ids fit): the frontier as a list
@@ -60,7 +62,7 @@ def _td_step(indptr, indices, levels, parents, queue, qs, qe, lev, want_parents)
     (new qe, sum of out-degrees of the expanded vertices). Branch-free on the arcs,
     with prefetch (see the module comment)."""
     lu = levels.view(np.uint32)  # unreached (-1) reads as the largest value
-    pu = parents.view(np.uint64)  # likewise
+    pu = parents  # unsigned already: likewise
     nl = np.uint32(lev + 1)
     tail = qe
     expanded = 0
@@ -158,7 +160,8 @@ def td_until(indptr, indices, levels, parents, queue, qs, qe, lev, edges_to_chec
 @njit(cache=True, nogil=True)
 def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, parents, want_parents, queue,
                max_degree):
-    """Whole direction-optimizing BFS from ``source``; fills ``levels`` (and ``parents``).
+    """Whole direction-optimizing BFS from ``source``; fills ``levels`` (and ``parents``,
+    uint32 or uint64, all ones where unreached).
     ``queue`` is scratch of ``n + 1`` entries (int32 when ids fit: half the memory traffic);
     ``max_degree`` the largest out-degree (row pointers may be int32 when ``m`` fits)."""
     n = indptr.shape[0] - 1
@@ -167,7 +170,7 @@ def bfs_serial(indptr, indices, tindptr, tindices, source, alpha, beta, levels, 
         levels[i] = -1
     if want_parents:
         for i in range(n):
-            parents[i] = -1
+            parents[i] = -1  # all ones in the unsigned array
         parents[source] = source
     levels[source] = 0
     nw = (n + 63) >> 6
