@@ -46,11 +46,14 @@ _MODE = {"plain": 0, "lazy": 1, "switch": 2}
 # Not in the paper, for measurements: lazy marking that first skips rows already visited;
 # "plain-s1": the direct scheme with session 1's update code (rows one after the other),
 # kept for A/B runs in one benchmark.
-# "plain-v": the direct scheme with the visited bitmap and slice-set claims (mode bit 16).
+# "plain-v": the direct scheme with the visited bitmap and slice-set claims (mode bit 16);
+# one round trip less per level but more VSSs queued: measured slower on every graph
+# (road-FLA 5.10 vs 4.82 ms, kron:22 5.97 vs 2.25 ms; benchmarks/results/gpu_bfs_session2.json).
 _MODE_EXTRA = {"lazy+filter": 5, "switch+filter": 6, "plain-s1": 8, "plain-v": 16}
 BLOCK = 256
 #: Plain scheme: a level whose work queue holds at most this many VSSs runs on block 0
-#: alone (no grid sync); one VSS per warp of the block.
+#: alone (no grid sync); one VSS per warp of the block.  Swept on road-FLA (RCM, 64
+#: sources): 0 -> 4.95 ms, 8 -> 4.82, 16 -> 4.85, 32 -> 5.61 (serialized VSSs).
 TINY_DEFAULT = 8
 N_CTR = 32
 
