@@ -14,8 +14,10 @@ For every graph: 64 sources picked as GAP does (seeded, zero-degree vertices ski
 mean milliseconds per source of one cooperative kernel launch (CUDA events, launch to
 completion, state init included), GTEPS = arcs of the reached component (each undirected
 edge counted in both directions, as BLEST counts) / time, for each variant (plain = Alg. 2,
-lazy = Alg. 3, switch = Alg. 3 + 4) with and without reordering (Table 4's ablation),
-and the auto choice.  Baselines in the same run: a frontier BFS by cuSPARSE SpMV through
+lazy = Alg. 3, switch = Alg. 3 + 4; plain-s1 = plain with session 1's update code, plain-v
+= plain with the visited bitmap, lazy/switch+filter) with and without reordering (Table 4's
+ablation), the auto choice, the parents pass, and on road graphs sweeps of ``tiny`` and of
+the grid size.  Baselines in the same run: a frontier BFS by cuSPARSE SpMV through
 cupyx.scipy.sparse, scipy.sparse.csgraph.breadth_first_order, and the CPU backend
 (distgraph.bfs backend="cpu") when it is importable.  Every BLEST result is checked
 against the SpMV BFS levels.  Preprocessing (reorder, BVSS, U_div, transpose) is reported
