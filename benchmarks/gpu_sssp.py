@@ -157,10 +157,15 @@ def mpirun_json(n, args, timeout):
                        "DISTGRAPH_HANG_TIMEOUT", "DISTGRAPH_DATA", "DISTGRAPH_CACHE_DIR") if v in os.environ
            for x in ("-x", v)]
     cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(n)] + env + [sys.executable, __file__] + args
+    from distgraph.testing import clean_mpi_env
+
     try:
-        pr = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        # clean_mpi_env: this process started MPI (singleton); a child mpirun that inherits the
+        # singleton's variables exits at once without a word (the first H200 run lost these rows)
+        pr = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=clean_mpi_env())
         line = [x for x in pr.stdout.splitlines() if x.startswith("RESULT-JSON ")]
-        return json.loads(line[-1][12:]) if line else {"error": (pr.stderr or pr.stdout)[-2000:]}
+        return json.loads(line[-1][12:]) if line else \
+            {"error": f"exit status {pr.returncode}: " + (pr.stderr + pr.stdout)[-2000:]}
     except Exception as e:
         return {"error": repr(e)}
 

@@ -36,6 +36,20 @@ walks the predecessors and relaunches. Predecessors are written after the atomic
 without a lock, so the host confirms a cycle's weight before reporting it; when the
 ``-B`` trigger fired three times without a confirmed cycle (racing writers can hide it),
 the cycle is named by the CPU driver on the host instead.
+
+Measured on the H200 (``benchmarks/results/sssp_gpu.json``, one source, best of 3, device
+arrays already uploaded; GTEPS = arcs / time): on Kronecker scale 20 (31.4 M arcs) the CuPy
+rounds take 18.5 ms uniform / 25.8 ms shifted (1.70 / 1.22 GTEPS), the queue kernel 30.8 /
+34.4 ms with BWD and 44.4 / 44.6 ms with BQ (it scans about 1.6x the arcs of the rounds:
+vertices improved again after their scan are rescanned); on road-FLA (2.7 M arcs, 1973
+rounds) the queue kernel wins, 177 / 173 ms with BWD, 372 / 370 ms with BQ, against 972 /
+1453 ms for the CuPy rounds, but BWD is only 1.2 / 1.4x faster than the CPU backend on
+one core (215 / 237 ms; its SLF worklist scans each arc about 1.5 times, the kernel 7.7 /
+5.0 times). On Kronecker 20 the GPU is 63 / 51x (rounds) and 38 / 39x (BWD) faster than
+the CPU backend on one core. So ``rounds`` suits
+low-diameter graphs and ``mode="async", queue="bwd"`` high-diameter ones; BWD was faster
+than BQ in every case measured (its dequeue gives up at once instead of proving
+emptiness).
 """
 
 from __future__ import annotations
