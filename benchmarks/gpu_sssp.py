@@ -30,7 +30,8 @@ Every distance vector is compared with the CPU backend's. ``--pes 1,2,4``: ``mpi
 workers run the NVSHMEM kernel (all four remote relaxation / queue variants) on
 ``--pes-graph`` with several PEs sharing the one GPU (limited MPG: the ratios show the
 protocol's cost and check correctness; they are not multi-GPU scaling).
-Writes DIR/gpu_sssp.json with commit, device and date.
+Writes DIR/gpu_sssp.json with commit, device and date (``--merge FILE`` keeps the rows of
+an earlier file that this run does not redo).
 """
 
 from __future__ import annotations
@@ -250,6 +251,8 @@ def main(argv=None):
     ap.add_argument("--pes-weights", default="shifted,uniform")
     ap.add_argument("--pes-trials", type=int, default=2)
     ap.add_argument("--pes-graph", default=os.environ.get("BENCH_GPU_SSSP_PES_GRAPH", "kron:16"))
+    ap.add_argument("--merge", metavar="FILE", default=None,
+                    help="start from this earlier gpu_sssp.json: its rows for other graphs/weights/PE counts are kept")
     ap.add_argument("--worker-cpu", nargs=2, metavar=("GRAPH", "WEIGHTS"))
     ap.add_argument("--worker-pes", nargs=2, metavar=("GRAPH", "WEIGHTS"))
     a = ap.parse_args(argv)
@@ -268,6 +271,12 @@ def main(argv=None):
                "host_cpus": os.cpu_count(), "loadavg": list(os.getloadavg()),
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "cupy": cp.__version__, "trials": a.trials, "runs": [], "pes": {}}
+    if a.merge:
+        old = json.loads(Path(a.merge).read_text())
+        ours = {(g, w) for g in a.graphs.split(",") for w in a.weights.split(",")}
+        results["merged_from"] = {k: old.get(k) for k in ("commit", "date", "device")}
+        results["runs"] = [r for r in old.get("runs", []) if (r["graph"], r["weights"]) not in ours]
+        results["pes"] = dict(old.get("pes", {}))
     for spec in [x for x in a.graphs.split(",") if x]:
         for wk in [x for x in a.weights.split(",") if x]:
             row = {"graph": spec, "weights": wk}
