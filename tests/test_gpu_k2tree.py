@@ -29,19 +29,19 @@ def _block_first(tree, sigs, g0, n):
     return out
 
 
-def _emulate(tree, tile, x, use_dir):
+def _emulate(tree, tile, x, use_dir, bounded=True):
     """The launches of plan_tiles, each done by numpy as the kernels do it
     (use_dir: True for the directory, "block" for the block kernels, False for a scan)."""
     sigs = tree.signatures().astype(np.int64)
     first = 1 + np.concatenate([[0], np.cumsum(POP[sigs])])
     if use_dir == "block":
         assert tree.sample == 256
-        steps = plan_tiles(tree, tile)
+        steps = plan_tiles(tree, tile, bounded)
         for st in steps:
             assert np.array_equal(_block_first(tree, sigs, st[2], st[3]), first[st[2]:st[2] + st[3]])
     bufs = {tree.top_level: tree.top_codes.copy()}
     y = np.zeros(tree.shape[0])
-    for st in plan_tiles(tree, tile):
+    for st in plan_tiles(tree, tile, bounded):
         kind, level, g0, n, pos = st[:5]
         src = bufs[level][pos:pos + n]
         g = g0 + np.arange(n)
@@ -69,16 +69,19 @@ def _emulate(tree, tile, x, use_dir):
 
 @pytest.mark.parametrize("tile", [4, 7, 64, 1 << 20])
 @pytest.mark.parametrize("use_dir", [True, False, "block"])
-def test_tile_plan_replayed_on_host(tile, use_dir):
+@pytest.mark.parametrize("bounded", [True, False])
+def test_tile_plan_replayed_on_host(tile, use_dir, bounded):
     A = sp.random(600, 450, density=0.01, random_state=4, format="csr")
     t = K2Tree.from_scipy(A, top_nodes=16)
     x = np.random.default_rng(1).standard_normal(450)
-    y = _emulate(t, tile, x, use_dir)
+    y = _emulate(t, tile, x, use_dir, bounded)
     np.testing.assert_allclose(y, sp.csr_array(A != 0).astype(float) @ x, rtol=1e-12, atol=1e-12)
-    steps = plan_tiles(t, tile)
+    steps = plan_tiles(t, tile, bounded)
     assert all(s[6] <= tile for s in steps if s[0] == "expand")
     last = t.levels - 2
     assert sum(s[3] for s in steps if s[0] == "leaves") == t.level_sizes()[last]
+    if tile == 1 << 20:  # every level fits: one launch per level either way
+        assert len(steps) == t.levels - 1 - t.top_level
 
 
 # --------------------------------------------------------------------- GPU

@@ -585,6 +585,19 @@ def _nb_directory(packed, N, S):
 
 
 @nb.njit(cache=True, nogil=True)
+def _nb_first_children(packed, N):
+    """int64 ``N + 1``: first child of every node (1 + set bits before it)."""
+    out = np.empty(N + 1, np.int64)
+    run = 1
+    for g in range(N):
+        out[g] = run
+        s = (packed[g >> 1] >> (4 * (g & 1))) & 15
+        run += (s & 1) + ((s >> 1) & 1) + ((s >> 2) & 1) + ((s >> 3) & 1)
+    out[N] = run
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
 def _nb_expand_levels(packed, level_start, start, codes, d):
     """Codes of the nodes of level ``d`` from those (``codes``) of level ``start``."""
     cur = codes

@@ -41,18 +41,47 @@ _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dt
             np.dtype(np.bool_): "unsigned char"}
 
 
-def plan_tiles(tree, tile: int):
+_FIRST = [None, None]  # (weakref to the last tree, its first_children)
+
+
+def first_children(tree) -> np.ndarray:
+    """int64 ``N + 1``: the first child of every node (and of node N: the end),
+    ``1 + popcount`` of the signatures before it; the last tree's is kept."""
+    import weakref
+
+    if _FIRST[0] is not None and _FIRST[0]() is tree:
+        return _FIRST[1]
+    from ...formats.k2tree import _nb_first_children
+
+    first = _nb_first_children(tree.sig, tree.num_nodes)
+    _FIRST[0], _FIRST[1] = weakref.ref(tree), first
+    return first
+
+
+def plan_tiles(tree, tile: int, bounded: bool = True):
     """The launches of a tree-only product, depth-first: a list of
     ``("expand", level, g0, n, src_pos, child0, nchild)`` and
     ``("leaves", level, g0, n, src_pos, leaf0)`` (node ids are global; ``src_pos`` is
-    the position of node ``g0`` in the buffer of its level)."""
-    pops = np.array([bin(i).count("1") for i in range(16)], np.int64)[tree.signatures()]
-    first = np.empty(tree.num_nodes + 1, np.int64)
-    first[0] = 1
-    np.cumsum(pops, out=first[1:])
-    first[1:] += 1
+    the position of node ``g0`` in the buffer of its level).
+
+    A tile is a range of nodes with at most ``tile`` children (the buffer of the next
+    level). Cut greedily on the children alone, a range of ``tile`` nodes has a few
+    more children (fan-out > 1), so every level splits again into a full and a small
+    tile and half the launches are small. With ``bounded`` (default) a range is cut
+    instead so that its descendants at *every* deeper internal level fit in a buffer;
+    such a range descends to the leaves with one launch per level. Where even one
+    node's descendants do not fit, the greedy cut is used. Either plan needs the
+    same scratch (one buffer of at most ``tile`` codes per level)."""
+    first = first_children(tree)
     L, last = tree.levels, tree.levels - 2
     steps = []
+
+    def fits(level, a, b):  # descendants of [a, b) at levels level+1 .. last all <= tile
+        for _ in range(level, last):
+            a, b = first[a], first[b]
+            if b - a > tile:
+                return False
+        return True
 
     def visit(level, ga, gb):  # nodes [ga, gb) of `level` sit at buffer positions 0..
         if level == last:
@@ -63,6 +92,15 @@ def plan_tiles(tree, tile: int):
             # largest b with first[b] - first[a] <= tile
             b = int(np.searchsorted(first[a:gb + 1], first[a] + tile, side="right")) - 1 + a
             b = max(b, a + 1)
+            if bounded and fits(level, a, a + 1):
+                lo, hi = a + 1, b  # fits(lo) holds; the largest b' <= b that fits
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if fits(level, a, mid):
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                b = lo
             steps.append(("expand", level, a, b - a, a - ga, int(first[a]), int(first[b] - first[a])))
             visit(level + 1, int(first[a]), int(first[b]))
             a = b
@@ -103,7 +141,7 @@ class DeviceMatrix:
     """One rank's block on the GPU (a k2-tree, or a CSR ``(indptr, indices)``)."""
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
-                 kernels="auto"):
+                 kernels="auto", bounded_tiles=True):
         cp = import_cupy()
         if kernels not in ("auto", "block", "thread"):
             raise InvalidArgumentError(f"kernels must be 'auto', 'block' or 'thread'; got {kernels!r}")
@@ -147,7 +185,7 @@ class DeviceMatrix:
                            int(tree.level_start[L - 1]))]
             self.bufs = {L - 2: a["frontier"]}
         else:
-            self.steps = plan_tiles(tree, self.tile)
+            self.steps = plan_tiles(tree, self.tile, bounded_tiles)
             d0 = tree.top_level
             self.bufs = {d0: cp.asarray(tree.top_codes)}
             for d in range(d0 + 1, L - 1):
