@@ -38,6 +38,11 @@
 //            y[i] (+)= x[j] for stored (i, j): one thread per (row, vector), the row combined
 //            in a register and stored once; the CSR baseline with the same semirings (left
 //            products run it on the CSR of A^T).
+// __global__ distgraph_k2tree_leaves_warp (sig, dir, codes, g0, n, x, y, left)
+//            B = 1, kernels="warp": leaves_blk with the updates of a warp to one entry of y
+//            combined first (one atomic per distinct row of the warp, not per thread).
+// __global__ distgraph_csr_rows_vector (indptr, indices, nrows, x, y, W)
+//            B = 1: W lanes per row (CSR-vector), combined by shuffles, one store per row.
 // __global__ distgraph_k2tree_expand_blk (sig, dir, in, g0, n, child0, out)
 // __global__ distgraph_k2tree_leaves_blk (sig, dir, codes, g0, n, x, y, B, left)
 //            the default with directory offsets and S = 256: a block per directory sample,
@@ -201,6 +206,41 @@ extern "C" __global__ void distgraph_csr_rows(const i64 *indptr, const int *indi
     Semiring::store(&y[i * B + k], acc);  // the thread owns y[i, k]: no atomic
 }
 
+// CSR, one vector (B = 1): W lanes per row (W a power of two <= 32 picked by the host
+// from the mean degree), each lane combines every W-th entry of the row, then the W
+// partial results are combined by shuffles and the group's first lane stores y[i].
+__device__ __forceinline__ float shfl_down_val(float v, int o, int w) { return __shfl_down_sync(0xffffffffu, v, o, w); }
+__device__ __forceinline__ double shfl_down_val(double v, int o, int w) { return __shfl_down_sync(0xffffffffu, v, o, w); }
+__device__ __forceinline__ i64 shfl_down_val(i64 v, int o, int w) { return __shfl_down_sync(0xffffffffu, v, o, w); }
+__device__ __forceinline__ unsigned char shfl_down_val(unsigned char v, int o, int w) {
+    return (unsigned char)__shfl_down_sync(0xffffffffu, (int)v, o, w);
+}
+
+extern "C" __global__ void distgraph_csr_rows_vector(const i64 *indptr, const int *indices, i64 nrows,
+                                                     const value_t *__restrict__ x, value_t *y, int W) {
+    i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    i64 i = t / W;
+    int lane = (int)(t - i * W);
+    bool row = i < nrows;  // every lane stays for the shuffles
+    i64 a = row ? indptr[i] : 0, b = row ? indptr[i + 1] : 0;
+    value_t acc = (value_t)0;
+    bool has = false;
+    for (i64 jj = a + lane; jj < b; jj += W) {
+        value_t v = x[indices[jj]];
+        acc = has ? Semiring::combine(acc, v) : v;
+        has = true;
+    }
+    for (int o = W >> 1; o; o >>= 1) {
+        value_t u = shfl_down_val(acc, o, W);
+        int h = __shfl_down_sync(0xffffffffu, (int)has, o, W);
+        if (h) {
+            acc = has ? Semiring::combine(acc, u) : u;
+            has = true;
+        }
+    }
+    if (row && lane == 0 && has) Semiring::store(&y[i], acc);
+}
+
 // ------------------------------------------------- block kernels (directory, S = 256)
 // A block of 256 threads takes the 256 nodes [256 b, 256 b + 256) aligned with one
 // directory sample, so dir[b] is the first child of its first node and a block-wide
@@ -265,6 +305,78 @@ __device__ __forceinline__ void visit_block(const unsigned char *sig, u64 code, 
 #pragma unroll
     for (int o = 0; o < 4; ++o)
         if (any[o]) Semiring::flush(&y[(out0 + o) * B + k], acc[o]);
+}
+
+// The same visit for one vector, with the updates of a warp aggregated: for each of
+// its four rows (columns) a thread finds the lanes updating the same entry of y
+// (__match_any_sync on the index), the lowest of them combines their values and
+// issues the one atomic. Every lane of the warp must call it (active = has a node).
+__device__ __forceinline__ float shfl_idx_val(float v, int l) { return __shfl_sync(0xffffffffu, v, l); }
+__device__ __forceinline__ double shfl_idx_val(double v, int l) { return __shfl_sync(0xffffffffu, v, l); }
+__device__ __forceinline__ i64 shfl_idx_val(i64 v, int l) { return __shfl_sync(0xffffffffu, v, l); }
+__device__ __forceinline__ unsigned char shfl_idx_val(unsigned char v, int l) {
+    return (unsigned char)__shfl_sync(0xffffffffu, (int)v, l);
+}
+
+template <bool LEFT>
+__device__ __forceinline__ void visit_block_warp(const unsigned char *sig, u64 code, int s, i64 leaf,
+                                                 const value_t *__restrict__ x, value_t *y, bool active) {
+    const unsigned full = 0xffffffffu;
+    int lane = threadIdx.x & 31;
+    i64 R = 0, C = 0;
+    value_t acc[4];
+    bool any[4] = {false, false, false, false};
+    if (active) {
+        R = compact(code >> 1) << 2;
+        C = compact(code) << 2;
+        i64 in0 = LEFT ? R : C;
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            if (!((s >> b) & 1)) continue;
+            int lam = nib(sig, leaf++);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                if (!((lam >> q) & 1)) continue;
+                int dr = 2 * (b >> 1) + (q >> 1), dc = 2 * (b & 1) + (q & 1);
+                int o = LEFT ? dc : dr, i = LEFT ? dr : dc;
+                value_t v = x[in0 + i];
+                acc[o] = any[o] ? Semiring::combine(acc[o], v) : v;
+                any[o] = true;
+            }
+        }
+    }
+    i64 out0 = LEFT ? C : R;
+#pragma unroll
+    for (int o = 0; o < 4; ++o) {
+        long long key = any[o] ? (long long)(out0 + o) : (long long)(-1 - lane);
+        unsigned peers = __match_any_sync(full, (unsigned long long)key);
+        bool leader = (peers & ((1u << lane) - 1u)) == 0u;
+        unsigned rest = (leader && any[o]) ? (peers & ~(1u << lane)) : 0u;
+        value_t v = acc[o];
+        while (__any_sync(full, rest != 0u)) {
+            int src = rest ? __ffs(rest) - 1 : lane;
+            value_t u = shfl_idx_val(v, src);
+            if (rest) {
+                v = Semiring::combine(v, u);
+                rest &= rest - 1u;
+            }
+        }
+        if (leader && any[o]) Semiring::flush(&y[out0 + o], v);
+    }
+}
+
+extern "C" __global__ void distgraph_k2tree_leaves_warp(const unsigned char *sig, const unsigned int *dir,
+                                                        const u64 *codes, i64 g0, i64 n,
+                                                        const value_t *__restrict__ x, value_t *y, int left) {
+    i64 blk = g0 / DG_K2_BLOCK + blockIdx.x;
+    i64 g = blk * DG_K2_BLOCK + threadIdx.x;
+    int s = g < g0 + n ? nib(sig, g) : 0;
+    int before = block_exclusive_scan(__popc(s));
+    bool mine = g >= g0 && g < g0 + n && s;
+    i64 leaf = (i64)dir[blk] + before;
+    u64 code = mine ? codes[g - g0] : 0;
+    if (left) visit_block_warp<true>(sig, code, s, leaf, x, y, mine);
+    else visit_block_warp<false>(sig, code, s, leaf, x, y, mine);
 }
 
 extern "C" __global__ void distgraph_k2tree_expand_blk(const unsigned char *sig, const unsigned int *dir,

@@ -145,8 +145,9 @@ def test_gpu_matches_cpu_every_configuration():
 @pytest.mark.gpu
 @pytest.mark.parametrize("tile", [4, 7, 300, 1 << 20])
 def test_gpu_block_and_thread_kernels_every_tile(tile):
-    """The block kernels (default) and the one-thread-per-node kernels give the
-    scipy product for every tile, direction, semiring and batch width."""
+    """The block kernels (default), the block kernels with warp-aggregated updates and
+    the one-thread-per-node kernels give the scipy product for every tile (bounded and
+    greedy plans), direction, semiring and batch width."""
     from distgraph import semiring
     from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
 
@@ -157,11 +158,12 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
     A = sp.csr_array(D)
     P = A.astype(np.float64)
     t = K2Tree.from_scipy(A, top_nodes=16)
-    for kernels, cached in (("block", False), ("thread", False), ("block", True), ("thread", True)):
+    for kernels, cached in (("block", False), ("warp", False), ("thread", False), ("block", True),
+                            ("warp", True), ("thread", True)):
         if cached and tile != 1 << 20:
             continue
-        dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, kernels=kernels)
-        assert dm.block == (kernels == "block")
+        dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, kernels=kernels, bounded_tiles=tile != 7)
+        assert dm.block == (kernels != "thread") and dm.warp == (kernels == "warp")
         for B in (1, 3, 128):
             for left in (False, True):
                 M = P.T if left else P
@@ -175,6 +177,30 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
                 ref = np.full((M.shape[0], B), np.inf)
                 np.minimum.at(ref, C.row, xm[C.col] + 1)
                 assert np.array_equal(dm.multiply(xm, semiring.min_plus, left), ref)
+
+
+@pytest.mark.gpu
+def test_gpu_csr_kernels_every_width():
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+
+    rng = np.random.default_rng(3)
+    D = rng.random((900, 700)) < 0.01
+    D[:5] |= rng.random((5, 700)) < 0.7  # long rows: all lanes of a warp busy
+    D[100:110] = False  # empty rows
+    A = sp.csr_array(D)
+    P = A.astype(np.float64)
+    for width in (None, 1, 2, 8, 32):
+        dm = DeviceMatrix(csr=(A.indptr, A.indices), csr_width=width)
+        x = _x(700, 1, "plus_times", np.float64, 4)
+        np.testing.assert_allclose(dm.multiply(x, semiring.plus_times), P @ x, rtol=1e-12, atol=1e-12)
+        xb = _x(700, 1, "lor_land", np.float64, 5)
+        assert np.array_equal(dm.multiply(xb, semiring.lor_land), (P @ xb.astype(float)) > 0)
+        xm = _x(700, 1, "min_plus", np.float64, 6)
+        C = sp.coo_array(P)
+        ref = np.full((900, 1), np.inf)
+        np.minimum.at(ref, C.row, xm[C.col] + 1)
+        assert np.array_equal(dm.multiply(xm, semiring.min_plus), ref)
 
 
 @pytest.mark.gpu

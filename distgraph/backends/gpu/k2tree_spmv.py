@@ -141,10 +141,10 @@ class DeviceMatrix:
     """One rank's block on the GPU (a k2-tree, or a CSR ``(indptr, indices)``)."""
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
-                 kernels="auto", bounded_tiles=True):
+                 kernels="auto", bounded_tiles=True, csr_width=None):
         cp = import_cupy()
-        if kernels not in ("auto", "block", "thread"):
-            raise InvalidArgumentError(f"kernels must be 'auto', 'block' or 'thread'; got {kernels!r}")
+        if kernels not in ("auto", "block", "warp", "thread"):
+            raise InvalidArgumentError(f"kernels must be 'auto', 'block', 'warp' or 'thread'; got {kernels!r}")
         self.cp = cp
         self.tree = tree
         self.tile = int(tile)
@@ -152,9 +152,10 @@ class DeviceMatrix:
         self.cached = bool(cached_frontier)
         # block kernels: directory offsets with one sample per block of BLOCK nodes
         can_block = tree is not None and (self.use_dir or self.cached) and tree.sample == BLOCK
-        if kernels == "block" and not can_block:
-            raise InvalidArgumentError(f"kernels='block' needs directory offsets and sample={BLOCK}")
+        if kernels in ("block", "warp") and not can_block:
+            raise InvalidArgumentError(f"kernels={kernels!r} needs directory offsets and sample={BLOCK}")
         self.block = can_block and kernels != "thread"
+        self.warp = self.block and kernels == "warp"
         self.arrays = {}
         if csr is not None:
             ip, ix = csr
@@ -163,6 +164,14 @@ class DeviceMatrix:
             self.arrays["indptr"] = cp.asarray(np.asarray(ip, np.int64))
             self.arrays["indices"] = cp.asarray(np.asarray(ix, np.int32))
             self.nrows = int(len(ip) - 1)
+            # lanes per row of a single-vector product: the power of two >= the mean
+            # degree, at most 32 (1: one thread per row)
+            mean = len(ix) / max(self.nrows, 1)
+            self.csr_width = int(min(32, 1 << max(0, int(np.ceil(np.log2(max(mean, 1.0)))))))
+            if csr_width is not None:
+                if csr_width not in (1, 2, 4, 8, 16, 32):
+                    raise InvalidArgumentError(f"csr_width must be a power of two <= 32; got {csr_width!r}")
+                self.csr_width = int(csr_width)
             return
         if tree.directory.dtype != np.uint32:
             raise InvalidArgumentError(f"a k2-tree of {tree.num_nodes} nodes (2**32 or more) is not supported on the GPU")
@@ -257,6 +266,13 @@ class DeviceMatrix:
         B = int(xd.shape[1])
         a = self.arrays
         if "indptr" in a:
+            if B == 1 and self.csr_width > 1:
+                f = mod.get_function("distgraph_csr_rows_vector")
+                nt = self.nrows * self.csr_width
+                if nt:
+                    f(((nt + THREADS - 1) // THREADS,), (THREADS,),
+                      (a["indptr"], a["indices"], np.int64(self.nrows), xd, y, np.int32(self.csr_width)))
+                return
             f = mod.get_function("distgraph_csr_rows")
             nt = self.nrows * B
             if nt:
@@ -294,6 +310,9 @@ class DeviceMatrix:
         sample of ``BLOCK`` nodes; grid = the aligned blocks meeting the tile)."""
         expand = mod.get_function("distgraph_k2tree_expand_blk")
         leaves = mod.get_function("distgraph_k2tree_leaves_blk")
+        warp = self.warp and B == 1
+        if warp:
+            leaves = mod.get_function("distgraph_k2tree_leaves_warp")
         a = self.arrays
         sig, dr = a["sig"], a["dir"]
         for st in self.steps:
@@ -303,6 +322,8 @@ class DeviceMatrix:
             if st[0] == "expand":
                 expand(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), np.int64(st[5]),
                                         self.bufs[level + 1]))
+            elif warp:
+                leaves(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), xd, y, np.int32(1 if left else 0)))
             else:
                 leaves(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), xd, y, np.int32(B),
                                         np.int32(1 if left else 0)))
