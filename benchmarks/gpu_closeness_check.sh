@@ -28,7 +28,7 @@ pack() { tar czf "$PKG" -C "$OUTDIR" . ; }
  'device': subprocess.run('nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader', shell=True,
  capture_output=True, text=True).stdout.strip(), 'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
  'host_cpus': os.cpu_count()}, open('$OUTDIR/env.json', 'w'), indent=1)"
-timeout "${T_GPU:-65}" "$PY" -m pytest -q -rfs --junitxml="$OUTDIR/junit-gpu-msbfs.xml" tests/test_gpu_msbfs.py \
+timeout "${T_GPU:-90}" "$PY" -m pytest -q -rfs --junitxml="$OUTDIR/junit-gpu-msbfs.xml" tests/test_gpu_msbfs.py \
   > "$OUTDIR/pytest-gpu-msbfs.log" 2>&1
 tail -3 "$OUTDIR/pytest-gpu-msbfs.log"
 if grep -q "FAILED.*test_concurrent_groups" "$OUTDIR/pytest-gpu-msbfs.log"; then
@@ -42,7 +42,7 @@ for np in ${NPS:-4}; do
     tests/test_nvshmem_closeness.py > "$OUTDIR/pytest-nvshmem-closeness-np$np.log" 2>&1
   tail -2 "$OUTDIR/pytest-nvshmem-closeness-np$np.log"; pack
 done
-timeout "${T_BENCH:-115}" "$PY" benchmarks/gpu_closeness.py --outdir "$OUTDIR" > "$OUTDIR/gpu_closeness.log" 2>&1
+timeout "${T_BENCH:-240}" "$PY" benchmarks/gpu_closeness.py --outdir "$OUTDIR" > "$OUTDIR/gpu_closeness.log" 2>&1
 tail -4 "$OUTDIR/gpu_closeness.log" | cut -c1-300; pack
 timeout "${T_PROF:-20}" "$PY" benchmarks/gpu_closeness.py --outdir "$OUTDIR" --profile email-Enron,road-NY \
   --profile-variants groups_1,groups_2,groups_4,bu_never,bu_4 --profile-launches 16 > "$OUTDIR/profile.log" 2>&1

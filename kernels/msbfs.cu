@@ -64,7 +64,9 @@
 //
 // Kernels:
 //   distgraph_msbfs_persistent  one cooperative launch per batch: seeding and all levels,
-//                               grid syncs between stages (replicated mode).
+//                               grid syncs between stages (replicated mode); on small graphs
+//                               `ngroups` kappa-source BFS batches at once, each on its part of
+//                               the grid with its own state and barrier.
 //   distgraph_msbfs_seed, _stage1, _bottom_up, _stage2, _build_queue, _flush_sources
 //                               the same steps as separate launches, for the partitioned
 //                               mode, where the host puts each rank's F/act/wasact words to

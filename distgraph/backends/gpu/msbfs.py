@@ -57,9 +57,10 @@ MODES = ("auto", "replicated", "partitioned", "stepwise")
 BLOCK = 256
 #: default bottom-up switch: ``out-arcs of the frontier * BU_RATIO > in-arcs of unfinished
 #: vertices`` (the CPU backend's test); 0 disables bottom-up levels.  1, not the CPU's 4:
-#: a top-down level over BVSS costs less per arc than a bottom-up one (kron:18 on the H200:
-#: 1.16e12 edge visits/s with 1, 1.07e12 never, 8.1e11 with 4, 16 or 64;
-#: benchmarks/results/gpu_closeness_profile.json).
+#: a top-down level over BVSS costs less per arc than a bottom-up one on scale-free graphs
+#: (kron:18 on the H200: 1.16e12 edge visits/s with 1, 1.07e12 never, 8.1e11 with 4, 16 or
+#: 64).  Road-like and small graphs prefer 4 (road-NY 1.39e10 vs 1.02e10, email-Enron
+#: 5.1e11 vs 4.6e11); benchmarks/results/gpu_closeness_profile.json.
 BU_RATIO = 1
 #: stage 1 uses the per-BFS tensor-core loop (ballot + 2 MMAs per active BFS) on a VSS when
 #: ``popc(activeSets[s]) <= TC_RATIO * (frontier vertices of s)``, else ORs whole kappa-bit
