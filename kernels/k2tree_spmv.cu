@@ -41,6 +41,9 @@
 // __global__ distgraph_k2tree_leaves_warp (sig, dir, codes, g0, n, x, y, left)
 //            B = 1, kernels="warp": leaves_blk with the updates of a warp to one entry of y
 //            combined first (one atomic per distinct row of the warp, not per thread).
+// __global__ distgraph_k2tree_leaves_hash (sig, dir, codes, g0, n, x, y, left)
+//            B = 1, kernels="hash": the updates of a block combined in a shared-memory hash
+//            table keyed by the index of y, then one atomic per distinct index of the block.
 // __global__ distgraph_csr_rows_vector (indptr, indices, nrows, x, y, W)
 //            B = 1: W lanes per row (CSR-vector), combined by shuffles, one store per row.
 // __global__ distgraph_k2tree_expand_blk (sig, dir, in, g0, n, child0, out)
@@ -88,19 +91,37 @@ __device__ __forceinline__ void atomic_min(double *p, double v) {
 // update(y, x): one atomic y (+)= w (x) x. combine(a, x): a (+) x in a register (the
 // first x of a run starts it, so no identity is needed). flush(y, a): y (+)= w (x) a
 // atomically; store(y, a): the same by the only writer of y.
+template <typename T> struct Inf;  // the largest value: min_plus's zero
+template <> struct Inf<float> { __device__ static __forceinline__ float get() { return __int_as_float(0x7f800000); } };
+template <> struct Inf<double> {
+    __device__ static __forceinline__ double get() { return __longlong_as_double(0x7ff0000000000000LL); }
+};
+template <> struct Inf<long long> { __device__ static __forceinline__ long long get() { return 0x7fffffffffffffffLL; } };
+template <> struct Inf<unsigned char> { __device__ static __forceinline__ unsigned char get() { return 255; } };
+
+// zero(): the identity of the addition; combine_shared(p, a): *p (+)= a with a shared
+// memory atomic (the block-aggregated leaves).
 template <typename T> struct PlusTimes {
+    __device__ static __forceinline__ T zero() { return (T)0; }
+    __device__ static __forceinline__ void combine_shared(T *p, T a) { atomic_add(p, a); }
     __device__ static __forceinline__ void update(T *y, T x) { atomic_add(y, x); }
     __device__ static __forceinline__ T combine(T a, T x) { return a + x; }
     __device__ static __forceinline__ void flush(T *y, T a) { atomic_add(y, a); }
     __device__ static __forceinline__ void store(T *y, T a) { *y += a; }
 };
 template <typename T> struct LorLand {
+    __device__ static __forceinline__ T zero() { return (T)0; }
+    __device__ static __forceinline__ void combine_shared(T *p, T a) { if (a) *(volatile T *)p = (T)1; }
     __device__ static __forceinline__ void update(T *y, T x) { if (x) *(volatile T *)y = (T)1; }
     __device__ static __forceinline__ T combine(T a, T x) { return (a || x) ? (T)1 : (T)0; }
     __device__ static __forceinline__ void flush(T *y, T a) { if (a) *(volatile T *)y = (T)1; }
     __device__ static __forceinline__ void store(T *y, T a) { if (a) *y = (T)1; }
 };
 template <typename T> struct MinPlus {
+    __device__ static __forceinline__ T zero() { return Inf<T>::get(); }
+    __device__ static __forceinline__ void combine_shared(T *p, T a) {
+        if (a < *(volatile T *)p) atomic_min(p, a);
+    }
     __device__ static __forceinline__ void update(T *y, T x) {
         T v = x + (T)1;
         if (v < *(volatile T *)y) atomic_min(y, v);
@@ -377,6 +398,76 @@ extern "C" __global__ void distgraph_k2tree_leaves_warp(const unsigned char *sig
     u64 code = mine ? codes[g - g0] : 0;
     if (left) visit_block_warp<true>(sig, code, s, leaf, x, y, mine);
     else visit_block_warp<false>(sig, code, s, leaf, x, y, mine);
+}
+
+// The same visit for one vector, with the updates of a whole block aggregated in a
+// shared-memory hash table keyed by the index of y (open addressing, linear probing,
+// DG_K2_TABLE slots for at most 4 * 256 keys): a thread adds each row (column) of its
+// 4 x 4 block into its slot with a shared atomic; after a barrier every occupied slot
+// is one atomic on y. Indices of y must be below 2**32 - 1 (the empty key).
+#define DG_K2_TABLE 2048
+#define DG_K2_EMPTY 0xffffffffu
+
+extern "C" __global__ void distgraph_k2tree_leaves_hash(const unsigned char *sig, const unsigned int *dir,
+                                                        const u64 *codes, i64 g0, i64 n,
+                                                        const value_t *__restrict__ x, value_t *y, int left) {
+    __shared__ unsigned int s_key[DG_K2_TABLE];
+    __shared__ value_t s_val[DG_K2_TABLE];
+    for (int i = threadIdx.x; i < DG_K2_TABLE; i += DG_K2_BLOCK) {
+        s_key[i] = DG_K2_EMPTY;
+        s_val[i] = Semiring::zero();
+    }
+    i64 blk = g0 / DG_K2_BLOCK + blockIdx.x;
+    i64 g = blk * DG_K2_BLOCK + threadIdx.x;
+    int s = g < g0 + n ? nib(sig, g) : 0;
+    int before = block_exclusive_scan(__popc(s));  // its barriers also order the table's clearing
+    if (g >= g0 && g < g0 + n && s) {
+        i64 leaf = (i64)dir[blk] + before;
+        u64 code = codes[g - g0];
+        i64 R = compact(code >> 1) << 2, C = compact(code) << 2;
+        i64 in0 = left ? R : C, out0 = left ? C : R;
+        value_t acc[4];
+        bool any[4] = {false, false, false, false};
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+            if (!((s >> b) & 1)) continue;
+            int lam = nib(sig, leaf++);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                if (!((lam >> q) & 1)) continue;
+                int dr = 2 * (b >> 1) + (q >> 1), dc = 2 * (b & 1) + (q & 1);
+                // rows and columns swap for a left product; the four slots stay in registers
+                // because both candidates are compile-time constants
+                int o = left ? dc : dr, i = left ? dr : dc;
+                value_t v = x[in0 + i];
+#pragma unroll
+                for (int z = 0; z < 4; ++z)
+                    if (z == o) {
+                        acc[z] = any[z] ? Semiring::combine(acc[z], v) : v;
+                        any[z] = true;
+                    }
+            }
+        }
+#pragma unroll
+        for (int o = 0; o < 4; ++o) {
+            if (!any[o]) continue;
+            unsigned int key = (unsigned int)(out0 + o);
+            unsigned int h = (key * 2654435761u) >> (32 - 11);
+            while (true) {
+                unsigned int old = atomicCAS(&s_key[h], DG_K2_EMPTY, key);
+                if (old == DG_K2_EMPTY || old == key) {
+                    Semiring::combine_shared(&s_val[h], acc[o]);
+                    break;
+                }
+                h = (h + 1) & (DG_K2_TABLE - 1);
+            }
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < DG_K2_TABLE; i += DG_K2_BLOCK) {
+        unsigned int key = s_key[i];
+        if (key != DG_K2_EMPTY) Semiring::flush(&y[(i64)key], s_val[i]);
+    }
 }
 
 extern "C" __global__ void distgraph_k2tree_expand_blk(const unsigned char *sig, const unsigned int *dir,

@@ -145,8 +145,8 @@ def test_gpu_matches_cpu_every_configuration():
 @pytest.mark.gpu
 @pytest.mark.parametrize("tile", [4, 7, 300, 1 << 20])
 def test_gpu_block_and_thread_kernels_every_tile(tile):
-    """The block kernels (default), the block kernels with warp-aggregated updates and
-    the one-thread-per-node kernels give the scipy product for every tile (bounded and
+    """The block kernels (default), the block kernels with warp- and block-aggregated
+    updates and the one-thread-per-node kernels give the scipy product for every tile (bounded and
     greedy plans), direction, semiring and batch width."""
     from distgraph import semiring
     from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
@@ -158,12 +158,12 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
     A = sp.csr_array(D)
     P = A.astype(np.float64)
     t = K2Tree.from_scipy(A, top_nodes=16)
-    for kernels, cached in (("block", False), ("warp", False), ("thread", False), ("block", True),
-                            ("warp", True), ("thread", True)):
+    for kernels, cached in (("block", False), ("warp", False), ("hash", False), ("thread", False),
+                            ("block", True), ("warp", True), ("hash", True), ("thread", True)):
         if cached and tile != 1 << 20:
             continue
         dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, kernels=kernels, bounded_tiles=tile != 7)
-        assert dm.block == (kernels != "thread") and dm.warp == (kernels == "warp")
+        assert dm.block == (kernels != "thread") and dm.warp == (kernels == "warp") and dm.hash == (kernels == "hash")
         for B in (1, 3, 128):
             for left in (False, True):
                 M = P.T if left else P

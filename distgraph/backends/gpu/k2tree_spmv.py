@@ -11,7 +11,10 @@ With directory offsets and the default sample S = 256 (``kernels="auto"``) the b
 kernels run: a block of 256 threads per directory sample, child offsets from one
 directory load plus a block scan of the fan-outs, and the leaves combine the cells of
 a row (column) of each 4 x 4 block in registers before the atomic update of ``y``;
-``kernels="thread"`` keeps the one-thread-per-node kernels below (offsets by a
+``kernels="warp"`` (single vectors) combines the updates of a warp to the same entry
+of ``y`` before the atomic (``__match_any_sync``), ``kernels="hash"`` those of a whole
+block (a shared-memory hash table keyed by the index of ``y``); ``kernels="thread"``
+keeps the one-thread-per-node kernels below (offsets by a
 popcount loop over the sample), as first written.
 
 A product fills ``y`` with the semiring's zero, then launches, depth-first over tiles,
@@ -37,6 +40,7 @@ __all__ = ["DeviceMatrix", "plan_tiles", "memory_plan", "tree_from_csr"]
 
 THREADS = 256
 BLOCK = 256  # nodes per block of the _blk kernels = the directory sample they need
+KERNELS = ("auto", "block", "warp", "hash", "thread")
 _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
             np.dtype(np.bool_): "unsigned char"}
 
@@ -143,8 +147,8 @@ class DeviceMatrix:
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None):
         cp = import_cupy()
-        if kernels not in ("auto", "block", "warp", "thread"):
-            raise InvalidArgumentError(f"kernels must be 'auto', 'block', 'warp' or 'thread'; got {kernels!r}")
+        if kernels not in KERNELS:
+            raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
         self.cp = cp
         self.tree = tree
         self.tile = int(tile)
@@ -152,10 +156,12 @@ class DeviceMatrix:
         self.cached = bool(cached_frontier)
         # block kernels: directory offsets with one sample per block of BLOCK nodes
         can_block = tree is not None and (self.use_dir or self.cached) and tree.sample == BLOCK
-        if kernels in ("block", "warp") and not can_block:
+        if kernels in ("block", "warp", "hash") and not can_block:
             raise InvalidArgumentError(f"kernels={kernels!r} needs directory offsets and sample={BLOCK}")
         self.block = can_block and kernels != "thread"
         self.warp = self.block and kernels == "warp"
+        # the hash table's empty key is 2**32 - 1: every index of y must be below it
+        self.hash = self.block and kernels == "hash" and max(tree.shape) < (1 << 32) - 1
         self.arrays = {}
         if csr is not None:
             ip, ix = csr
@@ -310,9 +316,9 @@ class DeviceMatrix:
         sample of ``BLOCK`` nodes; grid = the aligned blocks meeting the tile)."""
         expand = mod.get_function("distgraph_k2tree_expand_blk")
         leaves = mod.get_function("distgraph_k2tree_leaves_blk")
-        warp = self.warp and B == 1
+        warp = (self.warp or self.hash) and B == 1  # same arguments
         if warp:
-            leaves = mod.get_function("distgraph_k2tree_leaves_warp")
+            leaves = mod.get_function("distgraph_k2tree_leaves_warp" if self.warp else "distgraph_k2tree_leaves_hash")
         a = self.arrays
         sig, dr = a["sig"], a["dir"]
         for st in self.steps:
