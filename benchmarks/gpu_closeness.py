@@ -430,7 +430,8 @@ def main(argv=None):
                sys.executable, __file__, "--worker-modes", a.modes_graph, "--reorder", a.reorder,
                "--worker-batches", str(a.modes_batches)]
         try:
-            pr = subprocess.run(cmd, capture_output=True, text=True, timeout=float(os.environ.get("BENCH_GPU_CLOSENESS_MODES_TIMEOUT", 300)))
+            limit = float(os.environ.get("BENCH_GPU_CLOSENESS_MODES_TIMEOUT", 300))
+            pr = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
             line = [x for x in pr.stdout.splitlines() if x.startswith("MODES-JSON ")]
             results.setdefault("modes", {})[str(p)] = json.loads(line[-1][11:]) if line else \
                 {"error": (pr.stderr or pr.stdout)[-2000:]}

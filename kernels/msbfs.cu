@@ -87,7 +87,7 @@
 #define DG_MS_BLOCK 256
 #endif
 #ifndef DG_MS_MINB
-#define DG_MS_MINB 2  // resident blocks per SM the persistent kernel is compiled for (2: 10% faster than 3-4 on kron:18)
+#define DG_MS_MINB 2  // blocks per SM the persistent kernel is compiled for (2: 10% faster than 3-4, kron:18)
 #endif
 #define DG_MS_KAPPA (32 * DG_MS_WORDS)
 
