@@ -17,7 +17,9 @@ products (B = 128) for
   ``k2_greedy`` (tiles cut on children only, as first written), ``k2_tile22`` (tiles of
   2**22), ``k2_thread`` (the first version: one thread per node, greedy tiles) and
   ``batch_scan`` (offsets from a scan per tile);
-* ``k2F``: the cached frontier (k2+F), block kernels; ``k2F_warp``, ``k2F_hash``
+* ``k2F``: the cached frontier (k2+F), block kernels, stored compact (4 bytes per node
+  + 8 per block of 256: ``bytes.k2F_compact``); ``k2F_full``: 8-byte codes (the paper's
+  layout, ``bytes.k2F``); ``k2F_warp``, ``k2F_hash``
   (updates aggregated per warp, per block); ``k2F_thread``: the first version;
 * ``csr_ours``: distgraph's CSR kernels (single vectors: CSR-vector, a power of two of
   lanes per row from the mean degree; batches: one thread per row and vector; left
@@ -190,6 +192,11 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max):
            "read_s": meta["read_s"], "build_s": meta["build_s"], "frontier_s": meta["frontier_s"],
            "bytes": {"tree": nb["tree"], "k2": nb["engine"], "k2F": nb["engine_f"],
                      "csr_fp32": csr_nbytes(n, m), "csr_bool": csr_nbytes(n, m, values=0)}}
+    from distgraph.backends.gpu.k2tree_spmv import memory_plan
+
+    compact = memory_plan(tree, cached_frontier=True, compact_frontier=True).items.get("k2tree.cached frontier", 0)
+    res["bytes"]["k2F_compact"] = nb["engine"] + int(compact)
+    res["ratio_csr_fp32_over_k2F_compact"] = res["bytes"]["csr_fp32"] / max(res["bytes"]["k2F_compact"], 1)
     res["ratio_csr_fp32_over_tree"] = res["bytes"]["csr_fp32"] / max(nb["tree"], 1)
     res["ratio_csr_bool_over_tree"] = res["bytes"]["csr_bool"] / max(nb["tree"], 1)
     res["ratio_csr_fp32_over_k2"] = res["bytes"]["csr_fp32"] / max(nb["engine"], 1)
@@ -256,6 +263,7 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max):
                ("k2_tile22", dict(tile=1 << 22), ("right",)),
                ("k2_thread", dict(tile=1 << 20, kernels="thread", bounded_tiles=False), ("right",)),
                ("k2F", dict(cached_frontier=True), ("right", "left", "batch")),
+               ("k2F_full", dict(cached_frontier=True, compact_frontier=False), ("right", "left")),
                ("k2F_warp", dict(cached_frontier=True, kernels="warp"), ("right", "left")),
                ("k2F_hash", dict(cached_frontier=True, kernels="hash"), ("right", "left")),
                ("k2F_thread", dict(cached_frontier=True, kernels="thread"), ("right",)))

@@ -19,6 +19,10 @@
 //              the popcount of the signatures between node (g/S)*S and g.
 //   codes[]    uint64 Morton codes of the nodes of a tile (row bits odd, column bits
 //              even, two bits b1 b0 per level below the root).
+//   delta[], base[]  the compact cached frontier (block kernels): code of node g of
+//              level L-2 = base[g / 256 - first block] + delta[g - first node], base
+//              uint64 per aligned block of 256 nodes (the code of its first node of
+//              the level), delta uint32 per node: 4 bytes per node instead of 8.
 //   scan[]     int32, inclusive scan of the fan-outs of a tile (offsets = scan - own),
 //              used instead of dir when use_dir == 0.
 //   x, y       n x B row-major (B vectors of a batch); y holds the semiring's zero
@@ -38,16 +42,16 @@
 //            y[i] (+)= x[j] for stored (i, j): one thread per (row, vector), the row combined
 //            in a register and stored once; the CSR baseline with the same semirings (left
 //            products run it on the CSR of A^T).
-// __global__ distgraph_k2tree_leaves_warp (sig, dir, codes, g0, n, x, y, left)
+// __global__ distgraph_k2tree_leaves_warp (sig, dir, codes, delta, base, g0, n, x, y, left)
 //            B = 1, kernels="warp": leaves_blk with the updates of a warp to one entry of y
 //            combined first (one atomic per distinct row of the warp, not per thread).
-// __global__ distgraph_k2tree_leaves_hash (sig, dir, codes, g0, n, x, y, left)
+// __global__ distgraph_k2tree_leaves_hash (sig, dir, codes, delta, base, g0, n, x, y, left)
 //            B = 1, kernels="hash": the updates of a block combined in a shared-memory hash
 //            table keyed by the index of y, then one atomic per distinct index of the block.
 // __global__ distgraph_csr_rows_vector (indptr, indices, nrows, x, y, W)
 //            B = 1: W lanes per row (CSR-vector), combined by shuffles, one store per row.
 // __global__ distgraph_k2tree_expand_blk (sig, dir, in, g0, n, child0, out)
-// __global__ distgraph_k2tree_leaves_blk (sig, dir, codes, g0, n, x, y, B, left)
+// __global__ distgraph_k2tree_leaves_blk (sig, dir, codes, delta, base, g0, n, x, y, B, left)
 //            the default with directory offsets and S = 256: a block per directory sample,
 //            offsets from dir[b] + a block scan of the fan-outs (see "block kernels"); the
 //            leaves combine the cells of a row (column) of a 4 x 4 block before the atomic.
@@ -273,6 +277,13 @@ extern "C" __global__ void distgraph_csr_rows_vector(const i64 *indptr, const in
 
 #define DG_K2_BLOCK 256
 
+// The code of node g0 + i of a leaves launch: codes[i], or, with the compact cached
+// frontier (delta != 0), base[blockIdx.x] + delta[i] (base: the code of the first
+// node of the level in each aligned block of the launch; delta: 32-bit offsets).
+__device__ __forceinline__ u64 node_code(const u64 *codes, const unsigned int *delta, const u64 *base, i64 i) {
+    return delta ? base[blockIdx.x] + (u64)delta[i] : codes[i];
+}
+
 __device__ __forceinline__ int block_exclusive_scan(int v) {
     __shared__ int warp_total[DG_K2_BLOCK / 32];
     const unsigned full = 0xffffffffu;
@@ -387,7 +398,8 @@ __device__ __forceinline__ void visit_block_warp(const unsigned char *sig, u64 c
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_warp(const unsigned char *sig, const unsigned int *dir,
-                                                        const u64 *codes, i64 g0, i64 n,
+                                                        const u64 *codes, const unsigned int *delta,
+                                                        const u64 *base, i64 g0, i64 n,
                                                         const value_t *__restrict__ x, value_t *y, int left) {
     i64 blk = g0 / DG_K2_BLOCK + blockIdx.x;
     i64 g = blk * DG_K2_BLOCK + threadIdx.x;
@@ -395,7 +407,7 @@ extern "C" __global__ void distgraph_k2tree_leaves_warp(const unsigned char *sig
     int before = block_exclusive_scan(__popc(s));
     bool mine = g >= g0 && g < g0 + n && s;
     i64 leaf = (i64)dir[blk] + before;
-    u64 code = mine ? codes[g - g0] : 0;
+    u64 code = mine ? node_code(codes, delta, base, g - g0) : 0;
     if (left) visit_block_warp<true>(sig, code, s, leaf, x, y, mine);
     else visit_block_warp<false>(sig, code, s, leaf, x, y, mine);
 }
@@ -409,7 +421,8 @@ extern "C" __global__ void distgraph_k2tree_leaves_warp(const unsigned char *sig
 #define DG_K2_EMPTY 0xffffffffu
 
 extern "C" __global__ void distgraph_k2tree_leaves_hash(const unsigned char *sig, const unsigned int *dir,
-                                                        const u64 *codes, i64 g0, i64 n,
+                                                        const u64 *codes, const unsigned int *delta,
+                                                        const u64 *base, i64 g0, i64 n,
                                                         const value_t *__restrict__ x, value_t *y, int left) {
     __shared__ unsigned int s_key[DG_K2_TABLE];
     __shared__ value_t s_val[DG_K2_TABLE];
@@ -423,7 +436,7 @@ extern "C" __global__ void distgraph_k2tree_leaves_hash(const unsigned char *sig
     int before = block_exclusive_scan(__popc(s));  // its barriers also order the table's clearing
     if (g >= g0 && g < g0 + n && s) {
         i64 leaf = (i64)dir[blk] + before;
-        u64 code = codes[g - g0];
+        u64 code = node_code(codes, delta, base, g - g0);
         i64 R = compact(code >> 1) << 2, C = compact(code) << 2;
         i64 in0 = left ? R : C, out0 = left ? C : R;
         value_t acc[4];
@@ -485,7 +498,8 @@ extern "C" __global__ void distgraph_k2tree_expand_blk(const unsigned char *sig,
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig, const unsigned int *dir,
-                                                       const u64 *codes, i64 g0, i64 n,
+                                                       const u64 *codes, const unsigned int *delta,
+                                                       const u64 *base, i64 g0, i64 n,
                                                        const value_t *__restrict__ x, value_t *y, int B,
                                                        int left) {
     __shared__ u64 s_code[DG_K2_BLOCK];
@@ -499,8 +513,9 @@ extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig,
     i64 leaf = (i64)dir[blk] + before;
     if (B == 1) {
         if (mine && s) {
-            if (left) visit_block<true>(sig, codes[g - g0], s, leaf, x, y, 1, 0);
-            else visit_block<false>(sig, codes[g - g0], s, leaf, x, y, 1, 0);
+            u64 code = node_code(codes, delta, base, g - g0);
+            if (left) visit_block<true>(sig, code, s, leaf, x, y, 1, 0);
+            else visit_block<false>(sig, code, s, leaf, x, y, 1, 0);
         }
         return;
     }
@@ -509,7 +524,7 @@ extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig,
     int t = threadIdx.x;
     s_sig[t] = mine ? (unsigned char)s : 0;
     s_leaf[t] = (unsigned int)leaf;
-    s_code[t] = mine ? codes[g - g0] : 0;
+    s_code[t] = mine ? node_code(codes, delta, base, g - g0) : 0;
     __syncthreads();
     for (int p = t; p < DG_K2_BLOCK * B; p += DG_K2_BLOCK) {
         int i = p / B, k = p - i * B;

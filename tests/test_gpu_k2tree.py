@@ -158,12 +158,15 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
     A = sp.csr_array(D)
     P = A.astype(np.float64)
     t = K2Tree.from_scipy(A, top_nodes=16)
-    for kernels, cached in (("block", False), ("warp", False), ("hash", False), ("thread", False),
-                            ("block", True), ("warp", True), ("hash", True), ("thread", True)):
+    for kernels, cached, compact in (("block", False, True), ("warp", False, True), ("hash", False, True),
+                                     ("thread", False, True), ("block", True, True), ("block", True, False),
+                                     ("warp", True, True), ("hash", True, True), ("thread", True, True)):
         if cached and tile != 1 << 20:
             continue
-        dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, kernels=kernels, bounded_tiles=tile != 7)
+        dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, kernels=kernels, bounded_tiles=tile != 7,
+                          compact_frontier=compact)
         assert dm.block == (kernels != "thread") and dm.warp == (kernels == "warp") and dm.hash == (kernels == "hash")
+        assert dm.compact == (cached and compact and kernels != "thread")
         for B in (1, 3, 128):
             for left in (False, True):
                 M = P.T if left else P
@@ -273,6 +276,22 @@ def test_gpu_pagerank_and_reachability():
         assert np.abs(pagerank(g, format=fmt, backend="gpu") - ref).max() < 1e-8
     src = [0, 7, 99]
     assert np.array_equal(reachability(g, src, backend="gpu"), reachability(g, src, backend="cpu", format="csr"))
+
+
+@pytest.mark.parametrize("spec", ["kron:12", "rect"])
+def test_split_frontier_rebuilds_the_codes(spec):
+    from distgraph.backends.gpu.k2tree_spmv import BLOCK, memory_plan, split_frontier
+    from distgraph.generators import from_spec
+
+    A = sp.random(3000, 700, density=0.003, random_state=7, format="csr") if spec == "rect" else from_spec(spec)
+    t = K2Tree.from_scipy(A) if spec == "rect" else K2Tree.from_graph(A)
+    base, delta = split_frontier(t)
+    g0 = int(t.level_start[t.levels - 2])
+    g = g0 + np.arange(t.frontier.shape[0])
+    assert delta.dtype == np.uint32 and base.shape[0] == (g[-1] // BLOCK - g0 // BLOCK + 1)
+    assert np.array_equal(base[g // BLOCK - g0 // BLOCK] + delta.astype(np.uint64), t.frontier)
+    plan = memory_plan(t, cached_frontier=True, compact_frontier=True)
+    assert plan.items["k2tree.cached frontier"] == delta.nbytes + base.nbytes
 
 
 def test_memory_plan_before_allocation():

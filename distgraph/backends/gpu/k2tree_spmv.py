@@ -36,7 +36,7 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from .loader import get_module, import_cupy
 
-__all__ = ["DeviceMatrix", "plan_tiles", "memory_plan", "tree_from_csr"]
+__all__ = ["DeviceMatrix", "plan_tiles", "memory_plan", "tree_from_csr", "split_frontier"]
 
 THREADS = 256
 BLOCK = 256  # nodes per block of the _blk kernels = the directory sample they need
@@ -115,18 +115,46 @@ def plan_tiles(tree, tile: int, bounded: bool = True):
     return steps
 
 
-def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=False, vectors=0):
+def split_frontier(tree):
+    """The compact cached frontier of the block kernels: ``(base, delta)`` with
+    ``base`` uint64, the code of the first node of level L-2 in each aligned block
+    of ``BLOCK`` nodes, and ``delta`` uint32, each node's code minus its block's base
+    (codes ascend within a level); ``None`` when some block spans 2**32 codes or more.
+    4 bytes per node plus 8 per block, instead of 8 per node."""
+    tree.with_frontier()
+    F = tree.frontier
+    n = int(F.shape[0])
+    if n == 0:
+        return None
+    g0 = int(tree.level_start[tree.levels - 2])
+    b0 = g0 // BLOCK
+    nb = (g0 + n - 1) // BLOCK - b0 + 1
+    starts = np.maximum(np.arange(b0, b0 + nb, dtype=np.int64) * BLOCK, g0) - g0
+    base = np.ascontiguousarray(F[starts])
+    delta = F - np.repeat(base, np.diff(np.append(starts, n)))
+    if int(delta.max()) >= 1 << 32:
+        return None
+    return base, delta.astype(np.uint32)
+
+
+def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=False, vectors=0,
+                compact_frontier=False):
     """The device bytes of a product on ``tree``, before anything is allocated: the
     matrix (tree, directory, cached top or cached frontier), the frontier buffers of
     the tiles, the scan offsets, and ``vectors`` bytes of dense ``x`` and ``y``
     (a :class:`~distgraph.backends.gpu.memory.MemoryPlan`; ``.check()`` raises
-    DeviceMemoryError when it does not fit)."""
+    DeviceMemoryError when it does not fit). ``compact_frontier``: the frontier as
+    :func:`split_frontier` stores it."""
     from .memory import MemoryPlan
 
     L = tree.levels
     sizes = np.diff(tree.level_start)
     items = {"k2tree.signatures": tree.sig.nbytes + 4, "k2tree.directory": tree.directory.nbytes}
-    if tree.num_nodes and cached_frontier:
+    if tree.num_nodes and cached_frontier and compact_frontier:
+        n = int(sizes[L - 2])
+        g0 = int(tree.level_start[L - 2])
+        items["k2tree.cached frontier"] = 4 * n + 8 * ((g0 + n - 1) // BLOCK - g0 // BLOCK + 1)
+    elif tree.num_nodes and cached_frontier:
         items["k2tree.cached frontier"] = 8 * int(sizes[L - 2])
     elif tree.num_nodes:
         d0 = tree.top_level
@@ -145,7 +173,7 @@ class DeviceMatrix:
     """One rank's block on the GPU (a k2-tree, or a CSR ``(indptr, indices)``)."""
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
-                 kernels="auto", bounded_tiles=True, csr_width=None):
+                 kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True):
         cp = import_cupy()
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
@@ -183,7 +211,10 @@ class DeviceMatrix:
             raise InvalidArgumentError(f"a k2-tree of {tree.num_nodes} nodes (2**32 or more) is not supported on the GPU")
         if tree.sample % 2:
             raise InvalidArgumentError(f"sample must be even; got {tree.sample}")
-        self.plan = memory_plan(tree, tile=self.tile, offsets=offsets, cached_frontier=self.cached)
+        split = split_frontier(tree) if (self.cached and self.block and compact_frontier) else None
+        self.compact = split is not None
+        self.plan = memory_plan(tree, tile=self.tile, offsets=offsets, cached_frontier=self.cached,
+                                compact_frontier=self.compact)
         self.plan.check()  # before allocating anything
         a = self.arrays
         a["sig"] = cp.asarray(np.concatenate([tree.sig, np.zeros(4, np.uint8)]))  # word reads stay in bounds
@@ -194,11 +225,16 @@ class DeviceMatrix:
         L = tree.levels
         sizes = np.diff(tree.level_start)
         if self.cached:
-            tree.with_frontier()
-            a["frontier"] = cp.asarray(tree.frontier)
+            if self.compact:
+                a["frontier_base"] = cp.asarray(split[0])
+                a["frontier_delta"] = cp.asarray(split[1])
+                self.bufs = {L - 2: a["frontier_base"]}  # not read: the kernels take base + delta
+            else:
+                tree.with_frontier()
+                a["frontier"] = cp.asarray(tree.frontier)
+                self.bufs = {L - 2: a["frontier"]}
             self.steps = [("leaves", L - 2, int(tree.level_start[L - 2]), int(sizes[L - 2]), 0,
                            int(tree.level_start[L - 1]))]
-            self.bufs = {L - 2: a["frontier"]}
         else:
             self.steps = plan_tiles(tree, self.tile, bounded_tiles)
             d0 = tree.top_level
@@ -217,7 +253,7 @@ class DeviceMatrix:
         cached frontier, or CSR) and ``scratch`` (frontier buffers, scan offsets)."""
         top = f"codes{self.tree.top_level}" if self.tree is not None and not self.cached else None
         mat = sum(int(v.nbytes) for k, v in self.arrays.items()
-                  if k in ("sig", "dir", "frontier", "indptr", "indices", top))
+                  if k in ("sig", "dir", "frontier", "frontier_base", "frontier_delta", "indptr", "indices", top))
         tot = sum(int(v.nbytes) for v in self.arrays.values())
         return {"matrix": mat, "scratch": tot - mat}
 
@@ -321,6 +357,8 @@ class DeviceMatrix:
             leaves = mod.get_function("distgraph_k2tree_leaves_warp" if self.warp else "distgraph_k2tree_leaves_hash")
         a = self.arrays
         sig, dr = a["sig"], a["dir"]
+        null = np.uint64(0)  # a null pointer: codes come from `src`
+        delta, base = (a["frontier_delta"], a["frontier_base"]) if self.compact else (null, null)
         for st in self.steps:
             level, g0, n, pos = st[1], st[2], st[3], st[4]
             src = self.bufs[level][pos:pos + n]
@@ -329,9 +367,10 @@ class DeviceMatrix:
                 expand(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), np.int64(st[5]),
                                         self.bufs[level + 1]))
             elif warp:
-                leaves(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), xd, y, np.int32(1 if left else 0)))
+                leaves(grid, (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n), xd, y,
+                                        np.int32(1 if left else 0)))
             else:
-                leaves(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), xd, y, np.int32(B),
+                leaves(grid, (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n), xd, y, np.int32(B),
                                         np.int32(1 if left else 0)))
 
 
