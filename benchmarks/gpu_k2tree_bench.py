@@ -13,7 +13,7 @@ products (B = 128) for
 
 * ``k2``: tree-only, directory offsets, the block kernels (default), bounded tiles of
   2**20 nodes, one CUDA graph per product; also ``k2_warp``, ``k2_hash`` (updates
-  aggregated per warp, per block in shared memory),
+  aggregated per warp, per block in shared memory), ``k2_2lev`` (two levels per launch),
   ``k2_greedy`` (tiles cut on children only, as first written), ``k2_tile22`` (tiles of
   2**22), ``k2_thread`` (the first version: one thread per node, greedy tiles) and
   ``batch_scan`` (offsets from a scan per tile);
@@ -259,6 +259,7 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max):
     configs = (("k2", dict(tile=1 << 20), ("right", "left", "batch")),
                ("k2_warp", dict(tile=1 << 20, kernels="warp"), ("right", "left")),
                ("k2_hash", dict(tile=1 << 20, kernels="hash"), ("right", "left")),
+               ("k2_2lev", dict(tile=1 << 20, levels_per_step=2), ("right", "left", "batch")),
                ("k2_greedy", dict(tile=1 << 20, bounded_tiles=False), ("right",)),
                ("k2_tile22", dict(tile=1 << 22), ("right",)),
                ("k2_thread", dict(tile=1 << 20, kernels="thread", bounded_tiles=False), ("right",)),

@@ -51,6 +51,8 @@
 // __global__ distgraph_csr_rows_vector (indptr, indices, nrows, x, y, W)
 //            B = 1: W lanes per row (CSR-vector), combined by shuffles, one store per row.
 // __global__ distgraph_k2tree_expand_blk (sig, dir, in, g0, n, child0, out)
+// __global__ distgraph_k2tree_expand2_blk (sig, dir, in, g0, n, gchild0, out)
+//            two levels per launch: grandchildren codes, the middle level never written.
 // __global__ distgraph_k2tree_leaves_blk (sig, dir, codes, delta, base, g0, n, x, y, B, left)
 //            the default with directory offsets and S = 256: a block per directory sample,
 //            offsets from dir[b] + a block scan of the fan-outs (see "block kernels"); the
@@ -495,6 +497,63 @@ extern "C" __global__ void distgraph_k2tree_expand_blk(const unsigned char *sig,
 #pragma unroll
     for (int b = 0; b < 4; ++b)
         if ((s >> b) & 1) out[o++] = code | (u64)b;
+}
+
+// Two levels in one launch (tree-only, levels_per_step=2): the nodes [g0, g0 + n) of
+// level d write the codes of their grandchildren (level d + 2) to out[first grandchild
+// - gchild0 ...]; level d + 1 is never written. A block's children are the at most
+// 1024 nodes [c_lo, c_hi) of level d + 1 (c_lo = dir[b]); the block loads the
+// signatures of [A, c_hi), A = c_lo rounded down to a directory sample (at most 1279
+// nodes, 5 per thread), and a second block scan from dir[A / 256] gives each child's
+// first child.
+extern "C" __global__ void distgraph_k2tree_expand2_blk(const unsigned char *sig, const unsigned int *dir,
+                                                        const u64 *in, i64 g0, i64 n, i64 gchild0, u64 *out) {
+    __shared__ unsigned char s_sig1[5 * DG_K2_BLOCK];
+    __shared__ unsigned int s_fc1[5 * DG_K2_BLOCK];
+    __shared__ int s_total;
+    i64 blk = g0 / DG_K2_BLOCK + blockIdx.x;
+    i64 g = blk * DG_K2_BLOCK + threadIdx.x;
+    int s = g < g0 + n ? nib(sig, g) : 0;
+    int before = block_exclusive_scan(__popc(s));
+    if (threadIdx.x == DG_K2_BLOCK - 1) s_total = before + __popc(s);
+    __syncthreads();  // s_total; and the second scan reuses the first one's shared words
+    i64 c_lo = dir[blk];
+    i64 A = (c_lo / DG_K2_BLOCK) * DG_K2_BLOCK;
+    int cnt = (int)(c_lo + s_total - A);
+    int loc[5];
+    int sum = 0;
+#pragma unroll
+    for (int k = 0; k < 5; ++k) {
+        int e = 5 * threadIdx.x + k;
+        loc[k] = e < cnt ? nib(sig, A + e) : 0;
+        sum += __popc(loc[k]);
+    }
+    int run = block_exclusive_scan(sum) + (int)dir[A / DG_K2_BLOCK];
+#pragma unroll
+    for (int k = 0; k < 5; ++k) {
+        int e = 5 * threadIdx.x + k;
+        if (e < cnt) {
+            s_sig1[e] = (unsigned char)loc[k];
+            s_fc1[e] = (unsigned int)run;
+        }
+        run += __popc(loc[k]);
+    }
+    __syncthreads();
+    if (g < g0 || g >= g0 + n) return;
+    u64 code = in[g - g0] << 2;
+    i64 c = c_lo + before;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+        if (!((s >> b) & 1)) continue;
+        int e = (int)(c - A);
+        int s1 = s_sig1[e];
+        i64 o = (i64)s_fc1[e] - gchild0;
+        u64 cc = (code | (u64)b) << 2;
+#pragma unroll
+        for (int b2 = 0; b2 < 4; ++b2)
+            if ((s1 >> b2) & 1) out[o++] = cc | (u64)b2;
+        ++c;
+    }
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig, const unsigned int *dir,

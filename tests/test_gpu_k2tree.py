@@ -10,6 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from distgraph.backends.gpu.k2tree_spmv import plan_tiles
+from distgraph.errors import InvalidArgumentError
 from distgraph.formats.k2tree import K2Tree, morton_decode
 
 POP = np.array([bin(i).count("1") for i in range(16)], np.int64)
@@ -29,24 +30,39 @@ def _block_first(tree, sigs, g0, n):
     return out
 
 
-def _emulate(tree, tile, x, use_dir, bounded=True):
+def _emulate(tree, tile, x, use_dir, bounded=True, per_step=1):
     """The launches of plan_tiles, each done by numpy as the kernels do it
     (use_dir: True for the directory, "block" for the block kernels, False for a scan)."""
     sigs = tree.signatures().astype(np.int64)
     first = 1 + np.concatenate([[0], np.cumsum(POP[sigs])])
     if use_dir == "block":
         assert tree.sample == 256
-        steps = plan_tiles(tree, tile, bounded)
+        steps = plan_tiles(tree, tile, bounded, per_step)
         for st in steps:
             assert np.array_equal(_block_first(tree, sigs, st[2], st[3]), first[st[2]:st[2] + st[3]])
     bufs = {tree.top_level: tree.top_codes.copy()}
     y = np.zeros(tree.shape[0])
-    for st in plan_tiles(tree, tile, bounded):
+    for st in plan_tiles(tree, tile, bounded, per_step):
         kind, level, g0, n, pos = st[:5]
         src = bufs[level][pos:pos + n]
         g = g0 + np.arange(n)
         s = sigs[g]
-        if kind == "expand":
+        if kind == "expand2":  # as distgraph_k2tree_expand2_blk: grandchildren at first[child] - gchild0
+            out = np.zeros(st[6], np.uint64)
+            for t in range(n):
+                c = first[g[t]]
+                for b in range(4):
+                    if not (s[t] >> b) & 1:
+                        continue
+                    o = first[c] - st[5]
+                    for b2 in range(4):
+                        if (sigs[c] >> b2) & 1:
+                            out[o] = (((int(src[t]) << 2) | b) << 2) | b2
+                            o += 1
+                    c += 1
+            assert first[first[g0 + n]] - first[first[g0]] == st[6]
+            bufs[level + 2] = out
+        elif kind == "expand":
             off = first[g] - st[5] if use_dir else np.cumsum(POP[s]) - POP[s]
             out = np.zeros(st[6], np.uint64)
             for b in range(4):
@@ -70,18 +86,27 @@ def _emulate(tree, tile, x, use_dir, bounded=True):
 @pytest.mark.parametrize("tile", [4, 7, 64, 1 << 20])
 @pytest.mark.parametrize("use_dir", [True, False, "block"])
 @pytest.mark.parametrize("bounded", [True, False])
-def test_tile_plan_replayed_on_host(tile, use_dir, bounded):
+@pytest.mark.parametrize("per_step", [1, 2])
+def test_tile_plan_replayed_on_host(tile, use_dir, bounded, per_step):
+    from distgraph.backends.gpu.k2tree_spmv import buffer_levels
+
     A = sp.random(600, 450, density=0.01, random_state=4, format="csr")
     t = K2Tree.from_scipy(A, top_nodes=16)
+    if per_step == 2 and tile < 16:
+        with pytest.raises(InvalidArgumentError, match="tile must be >= 16"):
+            plan_tiles(t, tile, bounded, per_step)
+        tile = 16
     x = np.random.default_rng(1).standard_normal(450)
-    y = _emulate(t, tile, x, use_dir, bounded)
+    y = _emulate(t, tile, x, use_dir, bounded, per_step)
     np.testing.assert_allclose(y, sp.csr_array(A != 0).astype(float) @ x, rtol=1e-12, atol=1e-12)
-    steps = plan_tiles(t, tile, bounded)
-    assert all(s[6] <= tile for s in steps if s[0] == "expand")
+    steps = plan_tiles(t, tile, bounded, per_step)
+    assert all(s[6] <= tile for s in steps if s[0] in ("expand", "expand2"))
+    written = {s[1] + (2 if s[0] == "expand2" else 1) for s in steps if s[0] != "leaves"}
+    assert written == set(buffer_levels(t, per_step))
     last = t.levels - 2
     assert sum(s[3] for s in steps if s[0] == "leaves") == t.level_sizes()[last]
-    if tile == 1 << 20:  # every level fits: one launch per level either way
-        assert len(steps) == t.levels - 1 - t.top_level
+    if tile == 1 << 20:  # every level fits: one launch per step either way
+        assert len(steps) == len(buffer_levels(t, per_step)) + 1
 
 
 # --------------------------------------------------------------------- GPU
@@ -143,7 +168,7 @@ def test_gpu_matches_cpu_every_configuration():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("tile", [4, 7, 300, 1 << 20])
+@pytest.mark.parametrize("tile", [4, 7, 16, 300, 1 << 20])
 def test_gpu_block_and_thread_kernels_every_tile(tile):
     """The block kernels (default), the block kernels with warp- and block-aggregated
     updates and the one-thread-per-node kernels give the scipy product for every tile (bounded and
@@ -158,13 +183,14 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
     A = sp.csr_array(D)
     P = A.astype(np.float64)
     t = K2Tree.from_scipy(A, top_nodes=16)
-    for kernels, cached, compact in (("block", False, True), ("warp", False, True), ("hash", False, True),
-                                     ("thread", False, True), ("block", True, True), ("block", True, False),
-                                     ("warp", True, True), ("hash", True, True), ("thread", True, True)):
-        if cached and tile != 1 << 20:
+    for kernels, cached, compact, per_step in (
+            ("block", False, True, 1), ("block", False, True, 2), ("warp", False, True, 2), ("hash", False, True, 1),
+            ("thread", False, True, 1), ("block", True, True, 1), ("block", True, False, 1),
+            ("warp", True, True, 1), ("hash", True, True, 1), ("thread", True, True, 1)):
+        if (cached and tile != 1 << 20) or (per_step == 2 and tile < 16):
             continue
         dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, kernels=kernels, bounded_tiles=tile != 7,
-                          compact_frontier=compact)
+                          compact_frontier=compact, levels_per_step=per_step)
         assert dm.block == (kernels != "thread") and dm.warp == (kernels == "warp") and dm.hash == (kernels == "hash")
         assert dm.compact == (cached and compact and kernels != "thread")
         for B in (1, 3, 128):

@@ -36,7 +36,7 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from .loader import get_module, import_cupy
 
-__all__ = ["DeviceMatrix", "plan_tiles", "memory_plan", "tree_from_csr", "split_frontier"]
+__all__ = ["DeviceMatrix", "plan_tiles", "buffer_levels", "memory_plan", "tree_from_csr", "split_frontier"]
 
 THREADS = 256
 BLOCK = 256  # nodes per block of the _blk kernels = the directory sample they need
@@ -62,20 +62,28 @@ def first_children(tree) -> np.ndarray:
     return first
 
 
-def plan_tiles(tree, tile: int, bounded: bool = True):
+def plan_tiles(tree, tile: int, bounded: bool = True, levels_per_step: int = 1):
     """The launches of a tree-only product, depth-first: a list of
-    ``("expand", level, g0, n, src_pos, child0, nchild)`` and
-    ``("leaves", level, g0, n, src_pos, leaf0)`` (node ids are global; ``src_pos`` is
-    the position of node ``g0`` in the buffer of its level).
+    ``("expand", level, g0, n, src_pos, child0, nchild)``,
+    ``("expand2", level, g0, n, src_pos, gchild0, ngchild)`` (two levels at once,
+    ``levels_per_step=2``) and ``("leaves", level, g0, n, src_pos, leaf0)`` (node ids
+    are global; ``src_pos`` is the position of node ``g0`` in the buffer of its level).
 
-    A tile is a range of nodes with at most ``tile`` children (the buffer of the next
-    level). Cut greedily on the children alone, a range of ``tile`` nodes has a few
-    more children (fan-out > 1), so every level splits again into a full and a small
-    tile and half the launches are small. With ``bounded`` (default) a range is cut
-    instead so that its descendants at *every* deeper internal level fit in a buffer;
-    such a range descends to the leaves with one launch per level. Where even one
-    node's descendants do not fit, the greedy cut is used. Either plan needs the
-    same scratch (one buffer of at most ``tile`` codes per level)."""
+    A tile is a range of nodes with at most ``tile`` children (grandchildren for
+    "expand2"), the buffer of the level it writes. Cut greedily on those alone, a range
+    of ``tile`` nodes has a few more children (fan-out > 1), so every level splits again
+    into a full and a small tile and half the launches are small. With ``bounded``
+    (default) a range is cut instead so that its descendants at *every* deeper internal
+    level fit in a buffer; such a range descends to the leaves with one launch per step.
+    Where even one node's descendants do not fit, the greedy cut is used. Either plan
+    needs the same scratch (one buffer of at most ``tile`` codes per written level,
+    :func:`buffer_levels`). With two levels per step, a first single step is taken
+    when the number of levels to descend is odd."""
+    if levels_per_step not in (1, 2):
+        raise InvalidArgumentError(f"levels_per_step must be 1 or 2; got {levels_per_step!r}")
+    if levels_per_step == 2 and tile < 16:
+        raise InvalidArgumentError(f"tile must be >= 16 with two levels per step (a node has up to 16 "
+                                   f"grandchildren); got {tile}")
     first = first_children(tree)
     L, last = tree.levels, tree.levels - 2
     steps = []
@@ -91,10 +99,18 @@ def plan_tiles(tree, tile: int, bounded: bool = True):
         if level == last:
             steps.append(("leaves", level, ga, gb - ga, 0, int(first[ga])))
             return
+        k = 2 if (levels_per_step == 2 and (last - level) % 2 == 0) else 1
+
+        def down(v):
+            for _ in range(k):
+                v = first[v]
+            return v
+
         a = ga
         while a < gb:
-            # largest b with first[b] - first[a] <= tile
-            b = int(np.searchsorted(first[a:gb + 1], first[a] + tile, side="right")) - 1 + a
+            # largest b with down(b) - down(a) <= tile
+            ends = down(np.arange(a, gb + 1, dtype=np.int64)) if k == 2 else first[a:gb + 1]
+            b = int(np.searchsorted(ends, ends[0] + tile, side="right")) - 1 + a
             b = max(b, a + 1)
             if bounded and fits(level, a, a + 1):
                 lo, hi = a + 1, b  # fits(lo) holds; the largest b' <= b that fits
@@ -105,14 +121,22 @@ def plan_tiles(tree, tile: int, bounded: bool = True):
                     else:
                         hi = mid - 1
                 b = lo
-            steps.append(("expand", level, a, b - a, a - ga, int(first[a]), int(first[b] - first[a])))
-            visit(level + 1, int(first[a]), int(first[b]))
+            da, db = int(down(a)), int(down(b))
+            steps.append(("expand" if k == 1 else "expand2", level, a, b - a, a - ga, da, db - da))
+            visit(level + k, da, db)
             a = b
 
     if tree.num_nodes:
         d0 = tree.top_level
         visit(d0, int(tree.level_start[d0]), int(tree.level_start[d0 + 1]))
     return steps
+
+
+def buffer_levels(tree, levels_per_step: int = 1):
+    """The levels below the cached top whose codes a tree-only product writes to a
+    buffer (every internal level; every other one with two levels per step)."""
+    d0, last = tree.top_level, tree.levels - 2
+    return [d for d in range(d0 + 1, last + 1) if levels_per_step == 1 or (last - d) % 2 == 0]
 
 
 def split_frontier(tree):
@@ -138,13 +162,13 @@ def split_frontier(tree):
 
 
 def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=False, vectors=0,
-                compact_frontier=False):
+                compact_frontier=False, levels_per_step=1):
     """The device bytes of a product on ``tree``, before anything is allocated: the
     matrix (tree, directory, cached top or cached frontier), the frontier buffers of
     the tiles, the scan offsets, and ``vectors`` bytes of dense ``x`` and ``y``
     (a :class:`~distgraph.backends.gpu.memory.MemoryPlan`; ``.check()`` raises
     DeviceMemoryError when it does not fit). ``compact_frontier``: the frontier as
-    :func:`split_frontier` stores it."""
+    :func:`split_frontier` stores it; ``levels_per_step``: as :func:`plan_tiles`."""
     from .memory import MemoryPlan
 
     L = tree.levels
@@ -159,7 +183,7 @@ def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=Fals
     elif tree.num_nodes:
         d0 = tree.top_level
         items["k2tree.cached top"] = 8 * int(sizes[d0])
-        items["tile buffers"] = 8 * sum(min(int(tile), int(sizes[d])) for d in range(d0 + 1, L - 1))
+        items["tile buffers"] = 8 * sum(min(int(tile), int(sizes[d])) for d in buffer_levels(tree, levels_per_step))
         if offsets == "scan":
             widest = max([int(sizes[d0])] + [min(int(tile), int(sizes[d])) for d in range(d0 + 1, L - 1)])
             items["scan offsets"] = 2 * 4 * widest
@@ -173,7 +197,8 @@ class DeviceMatrix:
     """One rank's block on the GPU (a k2-tree, or a CSR ``(indptr, indices)``)."""
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
-                 kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True):
+                 kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
+                 levels_per_step=1):
         cp = import_cupy()
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
@@ -213,8 +238,12 @@ class DeviceMatrix:
             raise InvalidArgumentError(f"sample must be even; got {tree.sample}")
         split = split_frontier(tree) if (self.cached and self.block and compact_frontier) else None
         self.compact = split is not None
+        if levels_per_step not in (1, 2) or (levels_per_step == 2 and not self.block):
+            raise InvalidArgumentError("levels_per_step must be 1, or 2 with the block kernels "
+                                       f"(directory offsets, sample={BLOCK}); got {levels_per_step!r}")
+        self.levels_per_step = 1 if self.cached else int(levels_per_step)
         self.plan = memory_plan(tree, tile=self.tile, offsets=offsets, cached_frontier=self.cached,
-                                compact_frontier=self.compact)
+                                compact_frontier=self.compact, levels_per_step=self.levels_per_step)
         self.plan.check()  # before allocating anything
         a = self.arrays
         a["sig"] = cp.asarray(np.concatenate([tree.sig, np.zeros(4, np.uint8)]))  # word reads stay in bounds
@@ -236,10 +265,10 @@ class DeviceMatrix:
             self.steps = [("leaves", L - 2, int(tree.level_start[L - 2]), int(sizes[L - 2]), 0,
                            int(tree.level_start[L - 1]))]
         else:
-            self.steps = plan_tiles(tree, self.tile, bounded_tiles)
+            self.steps = plan_tiles(tree, self.tile, bounded_tiles, self.levels_per_step)
             d0 = tree.top_level
             self.bufs = {d0: cp.asarray(tree.top_codes)}
-            for d in range(d0 + 1, L - 1):
+            for d in buffer_levels(tree, self.levels_per_step):
                 self.bufs[d] = cp.empty(min(self.tile, int(sizes[d])), dtype=cp.uint64)
             for d, b in self.bufs.items():
                 a[f"codes{d}"] = b
@@ -351,6 +380,7 @@ class DeviceMatrix:
         """The launches of :meth:`run` with the block kernels (one block per directory
         sample of ``BLOCK`` nodes; grid = the aligned blocks meeting the tile)."""
         expand = mod.get_function("distgraph_k2tree_expand_blk")
+        expand2 = mod.get_function("distgraph_k2tree_expand2_blk")
         leaves = mod.get_function("distgraph_k2tree_leaves_blk")
         warp = (self.warp or self.hash) and B == 1  # same arguments
         if warp:
@@ -366,6 +396,9 @@ class DeviceMatrix:
             if st[0] == "expand":
                 expand(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), np.int64(st[5]),
                                         self.bufs[level + 1]))
+            elif st[0] == "expand2":
+                expand2(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), np.int64(st[5]),
+                                         self.bufs[level + 2]))
             elif warp:
                 leaves(grid, (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n), xd, y,
                                         np.int32(1 if left else 0)))
