@@ -2,28 +2,42 @@
 
 :class:`DeviceMatrix` uploads one rank's block once (signatures, directory, cached top,
 optionally the cached frontier), plans the tiles of the descent on the host (Tosoni &
-Mencagli, Sec. 3.4: the sequence of tiles depends only on the tree) and allocates the
-exact scratch: one buffer of ``min(M, width)`` codes per internal level below the top,
-and in scan mode one int32 offset per node of the widest tile. ``nbytes()`` is the
-device working set of a product, known before any kernel runs.
-
-With directory offsets and the default sample S = 256 (``kernels="auto"``) the block
-kernels run: a block of 256 threads per directory sample, child offsets from one
-directory load plus a block scan of the fan-outs, and the leaves combine the cells of
-a row (column) of each 4 x 4 block in registers before the atomic update of ``y``;
-``kernels="warp"`` (single vectors) combines the updates of a warp to the same entry
-of ``y`` before the atomic (``__match_any_sync``), ``kernels="hash"`` those of a whole
-block (a shared-memory hash table keyed by the index of ``y``); ``kernels="thread"``
-keeps the one-thread-per-node kernels below (offsets by a
-popcount loop over the sample), as first written.
+Mencagli, Sec. 3.4: the sequence of tiles depends only on the tree,
+:func:`plan_tiles`) and allocates the exact scratch: one buffer of ``min(M, width)``
+codes per written level below the top, and in scan mode one int32 offset per node of
+the widest tile. ``nbytes()`` is the device working set of a product, known before any
+kernel runs (:func:`memory_plan`).
 
 A product fills ``y`` with the semiring's zero, then launches, depth-first over tiles,
-``distgraph_k2tree_expand`` per tile of an internal level (after a
-``distgraph_k2tree_fanout`` + ``cupy.cumsum`` when offsets come from a scan) and
-``distgraph_k2tree_leaves`` per tile of the last internal level. With the cached
-frontier (k2+F) it is one ``leaves`` launch. The semiring and element type are
-``#define``s of the kernel file (a functor per semiring), compiled once per device by
+one expand per tile of an internal level and one leaves kernel per tile of the last
+internal level (leaves are visited in place). With the cached frontier (k2+F) it is one
+leaves launch. The semiring and element type are ``#define``s of the kernel file (a
+functor per semiring), compiled once per device by
 :func:`distgraph.backends.gpu.loader.get_module`.
+
+Defaults (the fastest configuration measured, ``benchmarks/results/k2tree_gpu.json``):
+
+* ``kernels="auto"``: the block kernels when offsets come from the directory with
+  S = 256: a block of 256 threads per directory sample, child offsets from one
+  directory load plus a block scan of the fan-outs (instead of a popcount loop over up
+  to S/2 bytes per thread), and the leaves combine the cells of a row (column) of each
+  4 x 4 block in registers before the atomic update of ``y``. ``kernels="thread"``
+  keeps the one-thread-per-node kernels of the first version (1.7x slower with the
+  frontier cached on kron:20, 2.1x tree-only with the greedy tiles).
+* ``bounded_tiles=True``: tiles cut so that a range descends to the leaves with one
+  launch per level (330 launches instead of 517 at kron:20, 1.16x faster).
+* ``compact_frontier=True``: the cached frontier as a 64-bit base per block of 256
+  nodes plus 32-bit offsets, 4 bytes per node instead of 8 (:func:`split_frontier`),
+  as fast as the 8-byte codes.
+* ``levels_per_step=1``.
+
+Options kept for comparison, not faster on the benchmark's graphs (single right
+products, time relative to the default): ``kernels="warp"`` (the updates of a warp to
+one entry of ``y`` combined first with ``__match_any_sync``; with the frontier cached
+1.2-3.1x the time), ``kernels="hash"`` (those of a block, in a shared-memory hash
+table; 0.99-1.4x) and ``levels_per_step=2`` (two levels per launch, the middle level
+never written; tree-only 0.96-1.17x, 1.14-1.17x on kron 20-22). Offsets from a scan
+per tile (``offsets="scan"``) use the thread kernels.
 
 Floating-point plus_times results depend on the order in which atomics land (within
 rounding of the CPU result); lor_land and min_plus are exact.
