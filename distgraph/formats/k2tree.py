@@ -335,6 +335,9 @@ class K2Tree:
                 or np.any(np.diff(indptr) < 0)):
             rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
             return cls.from_coo(rows, indices, shape, **kw)  # validates and says what is wrong
+        unknown = set(kw) - {"sample", "top_nodes", "cached_frontier"}
+        if unknown:
+            raise TypeError(f"from_csr() got unexpected keyword arguments {sorted(unknown)}")
         codes = _nb_csr_codes(indptr, indices)
         codes.sort()
         sample = int(kw.pop("sample", DEFAULT_SAMPLE))
