@@ -184,3 +184,51 @@ def test_tree_stored_with_binary_graph(tmp_path):
     g3 = binary.load(path)
     v = tree_for_file(g3, path)
     assert v.shape == (128, 128) and (v.to_scipy() != g3.to_scipy()).nnz == 0
+
+
+def _reference_levels(rows, cols, L):
+    """Signatures per level by the per-level sort/reduce of the first version (an
+    independent reference for the numba passes)."""
+    codes = np.unique(morton_encode(np.asarray(rows), np.asarray(cols)))
+    sigs = [None] * L
+    child = codes
+    for d in range(L - 1, -1, -1):
+        parent = child >> np.uint64(2)
+        start = np.flatnonzero(np.concatenate(([True], parent[1:] != parent[:-1])))
+        bits = (np.uint8(1) << (child & np.uint64(3)).astype(np.uint8)).astype(np.uint8)
+        sigs[d] = np.bitwise_or.reduceat(bits, start)
+        child = parent[start]
+    return sigs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_numba_build_matches_reference(seed):
+    rng = np.random.default_rng(seed)
+    nr, nc = [(300, 200), (1000, 1000), (17, 900)][seed]
+    m = [500, 20000, 300][seed]
+    r = rng.integers(0, nr, m)
+    c = rng.integers(0, nc, m)
+    r[: m // 10] = r[0]  # a dense row and repeated cells
+    t = K2Tree.from_coo(np.r_[r, r[:50]], np.r_[c, c[:50]], (nr, nc), sample=8)
+    ref = _reference_levels(r, c, t.levels)
+    assert t.signatures().tolist() == np.concatenate(ref).tolist()
+    assert np.diff(t.level_start).tolist() == [len(s) for s in ref]
+    A = sp.csr_array((np.ones(m), (r, c)), shape=(nr, nc))
+    A.sum_duplicates()
+    u = K2Tree.from_csr(A.indptr, A.indices, (nr, nc), sample=8)  # the numba encoding of a CSR
+    assert np.array_equal(u.sig, t.sig) and np.array_equal(u.directory, t.directory)
+    v = K2Tree.from_codes(np.sort(morton_encode(r, c)), (nr, nc), presorted=True, sample=8, cached_frontier=True)
+    assert np.array_equal(v.sig, t.sig) and np.array_equal(v.frontier, t.level_codes(t.levels - 2))
+
+
+def test_from_codes_and_from_csr_validate():
+    codes = morton_encode(np.array([0, 3, 1]), np.array([1, 2, 0]))
+    with pytest.raises(InvalidArgumentError, match="sorted"):
+        K2Tree.from_codes(codes, (4, 4), presorted=True)
+    assert K2Tree.from_codes(codes, (4, 4)).nnz == 3
+    with pytest.raises(InvalidArgumentError, match="codes must lie in"):
+        K2Tree.from_codes(codes, (3, 4))
+    with pytest.raises(InvalidArgumentError, match="coordinates must lie"):
+        K2Tree.from_csr(np.array([0, 1, 2]), np.array([0, 5]), (2, 2))  # column out of range: from_coo says so
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        K2Tree.from_csr(np.array([0, 1]), np.array([0]), levels=3)
