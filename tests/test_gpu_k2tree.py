@@ -177,9 +177,9 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
     from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
 
     rng = np.random.default_rng(8)
-    D = rng.random((1500, 1100)) < 0.004
-    D[:40] |= rng.random((40, 1100)) < 0.5  # dense rows and columns: colliding updates
-    D[:, 1000:1030] |= rng.random((1500, 30)) < 0.5
+    D = rng.random((900, 700)) < 0.006
+    D[:30] |= rng.random((30, 700)) < 0.5  # dense rows and columns: colliding updates
+    D[:, 600:630] |= rng.random((900, 30)) < 0.5
     A = sp.csr_array(D)
     P = A.astype(np.float64)
     t = K2Tree.from_scipy(A, top_nodes=16)
