@@ -30,33 +30,37 @@
 //              x[r] into y[c].
 //
 // Semirings (#define SEMIRING: 0 plus_times, 1 lor_land, 2 min_plus; VALUE_T the
-// element type) are functors, one atomic per non-zero: atomicAdd; a plain store of 1
-// (every racing writer stores the same value); an atomic minimum by compare-and-swap.
+// element type) are functors: the thread kernels issue one atomic per non-zero
+// (atomicAdd; a plain store of 1, every racing writer storing the same value; an atomic
+// minimum by compare-and-swap); the block kernels first combine in registers the cells
+// of a 4 x 4 block that update the same entry of y.
 //
+// Thread kernels (one thread per node; offsets from the directory by a popcount loop,
+// or from a scan), the first version, kept for scan offsets and S != 256:
 // __global__ distgraph_k2tree_fanout  (sig, g0, n, fan)              fan[t] = popcount(sig of g0+t)
 // __global__ distgraph_k2tree_expand  (sig, dir, S, use_dir, scan, in, g0, n, child0, out)
 //            child codes of nodes g0..g0+n-1 (codes in[]) into out[first_child - child0 ...]
 // __global__ distgraph_k2tree_leaves  (sig, dir, S, use_dir, scan, codes, g0, n, leaf0, x, y, B, left)
 //            one thread per (node of level L-2, vector); leaf0 is the first leaf of g0 (scan mode)
-// __global__ distgraph_csr_rows       (indptr, indices, nrows, x, y, B)
-//            y[i] (+)= x[j] for stored (i, j): one thread per (row, vector), the row combined
-//            in a register and stored once; the CSR baseline with the same semirings (left
-//            products run it on the CSR of A^T).
-// __global__ distgraph_k2tree_leaves_warp (sig, dir, codes, delta, base, g0, n, x, y, left)
-//            B = 1, kernels="warp": leaves_blk with the updates of a warp to one entry of y
-//            combined first (one atomic per distinct row of the warp, not per thread).
-// __global__ distgraph_k2tree_leaves_hash (sig, dir, codes, delta, base, g0, n, x, y, left)
-//            B = 1, kernels="hash": the updates of a block combined in a shared-memory hash
-//            table keyed by the index of y, then one atomic per distinct index of the block.
-// __global__ distgraph_csr_rows_vector (indptr, indices, nrows, x, y, W)
-//            B = 1: W lanes per row (CSR-vector), combined by shuffles, one store per row.
-// __global__ distgraph_k2tree_expand_blk (sig, dir, in, g0, n, child0, out)
+//
+// Block kernels (directory offsets, S = 256, a block per directory sample: offsets
+// from dir[b] + a block scan of the fan-outs; see "block kernels" below), the default:
+// __global__ distgraph_k2tree_expand_blk  (sig, dir, in, g0, n, child0, out)
+// __global__ distgraph_k2tree_leaves_blk  (sig, dir, codes, delta, base, g0, n, x, y, B, left)
+// and the alternatives measured in benchmarks/gpu_k2tree_bench.py (not faster there):
 // __global__ distgraph_k2tree_expand2_blk (sig, dir, in, g0, n, gchild0, out)
 //            two levels per launch: grandchildren codes, the middle level never written.
-// __global__ distgraph_k2tree_leaves_blk (sig, dir, codes, delta, base, g0, n, x, y, B, left)
-//            the default with directory offsets and S = 256: a block per directory sample,
-//            offsets from dir[b] + a block scan of the fan-outs (see "block kernels"); the
-//            leaves combine the cells of a row (column) of a 4 x 4 block before the atomic.
+// __global__ distgraph_k2tree_leaves_warp (sig, dir, codes, delta, base, g0, n, x, y, left)
+//            B = 1: the updates of a warp to one entry of y combined first (match_any).
+// __global__ distgraph_k2tree_leaves_hash (sig, dir, codes, delta, base, g0, n, x, y, left)
+//            B = 1: the updates of a block combined in a shared-memory hash table keyed
+//            by the index of y, then one atomic per distinct index of the block.
+//
+// CSR, the baseline with the same semirings (left products run it on the CSR of A^T):
+// __global__ distgraph_csr_rows        (indptr, indices, nrows, x, y, B)
+//            one thread per (row, vector), the row combined in a register, stored once.
+// __global__ distgraph_csr_rows_vector (indptr, indices, nrows, x, y, W)
+//            B = 1: W lanes per row (CSR-vector), combined by shuffles, one store per row.
 
 #ifndef SEMIRING
 #define SEMIRING 0
