@@ -300,6 +300,16 @@ def test_mpi_dealer_hands_out_each_batch_once(comm):
     assert everything == todo.tolist()
 
 
+@pytest.mark.mpi
+def test_mpi_progress_bar_counts_all_ranks(comm, capsys):
+    from distgraph.generators import from_spec
+
+    closeness(from_spec("kron:9"), batch_size=32, progress=True, comm=comm)
+    err = capsys.readouterr().err
+    ok = ("(all ranks)" in err and "100.0%" in err) if comm.rank == 0 and comm.size > 1 else True
+    assert all(comm.allgather(ok))
+
+
 def test_progress_bar_on_rank0(capsys):
     from mpi4py import MPI
 

@@ -59,12 +59,14 @@ class _Dealer:
         self.win.Lock_all()
         self._one = np.ones(1, np.int64)
         self._got = np.zeros(1, np.int64)
+        self.dealt = 0  # batches dealt to all ranks so far, as last seen by this rank
 
     def __iter__(self):
         while True:
             self.win.Fetch_and_op(self._one, self._got, 0, 0, self._op)
             self.win.Flush(0)
             i = int(self._got[0])
+            self.dealt = min(i + 1, self.todo.size)
             if i >= self.todo.size:
                 return
             yield int(self.todo[i])
@@ -265,7 +267,13 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
         if _BATCH_HOOK is not None:
             _BATCH_HOOK(int(b))
 
-    bar = Progress(total=int(mine.size), desc=f"{desc} batches (rank 0 of {ctx.size})", rank=ctx.rank,
+    def advance():
+        # with a dealer, rank 0 shows all ranks' batches (dealt so far: the ones running
+        # elsewhere count as done a little early); otherwise its own
+        bar.update(max(0, dealer.dealt - bar.n) if dealer is not None else 1)
+
+    bar = Progress(total=int((todo if dealer else mine).size),
+                   desc=f"{desc} batches ({'all ranks' if dealer else f'rank 0 of {ctx.size}'})", rank=ctx.rank,
                    enabled=progress)
     with bar:
         if nthreads == 1:
@@ -276,7 +284,7 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
                     free.append(res[3])  # run by every rank; kept by the rank it is dealt to
                     continue
                 merge(res)
-                bar.update()
+                advance()
         else:
             it = iter(batches)
             with ThreadPoolExecutor(max_workers=nthreads) as ex:
@@ -292,7 +300,9 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
                     fin, running = wait(running, return_when=FIRST_COMPLETED)
                     for f in fin:
                         merge(f.result())
-                        bar.update()
+                        advance()
+        if dealer is not None:
+            advance()  # this rank's dealer is exhausted: every batch is dealt
 
     if dealer is not None:
         dealer.close()
