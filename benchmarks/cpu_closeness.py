@@ -153,6 +153,43 @@ def to_networkit(g):
     return G
 
 
+def contention(args) -> int:
+    """One rank alone, two independent one-rank jobs at the same time, and one job on two
+    ranks, alternating, ``args.contention`` times per scale. If two independent jobs
+    each take longer than one alone, the cores slow each other (shared L3 and memory
+    bandwidth, another VM), and no dealing or reduction can make 2 ranks reach 2x."""
+    me = [sys.executable, os.path.abspath(__file__), "--worker", "--tool", "distgraph-mpi"]
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    rows = []
+    for scale in [int(s) for s in args.scales.split(",") if s]:
+        cmd1 = ["mpiexec", "-n", "1"] + me + ["--scale", str(scale)]
+        cmd2 = ["mpiexec", "-n", "2"] + me + ["--scale", str(scale)]
+        row = {"graph": f"kron:{scale}", "alone_s": [], "two_jobs_at_once_s": [], "two_ranks_s": [], "load_avg": []}
+        for _ in range(args.contention):
+            row["alone_s"].append(run_worker(cmd1, None, env=env)["time_s"])
+            procs = [subprocess.Popen(cmd1, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT) for _ in range(2)]
+            row["two_jobs_at_once_s"].append([json.loads(p.communicate()[0].strip().splitlines()[-1])["time_s"]
+                                              for p in procs])
+            row["two_ranks_s"].append(run_worker(cmd2, None, env=env)["time_s"])
+            row["load_avg"].append(os.getloadavg())
+        row["median_alone_s"] = float(np.median(row["alone_s"]))
+        row["median_two_jobs_at_once_s"] = float(np.median(row["two_jobs_at_once_s"]))
+        row["median_two_ranks_s"] = float(np.median(row["two_ranks_s"]))
+        row["speedup_2_ranks_vs_alone"] = row["median_alone_s"] / row["median_two_ranks_s"]
+        row["speedup_2_ranks_vs_jobs_at_once"] = row["median_two_jobs_at_once_s"] / row["median_two_ranks_s"]
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    doc = {"benchmark": "cpu_closeness_contention", "commit": git_commit(), "host": platform.node(),
+           "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "note": "time_s of the closeness call alone (networkit convention, compilation excluded); "
+                   "two_jobs_at_once: two independent one-rank processes started together; medians over the reps",
+           "results": rows}
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"wrote {args.out}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--scales", default="14,16")
@@ -161,6 +198,9 @@ def main(argv=None) -> int:
     p.add_argument("--ranks", default="1,2", help="MPI rank counts for the rank-scaling runs ('' to skip)")
     p.add_argument("--rank-reps", type=int, default=3, help="runs per rank count, alternating; best and median "
                    "are reported")
+    p.add_argument("--contention", type=int, default=0, metavar="REPS",
+                   help="instead of the comparison: REPS times each, one rank alone, two one-rank jobs at once, "
+                   "and two ranks (does a second busy core slow the first?); output to --out")
     p.add_argument("--no-peers", action="store_true", help="time distgraph only (no networkit / igraph)")
     p.add_argument("--timeout", type=float, default=1500, help="seconds after which a peer's run is stopped "
                    "(its time is then reported as a lower bound)")
@@ -173,6 +213,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.worker:
         return worker(args)
+
+    if args.contention:
+        return contention(args)
 
     import tempfile
 
