@@ -34,8 +34,22 @@ MAX_BATCH = 512
 # checkpointed (tests raise from it to simulate a job killed mid-way).
 _BATCH_HOOK = None
 
-#: Deal batches to ranks first come, first served (False: round-robin, batch i to rank i % p).
+#: Deal batches to ranks first come, first served when they share one node (False, or
+#: ranks on several nodes: round-robin, batch i to rank i % p).
 DYNAMIC_DEALING = True
+
+
+def _one_node(comm) -> bool:
+    """All ranks of ``comm`` share one node (collective). Only then is the dealer used:
+    between nodes, an MPI without asynchronous progress may complete a rank's atomic
+    only when rank 0 next enters MPI, i.e. after its current batch."""
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return node.Get_size() == comm.Get_size()
+    finally:
+        node.Free()
 
 
 class _Dealer:
@@ -222,7 +236,8 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
             raise CheckpointError(f"checkpoint lists batch {int(done[-1])} but this run has {nb} batches")
     todo = np.setdiff1d(np.arange(nb, dtype=np.int64), done)
     mine = todo[ctx.rank::ctx.size]  # round-robin share; with a dealer, the progress bar's estimate
-    dealer = _Dealer(ctx.comm, todo) if runner is None and ctx.size > 1 and DYNAMIC_DEALING else None
+    dealer = _Dealer(ctx.comm, todo) if runner is None and ctx.size > 1 and DYNAMIC_DEALING and \
+        _one_node(ctx.comm) else None
     batches = dealer if dealer is not None else mine.tolist()
 
     nthreads = min(thread_count(ctx), max(1, (todo if dealer else mine).size)) if runner is None else 1
