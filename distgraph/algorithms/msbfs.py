@@ -3,9 +3,10 @@
 Sources are cut into batches of ``k <= 512`` (one bit each in ``k / 64`` machine
 words) and every batch runs as one bit-parallel BFS (Then et al., PVLDB 2014; BLEST
 Sec. 6.1; kernel in :mod:`distgraph.backends.cpu.msbfs`). Batches are dealt to MPI
-ranks first come, first served (each rank holds the whole graph, BLEST's replicated
-mode; one MPI-3 atomic counter, :class:`_Dealer`, so a rank whose core is shared with
-other jobs takes fewer batches) and, inside a rank, to threads; the partial sums are
+ranks (each rank holds the whole graph, BLEST's replicated mode) first come, first
+served when the ranks share a node (one MPI-3 atomic counter, :class:`_Dealer`, so a
+rank whose core is shared with other jobs takes fewer batches), round-robin across
+nodes, and, inside a rank, to threads; the partial sums are
 exact integers (uint64 distance sums, int64 reach counts, fixed-point harmonic sums),
 so the reduction over threads and ranks gives bit-identical results for any number
 of either, whichever rank ran which batch.
