@@ -476,3 +476,45 @@ def test_identical_on_every_rank(comm):
     ok = comm.allgather(hashlib.sha256(s.tobytes() + d.tobytes()).hexdigest())
     ref = [hashlib.sha256(a.tobytes() + b.tobytes()).hexdigest() for a, b in kronecker_edges(17)]
     assert all(h == ref[r % 2] for r, h in enumerate(ok))
+
+
+# ------------------------------------------------ chunks computed by threads (_parallel.py)
+def test_ordered_map_keeps_order_whatever_finishes_first():
+    import time
+
+    from distgraph.generators._parallel import ordered_map
+
+    delays = np.random.default_rng(0).random(23) * 0.01
+
+    def slow(i):
+        time.sleep(delays[i])
+        return i * i
+
+    assert list(ordered_map(slow, range(23), threads=4)) == [i * i for i in range(23)]
+    assert list(ordered_map(slow, range(3), threads=1)) == [0, 1, 4]
+    assert list(ordered_map(slow, [], threads=4)) == []
+
+
+@pytest.mark.parametrize("family", ["kron", "urand"])
+def test_threaded_chunks_equal_chunks_made_one_by_one(family, monkeypatch):
+    from distgraph.generators import _parallel
+    from distgraph.generators.kron import kronecker_edges
+    from distgraph.generators.urand import urand_edges
+
+    edges = kronecker_edges if family == "kron" else urand_edges
+    scale = 17  # 2**21 edges: two chunks of CHUNK_EDGES
+    alone = [edges(scale, chunks=[k]).__next__() for k in (0, 1)]
+    import importlib
+
+    calls = []
+
+    def three_threads(fn, items, threads=None):
+        calls.append(len(items))
+        return _parallel.ordered_map(fn, items, threads=3)
+
+    monkeypatch.setattr(importlib.import_module(f"distgraph.generators.{family}"), "ordered_map", three_threads)
+    together = list(edges(scale))
+    assert len(together) == 2 and calls == [2]
+    for (s1, d1), (s2, d2) in zip(alone, together):
+        np.testing.assert_array_equal(s1, s2)
+        np.testing.assert_array_equal(d1, d2)

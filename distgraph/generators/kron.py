@@ -27,6 +27,9 @@ pure function of ``(scale, edge_factor, seed, a, b, c)``, whatever the process, 
 number of MPI ranks or the order chunks are generated in.  ``CHUNK_EDGES`` is part
 of that definition; changing it changes the graphs.
 
+Chunks are computed by numba's number of threads at once (``_parallel.ordered_map``) and
+handed out in order, so the result does not depend on the thread count.
+
 Every rank builds the whole graph (generators know nothing of ranks; see
 ``distgraph.graph.partition`` for a rank's part).  A rank can generate only some
 edges with :func:`kronecker_edges` (``chunks=``).
@@ -39,6 +42,7 @@ import numpy as np
 
 from ..errors import expect
 from ._csr import build_csr
+from ._parallel import ordered_map
 
 __all__ = ["kronecker", "kronecker_edges", "DEFAULT_SEED", "CHUNK_EDGES"]
 
@@ -97,17 +101,21 @@ def kronecker_edges(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED,
     if permute:
         perm = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, PERM_STREAM]))).permutation(n).astype(idt)
     words = 2 * ((scale + 1) // 2)  # 32-bit words per edge, from whole 64-bit draws
-    for k in (range(nchunks) if chunks is None else chunks):
-        k = int(k)
+    ks = [int(k) for k in (range(nchunks) if chunks is None else chunks)]
+    for k in ks:
         expect(0 <= k < nchunks, "chunk", f"in [0, {nchunks})", k)
+    perm_arg = perm if perm is not None else np.zeros(1, idt)
+
+    def one(k):
         size = min(CHUNK_EDGES, m - k * CHUNK_EDGES)
         bg = np.random.PCG64(np.random.SeedSequence([seed, k]))
         u = bg.random_raw(size * words // 2).view(np.uint32).reshape(size, words)
         src = np.empty(size, dtype=idt)
         dst = np.empty(size, dtype=idt)
-        _rmat_chunk(u, scale, ta, tab, tabc, perm if perm is not None else np.zeros(1, idt), perm is not None,
-                    src, dst)
-        yield src, dst
+        _rmat_chunk(u, scale, ta, tab, tabc, perm_arg, perm is not None, src, dst)
+        return src, dst
+
+    yield from ordered_map(one, ks)
 
 
 @nb.njit(cache=True, nogil=True)

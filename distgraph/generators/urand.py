@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._csr import build_csr
+from ._parallel import ordered_map
 from .kron import CHUNK_EDGES, DEFAULT_SEED, _check_common
 
 __all__ = ["urand", "urand_edges"]
@@ -35,8 +36,8 @@ def urand_edges(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, 
     nchunks = -(-m // CHUNK_EDGES)
     idt = np.int32 if scale < 31 else np.int64
     mask = np.uint64(n - 1)
-    for k in (range(nchunks) if chunks is None else chunks):
-        k = int(k)
+
+    def one(k):
         size = min(CHUNK_EDGES, m - k * CHUNK_EDGES)
         bg = np.random.PCG64(np.random.SeedSequence([seed, k]))
         if 2 * scale <= 64:
@@ -47,7 +48,9 @@ def urand_edges(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, 
             r = bg.random_raw(2 * size).reshape(2, size)
             src = (r[0] & mask).astype(idt)
             dst = (r[1] & mask).astype(idt)
-        yield src, dst
+        return src, dst
+
+    yield from ordered_map(one, [int(k) for k in (range(nchunks) if chunks is None else chunks)])
 
 
 def urand(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, directed: bool = False):

@@ -164,10 +164,11 @@ def build_csr_counting(src, dst, w, n, *, undirected, drop_self_loops, dedup, in
         _sort_rows(indptr, indices)
     if dedup and m > 1:
         total = _dedup_rows(indptr, indices, wout, has_w)
-        if total < m:
-            indices = indices[:total].copy()
+        if total < m:  # a view when little was dropped (no second copy at the peak)
+            shrink = total < 0.9 * m
+            indices = indices[:total].copy() if shrink else indices[:total]
             if has_w:
-                wout = wout[:total].copy()
+                wout = wout[:total].copy() if shrink else wout[:total]
     return indptr, indices, (wout if has_w else None)
 
 
