@@ -18,29 +18,7 @@ set -uo pipefail
 OUTDIR=${1:?usage: gpu_check.sh OUTDIR [NAME ...]}; shift || true
 mkdir -p "$OUTDIR"
 cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 NVSHMEM_DISABLE_NVLS=1 NVSHMEM_REMOTE_TRANSPORT=none
-export NVSHMEM_SYMMETRIC_SIZE=${NVSHMEM_SYMMETRIC_SIZE:-4G}
-PY=$(command -v python3)
-if ls .whl/*.whl >/dev/null 2>&1; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
-else
-  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-fi
-MPIRUN=${MPIRUN:-/usr/bin/mpirun}
-MPIFLAGS=(--allow-run-as-root --oversubscribe -x PYTHONPATH -x NVSHMEM_DISABLE_NVLS -x NVSHMEM_REMOTE_TRANSPORT -x NVSHMEM_SYMMETRIC_SIZE -x PYTHONUNBUFFERED)
-"$PY" - "$OUTDIR/env.json" <<'PYEOF'
-import json, subprocess, sys, datetime, platform
-def sh(c):
-    try: return subprocess.run(c, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
-    except Exception as e: return str(e)
-import os
-json.dump({"commit": os.environ.get("DISTGRAPH_COMMIT") or sh("git rev-parse HEAD 2>/dev/null") or "unknown",
-           "dirty": bool(sh("git status --porcelain 2>/dev/null")),
-           "device": sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "host_cpus": sh("nproc"), "python": platform.python_version()}, open(sys.argv[1], "w"), indent=1)
-PYEOF
+. benchmarks/gpu_env.sh "$OUTDIR" || exit 1
 names=("$@"); [ ${#names[@]} -eq 0 ] && names=("")
 status=0
 for name in "${names[@]}"; do

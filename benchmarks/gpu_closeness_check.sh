@@ -14,20 +14,8 @@ set -uo pipefail
 OUTDIR=${1:?usage: gpu_closeness_check.sh OUTDIR PKG}; PKG=${2:?}
 mkdir -p "$OUTDIR"
 cd "$(dirname "$0")/.."
-export PYTHONUNBUFFERED=1 NVSHMEM_DISABLE_NVLS=1 NVSHMEM_REMOTE_TRANSPORT=none
-export NVSHMEM_SYMMETRIC_SIZE=${NVSHMEM_SYMMETRIC_SIZE:-4G}
-PY=$(command -v python3)
-if ls .whl/*.whl >/dev/null 2>&1; then
-  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
+. benchmarks/gpu_env.sh "$OUTDIR" || exit 1
 pack() { tar czf "$PKG" -C "$OUTDIR" . ; }
-"$PY" -c "import json, os, subprocess, datetime; json.dump({'commit': os.environ.get('DISTGRAPH_COMMIT', 'unknown'),
- 'device': subprocess.run('nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader', shell=True,
- capture_output=True, text=True).stdout.strip(), 'date': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
- 'host_cpus': os.cpu_count()}, open('$OUTDIR/env.json', 'w'), indent=1)"
 timeout "${T_GPU:-90}" "$PY" -m pytest -q -rfs --junitxml="$OUTDIR/junit-gpu-msbfs.xml" tests/test_gpu_msbfs.py \
   > "$OUTDIR/pytest-gpu-msbfs.log" 2>&1
 tail -3 "$OUTDIR/pytest-gpu-msbfs.log"
@@ -36,9 +24,7 @@ if grep -q "FAILED.*test_concurrent_groups" "$OUTDIR/pytest-gpu-msbfs.log"; then
 fi
 pack
 for np in ${NPS:-4}; do
-  timeout "${T_NV:-45}" /usr/bin/mpirun --allow-run-as-root --oversubscribe -x PYTHONPATH -x NVSHMEM_DISABLE_NVLS \
-    -x NVSHMEM_REMOTE_TRANSPORT -x NVSHMEM_SYMMETRIC_SIZE -x PYTHONUNBUFFERED \
-    $(env | grep -o '^DISTGRAPH_[A-Z_]*' | sed 's/^/-x /') -n "$np" "$PY" tests/mpi_pytest.py -q -rfs --with-mpi \
+  timeout "${T_NV:-45}" "$MPIRUN" "${MPIFLAGS[@]}" -n "$np" "$PY" tests/mpi_pytest.py -q -rfs --with-mpi \
     tests/test_nvshmem_closeness.py > "$OUTDIR/pytest-nvshmem-closeness-np$np.log" 2>&1
   tail -2 "$OUTDIR/pytest-nvshmem-closeness-np$np.log"; pack
 done

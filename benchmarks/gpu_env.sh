@@ -1,0 +1,33 @@
+# shellcheck shell=bash
+# Sourced (not run) by the device scripts, from the repository root:
+#   . benchmarks/gpu_env.sh OUTDIR || exit 1
+# Sets what every GPU run needs (NVLink multicast off, one node, symmetric heap), installs the
+# carried wheels of benchmarks/fetch_device_wheels.sh (.whl/: nvshmem4py-cu13, pytest-mpi),
+# defines PY, MPIRUN and MPIFLAGS (Open MPI flags that pass this environment and every
+# DISTGRAPH_* variable to the ranks) and writes OUTDIR/env.json (commit, device, date). The device
+# copy has no .git: pass DISTGRAPH_COMMIT=$(git rev-parse HEAD) so the results record it.
+export PYTHONUNBUFFERED=1 NVSHMEM_DISABLE_NVLS=1 NVSHMEM_REMOTE_TRANSPORT=none
+export NVSHMEM_SYMMETRIC_SIZE=${NVSHMEM_SYMMETRIC_SIZE:-4G}
+PY=$(command -v python3)
+if ls .whl/*.whl >/dev/null 2>&1; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || return 1
+  export PYTHONPATH=/tmp/site:$PWD${PYTHONPATH:+:$PYTHONPATH}
+else
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+MPIRUN=${MPIRUN:-/usr/bin/mpirun}
+MPIFLAGS=(--allow-run-as-root --oversubscribe -x PYTHONPATH -x NVSHMEM_DISABLE_NVLS -x NVSHMEM_REMOTE_TRANSPORT
+          -x NVSHMEM_SYMMETRIC_SIZE -x PYTHONUNBUFFERED)
+for _v in $(env | grep -o '^DISTGRAPH_[A-Z0-9_]*'); do MPIFLAGS+=(-x "$_v"); done
+mkdir -p "$1"
+"$PY" - "$1/env.json" <<'PYEOF'
+import datetime, json, os, platform, subprocess, sys
+def sh(c):
+    try: return subprocess.run(c, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception as e: return str(e)
+json.dump({"commit": os.environ.get("DISTGRAPH_COMMIT") or sh("git rev-parse HEAD 2>/dev/null") or "unknown",
+           "dirty": bool(sh("git status --porcelain 2>/dev/null")),
+           "device": sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "host_cpus": os.cpu_count(), "python": platform.python_version()}, open(sys.argv[1], "w"), indent=1)
+PYEOF
