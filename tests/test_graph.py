@@ -244,3 +244,23 @@ def test_counting_build_empty_and_isolated():
                                    undirected=True, drop_self_loops=False, dedup=True,
                                    index_dtype=np.int32)
     assert ip.tolist() == [0, 0, 0, 0, 0] and ix.size == 0 and w is None
+
+
+def test_builders_agree_bit_for_bit_on_signed_zero_weights():
+    """+0.0 and -0.0 compare equal, so which duplicate survives is decided by input
+    order; both builders must keep the same one (the numpy path used to put all
+    reverses after all forward arcs, keeping -0.0 one way and +0.0 the other)."""
+    from distgraph.graph._build import build_csr_counting, build_csr_numpy
+
+    src, dst = np.array([0, 1, 2, 2]), np.array([1, 0, 3, 3])
+    w = np.array([0.0, -0.0, -0.0, 0.0])
+    for undirected in (True, False):
+        kw = dict(undirected=undirected, drop_self_loops=False, dedup=True, index_dtype=np.int32)
+        a = build_csr_numpy(src, dst, w, 4, **kw)
+        b = build_csr_counting(src, dst, w, 4, **kw)
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+        assert np.signbit(a[2]).tolist() == np.signbit(b[2]).tolist()
+    # undirected: each edge's two arcs carry the weight of the first arc of the pair
+    g = Graph.from_edges(src, dst, w, n=4, directed=False)
+    assert np.signbit(g.weights).tolist() == [False, False, True, True]

@@ -14,9 +14,11 @@ time of reading a graph file.  A CSR needs less: rows are known from the source 
    of each ``(src, dst)`` pair -- the one of minimum weight -- moving rows to the front.
 
 The result is exactly what the numpy path (:func:`build_csr_numpy`) returns: rows sorted
-by head, ties (duplicate arcs kept with ``dedup=False``) ordered by weight.  Peak
-memory: the input ids, plus ``indices`` and weights of the output, plus two int64
-arrays of ``n + 1``.
+by head, ties (duplicate arcs kept with ``dedup=False``) ordered by weight, arcs of
+equal weight in input order (bit for bit, signed zeros included).  Peak memory: the
+input ids, plus ``indices`` and weights of the output, plus two int64 arrays of
+``n + 1`` (and, when deduplication drops more than a tenth of the arcs, a compacted
+copy of the kept ones; below that the result is a view of the longer arrays).
 """
 
 from __future__ import annotations
@@ -180,10 +182,14 @@ def build_csr_numpy(src, dst, w, n, *, undirected, drop_self_loops, dedup, index
         src, dst = src[keep], dst[keep]
         w = None if w is None else w[keep]
     if undirected:
-        loop = src == dst
-        src, dst = np.concatenate([src, dst[~loop]]), np.concatenate([dst, src[~loop]])
+        # every arc followed by its reverse (a self-loop once): within a row, arcs keep
+        # input order, as the counting sort scatters them; ties of equal weight then
+        # keep the same arc in both builders (+0.0 and -0.0 compare equal)
+        keep = np.ones(2 * src.size, dtype=bool)
+        keep[1::2] = src != dst
+        src, dst = np.stack([src, dst], axis=1).ravel()[keep], np.stack([dst, src], axis=1).ravel()[keep]
         if w is not None:
-            w = np.concatenate([w, w[~loop]])
+            w = np.repeat(w, 2)[keep]
     if src.size == 0:
         return np.zeros(n + 1, np.int64), np.zeros(0, index_dtype), (None if w is None else w[:0])
     key = src * np.int64(max(n, 1)) + dst if n <= 3_037_000_499 else None
