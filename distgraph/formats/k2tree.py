@@ -200,8 +200,8 @@ class K2Tree:
                  top_nodes: int = DEFAULT_TOP_NODES, cached_frontier: bool = False) -> "K2Tree":
         """Build the tree of the Boolean matrix with non-zeros at ``(rows, cols)``.
 
-        Duplicates are merged. Vectorised: one sort of the Morton codes, then one
-        ``reduceat`` per level.
+        Duplicates are merged. One sort of the Morton codes, then linear numba
+        passes over them (see the module docstring).
 
         Parameters
         ----------
