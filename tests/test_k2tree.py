@@ -281,3 +281,36 @@ def test_numba_build_edge_cases_match_reference(shape, m, top_nodes):
         assert t.frontier.tolist() == front
         assert t.nnz == A.nnz
         assert (t.to_scipy() != A).nnz == 0
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 truncated", b"plain text", "npy", "levels"])
+def test_unreadable_tree_file_is_a_format_error_and_sidecar_rebuilt(tmp_path, content):
+    """An empty, truncated or foreign file says what it is not (GraphFormatError naming
+    the path), never EOFError/BadZipFile/TypeError; tree_for_file then rebuilds the
+    sidecar instead of failing."""
+    from distgraph.formats import binary
+    from distgraph.formats.k2tree import sidecar_path, tree_for_file
+    from distgraph.generators import from_spec
+
+    bad = tmp_path / "bad.k2t.npz"
+    if content == "npy":
+        np.save(tmp_path / "bad.npy", np.zeros(3))
+        bad = tmp_path / "bad.npy"
+    elif content == "levels":  # level_start shorter than levels + 1
+        t = K2Tree.from_coo([0, 1], [1, 0], (4, 4))
+        np.savez(bad, version=np.int64(1), shape=np.array([4, 4]), levels=np.int64(t.levels), nnz=np.int64(2),
+                 sig=t.sig, level_start=np.zeros(0, np.int64), sample=np.int64(256))
+    else:
+        bad.write_bytes(content)
+    with pytest.raises(GraphFormatError, match="bad") as e:
+        K2Tree.load(bad)
+    assert "k2-tree" in str(e.value)
+    g = from_spec("kron:6")
+    path = tmp_path / "k6.dgraph"
+    binary.save(g, path)
+    import shutil
+
+    shutil.copy(bad, sidecar_path(path))
+    t = tree_for_file(binary.load(path), path)
+    assert (t.to_scipy() != g.to_scipy()).nnz == 0
+    assert K2Tree.load(sidecar_path(path)).nnz == g.m  # the sidecar was rewritten

@@ -397,20 +397,36 @@ class K2Tree:
     @classmethod
     def load(cls, path, *, top_nodes: int = DEFAULT_TOP_NODES, cached_frontier: bool = False) -> "K2Tree":
         """Read a tree written by :meth:`save` (directory and top are rebuilt)."""
+        import zipfile
+
         path = os.fspath(path)
+        bad = "not a distgraph k2-tree file (a .npz written by K2Tree.save)"
         try:
             z = np.load(path)
-            version = int(z["version"])
-            if version != FORMAT_VERSION:
-                raise GraphFormatError(f"k2-tree format version {version}; this distgraph reads {FORMAT_VERSION}", path)
-            shape = tuple(int(v) for v in z["shape"])
-            L, nnz, sample = int(z["levels"]), int(z["nnz"]), int(z["sample"])
-            packed, level_start = z["sig"], z["level_start"].astype(np.int64)
-            source = str(z["source"]) if "source" in z.files else "{}"
+            if not hasattr(z, "files"):  # a .npy array
+                raise GraphFormatError(f"{bad}; it holds one array", path)
+            with z:  # closes the file (a sidecar may be rewritten later)
+                version = int(z["version"])
+                if version != FORMAT_VERSION:
+                    raise GraphFormatError(f"k2-tree format version {version}; this distgraph reads "
+                                           f"{FORMAT_VERSION}", path)
+                shape = tuple(int(v) for v in z["shape"])
+                L, nnz, sample = int(z["levels"]), int(z["nnz"]), int(z["sample"])
+                packed, level_start = z["sig"], z["level_start"].astype(np.int64)
+                source = str(z["source"]) if "source" in z.files else "{}"
         except KeyError as e:
             raise GraphFormatError(f"not a distgraph k2-tree file (missing {e})", path) from None
+        except (EOFError, zipfile.BadZipFile) as e:  # empty, truncated, not a zip
+            raise GraphFormatError(f"{bad}; {type(e).__name__}: {e}", path) from None
+        except ValueError as e:  # pickled or otherwise unreadable data
+            if isinstance(e, GraphFormatError):
+                raise
+            raise GraphFormatError(f"{bad}; {e}", path) from None
+        if level_start.ndim != 1 or level_start.shape[0] != L + 1:
+            raise GraphFormatError(f"k2-tree arrays disagree ({level_start.shape[0]} level starts for {L} levels)",
+                                   path)
         N = int(level_start[-1])
-        if packed.shape[0] != (N + 1) // 2 or level_start.shape[0] != L + 1:
+        if packed.shape[0] != (N + 1) // 2:
             raise GraphFormatError(f"k2-tree arrays disagree ({packed.shape[0]} bytes for {N} nodes)", path)
         t = cls._assemble(shape, L, nnz, np.ascontiguousarray(packed, dtype=np.uint8), level_start, sample,
                           top_nodes, None, True if cached_frontier else None)
