@@ -208,7 +208,7 @@ def main():
         base, s = build(case)
         for wk in args.weights.split(","):
             g = base if wk == "uniform" else potential_shift(base, seed=1)
-            bellman_ford(g, s, comm=comm)  # warm-up: numba cache, page faults
+            bellman_ford(g, s, comm=comm, backend="cpu")  # warm-up: numba cache, page faults
             row = {"graph": case, "weights": wk, "vertices": g.n, "arcs": g.m, "source": s,
                    "negative_arcs": int((g.weights < 0).sum()), "ranks": size, "distgraph": {}}
             ref = None
@@ -217,7 +217,8 @@ def main():
                     continue  # one rank: no queue traffic, the variants are the same run
                 name = mode_name((mode, queue, remote))
                 comm.Barrier()
-                sec, cpu, r = best_of(lambda: bellman_ford(g, s, comm=comm, mode=mode, queue=queue, remote=remote),
+                sec, cpu, r = best_of(lambda: bellman_ford(g, s, comm=comm, backend="cpu", mode=mode,
+                                                           queue=queue, remote=remote),
                                       args.trials)
                 sec = comm.allreduce(sec, op=MPI.MAX)
                 cpu = comm.allreduce(cpu, op=MPI.MAX)

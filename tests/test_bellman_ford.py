@@ -10,14 +10,19 @@ import numpy as np
 import pytest
 import scipy.sparse.csgraph as csg
 
-from distgraph.algorithms.bellman_ford import (bellman_ford, cycle_weight, unreachable,
-                                               verify_sssp)
+import functools
+
+from distgraph.algorithms.bellman_ford import bellman_ford as _bellman_ford
+from distgraph.algorithms.bellman_ford import cycle_weight, unreachable, verify_sssp
 from distgraph.errors import (BackendUnavailableError, GraphValueError, InvalidArgumentError,
                               NegativeCycleError, VerificationError)
 from distgraph.generators import kronecker, plant_negative_cycle, potential_shift, uniform_weights
 from distgraph.graph import Graph
 
 DTYPES = [np.int32, np.int64, np.float32, np.float64]
+# This file tests the CPU backend: pinned, so a host with a GPU does not switch it (backend=None
+# follows DISTGRAPH_BACKEND / the GPU's presence); a test may still pass backend= itself.
+bellman_ford = functools.partial(_bellman_ford, backend="cpu")
 
 
 def as_float(r):
@@ -148,6 +153,31 @@ def test_validation_messages():
         bellman_ford(g, 0, weights=np.array([1.0, -np.inf]))
     with pytest.raises(TypeError, match="Graph"):
         bellman_ford(g.to_scipy(), 0)
+
+
+def test_backend_none_and_auto_resolve_like_every_algorithm(monkeypatch):
+    """backend=None follows DISTGRAPH_BACKEND, "auto" the GPU's presence (the CLI's --backend
+    help, and what every other algorithm does); both used to run on the CPU whatever
+    DISTGRAPH_BACKEND said."""
+    from distgraph.runtime import context
+    from distgraph.runtime.config import config
+
+    g = Graph.from_edges([0, 1], [1, 2], [1, -1])
+    with pytest.raises(InvalidArgumentError, match="backend must be"):
+        bellman_ford(g, 0, backend="tpu")
+    monkeypatch.setattr(context, "_ctx", None)
+    monkeypatch.setattr(config, "backend", "cpu")
+    for b in (None, "auto"):
+        r = _bellman_ford(g, 0, backend=b)
+        assert r.stats["backend"] == "cpu" and r.distance.tolist() == [0, 1, 0]
+    monkeypatch.setattr(context, "_ctx", None)
+    monkeypatch.setattr(context, "gpu_count", lambda: 0)
+    monkeypatch.setattr(config, "backend", "gpu")
+    with pytest.raises(BackendUnavailableError, match="backend 'gpu' needs CuPy"):
+        _bellman_ford(g, 0)
+    monkeypatch.setattr(context, "_ctx", None)
+    assert _bellman_ford(g, 0, backend="auto").stats["backend"] == "cpu"  # "auto": no GPU seen
+    assert bellman_ford(g, 0).stats["backend"] == "cpu"  # explicit "cpu" needs no context
 
 
 def test_int32_overflow_is_reported():

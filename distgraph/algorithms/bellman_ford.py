@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import (BackendUnavailableError, GraphValueError, NegativeCycleError,
+from ..errors import (GraphValueError, NegativeCycleError,
                       VerificationError, expect)
 from ..graph.core import WEIGHT_DTYPES, Graph
 
@@ -97,7 +97,8 @@ class SSSPResult:
     stats : dict
         ``mode``, ``rounds`` (rounds mode), ``relaxations`` (arcs scanned, all ranks),
         ``canonical_predecessors`` (False: a zero-weight tight cycle made the tree the
-        run's own; None: not computed), ``time_s`` and per-phase times, ``ranks``.
+        run's own; None: not computed), ``time_s`` and per-phase times, ``ranks``,
+        ``backend`` (``"cpu"`` or ``"gpu"``: the one that ran).
     """
 
     source: int
@@ -198,16 +199,22 @@ def _negative_cycle_error(graph, w, source, cycle):
         "shortest paths are undefined (use a graph without negative cycles)", cycle=list(cycle), weight=wt)
 
 
-def _resolve_backend(backend):
-    """``"gpu"`` only when asked for (``None``/``"auto"`` run on the CPU: the GPU runner
-    pays an upload per call); raises BackendUnavailableError without CuPy or a GPU."""
+def _resolve_backend(backend, comm):
+    """``"cpu"`` or ``"gpu"``. ``None``/``"auto"`` resolve as for every other algorithm
+    (:func:`distgraph.runtime.context.get_context`: ``DISTGRAPH_BACKEND``, else ``"gpu"``
+    when CuPy sees a GPU, else ``"cpu"``; collective, so all ranks agree); ``"gpu"`` raises
+    BackendUnavailableError without CuPy or a GPU."""
     expect(backend in (None, "auto", "cpu", "gpu"), "backend", "None, 'auto', 'cpu' or 'gpu'", backend)
+    if backend == "cpu":
+        return "cpu"
     if backend == "gpu":
         from ..backends.gpu.loader import import_cupy
 
         import_cupy()
         return "gpu"
-    return "cpu"
+    from ..runtime.context import get_context
+
+    return get_context(comm, backend).backend
 
 
 # --------------------------------------------------------------------------- public
@@ -242,7 +249,8 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
         ``"gpu"``: :mod:`distgraph.backends.gpu.bellman_ford`, where ``mode="rounds"`` is
         the plain round-based CuPy Bellman-Ford (every rank runs the whole graph) and
         ``mode="async"`` the queue-driven kernel (one PE per rank; several ranks use
-        NVSHMEM). ``None``/``"auto"``: the CPU.
+        NVSHMEM). ``None``/``"auto"``: as for every algorithm, ``DISTGRAPH_BACKEND``, else
+        the GPU when CuPy sees one, else the CPU (``stats["backend"]`` says which ran).
     comm : mpi4py.MPI.Comm, optional
         Default ``MPI.COMM_WORLD``.
     verify : bool
@@ -264,7 +272,8 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
     GraphValueError
         Bad weights, or int32 distances that overflow int32.
     BackendUnavailableError
-        ``backend="gpu"`` without CuPy and a GPU (or, on several ranks, nvshmem4py).
+        ``backend="gpu"`` (or ``DISTGRAPH_BACKEND=gpu``) without CuPy and a GPU (or, on
+        several ranks with ``mode="async"``, nvshmem4py).
     VerificationError
         ``verify=True`` and the result fails the verifier.
 
@@ -289,8 +298,8 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
     expect(mode in MODES, "mode", f"one of {MODES}", mode)
     expect(queue in QUEUES, "queue", f"one of {QUEUES}", queue)
     expect(remote in REMOTES, "remote", f"one of {REMOTES}", remote)
-    backend = _resolve_backend(backend)
     comm = comm if comm is not None else MPI.COMM_WORLD
+    backend = _resolve_backend(backend, comm)
     source = int(source)
     w = _arc_weights(graph, weights)
     out_dtype = np.dtype(np.int64) if w is None else w.dtype
@@ -317,6 +326,7 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
                                                  predecessors=want)
     stats["time_s"] = time.perf_counter() - t0
     stats["ranks"] = comm.Get_size()
+    stats.setdefault("backend", backend)
     if cycle is not None:
         raise _negative_cycle_error(graph, w, source, cycle)
     if verify:
