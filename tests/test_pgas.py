@@ -101,6 +101,98 @@ def test_validation(pg, comm):
     assert _all(comm, errs == 7)
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint32", "float32", "float64"])
+def test_atomic_min_every_dtype(pg, comm, dtype):
+    """atomic_min / atomic_min_many (the remote relaxation of the async Bellman-Ford): every
+    rank lowers elements of every PE; the minimum wins, floats ordered as numbers (negative
+    values, -inf), each call returns the element's value from before it (so exactly one call
+    per element sees the initial value), a repeated index gets one old value, an equal or
+    larger value leaves the element alone."""
+    from distgraph.pgas import PGAS
+
+    me, n = pg.my_pe, pg.n_pes
+    dt = np.dtype(dtype)
+    isf = dt.kind == "f"
+    init = np.inf if isf else 1000
+    low = -np.inf if isf else np.iinfo(dt).min
+
+    def v0(r):  # rank r's value for element 0 (exact in every dtype; unsigned stays >= 0)
+        return 500 - 3 * r if dt.kind == "u" else (-(r + 1) * 1.5 if isf else -(r + 1) * 3)
+
+    a = pg.array(6, dtype)
+    a.local[:] = [init, init, 50, 50, 50, init]
+    pg.barrier()
+    old0, olds2, ok = [], [], True
+    for pe in range(n):
+        o = pg.atomic_min(a, v0(me), pe, 0)
+        ok &= isinstance(o, float if isf else int)
+        old0.append(o)
+        if dt.kind == "i":  # the base class's compare-and-swap loop (integer arrays)
+            ok &= PGAS.atomic_min(pg, a, v0(me), pe, 1) in (init, *map(v0, range(n)))
+        olds = pg.atomic_min_many(a, [2, 3, 2, 4], [40 - me, 60, 30 + me, 50], pe)
+        ok &= olds.dtype == dt and olds[0] == olds[2] and olds[1] == 50 and olds[3] == 50
+        olds2.append(float(olds[0]))
+        pg.atomic_min(a, low if me == 0 else v0(me), pe, 5)
+    pg.barrier()
+    every0 = comm.allgather(old0)
+    every2 = comm.allgather(olds2)
+    for pe in range(n):
+        seen0 = [float(every0[r][pe]) for r in range(n)]
+        seen2 = [every2[r][pe] for r in range(n)]
+        ok &= seen0.count(float(init)) == 1 and set(seen0) <= {float(init), *(float(v0(r)) for r in range(n))}
+        ok &= seen2.count(50.0) == 1 and set(seen2) <= {50.0, *(30.0 + r for r in range(n))}
+    ok &= a.local[0] == v0(n - 1) and a.local[2] == 30 and a.local[3] == 50 and a.local[4] == 50
+    ok &= a.local[5] == low
+    if dt.kind == "i":
+        ok &= a.local[1] == v0(n - 1)
+    pg.free(a)
+    assert _all(comm, ok)
+
+
+@pytest.mark.mpi
+def test_atomic_min_validation_and_repeated_indices(pg, comm):
+    """Values that an integer array cannot hold exactly are refused (they used to be truncated
+    to a smaller minimum: 2.5 stored 2), NaN is refused, the compare-and-swap default refuses
+    float arrays (MPI's CAS has no float types), and the default atomic_min_many agrees with
+    MPI-RMA's on repeated indices (every occurrence gets the value from before the batch)."""
+    from distgraph.pgas import PGAS
+
+    me = pg.my_pe
+    a = pg.array(4, "int64")
+    f = pg.array(2, "float64")
+    b = pg.array(2, "bool")
+    a.local[:] = 7
+    errs, calls = [], (
+        (lambda: pg.atomic_min(a, 2.5, me, 0), "value must be integers in"),
+        (lambda: pg.atomic_min(a, 2 ** 63, me, 0), "got 9223372036854775808"),
+        (lambda: pg.atomic_min(a, float("inf"), me, 0), "got inf"),
+        (lambda: pg.atomic_min_many(a, [0, 1], [1, 0.5], me), "got 0.5"),
+        (lambda: pg.atomic_min_many(a, [0.0], [1], me), "indices must be integers"),
+        (lambda: pg.atomic_min_many(a, [0, 4], [1, 1], me), "indices must lie in [0, 4)"),
+        (lambda: pg.atomic_min_many(a, [0, 1], [1], me), "one entry per index"),
+        (lambda: pg.atomic_min(f, float("nan"), me, 0), "NaN"),
+        (lambda: PGAS.atomic_min(pg, f, -1.0, me, 0), "integer symmetric array"),
+        (lambda: pg.atomic_min(b, 0, me, 0), "integer or float symmetric array"),
+    )
+    for call, msg in calls:
+        try:
+            call()
+            errs.append(f"no error ({msg})")
+        except InvalidArgumentError as e:
+            if msg not in str(e):
+                errs.append(str(e))
+    ok = not errs and a.local.tolist() == [7, 7, 7, 7]
+    ok &= pg.atomic_min(a, 3.0, me, 0) == 7 and a.local[0] == 3  # an integral float is fine
+    got = pg.atomic_min_many(a, [1, 1, 2], [5, 4, 9], me).tolist()
+    a.local[1:3] = 7
+    base = PGAS.atomic_min_many(pg, a, [1, 1, 2], [5, 4, 9], me).tolist()
+    ok &= got == base == [7, 7, 7] and a.local.tolist() == [3, 4, 7, 7]
+    for x in (a, f, b):
+        pg.free(x)
+    assert _all(comm, ok), errs
+
+
 def test_get_pgas_rejects_unknown_backend():
     from distgraph.pgas import get_pgas
 

@@ -92,6 +92,15 @@ class SymmetricArray:
         return f"SymmetricArray(shape={self.shape}, dtype={self.dtype}, backend={self._pgas.name})"
 
 
+def _integral_in(x, lo: int, hi: int) -> bool:
+    """Whether ``x`` is an integral number in ``[lo, hi]`` (for object arrays of values)."""
+    try:
+        i = int(x)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return i == x and lo <= i <= hi
+
+
 class PGAS(abc.ABC):
     """The PGAS interface; see the module docstring for the semantics."""
 
@@ -147,9 +156,17 @@ class PGAS(abc.ABC):
 
     def atomic_min(self, arr: SymmetricArray, value, pe: int, index: int = 0):
         """Atomic fetch-and-minimum: ``old = arr[pe][index]; arr[pe][index] = min(old, value)``;
-        returns ``old``. The default is a compare-and-swap loop (integer arrays of the
-        implementation's atomic width); implementations override it with a native operation."""
+        returns ``old`` (a Python number). ``value`` is taken in ``arr.dtype`` (see
+        :meth:`_min_operands`: an integer array refuses a fraction or an out-of-range value
+        instead of truncating it; NaN is refused). The default is a compare-and-swap loop,
+        for integer arrays of the implementation's atomic width only; implementations
+        override it with a native operation (MPI-RMA: integer and float arrays)."""
         self._check_range(arr, index, 1, "index")
+        if arr.dtype.kind not in "iu":
+            raise InvalidArgumentError(
+                f"arr must be an integer symmetric array for the compare-and-swap atomic_min of "
+                f"{type(self).__name__}; got dtype {arr.dtype}")
+        value = self._min_operands(arr, value, "value").item()
         old = self.atomic_fetch(arr, pe, index)
         while value < old:
             seen = self.atomic_compare_swap(arr, old, value, pe, index)
@@ -160,19 +177,74 @@ class PGAS(abc.ABC):
 
     def atomic_min_many(self, arr: SymmetricArray, indices, values, pe: int, out=None):
         """Batched :meth:`atomic_min` on elements ``indices`` of PE ``pe``'s copy (atomic per
-        element, not as a whole; an index may repeat). Returns the old values (array of
-        ``arr.dtype``, in the order of ``indices``); with distinct indices ``values[i] <
-        old[i]`` exactly when ``values[i]`` lowered element ``indices[i]``."""
-        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-        vals = np.asarray(values, dtype=arr.dtype).reshape(-1)
+        element, not as a whole). Returns the old values (array of ``arr.dtype``, in the order
+        of ``indices``): each element's value from before the batch, so ``values[i] <
+        old[i]`` exactly when the batch lowered element ``indices[i]`` (an index may repeat:
+        its smallest value is applied once, and every occurrence gets the same old value)."""
+        uniq, inv, best = self._min_batch(arr, indices, values)
+        out = np.empty(inv.size, arr.dtype) if out is None else out
+        old = np.array([self.atomic_min(arr, v, pe, k) for k, v in zip(uniq.tolist(), best.tolist())], arr.dtype)
+        out[:] = old[inv] if inv.size else old[:0]
+        return out
+
+    @staticmethod
+    def _min_operands(arr: SymmetricArray, values, what: str = "values") -> np.ndarray:
+        """``values`` as an array of ``arr.dtype`` for a minimum. Integer arrays take integral
+        values in the dtype's range exactly (a fraction would be truncated to a smaller,
+        wrong minimum); float arrays round to the dtype; NaN (unordered) is refused."""
+        dt = arr.dtype
+        if dt.kind not in "iuf":
+            raise InvalidArgumentError(f"arr must be an integer or float symmetric array for a minimum; got dtype {dt}")
+        v = np.asarray(values)
+        if v.dtype != dt:
+            if v.dtype.kind not in "iubfO":
+                raise InvalidArgumentError(f"{what} must be numbers; got dtype {v.dtype}")
+            if dt.kind in "iu" and v.size:
+                info = np.iinfo(dt)
+                flat = v.reshape(-1)
+                if v.dtype.kind == "f":
+                    top = 2.0 ** (8 * dt.itemsize - (dt.kind == "i"))
+                    ok = np.isfinite(flat) & (flat >= float(info.min)) & (flat < top)
+                    ok[ok] = flat[ok] == np.floor(flat[ok])
+                elif v.dtype.kind == "O":
+                    ok = np.array([_integral_in(x, info.min, info.max) for x in flat], bool)
+                else:
+                    ok = (flat >= info.min) & (flat <= info.max)
+                if not ok.all():
+                    x = flat[int(np.flatnonzero(~ok)[0])]
+                    x = x.item() if isinstance(x, np.generic) else x
+                    raise InvalidArgumentError(
+                        f"{what} must be integers in [{info.min}, {info.max}] for a symmetric array of dtype {dt} "
+                        f"(a fraction would be truncated to a smaller minimum); got {x!r}")
+            try:
+                v = v.astype(dt)
+            except (TypeError, ValueError):
+                raise InvalidArgumentError(f"{what} must be numbers; got {values!r}") from None
+        if dt.kind == "f" and np.isnan(v).any():
+            raise InvalidArgumentError(f"{what} must not be NaN (unordered) for a minimum")
+        return v
+
+    def _min_batch(self, arr: SymmetricArray, indices, values):
+        """Validated batch of a minimum: ``(uniq, inv, best)``, the distinct target indices
+        (sorted), the position in ``uniq`` of each input, and each target's smallest value."""
+        idx = np.asarray(indices)
+        if idx.size and idx.dtype.kind not in "iu":
+            raise InvalidArgumentError(f"indices must be integers; got dtype {idx.dtype}")
+        idx = idx.astype(np.int64, copy=False).reshape(-1)
+        vals = self._min_operands(arr, values).reshape(-1)
         if idx.shape != vals.shape:
             raise InvalidArgumentError(f"values must have one entry per index ({idx.size}); got {vals.size}")
         if idx.size and (idx.min() < 0 or idx.max() >= arr.size):
             raise InvalidArgumentError(f"indices must lie in [0, {arr.size}) of the symmetric array")
-        out = np.empty(idx.size, arr.dtype) if out is None else out
-        for i, (k, v) in enumerate(zip(idx.tolist(), vals.tolist())):
-            out[i] = self.atomic_min(arr, v, pe, k)
-        return out
+        uniq, inv = np.unique(idx, return_inverse=True)
+        inv = inv.reshape(-1)
+        if uniq.size == idx.size:
+            best = np.empty_like(vals)
+            best[inv] = vals
+        else:
+            best = np.full(uniq.size, vals.max(), arr.dtype)
+            np.minimum.at(best, inv, vals)
+        return uniq, inv, best
 
     def atomic_fetch_range(self, arr: SymmetricArray, pe: int, offset: int, count: int, out=None):
         """``count`` elements, each read atomically (not the range as a whole)."""

@@ -225,6 +225,7 @@ class MPIRMA(PGAS):
     def atomic_min(self, arr, value, pe, index=0):
         """``MPI_Fetch_and_op(MIN)`` on one element (integer or float arrays)."""
         self._check_range(arr, index, 1, "index")
+        value = self._min_operands(arr, value, "value").item()
         return self._fop(arr, value, self._check_pe(pe), index, self._MPI.MIN)
 
     def atomic_min_many(self, arr, indices, values, pe, out=None):
@@ -232,31 +233,16 @@ class MPIRMA(PGAS):
         Repeated indices are first reduced to their minimum (one datatype entry per target
         element), and every occurrence gets the element's value from before the batch."""
         pe = self._check_pe(pe)
-        MPI = self._MPI
-        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
-        vals = np.ascontiguousarray(values, dtype=arr.dtype).reshape(-1)
-        if idx.shape != vals.shape:
-            raise InvalidArgumentError(f"values must have one entry per index ({idx.size}); got {vals.size}")
-        out = np.empty(idx.size, arr.dtype) if out is None else out
-        if idx.size == 0:
+        uniq, inv, best = self._min_batch(arr, indices, values)
+        out = np.empty(inv.size, arr.dtype) if out is None else out
+        if inv.size == 0:
             return out
-        if idx.min() < 0 or idx.max() >= arr.size:
-            raise InvalidArgumentError(f"indices must lie in [0, {arr.size}) of the symmetric array")
-        uniq, inv = np.unique(idx, return_inverse=True)
-        if uniq.size != idx.size:
-            best = np.full(uniq.size, vals.max(), arr.dtype)
-            np.minimum.at(best, inv, vals)
-        else:
-            order = np.argsort(idx, kind="stable")
-            best = vals[order]
-            inv = np.empty_like(order)
-            inv[order] = np.arange(order.size)
         old = np.empty_like(best)
         w = arr._impl
         dt = w.mpitype.Create_indexed_block(1, uniq.astype(np.int32).tolist()).Commit()
         try:
             w.win.Get_accumulate([best, best.size, w.mpitype], [old, old.size, w.mpitype], pe,
-                                 target=(0, 1, dt), op=MPI.MIN)
+                                 target=(0, 1, dt), op=self._MPI.MIN)
             w.win.Flush(pe)
         finally:
             dt.Free()
