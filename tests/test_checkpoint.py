@@ -164,21 +164,21 @@ def test_cli_killed_process_resumes(tmp_path):
 
 # -------------------------------------------------------------------------- MPI
 @pytest.mark.mpi
-def test_mpi_resume_across_rank_counts(comm, graph):
-    """Killed on p ranks, resumed on p ranks, then on 1 rank: always bit-identical."""
+@pytest.mark.parametrize("dynamic", [True, False], ids=["first-come", "round-robin"])
+def test_mpi_resume_across_rank_counts(comm, graph, dynamic, monkeypatch):
+    """Killed on p ranks, resumed on p ranks, then on 1 rank: always bit-identical,
+    with either dealing of the batches (first come, first served may give a rank fewer
+    batches than it takes to kill it: it learns of the others' error and raises too)."""
     import tempfile
 
     from mpi4py import MPI
 
+    monkeypatch.setattr(msbfs_mod, "DYNAMIC_DEALING", dynamic)
     d = comm.bcast(tempfile.mkdtemp(prefix="dg-ck-") if comm.rank == 0 else None, root=0)
     full = closeness(graph, batch_size=16, comm=MPI.COMM_SELF)
     ck = os.path.join(d, "ck")
     ok = []
-    # 1024 vertices / 16 per batch: >= 8 batches per rank on 4 ranks, so every rank is killed
-    # (round-robin dealing for the killed run: first come, first served could leave a rank
-    # fewer than 2 batches, which would then wait in the reduction for the killed ones)
     msbfs_mod._BATCH_HOOK = kill_after(2)
-    msbfs_mod.DYNAMIC_DEALING = False
     try:
         closeness(graph, batch_size=16, checkpoint=ck, resume=True, comm=comm)
         ok.append(False)
@@ -186,7 +186,6 @@ def test_mpi_resume_across_rank_counts(comm, graph):
         ok.append(True)
     finally:
         msbfs_mod._BATCH_HOOK = None
-        msbfs_mod.DYNAMIC_DEALING = True
     comm.Barrier()
     res = closeness(graph, batch_size=16, checkpoint=ck, resume=True, comm=comm)
     ok.append(same(res, full))
@@ -194,4 +193,67 @@ def test_mpi_resume_across_rank_counts(comm, graph):
     if comm.rank == 0:  # the checkpoint of the p-rank run, read by one rank
         one = closeness(graph, batch_size=16, checkpoint=ck, resume=True, comm=MPI.COMM_SELF)
         ok.append(same(one, full))
+    assert all(comm.allgather(all(ok)))
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("dynamic", [True, False], ids=["first-come", "round-robin"])
+def test_mpi_error_on_one_rank_raised_on_all(comm, graph, dynamic, monkeypatch):
+    """A batch failing on rank 0 only: every rank raises that error (none waits in the
+    final reduction or in freeing the dealer's window), the checkpoint keeps what was
+    finished, and a resume on all ranks completes it bit-identically."""
+    import tempfile
+
+    from mpi4py import MPI
+
+    monkeypatch.setattr(msbfs_mod, "DYNAMIC_DEALING", dynamic)
+    d = comm.bcast(tempfile.mkdtemp(prefix="dg-ck-") if comm.rank == 0 else None, root=0)
+    ck = os.path.join(d, "ck")
+    full = closeness(graph, batch_size=16, comm=MPI.COMM_SELF)
+    if comm.rank == 0:
+        msbfs_mod._BATCH_HOOK = kill_after(1)
+    got = None
+    try:
+        closeness(graph, batch_size=16, checkpoint=ck, comm=comm)
+    except Killed as e:
+        got = str(e)
+    finally:
+        msbfs_mod._BATCH_HOOK = None
+    ok = [got == "killed after 1 batches"]
+    res = closeness(graph, batch_size=16, checkpoint=ck, resume=True, comm=comm)
+    ok.append(same(res, full))
+    assert all(comm.allgather(all(ok)))
+
+
+@pytest.mark.mpi
+def test_mpi_checkpoint_error_on_one_rank_raised_on_all(comm):
+    """A checkpoint that one rank cannot read, or whose arrays do not fit the run, is
+    reported on every rank before any batch runs."""
+    from distgraph.algorithms.msbfs import run_batches
+    from distgraph.generators import from_spec
+    from distgraph.runtime.context import get_context
+
+    g = from_spec("kron:8")
+    ctx = get_context(comm, "cpu")
+
+    class Store:
+        def __init__(self, fail_rank, shape):
+            self.fail_rank, self.shape = fail_rank, shape
+
+        def load(self):
+            if comm.rank == self.fail_rank:
+                raise CheckpointError("part file unreadable here")
+            return np.zeros(0, np.int64), {"far": np.zeros(self.shape, np.uint64)}
+
+        def save(self, batches, arrays):
+            pass
+
+    ok = []
+    for store, match in ((Store(comm.size - 1, g.n), "unreadable here"), (Store(-1, g.n + 1), "has shape")):
+        try:
+            run_batches(g.indptr, g.indices, g.indptr, g.indices, np.arange(g.n), per_source=False,
+                        batch_size=64, ctx=ctx, store=store)
+            ok.append(False)
+        except CheckpointError as e:
+            ok.append(match in str(e))
     assert all(comm.allgather(all(ok)))

@@ -86,8 +86,15 @@ class _Dealer:
                 return
             yield int(self.todo[i])
 
+    def stop(self):
+        """Deal no more batches to any rank (after an error on this one): the counter is
+        pushed past the end, so every rank's next draw ends its loop."""
+        self.win.Fetch_and_op(np.array([self.todo.size + 1], np.int64), self._got, 0, 0, self._op)
+        self.win.Flush(0)
+
     def close(self):
-        """Collective; call only when every rank got here (not after an exception)."""
+        """Collective: leave the epoch and free the window (every rank, also after an
+        error, which :func:`_run_batches` reports only after this)."""
         self.win.Unlock_all()
         self.win.Free()
 
@@ -230,11 +237,13 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
     base = None
     done = np.zeros(0, np.int64)
     if store is not None:
-        done, base = store.load()
-        if done.size and (done[-1] >= nb or done[0] < 0):
-            from ..errors import CheckpointError
-
-            raise CheckpointError(f"checkpoint lists batch {int(done[-1])} but this run has {nb} batches")
+        err = None
+        try:  # every rank reads the checkpoint; a rank-local failure is raised on all of them
+            done, base = store.load()
+            _check_checkpoint(done, base, nb, acc)
+        except Exception as e:
+            err = e
+        _raise_on_all(ctx, err)
     todo = np.setdiff1d(np.arange(nb, dtype=np.int64), done)
     mine = todo[ctx.rank::ctx.size]  # round-robin share; with a dealer, the progress bar's estimate
     dealer = _Dealer(ctx.comm, todo) if runner is None and ctx.size > 1 and DYNAMIC_DEALING and \
@@ -291,48 +300,53 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
     bar = Progress(total=int((todo if dealer else mine).size),
                    desc=f"{desc} batches ({'all ranks' if dealer else f'rank 0 of {ctx.size}'})", rank=ctx.rank,
                    enabled=progress)
+    err = None
     with bar:
-        if nthreads == 1:
-            collective = getattr(runner, "collective", False)
-            for i, b in enumerate(todo if collective else batches):
-                res = job(b, free.pop())
-                if collective and i % ctx.size != ctx.rank:
-                    free.append(res[3])  # run by every rank; kept by the rank it is dealt to
-                    continue
-                merge(res)
-                advance()
-        else:
-            it = iter(batches)
-            with ThreadPoolExecutor(max_workers=nthreads) as ex:
-                running = set()
-                while True:
-                    while free and len(running) < nthreads:
-                        b = next(it, None)
-                        if b is None:
+        try:
+            if nthreads == 1:
+                collective = getattr(runner, "collective", False)
+                for i, b in enumerate(todo if collective else batches):
+                    res = job(b, free.pop())
+                    if collective and i % ctx.size != ctx.rank:
+                        free.append(res[3])  # run by every rank; kept by the rank it is dealt to
+                        continue
+                    merge(res)
+                    advance()
+            else:
+                it = iter(batches)
+                with ThreadPoolExecutor(max_workers=nthreads) as ex:
+                    running = set()
+                    while True:
+                        while free and len(running) < nthreads:
+                            b = next(it, None)
+                            if b is None:
+                                break
+                            running.add(ex.submit(job, b, free.pop()))
+                        if not running:
                             break
-                        running.add(ex.submit(job, b, free.pop()))
-                    if not running:
-                        break
-                    fin, running = wait(running, return_when=FIRST_COMPLETED)
-                    for f in fin:
-                        merge(f.result())
-                        advance()
-        if dealer is not None:
+                        fin, running = wait(running, return_when=FIRST_COMPLETED)
+                        for f in fin:
+                            merge(f.result())
+                            advance()
+        except Exception as e:  # raised on every rank below, once all have stopped
+            err = e
+            if dealer is not None:
+                dealer.stop()
+        if dealer is not None and err is None:
             advance()  # this rank's dealer is exhausted: every batch is dealt
 
+    # a rank that failed stops taking batches; the others finish the batches they hold
+    # (and, with a dealer, take no new ones), then all leave the dealer's epoch, free
+    # its window and raise the first rank's error: no rank waits in a collective
     if dealer is not None:
         dealer.close()
+    _raise_on_all(ctx, err)
     if runner is not None and hasattr(runner, "drain"):
         runner.drain(acc["far"], acc["reach"], acc["h0"], acc["h1"], acc["h2"])
         normalize_limbs(acc["h0"], acc["h1"], acc["h2"])
     if base and ctx.rank == 0:
         for name in acc:
             if name in base:
-                if base[name].shape != acc[name].shape:
-                    from ..errors import CheckpointError
-
-                    raise CheckpointError(f"checkpoint array {name} has shape {base[name].shape}; "
-                                          f"this run needs {acc[name].shape}")
                 acc[name] += base[name].astype(acc[name].dtype)
         normalize_limbs(acc["h0"], acc["h1"], acc["h2"])
     if ctx.size > 1:
@@ -347,6 +361,29 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
             ctx.comm.Allreduce(MPI.IN_PLACE, levels, op=MPI.SUM)
             levels -= 1
     return acc["far"], acc["reach"], acc["h0"], acc["h1"], acc["h2"], levels
+
+
+def _check_checkpoint(done, base, nb, acc) -> None:
+    """The batches and arrays a checkpoint holds fit this run (checked on every rank,
+    before any batch runs)."""
+    from ..errors import CheckpointError
+
+    if done.size and (done[-1] >= nb or done[0] < 0):
+        bad = int(done[-1]) if done[-1] >= nb else int(done[0])
+        raise CheckpointError(f"checkpoint lists batch {bad} but this run has batches 0..{nb - 1}")
+    for name, a in (base or {}).items():
+        if name in acc and a.shape != acc[name].shape:
+            raise CheckpointError(f"checkpoint array {name} has shape {a.shape}; this run needs {acc[name].shape}")
+
+
+def _raise_on_all(ctx, err) -> None:
+    """Raise ``err`` (or the first failing rank's error) on every rank of ``ctx``."""
+    if ctx.size > 1:
+        from ..runtime.abort import collective_raise
+
+        collective_raise(ctx.comm, err)
+    elif err is not None:
+        raise err
 
 
 def _run_kernel(*args):
