@@ -255,6 +255,51 @@ def test_cli_headline_spec(tmp_path):
     assert close(np.load(out), ref_networkit(from_spec("kron:10")))
 
 
+def test_gpu_runner_closed_on_errors(monkeypatch, tmp_path):
+    """closeness / msbfs on backend 'gpu' free the runner (its device and symmetric
+    memory) also when the checkpoint is refused or a batch fails (host code, fake runner)."""
+    from mpi4py import MPI
+
+    import distgraph.backends.gpu.closeness as gpu_closeness
+    import distgraph.runtime.context as context
+    from distgraph.algorithms.msbfs import msbfs
+    from distgraph.errors import CheckpointError
+
+    closed = []
+
+    class Runner:
+        collective = False
+
+        def __init__(self, fail):
+            self.fail = fail
+
+        def run(self, sources, per_source, out, defer=False):
+            if self.fail:
+                raise RuntimeError("batch failed")
+
+        def close(self):
+            closed.append(True)
+
+    fail = [False]
+    monkeypatch.setattr(context, "get_context",
+                        lambda comm=None, backend=None: context.Context(MPI.COMM_SELF, 0, 1, 0, 1, "gpu", 0))
+    monkeypatch.setattr(gpu_closeness, "make_runner", lambda *a, **k: Runner(fail[0]))
+    g = Graph.from_edges([0, 1, 2], [1, 2, 3], directed=False)
+    ck = str(tmp_path / "ck")
+    closeness(g, checkpoint=ck)
+    assert len(closed) == 1
+    with pytest.raises(CheckpointError, match="already holds a run"):
+        closeness(g, checkpoint=ck)
+    assert len(closed) == 2
+    fail[0] = True
+    with pytest.raises(RuntimeError, match="batch failed"):
+        closeness(g)
+    assert len(closed) == 3
+    with pytest.raises(RuntimeError, match="batch failed"):
+        msbfs(g, [0, 1])
+    assert len(closed) == 4
+
+
 # -------------------------------------------------------------------------- MPI
 @pytest.mark.mpi
 @pytest.mark.parametrize("dynamic", [True, False], ids=["first-come", "round-robin"])

@@ -178,22 +178,24 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
 
         runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx)
 
-    store = None
-    if checkpoint is not None:
-        from ..runtime.checkpoint import CheckpointStore, array_checksum, graph_checksum
+    try:  # the runner's device memory is freed also when the checkpoint or a batch fails
+        store = None
+        if checkpoint is not None:
+            from ..runtime.checkpoint import CheckpointStore, array_checksum, graph_checksum
 
-        identity = {"algorithm": "closeness", "graph": graph_checksum(graph), "n": n, "m": graph.m,
-                    "directed": bool(graph.directed), "sources": array_checksum(sources),
-                    "num_sources": int(sources.size), "per_source": per_source,
-                    "distances": "incoming" if incoming else "outgoing", "convention": convention,
-                    "batch_size": bs, "order": "degree" if runner is None else "input"}
-        store = CheckpointStore(checkpoint, identity, comm=ctx.comm, resume=resume)
+            identity = {"algorithm": "closeness", "graph": graph_checksum(graph), "n": n, "m": graph.m,
+                        "directed": bool(graph.directed), "sources": array_checksum(sources),
+                        "num_sources": int(sources.size), "per_source": per_source,
+                        "distances": "incoming" if incoming else "outgoing", "convention": convention,
+                        "batch_size": bs, "order": "degree" if runner is None else "input"}
+            store = CheckpointStore(checkpoint, identity, comm=ctx.comm, resume=resume)
 
-    far, reach, h0, h1, h2, _ = run_batches(hptr, hidx, tptr, tidx, sources, per_source=per_source,
-                                            batch_size=bs, ctx=ctx, store=store, progress=progress,
-                                            desc="closeness", runner=runner)
-    if runner is not None:
-        runner.close()
+        far, reach, h0, h1, h2, _ = run_batches(hptr, hidx, tptr, tidx, sources, per_source=per_source,
+                                                batch_size=bs, ctx=ctx, store=store, progress=progress,
+                                                desc="closeness", runner=runner)
+    finally:
+        if runner is not None:
+            runner.close()
     if not per_source:
         # sources without arcs were not searched: they reach themselves only
         lonely = np.diff(hptr) == 0

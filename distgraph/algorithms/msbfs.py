@@ -442,9 +442,11 @@ def msbfs(graph, sources, *, levels=False, backend=None, comm=None, batch_size=N
             from ..backends.gpu.closeness import make_runner
 
             runner = make_runner(graph.indptr, graph.indices, tptr, tidx, ctx=ctx)
-    far, reach, h0, h1, h2, lv = run_batches(graph.indptr, graph.indices, tptr, tidx, src, per_source=False,
-                                             batch_size=bs, ctx=ctx, want_levels=bool(levels),
-                                             progress=progress, desc="msbfs", runner=runner)
-    if runner is not None:
-        runner.close()
+    try:
+        far, reach, h0, h1, h2, lv = run_batches(graph.indptr, graph.indices, tptr, tidx, src, per_source=False,
+                                                 batch_size=bs, ctx=ctx, want_levels=bool(levels),
+                                                 progress=progress, desc="msbfs", runner=runner)
+    finally:  # device memory freed also when a batch fails
+        if runner is not None:
+            runner.close()
     return MSBFSResult(src, far, reach, limbs_to_float(h0, h1, h2), lv)
