@@ -488,3 +488,128 @@ def test_gpu_distance_keys_order_like_the_values():
     assert np.array_equal(np.argsort(to_keys(y), kind="stable"), np.argsort(y, kind="stable"))
     i = np.array([3, -7, np.iinfo(np.int64).max])
     assert np.array_equal(from_keys(to_keys(i), np.int64), i)
+
+
+class _HostArray(np.ndarray):
+    """A numpy array with CuPy's ``.get()`` (for the GPU driver's host logic)."""
+
+    def get(self):
+        return np.asarray(self).copy()
+
+
+class _FakeCuPy:
+    class cuda:
+        class Device:
+            def synchronize(self):
+                pass
+
+
+def _fake_queue_sssp(g, launch):
+    """A QueueSSSP on one PE whose kernel is ``launch(q, scan_limit)`` on host arrays: the
+    host control flow (stops, negative-cycle checks, CPU fallback, timeouts) without a GPU."""
+    from mpi4py import MPI
+
+    from distgraph.algorithms.bellman_ford import _arc_weights
+    from distgraph.backends.cpu.bellman_ford import _neg_bound, _setup
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    class Fake(gbf.QueueSSSP):
+        def __init__(self):
+            self.cp, self.comm, self.graph = _FakeCuPy(), MPI.COMM_SELF, g
+            self.w = _arc_weights(g, None)
+            self.queue, self.remote, self.nvs, self.pg = "bq", "atomic", False, None
+            self.part, self.lo, self.hi, self.indptr, self.indices, self.ww, self.wdt = _setup(g, self.w, 0, self.comm)
+            self.bound, self.has_neg = _neg_bound(self.ww, self.wdt, self.comm)
+            self.isf, self.nl, self.capacity, self.grid = self.wdt.kind == "f", g.n, 64, 1
+            h = lambda k, dt: np.zeros(k, dt).view(_HostArray)  # noqa: E731
+            self.dist, self.pred, self.inq, self.ctr = h(g.n, np.int64), h(g.n, np.int64), h(g.n, np.int32), h(24, np.int64)
+            self.ring, self.tickets = np.zeros((64, 3), np.int64).view(_HostArray), h(64, np.int64)
+            self.meta, self.ctl = h(24, np.int64), h(8, np.int64)
+            self.timeout, self.timed_out, self.setup_s, self.launches = 1.0, False, 0.0, 0
+
+        def _launch(self, scan_limit):
+            self.launches += 1
+            if self.launches > 200:
+                raise AssertionError("the host relaunched the kernel 200 times: unbounded checks")
+            launch(self, scan_limit)
+
+    return Fake()
+
+
+def test_gpu_queue_host_negative_cycle_checks_are_bounded():
+    """QueueSSSP.run with a fake kernel (no GPU): when racing predecessor writes hide the cycle
+    at every look (no "below -B" stop), the host asks the CPU driver after MAX_CHECKS stops
+    (it used to relaunch forever); 3 unconfirmed predecessor cycles ask it earlier; a "below
+    -B" stop that the CPU driver contradicts raises instead of relaunching forever; a timed-out
+    run does not poison the next run of the same object."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.backends.gpu.bellman_ford import _C_ABORT, _C_BELOW, _C_FINISHED, _C_STOP, to_keys
+    from distgraph.errors import DistgraphError
+
+    def confirm_for(g):
+        return lambda cyc: cycle_weight(g, cyc) < 0
+
+    # a reachable negative cycle 1 -> 2 -> 3 -> 1 (weight -1); the kernel keeps stopping on its
+    # scan limit with an acyclic pred (the cycle hidden), never below -B
+    neg = Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 1], [1, 1, 1, -3], n=5)
+
+    def hidden(q, scan_limit):
+        q.ctl[_C_STOP] = 1
+        q.pred[:] = -1
+
+    q = _fake_queue_sssp(neg, hidden)
+    _, _, st, cyc = q.run(0, confirm_for(neg))
+    assert cyc == [1, 2, 3] and st["checks"] == gbf.MAX_CHECKS and q.launches == gbf.MAX_CHECKS
+
+    # a positive pred cycle 3 -> 4 -> 3 (stale tails) at every look: the CPU after 3 of them
+    pos = Graph.from_edges([0, 1, 2, 3, 4, 3], [1, 2, 3, 1, 3, 4], [1, 1, 1, -3, 1, 1], n=5)
+
+    def stale(q, scan_limit):
+        q.ctl[_C_STOP] = 1
+        q.pred[:] = [-1, 0, 1, 4, 3]
+
+    q = _fake_queue_sssp(pos, stale)
+    _, _, st, cyc = q.run(0, confirm_for(pos))
+    assert cyc == [1, 2, 3] and st["checks"] == 3
+
+    # no negative cycle, but the kernel reports a distance below -B: after 3 such stops the CPU
+    # driver finds none, which contradicts them: an error, not an endless relaunch
+    ok = Graph.from_edges([0, 1, 2], [1, 2, 3], [2, -1, 1], n=4)
+
+    def below(q, scan_limit):
+        q.ctl[_C_STOP] = 1
+        q.ctl[_C_BELOW] = 1
+        q.pred[:] = -1
+
+    q = _fake_queue_sssp(ok, below)
+    with pytest.raises(DistgraphError, match="no negative cycle reachable from 0"):
+        q.run(0, confirm_for(ok))
+    assert q.launches == 3
+
+    # hidden-cycle stops on a graph without a negative cycle: the CPU is asked once, then the
+    # run goes on to the kernel's finish (the fake finishes at launch 20 with the true distances)
+    def late_finish(q, scan_limit):
+        if q.launches < 20:
+            q.ctl[_C_STOP] = 1
+            return
+        q.dist[:] = to_keys(np.array([0, 2, 1, 2]))
+        q.ctl[_C_FINISHED] = 1
+
+    q = _fake_queue_sssp(ok, late_finish)
+    d, _, st, cyc = q.run(0, confirm_for(ok))
+    assert cyc is None and d.tolist() == [0, 2, 1, 2] and st["launches"] == 20
+
+    # a timed-out run raises; the next run of the same object is not reported as timed out
+    def first_times_out(q, scan_limit):
+        if q.launches == 1:
+            q.timed_out = True
+            q.ctl[_C_ABORT] = 1
+            return
+        q.dist[:] = to_keys(np.array([0, 2, 1, 2]))
+        q.ctl[_C_FINISHED] = 1
+
+    q = _fake_queue_sssp(ok, first_times_out)
+    with pytest.raises(DistgraphError, match="did not finish within"):
+        q.run(0, confirm_for(ok))
+    d, _, _, cyc = q.run(0, confirm_for(ok))
+    assert cyc is None and d.tolist() == [0, 2, 1, 2]

@@ -34,8 +34,12 @@ predecessor graph must then hold a negative cycle) or after about ``4 n`` vertex
 since the last look; the kernel stops between items (the queues keep the work), the host
 walks the predecessors and relaunches. Predecessors are written after the atomic minimum
 without a lock, so the host confirms a cycle's weight before reporting it; when the
-``-B`` trigger fired three times without a confirmed cycle (racing writers can hide it),
-the cycle is named by the CPU driver on the host instead.
+``-B`` trigger fired three times, or three predecessor cycles failed the confirmation, or
+after :data:`MAX_CHECKS` checks, without a confirmed cycle (racing writers can hide it),
+the CPU driver on the host decides, once: it names the cycle, or finds none and the GPU
+run goes on (a later ``-B`` stop then raises :class:`~distgraph.errors.DistgraphError`:
+only float rounding can bring a distance below ``-B`` without a negative cycle). So the
+number of checks is bounded.
 
 Measured on the H200 (``benchmarks/results/sssp_gpu.json``, one source, best of 3, device
 arrays already uploaded; GTEPS = arcs / time): on Kronecker scale 20 (31.4 M arcs) the CuPy
@@ -66,6 +70,11 @@ BLOCK = 128
 _FLIP = np.int64(0x7FFFFFFFFFFFFFFF)
 _SENT, _DONE, _STOPREQ = 0, 8, 16
 _C_SCANS, _C_ARCS, _C_BELOW, _C_FINISHED, _C_STOP, _C_ABORT, _C_ITEMS = range(7)
+#: Stops for a negative-cycle check after which the CPU driver names the cycle (or says
+#: there is none, and the GPU run goes on without asking again); 3 "below -B" stops or 3
+#: unconfirmed predecessor cycles call it earlier. Bounds the checks when racing pred
+#: writes hide a cycle at every look.
+MAX_CHECKS = 16
 
 
 def to_keys(x: np.ndarray) -> np.ndarray:
@@ -247,6 +256,7 @@ class QueueSSSP:
         self.pred.fill(-1)
         for a in (self.inq, self.ctr, self.ring, self.tickets, self.meta, self.ctl):
             a.fill(0)
+        self.timed_out = False
         if self.lo <= source < self.hi:
             sl = source - self.lo
             self.dist[sl] = 0
@@ -300,7 +310,8 @@ class QueueSSSP:
         self._reset(source)
         n = self.graph.n
         scan_limit = max(4 * n // size, 1 << 16) if self.has_neg else 0
-        launches = checks = below_hits = 0
+        launches = checks = below_hits = unconfirmed = 0
+        cpu_checked = False
         cycle = None
         flags = np.zeros(3, np.int64)
         while True:
@@ -328,12 +339,19 @@ class QueueSSSP:
                 if confirm(cyc):
                     cycle = cyc
                     break
-            if flags[2]:
-                below_hits += 1
-                if below_hits >= 3:
-                    cycle = _cpu_cycle(self.graph, self.w, source, confirm)
-                    if cycle is not None:
-                        break
+                unconfirmed += 1
+            below_hits += bool(flags[2])
+            if not cpu_checked and (below_hits >= 3 or unconfirmed >= 3 or checks >= MAX_CHECKS):
+                # racing pred writers may hide a cycle at every look: the CPU driver decides, once
+                cpu_checked = True
+                cycle = _cpu_cycle(self.graph, self.w, source, confirm)
+                if cycle is not None:
+                    break
+            if cpu_checked and flags[2]:
+                raise DistgraphError(
+                    f"the GPU Bellman-Ford saw a distance below {self.bound} (-B - 1, B the sum of the "
+                    f"negative weights' magnitudes) but the CPU driver finds no negative cycle reachable "
+                    f"from {source} (float rounding of the distances?); use backend='cpu'")
             self.ctl[_C_STOP] = 0
             self.ctl[_C_BELOW] = 0
             self.ctl[_C_SCANS] = 0
