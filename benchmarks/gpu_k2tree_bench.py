@@ -12,15 +12,16 @@ events) of right products y = A x, left products y^T = x^T A and batched right
 products (B = 128) for
 
 * ``k2``: tree-only, directory offsets, the block kernels (default), bounded tiles of
-  2**20 nodes, one CUDA graph per product; also ``k2_warp``, ``k2_hash`` (updates
-  aggregated per warp, per block in shared memory), ``k2_2lev`` (two levels per launch),
+  2**20 nodes, one CUDA graph per product; also ``k2_hash`` (updates aggregated per
+  block in shared memory), ``k2_2lev`` (two levels per launch),
   ``k2_greedy`` (tiles cut on children only, as first written), ``k2_tile22`` (tiles of
   2**22), ``k2_thread`` (the first version: one thread per node, greedy tiles) and
   ``batch_scan`` (offsets from a scan per tile);
 * ``k2F``: the cached frontier (k2+F), block kernels, stored compact (4 bytes per node
   + 8 per block of 256: ``bytes.k2F_compact``); ``k2F_full``: 8-byte codes (the paper's
-  layout, ``bytes.k2F``); ``k2F_warp``, ``k2F_hash``
-  (updates aggregated per warp, per block); ``k2F_thread``: the first version;
+  layout, ``bytes.k2F``); ``k2F_hash`` (updates aggregated per block);
+  ``k2F_thread``: the first version (``k2_warp``/``k2F_warp`` in results up to commit
+  4de3042: a warp-aggregated leaves kernel, since removed, slower on every graph);
 * ``csr_ours``: distgraph's CSR kernels (single vectors: CSR-vector, a power of two of
   lanes per row from the mean degree; batches: one thread per row and vector; left
   products on the CSC);
@@ -257,7 +258,6 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max):
         return tt
 
     configs = (("k2", dict(tile=1 << 20), ("right", "left", "batch")),
-               ("k2_warp", dict(tile=1 << 20, kernels="warp"), ("right", "left")),
                ("k2_hash", dict(tile=1 << 20, kernels="hash"), ("right", "left")),
                ("k2_2lev", dict(tile=1 << 20, levels_per_step=2), ("right", "left", "batch")),
                ("k2_greedy", dict(tile=1 << 20, bounded_tiles=False), ("right",)),
@@ -265,7 +265,6 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max):
                ("k2_thread", dict(tile=1 << 20, kernels="thread", bounded_tiles=False), ("right",)),
                ("k2F", dict(cached_frontier=True), ("right", "left", "batch")),
                ("k2F_full", dict(cached_frontier=True, compact_frontier=False), ("right", "left")),
-               ("k2F_warp", dict(cached_frontier=True, kernels="warp"), ("right", "left")),
                ("k2F_hash", dict(cached_frontier=True, kernels="hash"), ("right", "left")),
                ("k2F_thread", dict(cached_frontier=True, kernels="thread"), ("right",)))
     for name, kw, keys in configs:

@@ -47,11 +47,12 @@
 // from dir[b] + a block scan of the fan-outs; see "block kernels" below), the default:
 // __global__ distgraph_k2tree_expand_blk  (sig, dir, in, g0, n, child0, out)
 // __global__ distgraph_k2tree_leaves_blk  (sig, dir, codes, delta, base, g0, n, x, y, B, left)
-// and the alternatives measured in benchmarks/gpu_k2tree_bench.py (not faster there):
+// and the alternatives measured in benchmarks/gpu_k2tree_bench.py (not faster there; a
+// third, leaves with warp-aggregated updates by __match_any_sync, was 1.14-3.15x the
+// default's time on every graph measured, benchmarks/results/k2tree_gpu.json rows
+// k2_warp/k2F_warp, and was removed):
 // __global__ distgraph_k2tree_expand2_blk (sig, dir, in, g0, n, gchild0, out)
 //            two levels per launch: grandchildren codes, the middle level never written.
-// __global__ distgraph_k2tree_leaves_warp (sig, dir, codes, delta, base, g0, n, x, y, left)
-//            B = 1: the updates of a warp to one entry of y combined first (match_any).
 // __global__ distgraph_k2tree_leaves_hash (sig, dir, codes, delta, base, g0, n, x, y, left)
 //            B = 1: the updates of a block combined in a shared-memory hash table keyed
 //            by the index of y, then one atomic per distinct index of the block.
@@ -343,79 +344,6 @@ __device__ __forceinline__ void visit_block(const unsigned char *sig, u64 code, 
 #pragma unroll
     for (int o = 0; o < 4; ++o)
         if (any[o]) Semiring::flush(&y[(out0 + o) * B + k], acc[o]);
-}
-
-// The same visit for one vector, with the updates of a warp aggregated: for each of
-// its four rows (columns) a thread finds the lanes updating the same entry of y
-// (__match_any_sync on the index), the lowest of them combines their values and
-// issues the one atomic. Every lane of the warp must call it (active = has a node).
-__device__ __forceinline__ float shfl_idx_val(float v, int l) { return __shfl_sync(0xffffffffu, v, l); }
-__device__ __forceinline__ double shfl_idx_val(double v, int l) { return __shfl_sync(0xffffffffu, v, l); }
-__device__ __forceinline__ i64 shfl_idx_val(i64 v, int l) { return __shfl_sync(0xffffffffu, v, l); }
-__device__ __forceinline__ unsigned char shfl_idx_val(unsigned char v, int l) {
-    return (unsigned char)__shfl_sync(0xffffffffu, (int)v, l);
-}
-
-template <bool LEFT>
-__device__ __forceinline__ void visit_block_warp(const unsigned char *sig, u64 code, int s, i64 leaf,
-                                                 const value_t *__restrict__ x, value_t *y, bool active) {
-    const unsigned full = 0xffffffffu;
-    int lane = threadIdx.x & 31;
-    i64 R = 0, C = 0;
-    value_t acc[4];
-    bool any[4] = {false, false, false, false};
-    if (active) {
-        R = compact(code >> 1) << 2;
-        C = compact(code) << 2;
-        i64 in0 = LEFT ? R : C;
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-            if (!((s >> b) & 1)) continue;
-            int lam = nib(sig, leaf++);
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                if (!((lam >> q) & 1)) continue;
-                int dr = 2 * (b >> 1) + (q >> 1), dc = 2 * (b & 1) + (q & 1);
-                int o = LEFT ? dc : dr, i = LEFT ? dr : dc;
-                value_t v = x[in0 + i];
-                acc[o] = any[o] ? Semiring::combine(acc[o], v) : v;
-                any[o] = true;
-            }
-        }
-    }
-    i64 out0 = LEFT ? C : R;
-#pragma unroll
-    for (int o = 0; o < 4; ++o) {
-        long long key = any[o] ? (long long)(out0 + o) : (long long)(-1 - lane);
-        unsigned peers = __match_any_sync(full, (unsigned long long)key);
-        bool leader = (peers & ((1u << lane) - 1u)) == 0u;
-        unsigned rest = (leader && any[o]) ? (peers & ~(1u << lane)) : 0u;
-        value_t v = acc[o];
-        while (__any_sync(full, rest != 0u)) {
-            int src = rest ? __ffs(rest) - 1 : lane;
-            value_t u = shfl_idx_val(v, src);
-            if (rest) {
-                v = Semiring::combine(v, u);
-                rest &= rest - 1u;
-            }
-        }
-        if (leader && any[o]) Semiring::flush(&y[out0 + o], v);
-    }
-}
-
-extern "C" __global__ void distgraph_k2tree_leaves_warp(const unsigned char *sig, const unsigned int *dir,
-                                                        const u64 *codes, const unsigned int *delta,
-                                                        const u64 *base, i64 g0, i64 n,
-                                                        const value_t *__restrict__ x, value_t *y, int left) {
-    i64 blk = g0 / DG_K2_BLOCK + blockIdx.x;
-    i64 g = blk * DG_K2_BLOCK + threadIdx.x;
-    int s = g < g0 + n ? nib(sig, g) : 0;
-    int before = block_exclusive_scan(__popc(s));
-    bool mine = g >= g0 && g < g0 + n && s;
-    i64 leaf = (i64)dir[blk] + before;
-    u64 code = mine ? node_code(codes, delta, base, g - g0) : 0;
-    if (left) visit_block_warp<true>(sig, code, s, leaf, x, y, mine);
-    else visit_block_warp<false>(sig, code, s, leaf, x, y, mine);
 }
 
 // The same visit for one vector, with the updates of a whole block aggregated in a

@@ -170,7 +170,7 @@ def test_gpu_matches_cpu_every_configuration():
 @pytest.mark.gpu
 @pytest.mark.parametrize("tile", [4, 7, 16, 300, 1 << 20])
 def test_gpu_block_and_thread_kernels_every_tile(tile):
-    """The block kernels (default), the block kernels with warp- and block-aggregated
+    """The block kernels (default), the block kernels with block-aggregated (hash)
     updates and the one-thread-per-node kernels give the scipy product for every tile (bounded and
     greedy plans), direction, semiring and batch width."""
     from distgraph import semiring
@@ -184,16 +184,16 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
     P = A.astype(np.float64)
     t = K2Tree.from_scipy(A, top_nodes=16)
     for kernels, cached, compact, per_step in (
-            ("block", False, True, 1), ("block", False, True, 2), ("warp", False, True, 2), ("hash", False, True, 1),
+            ("block", False, True, 1), ("block", False, True, 2), ("hash", False, True, 1),
             ("thread", False, True, 1), ("block", True, True, 1), ("block", True, False, 1),
-            ("warp", True, True, 1), ("hash", True, True, 1), ("thread", True, True, 1)):
+            ("hash", True, True, 1), ("thread", True, True, 1)):
         if (cached and tile != 1 << 20) or (per_step == 2 and tile < 16):
             continue
         if tile < 16 and kernels not in ("block", "thread"):  # thousands of launches: keep CI short
             continue
         dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, kernels=kernels, bounded_tiles=tile != 7,
                           compact_frontier=compact, levels_per_step=per_step)
-        assert dm.block == (kernels != "thread") and dm.warp == (kernels == "warp") and dm.hash == (kernels == "hash")
+        assert dm.block == (kernels != "thread") and dm.hash == (kernels == "hash")
         assert dm.compact == (cached and compact and kernels != "thread")
         for B in (1, 3, 128):
             for left in (False, True):
@@ -359,3 +359,27 @@ def test_kernel_variants_compile_sm90(semiring_code, value_t, tmp_path):
                         f"-DVALUE_T={value_t}", str(src), "-o", str(tmp_path / "k.cubin")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
+
+
+def test_runner_kernel_names_exist_and_options_validated_without_gpu():
+    """Every kernel the host runner asks for is an ``extern "C" __global__`` of
+    kernels/k2tree_spmv.cu (a removed kernel cannot stay referenced), and a kernel
+    family that does not exist (``"warp"``: measured slower everywhere and removed) is
+    refused before CuPy is needed, naming the choices."""
+    import inspect
+    import re
+
+    from distgraph._kernels import kernels_dir
+    from distgraph.backends.gpu import k2tree_spmv
+    from distgraph.backends.gpu.k2tree_spmv import KERNELS, DeviceMatrix
+
+    from pathlib import Path
+
+    src = (Path(kernels_dir()) / "k2tree_spmv.cu").read_text()
+    defined = set(re.findall(r'extern "C" __global__ void (\w+)\(', src))
+    used = set(re.findall(r'"(distgraph_(?:k2tree|csr)_\w+)"', inspect.getsource(k2tree_spmv)))
+    assert used and used <= defined, sorted(used - defined)
+    assert "warp" not in KERNELS and "distgraph_k2tree_leaves_warp" not in defined
+    t = K2Tree.from_coo([0, 1], [1, 0], (4, 4))
+    with pytest.raises(InvalidArgumentError, match="kernels must be one of auto, block, hash, thread; got 'warp'"):
+        DeviceMatrix(t, kernels="warp")

@@ -32,12 +32,13 @@ Defaults (the fastest configuration measured, ``benchmarks/results/k2tree_gpu.js
 * ``levels_per_step=1``.
 
 Options kept for comparison, not faster on the benchmark's graphs (single right
-products, time relative to the default): ``kernels="warp"`` (the updates of a warp to
-one entry of ``y`` combined first with ``__match_any_sync``; with the frontier cached
-1.2-3.1x the time), ``kernels="hash"`` (those of a block, in a shared-memory hash
-table; 0.99-1.4x) and ``levels_per_step=2`` (two levels per launch, the middle level
-never written; tree-only 0.96-1.17x, 1.14-1.17x on kron 20-22). Offsets from a scan
-per tile (``offsets="scan"``) use the thread kernels.
+and left products, time relative to the default): ``kernels="hash"`` (the updates of
+a block to one entry of ``y`` combined first in a shared-memory hash table;
+0.96-1.41x) and ``levels_per_step=2`` (two levels per launch, the middle level never
+written; tree-only 0.96-1.18x, 1.13-1.18x on kron 20-22). A third, ``kernels="warp"``
+(updates of a warp combined with ``__match_any_sync``), was 1.14-3.15x the time on
+every graph and was removed (rows ``k2_warp``/``k2F_warp`` of the results). Offsets
+from a scan per tile (``offsets="scan"``) use the thread kernels.
 
 Floating-point plus_times results depend on the order in which atomics land (within
 rounding of the CPU result); lor_land and min_plus are exact.
@@ -54,7 +55,7 @@ __all__ = ["DeviceMatrix", "plan_tiles", "buffer_levels", "memory_plan", "tree_f
 
 THREADS = 256
 BLOCK = 256  # nodes per block of the _blk kernels = the directory sample they need
-KERNELS = ("auto", "block", "warp", "hash", "thread")
+KERNELS = ("auto", "block", "hash", "thread")
 _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
             np.dtype(np.bool_): "unsigned char"}
 
@@ -213,9 +214,9 @@ class DeviceMatrix:
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
                  levels_per_step=1):
-        cp = import_cupy()
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
+        cp = import_cupy()
         self.cp = cp
         self.tree = tree
         self.tile = int(tile)
@@ -223,10 +224,9 @@ class DeviceMatrix:
         self.cached = bool(cached_frontier)
         # block kernels: directory offsets with one sample per block of BLOCK nodes
         can_block = tree is not None and (self.use_dir or self.cached) and tree.sample == BLOCK
-        if kernels in ("block", "warp", "hash") and not can_block:
+        if kernels in ("block", "hash") and not can_block:
             raise InvalidArgumentError(f"kernels={kernels!r} needs directory offsets and sample={BLOCK}")
         self.block = can_block and kernels != "thread"
-        self.warp = self.block and kernels == "warp"
         # the hash table's empty key is 2**32 - 1: every index of y must be below it
         self.hash = self.block and kernels == "hash" and max(tree.shape) < (1 << 32) - 1
         self.arrays = {}
@@ -396,9 +396,9 @@ class DeviceMatrix:
         expand = mod.get_function("distgraph_k2tree_expand_blk")
         expand2 = mod.get_function("distgraph_k2tree_expand2_blk")
         leaves = mod.get_function("distgraph_k2tree_leaves_blk")
-        warp = (self.warp or self.hash) and B == 1  # same arguments
-        if warp:
-            leaves = mod.get_function("distgraph_k2tree_leaves_warp" if self.warp else "distgraph_k2tree_leaves_hash")
+        hashed = self.hash and B == 1
+        if hashed:
+            leaves = mod.get_function("distgraph_k2tree_leaves_hash")
         a = self.arrays
         sig, dr = a["sig"], a["dir"]
         null = np.uint64(0)  # a null pointer: codes come from `src`
@@ -413,7 +413,7 @@ class DeviceMatrix:
             elif st[0] == "expand2":
                 expand2(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), np.int64(st[5]),
                                          self.bufs[level + 2]))
-            elif warp:
+            elif hashed:
                 leaves(grid, (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n), xd, y,
                                         np.int32(1 if left else 0)))
             else:
