@@ -195,6 +195,31 @@ def test_cli_bfs(tmp_path, data_dir):
     assert np.array_equal(rows[:, 0], g.labels) and rows[s, 1] == 30
 
 
+def _graphs_for_mixed_levels():
+    from distgraph.generators import from_spec
+
+    gs = [from_spec("kron:10:directed"), from_spec("grid:20x30:drop=0.4"),
+          gnp(300, 0.006, seed=2, directed=True), gnp(300, 0.012, seed=3, directed=False)]
+    # the same graphs with int64 vertex ids (graphs past 2**31 vertices)
+    return gs + [Graph(g.indptr, g.indices.astype(np.int64), directed=g.directed) for g in gs]
+
+
+@pytest.mark.parametrize("limit", [0, 3, 40, 300])
+def test_distributed_mixed_redundant_and_split_levels(monkeypatch, limit):
+    """Thresholds between the fixture's two extremes: one search switches between levels
+    run redundantly and levels split by owner (both directions), on directed,
+    disconnected and int64-id graphs; levels and parents equal the serial kernel's."""
+    import distgraph.algorithms.bfs as mod
+
+    monkeypatch.setattr(mod, "REDUNDANT_ARCS", limit)
+    for g in _graphs_for_mixed_levels():
+        assert g.indices.dtype in (np.int32, np.int64)
+        for s in (0, 7, g.n - 1, int(np.argmax(np.diff(g.indptr)))):
+            ref = bfs(g, s, parents=True)
+            d = bfs(g, s, parents=True, _distributed=True)
+            assert np.array_equal(d.levels, ref.levels) and np.array_equal(d.parents, ref.parents), (g, s)
+
+
 # -------------------------------------------------------------------------- MPI
 @pytest.mark.mpi
 @pytest.mark.parametrize("spec", ["kron:11", "kron:10:directed", "grid:30x40:drop=0.4", "kron:14"])
@@ -246,3 +271,22 @@ def test_kernel_int64_row_pointers(directed):
         bfs_serial(g.indptr, g.indices, tptr, tidx, s, 15.0, 18.0, lv, par, True, np.empty(g.n + 1, g.indices.dtype),
                    maxdeg)
         assert np.array_equal(lv, ref.levels) and np.array_equal(par.view(np.int64), ref.parents)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("limit", [3, 300])
+def test_mpi_mixed_levels_int64_ids(comm, monkeypatch, limit):
+    """p ranks with levels switching between redundant and split, int32 and int64 ids,
+    directed and disconnected graphs: identical to one rank."""
+    from mpi4py import MPI
+
+    import distgraph.algorithms.bfs as mod
+
+    monkeypatch.setattr(mod, "REDUNDANT_ARCS", limit)
+    ok = []
+    for g in _graphs_for_mixed_levels():
+        for s in (0, g.n - 1, int(np.argmax(np.diff(g.indptr)))):
+            r = bfs(g, s, parents=True, comm=comm)
+            one = bfs(g, s, parents=True, comm=MPI.COMM_SELF)
+            ok.append(np.array_equal(r.levels, one.levels) and np.array_equal(r.parents, one.parents))
+    assert all(comm.allgather(all(ok)))
