@@ -344,6 +344,23 @@ def test_cli_outputs_and_negative_cycle(tmp_path, data_dir):
     assert "negative cycle" in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
+def test_cli_long_negative_cycle_in_input_ids(tmp_path):
+    """A cycle of more than 12 vertices in input ids: the first 12 then "... (N vertices)"; the
+    CLI used to close it after 12 ("... -> 1011 -> 1000 ...") as if it ended there."""
+    from distgraph.testing import run_cli
+
+    k = 15
+    ids = [1000 + i for i in range(k)]
+    rows = [f"{ids[i]},{ids[(i + 1) % k]},{-1 if i == 0 else 0}" for i in range(k)] + ["7,1000,5"]
+    f = tmp_path / "cyc.csv"
+    f.write_text("\n".join(rows) + "\n")
+    res = run_cli("sssp", f, "--source", 7)
+    assert res.returncode != 0
+    msg = res.stderr.strip().splitlines()[-1]
+    assert "1000 -> 1001 -> 1002 -> 1003 -> 1004 -> 1005 -> 1006 -> 1007 -> 1008 -> 1009 -> 1010 -> 1011 -> ... " \
+           "(15 vertices) (input ids) has total weight -1" in msg, msg
+
+
 def test_cli_negative_cycle_under_mpiexec(data_dir):
     from distgraph.testing import run_cli
 

@@ -189,13 +189,20 @@ def cycle_weight(graph: Graph, cycle, weights=None):
     return int(sum(steps))
 
 
+def format_cycle(cycle, limit: int = 12) -> str:
+    """``"a -> b -> c -> a"``; a cycle of more than ``limit`` vertices shows its first
+    ``limit`` and ``" -> ... (N vertices)"`` instead of closing."""
+    cyc = [int(x) for x in cycle]
+    shown = " -> ".join(map(str, cyc[:limit] + ([] if len(cyc) > limit else cyc[:1])))
+    if len(cyc) > limit:
+        shown += f" -> ... ({len(cyc)} vertices)"
+    return shown
+
+
 def _negative_cycle_error(graph, w, source, cycle):
     wt = cycle_weight(graph, cycle, w)
-    shown = " -> ".join(map(str, cycle[:12] + ([] if len(cycle) > 12 else cycle[:1])))
-    if len(cycle) > 12:
-        shown += f" -> ... ({len(cycle)} vertices)"
     return NegativeCycleError(
-        f"negative cycle reachable from source {source}: {shown} has total weight {wt}; "
+        f"negative cycle reachable from source {source}: {format_cycle(cycle)} has total weight {wt}; "
         "shortest paths are undefined (use a graph without negative cycles)", cycle=list(cycle), weight=wt)
 
 

@@ -42,7 +42,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from mpi4py import MPI
 
-    from ..algorithms.bellman_ford import bellman_ford
+    from ..algorithms.bellman_ford import bellman_ford, format_cycle
     from ..errors import NegativeCycleError
 
     comm = MPI.COMM_WORLD
@@ -66,9 +66,8 @@ def run(args) -> int:
                 raise
             cyc = [int(ids[v]) for v in e.cycle]
             raise NegativeCycleError(
-                f"negative cycle reachable from source {int(ids[src])}: "
-                + " -> ".join(map(str, cyc[:12] + cyc[:1])) + (" ..." if len(cyc) > 12 else "")
-                + f" (input ids) has total weight {e.weight}", cycle=cyc, weight=e.weight) from None
+                f"negative cycle reachable from source {int(ids[src])}: {format_cycle(cyc)} (input ids) "
+                f"has total weight {e.weight}", cycle=cyc, weight=e.weight) from None
         times.append(r.stats["time_s"])
     if comm.Get_rank() == 0:
         if args.output:
