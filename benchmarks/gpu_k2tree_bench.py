@@ -80,8 +80,9 @@ def _fname(spec):
 
 
 # ------------------------------------------------------------ host side
-def prepare_one(spec, outdir):
-    """Read/generate ``spec``, build its tree with the cached frontier, save both."""
+def read_and_build(spec):
+    """``(graph, tree with the cached frontier, meta)`` of ``spec``, with the read,
+    build and frontier times in ``meta``."""
     from distgraph.formats.k2tree import K2Tree
 
     t0 = time.perf_counter()
@@ -93,11 +94,18 @@ def prepare_one(spec, outdir):
     t0 = time.perf_counter()
     tree.with_frontier()
     t_frontier = time.perf_counter() - t0
+    meta = {"graph": spec, "n": g.n, "m": g.m, "directed": bool(g.directed), "read_s": t_read,
+            "build_s": t_build, "frontier_s": t_frontier}
+    return g, tree, meta
+
+
+def prepare_one(spec, outdir):
+    """Read/generate ``spec``, build its tree with the cached frontier, save both."""
+    g, tree, meta = read_and_build(spec)
     # the CSC (for the left products of the CSR kernel) is the CSR when undirected
     cip, cix = (g.csc()[0], g.csc()[1]) if g.directed else (np.zeros(0, np.int64), np.zeros(0, np.int32))
-    meta = {"graph": spec, "n": g.n, "m": g.m, "directed": bool(g.directed), "read_s": t_read,
-            "build_s": t_build, "frontier_s": t_frontier, "shape": list(tree.shape), "levels": tree.levels,
-            "nnz": tree.nnz, "sample": tree.sample, "top_level": tree.top_level}
+    meta.update({"shape": list(tree.shape), "levels": tree.levels, "nnz": tree.nnz, "sample": tree.sample,
+                 "top_level": tree.top_level})
     path = os.path.join(outdir, _fname(spec))
     tmp = path + ".tmp.npz"
     np.savez(tmp, meta=np.array(json.dumps(meta)), indptr=g.indptr, indices=g.indices, csc_indptr=cip,
@@ -144,21 +152,10 @@ def load_prepared(spec, outdir, deadline):
 
 
 def prepare_inline(spec):
-    from distgraph.formats.k2tree import K2Tree
-
-    t0 = time.perf_counter()
-    g = load(spec)
-    t_read = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    tree = K2Tree.from_graph(g)
-    t_build = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    tree.with_frontier()
-    t_frontier = time.perf_counter() - t0
+    """What :func:`load_prepared` returns, computed here."""
+    g, tree, meta = read_and_build(spec)
     cip, cix = (g.csc()[0], g.csc()[1]) if g.directed else (g.indptr, g.indices)
     z = {"indptr": g.indptr, "indices": g.indices, "csc_indptr": cip, "csc_indices": cix}
-    meta = {"graph": spec, "n": g.n, "m": g.m, "directed": bool(g.directed), "read_s": t_read,
-            "build_s": t_build, "frontier_s": t_frontier}
     return z, tree, meta
 
 
