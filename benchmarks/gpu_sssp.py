@@ -17,7 +17,9 @@ once, not timed; GTEPS = stored arcs / seconds):
 * ``gpu_queue_bq`` / ``gpu_queue_bwd``: :class:`QueueSSSP` on one PE (one kernel launch,
   plus host checks for negative cycles on shifted weights);
 * ``gpu_rounds_cupy``: :func:`rounds_cupy`, the round-based baseline in plain CuPy;
-* ``cpu_1rank``: distgraph's CPU backend (``rounds`` driver) in this process;
+* ``cpu_1rank``: distgraph's CPU backend (``rounds`` driver) in this process: one timed run
+  after numba's compile on a tiny graph (not best of ``--trials``: a GPU row's
+  ``speedup_vs_cpu_1rank`` may be overstated by the CPU's run-to-run spread);
 * ``cpu_Nranks`` (``--cpu-ranks N`` on ``--cpu-ranks-graphs``/``--cpu-ranks-weights``,
   graphs up to 2**21 vertices): the same under ``mpirun -n N`` on this host's cores (each
   rank builds the graph; run time only);
