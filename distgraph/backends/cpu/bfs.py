@@ -27,14 +27,15 @@ long thin graph (road networks: ~900 vertices a level, >1000 levels) is bound by
   unreached (-1) is the largest value, so "claim ``v``" is ``levels[v] = min(levels[v],
   depth)`` and the queue tail advances by the comparison's 0/1 (a mispredicted branch
   on a cache-missing ``levels[v]`` would serialize the misses of successive vertices);
-  parents likewise as ``min`` over uint64 (unreached -1 is the largest);
+  parents likewise as ``min`` over uint32 / uint64 (unreached -1 is the largest);
 * software prefetch of the CSR rows of queue entries a fixed distance ahead, in two
   stages (``indptr`` of the vertex ``PF_FAR`` ahead, then ``indices`` of the vertex
   ``PF_NEAR`` ahead, whose ``indptr`` entry is in cache by then), as in S. Ainsworth,
   T. M. Jones, "Software Prefetching for Indirect Memory Accesses", CGO 2017.
 
-On road-FLA this makes a single-source BFS about 1.4x faster than the plain queue loop
-(``benchmarks/results/cpu_bfs.json``).
+On road-FLA this made a single-source BFS about 1.4x faster than the plain queue loop
+of session 1 (measured while developing it; ``benchmarks/results/cpu_bfs.json`` holds
+the comparison with scipy and networkit, not with the old loop).
 
 :func:`bfs_serial` runs the whole search inside one compiled function (no Python per
 level). The distributed driver in :mod:`distgraph.algorithms.bfs` runs small levels
