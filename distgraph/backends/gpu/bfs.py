@@ -158,6 +158,11 @@ class GpuBFS:
         eta = config.gpu_bfs_eta if eta is None else eta
         udiv_threshold = config.gpu_bfs_udiv_threshold if udiv_threshold is None else udiv_threshold
         expect(isinstance(eta, (int, np.integer)) and eta >= 0, "eta", "an integer >= 0", eta)
+        expect(isinstance(window, (int, np.integer)) and not isinstance(window, bool) and window >= 8
+               and window % 8 == 0, "window", "a positive multiple of 8 (the slice-set size)", window)
+        expect(isinstance(udiv_threshold, (int, float, np.integer, np.floating))
+               and not isinstance(udiv_threshold, bool) and not np.isnan(udiv_threshold),
+               "udiv_threshold", "a number", udiv_threshold)
         tiny = TINY_DEFAULT if tiny is None else tiny
         expect(isinstance(tiny, (int, np.integer)) and not isinstance(tiny, bool) and 0 <= tiny < 2**31,
                "tiny", "an integer >= 0", tiny)
@@ -306,7 +311,8 @@ class GpuBFS:
         if variant is not None:
             expect(variant in _MODE, "variant", "one of plain, lazy, switch", variant)
             if variant == "switch" and not self._has_transpose:
-                raise InvalidArgumentError("variant must be one the engine was built for; got 'switch' "
+                raise InvalidArgumentError("variant must be one the engine was built for (plain or lazy: "
+                                           "it holds no transpose for Alg. 4); got 'switch' "
                                            "(build GpuBFS with variant='switch' or 'auto')")
 
     def _levels_caller_device(self, source, variant):

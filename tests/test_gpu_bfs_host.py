@@ -1,0 +1,65 @@
+"""Host side of the GPU BFS (distgraph.backends.gpu.bfs, .memory) that needs no GPU:
+arguments are refused at the boundary, before CuPy or any preprocessing, and the
+memory plans count what the engine allocates. (The BFS itself: tests/test_gpu_bfs.py.)"""
+
+import numpy as np
+import pytest
+
+from distgraph.errors import InvalidArgumentError
+from distgraph.graph.core import Graph
+
+
+def _g():
+    return Graph.from_edges([0, 1, 2], [1, 2, 3], directed=False)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(window=0), "window must be a positive multiple of 8"),
+    (dict(window=100), "window must be a positive multiple of 8 .*; got 100"),
+    (dict(window=True), "window must be"),
+    (dict(window=64.0), "window must be"),
+    (dict(udiv_threshold="high"), "udiv_threshold must be a number; got 'high'"),
+    (dict(udiv_threshold=float("nan")), "udiv_threshold must be a number"),
+    (dict(tiny=-1), "tiny must be an integer >= 0; got -1"),
+    (dict(eta=-2), "eta must be an integer >= 0"),
+    (dict(variant="fast"), "variant must be one of auto, plain, lazy, switch"),
+    (dict(reorder="metis"), "reorder must be one of"),
+])
+def test_arguments_refused_before_cupy(kw, msg):
+    from distgraph.backends.gpu.bfs import GpuBFS
+
+    with pytest.raises(InvalidArgumentError, match=msg):
+        GpuBFS(_g(), **kw)
+
+
+def test_memory_plans_count_every_buffer():
+    from distgraph.backends.gpu.bfs import N_CTR
+    from distgraph.backends.gpu.memory import bfs_plan, parents_plan
+    from distgraph.formats.bvss import build_bvss
+
+    g = Graph.from_edges(np.arange(99), np.arange(1, 100), directed=False)  # n = 100: not a multiple of 8
+    b = build_bvss(g)
+    p = bfs_plan(g.n, b, g.m)
+    assert p.items["counters"] == 4 * N_CTR
+    assert p.items["slice-set claims"] == 4 * 13 and p.items["level"] == 4 * 100
+    assert p.items["transpose.indices"] == 4 * g.m and "transpose.indptr" in p.items
+    assert "transpose.indptr" not in bfs_plan(g.n, b, None).items
+    q = parents_plan(100, 7)
+    assert q.items == {"parents": 800, "transpose.indptr (caller ids)": 808, "transpose.indices (caller ids)": 28}
+    assert parents_plan(100, None).items == {"parents": 800}
+
+
+def test_defaults_pass_the_checks():
+    """The defaults (config's window, eta, U_div threshold, tiny) are accepted: without a
+    GPU the engine gets as far as CuPy."""
+    from distgraph.backends.gpu.bfs import GpuBFS
+    from distgraph.runtime.context import gpu_count
+
+    if gpu_count():
+        pytest.skip("a GPU is visible: tests/test_gpu_bfs.py covers the engine")
+    from distgraph.errors import BackendUnavailableError
+
+    with pytest.raises(BackendUnavailableError):
+        GpuBFS(_g(), window=np.int64(1024), udiv_threshold=np.float32(1.5))
+    with pytest.raises(BackendUnavailableError):
+        GpuBFS(_g())
