@@ -383,3 +383,24 @@ def test_runner_kernel_names_exist_and_options_validated_without_gpu():
     t = K2Tree.from_coo([0, 1], [1, 0], (4, 4))
     with pytest.raises(InvalidArgumentError, match="kernels must be one of auto, block, hash, thread; got 'warp'"):
         DeviceMatrix(t, kernels="warp")
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(tile=3), "tile must be an integer >= 4 .*; got 3"),
+    (dict(tile=0), "tile must be an integer >= 4"),
+    (dict(tile=2.0**20), "tile must be an integer >= 4"),
+    (dict(offsets="dir"), "offsets must be 'directory' or 'scan'; got 'dir'"),
+    (dict(csr=(np.array([0, 0]), np.zeros(0, np.int32))), "exactly one of tree= and csr="),
+])
+def test_device_matrix_arguments_refused_before_cupy(kw, msg):
+    """A tile below 4 codes cannot hold one node's children: the kernels would write past
+    the buffer on the GPU; it is refused (plan_tiles too), as are unknown offsets (they
+    used to select scan offsets silently), before CuPy is needed."""
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+
+    t = K2Tree.from_coo([0, 1, 2, 3], [1, 0, 3, 2], (4, 4))
+    with pytest.raises(InvalidArgumentError, match=msg):
+        DeviceMatrix(t, **kw)
+    if "tile" in kw:
+        with pytest.raises(InvalidArgumentError, match=msg):
+            plan_tiles(t, kw["tile"])

@@ -96,6 +96,7 @@ def plan_tiles(tree, tile: int, bounded: bool = True, levels_per_step: int = 1):
     when the number of levels to descend is odd."""
     if levels_per_step not in (1, 2):
         raise InvalidArgumentError(f"levels_per_step must be 1 or 2; got {levels_per_step!r}")
+    _check_tile(tile)
     if levels_per_step == 2 and tile < 16:
         raise InvalidArgumentError(f"tile must be >= 16 with two levels per step (a node has up to 16 "
                                    f"grandchildren); got {tile}")
@@ -145,6 +146,13 @@ def plan_tiles(tree, tile: int, bounded: bool = True, levels_per_step: int = 1):
         d0 = tree.top_level
         visit(d0, int(tree.level_start[d0]), int(tree.level_start[d0 + 1]))
     return steps
+
+
+def _check_tile(tile):
+    """A buffer of ``tile`` codes must hold the children of one node (up to 4): a
+    smaller one would be written past its end on the GPU."""
+    if not isinstance(tile, (int, np.integer)) or isinstance(tile, bool) or tile < 4:
+        raise InvalidArgumentError(f"tile must be an integer >= 4 (a node has up to 4 children); got {tile!r}")
 
 
 def buffer_levels(tree, levels_per_step: int = 1):
@@ -216,6 +224,12 @@ class DeviceMatrix:
                  levels_per_step=1):
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
+        if offsets not in ("directory", "scan"):
+            raise InvalidArgumentError(f"offsets must be 'directory' or 'scan'; got {offsets!r}")
+        if (tree is None) == (csr is None):
+            raise InvalidArgumentError("DeviceMatrix needs exactly one of tree= and csr=")
+        if tree is not None:
+            _check_tile(tile)
         cp = import_cupy()
         self.cp = cp
         self.tree = tree
