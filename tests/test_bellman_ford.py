@@ -630,3 +630,42 @@ def test_gpu_queue_host_negative_cycle_checks_are_bounded():
         q.run(0, confirm_for(ok))
     d, _, _, cyc = q.run(0, confirm_for(ok))
     assert cyc is None and d.tolist() == [0, 2, 1, 2]
+
+
+@pytest.mark.parametrize("fail_at", ["load_module", "get_function"])
+def test_gpu_queue_construction_failure_frees_symmetric_arrays(monkeypatch, fail_at):
+    """QueueSSSP on the NVSHMEM path, with the CPU PGAS standing in for NVSHMEM and numpy for
+    CuPy: when building/loading the module or finding the kernel fails (an nvcc error), the
+    symmetric arrays allocated so far are freed (they stayed on the symmetric heap before)."""
+    import types
+
+    from mpi4py import MPI
+
+    import distgraph.pgas as pgas_mod
+    from distgraph.algorithms.bellman_ford import _arc_weights
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.backends.gpu import loader, nvshmem_build
+    from distgraph.runtime import context
+
+    pg = pgas_mod.get_pgas(MPI.COMM_SELF, "cpu")
+    fake_cp = types.SimpleNamespace(asarray=np.asarray, empty=np.empty, zeros=np.zeros, int64=np.int64,
+                                    int32=np.int32, cuda=_FakeCuPy.cuda)
+
+    class Module:
+        def get_function(self, name):
+            raise RuntimeError(f"no kernel {name}")
+
+    def load_module(*a, **k):
+        if fail_at == "load_module":
+            raise RuntimeError("nvcc failed")
+        return Module()
+
+    monkeypatch.setattr(loader, "import_cupy", lambda: fake_cp)
+    monkeypatch.setattr(context, "get_context", lambda *a, **k: None)
+    monkeypatch.setattr(pgas_mod, "get_pgas", lambda *a, **k: pg)
+    monkeypatch.setattr(nvshmem_build, "load_module", load_module)
+    g = uniform_weights(kronecker(6, seed=1), seed=1)
+    before = len(pg._live)
+    with pytest.raises(RuntimeError, match="nvcc failed" if fail_at == "load_module" else "no kernel"):
+        gbf.QueueSSSP(g, _arc_weights(g, None), MPI.COMM_SELF, use_nvshmem=True, grid=1)
+    assert len(pg._live) == before

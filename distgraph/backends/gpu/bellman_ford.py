@@ -197,15 +197,23 @@ class QueueSSSP:
         self.d_w = cp.asarray(wb if wb.size else np.zeros(1, np.int64))
         self.d_offsets = cp.asarray(self.part.offsets.astype(np.int64))
         defines = {"DG_BF_FLOAT": int(self.isf), "DG_BF_BLOCK": BLOCK}
-        self.pg = None
+        self.pg, self.q, self._sym = None, None, []
+        try:
+            self._init_device(cp, comm, queue, maxnl, defines, grid, timeout)
+        except BaseException:
+            self.close()  # the symmetric arrays allocated so far (collective, as their allocation)
+            raise
+        self.setup_s = time.perf_counter() - t0
+
+    def _init_device(self, cp, comm, queue, maxnl, defines, grid, timeout):
         if self.nvs:
             from ...pgas import get_pgas
             from ...pgas.queue import BrokerQueue
             from .nvshmem_build import load_module
 
             pg = self.pg = get_pgas(comm, "gpu")
-            self._sym = [pg.array(maxnl, "int64"), pg.array(maxnl, "int64"), pg.array(maxnl, "int32"),
-                         pg.array(24, "int64")]
+            for shape, dt in ((maxnl, "int64"), (maxnl, "int64"), (maxnl, "int32"), (24, "int64")):
+                self._sym.append(pg.array(shape, dt))
             self.dist, self.pred, self.inq, self.ctr = (a.local for a in self._sym)
             self.q = BrokerQueue(self.capacity, "int64", width=3, kind=queue, pgas=pg)
             self.ring, self.tickets, self.meta = self.q.ring.local, self.q.tickets.local, self.q.meta.local
@@ -234,15 +242,15 @@ class QueueSSSP:
         self.timeout = float(timeout)
         self.timed_out = False
         cp.cuda.Device().synchronize()
-        self.setup_s = time.perf_counter() - t0
 
     def close(self):
-        """Free the symmetric arrays (collective)."""
+        """Free the symmetric arrays (collective); also after a failed construction."""
         if self.pg is not None:
-            self.q.free()
+            if self.q is not None:
+                self.q.free()
             for a in self._sym:
                 self.pg.free(a)
-            self.pg = None
+            self.pg, self.q, self._sym = None, None, []
 
     def _barrier(self):
         self.cp.cuda.Device().synchronize()
