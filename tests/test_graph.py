@@ -215,15 +215,21 @@ def test_counting_build_equals_numpy_sort(wdtype, undirected, dedup, drop):
     assert (np.diff(b[0]) > 32).any()
 
 
-def test_counting_build_is_used_for_large_inputs_and_keeps_lightest_arc():
-    from distgraph.graph import core
+def test_counting_build_is_used_for_large_inputs_and_keeps_lightest_arc(monkeypatch):
+    from distgraph.graph import _build, core
 
+    def no_numpy_sort(*a, **k):
+        raise AssertionError("the numpy builder ran on a large input")
+
+    monkeypatch.setattr(_build, "build_csr_numpy", no_numpy_sort)
     rng = np.random.default_rng(3)
     m = core._COUNTING_MIN_ARCS + 10
     src = rng.integers(0, 1000, m)
     dst = rng.integers(0, 1000, m)
     w = rng.random(m)
     g = Graph.from_edges(src, dst, w, n=1000)
+    with pytest.raises(AssertionError, match="numpy builder"):  # and small inputs do use it
+        Graph.from_edges(src[:100], dst[:100], w[:100], n=1000)
     A = sp.coo_matrix((w, (src, dst)), shape=(1000, 1000))
     # reference: the minimum weight of every pair, independently of either builder
     order = np.lexsort((w, dst, src))
@@ -234,7 +240,7 @@ def test_counting_build_is_used_for_large_inputs_and_keeps_lightest_arc():
     np.testing.assert_array_equal(g.indptr, ref.indptr)
     np.testing.assert_array_equal(g.indices, ref.indices)
     np.testing.assert_array_equal(g.weights, ref.data)
-    assert A.nnz == m
+    assert A.nnz == m and g.m < m  # duplicates were present and dropped
 
 
 def test_counting_build_empty_and_isolated():
