@@ -208,9 +208,9 @@ def _negative_cycle_error(graph, w, source, cycle):
 
 def _resolve_backend(backend, comm):
     """``"cpu"`` or ``"gpu"``. ``None``/``"auto"`` resolve as for every other algorithm
-    (:func:`distgraph.runtime.context.get_context`: ``DISTGRAPH_BACKEND``, else ``"gpu"``
-    when CuPy sees a GPU, else ``"cpu"``; collective, so all ranks agree); ``"gpu"`` raises
-    BackendUnavailableError without CuPy or a GPU."""
+    (:func:`distgraph.runtime.context.get_context`: ``None`` takes ``DISTGRAPH_BACKEND``,
+    ``"auto"`` is ``"gpu"`` when CuPy sees a GPU, else ``"cpu"``; collective, so all ranks
+    agree); ``"gpu"`` raises BackendUnavailableError without CuPy or a GPU."""
     expect(backend in (None, "auto", "cpu", "gpu"), "backend", "None, 'auto', 'cpu' or 'gpu'", backend)
     if backend == "cpu":
         return "cpu"
@@ -256,8 +256,9 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
         ``"gpu"``: :mod:`distgraph.backends.gpu.bellman_ford`, where ``mode="rounds"`` is
         the plain round-based CuPy Bellman-Ford (every rank runs the whole graph) and
         ``mode="async"`` the queue-driven kernel (one PE per rank; several ranks use
-        NVSHMEM). ``None``/``"auto"``: as for every algorithm, ``DISTGRAPH_BACKEND``, else
-        the GPU when CuPy sees one, else the CPU (``stats["backend"]`` says which ran).
+        NVSHMEM). As for every algorithm, ``None`` takes ``DISTGRAPH_BACKEND`` (default
+        ``"auto"``) and ``"auto"`` the GPU when CuPy sees one, else the CPU
+        (``stats["backend"]`` says which ran).
     comm : mpi4py.MPI.Comm, optional
         Default ``MPI.COMM_WORLD``.
     verify : bool
