@@ -314,3 +314,26 @@ def test_unreadable_tree_file_is_a_format_error_and_sidecar_rebuilt(tmp_path, co
     t = tree_for_file(binary.load(path), path)
     assert (t.to_scipy() != g.to_scipy()).nnz == 0
     assert K2Tree.load(sidecar_path(path)).nnz == g.m  # the sidecar was rewritten
+
+
+def test_save_never_touches_another_writers_temp_file_and_cleans_up(tmp_path, monkeypatch):
+    """Two processes saving the same sidecar at once must not write into one temp file
+    (the name was fixed, ``PATH.tmp.npz``); a failed save leaves no temp file behind."""
+    import os
+
+    t = K2Tree.from_coo([0, 1, 2], [1, 2, 0], (3, 3))
+    path = tmp_path / "g.k2t.npz"
+    other = tmp_path / "g.k2t.npz.tmp.npz"  # another writer's file under the old name
+    other.write_bytes(b"being written by someone else")
+    t.save(path)
+    assert other.read_bytes() == b"being written by someone else"
+    assert K2Tree.load(path).nnz == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.k2t.npz", "g.k2t.npz.tmp.npz"]
+
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        t.save(tmp_path / "h.k2t.npz")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.k2t.npz", "g.k2t.npz.tmp.npz"]

@@ -387,12 +387,19 @@ class K2Tree:
         import json
 
         path = os.fspath(path)
-        tmp = path + ".tmp.npz"
-        np.savez(tmp, version=np.int64(FORMAT_VERSION), shape=np.array(self.shape, np.int64),
-                 levels=np.int64(self.levels), nnz=np.int64(self.nnz), sig=self.sig,
-                 level_start=self.level_start, sample=np.int64(self.sample),
-                 source=np.array(json.dumps(source or {})))
-        os.replace(tmp, path)
+        tmp = f"{path}.{os.getpid()}.tmp.npz"  # one per process: concurrent writers never share it
+        try:
+            np.savez(tmp, version=np.int64(FORMAT_VERSION), shape=np.array(self.shape, np.int64),
+                     levels=np.int64(self.levels), nnz=np.int64(self.nnz), sig=self.sig,
+                     level_start=self.level_start, sample=np.int64(self.sample),
+                     source=np.array(json.dumps(source or {})))
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
 
     @classmethod
     def load(cls, path, *, top_nodes: int = DEFAULT_TOP_NODES, cached_frontier: bool = False) -> "K2Tree":
