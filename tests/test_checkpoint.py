@@ -197,16 +197,19 @@ def test_mpi_resume_across_rank_counts(comm, graph, dynamic, monkeypatch):
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dynamic", [True, False], ids=["first-come", "round-robin"])
-def test_mpi_error_on_one_rank_raised_on_all(comm, graph, dynamic, monkeypatch):
+def test_mpi_error_on_one_rank_raised_on_all(comm, graph, dynamic, threads, monkeypatch):
     """A batch failing on rank 0 only: every rank raises that error (none waits in the
     final reduction or in freeing the dealer's window), the checkpoint keeps what was
-    finished, and a resume on all ranks completes it bit-identically."""
+    finished, and a resume on all ranks completes it bit-identically. With one and with
+    two threads per rank (the thread pool's path)."""
     import tempfile
 
     from mpi4py import MPI
 
     monkeypatch.setattr(msbfs_mod, "DYNAMIC_DEALING", dynamic)
+    monkeypatch.setattr(msbfs_mod, "thread_count", lambda ctx: threads)
     d = comm.bcast(tempfile.mkdtemp(prefix="dg-ck-") if comm.rank == 0 else None, root=0)
     ck = os.path.join(d, "ck")
     full = closeness(graph, batch_size=16, comm=MPI.COMM_SELF)
