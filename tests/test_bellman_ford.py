@@ -669,3 +669,23 @@ def test_gpu_queue_construction_failure_frees_symmetric_arrays(monkeypatch, fail
     with pytest.raises(RuntimeError, match="nvcc failed" if fail_at == "load_module" else "no kernel"):
         gbf.QueueSSSP(g, _arc_weights(g, None), MPI.COMM_SELF, use_nvshmem=True, grid=1)
     assert len(pg._live) == before
+
+
+def test_float_kernel_variant_compiles_sm90(tmp_path):
+    """tests/test_kernels_compile.py builds each kernel with its default defines only (integer
+    distances, DG_BF_FLOAT=0); float weights run the DG_BF_FLOAT=1 branch (ordered-int keys) of
+    bellman_ford.cuh, which the NVSHMEM build shares (not compiled again here: 20 s)."""
+    import subprocess
+
+    from test_kernels_compile import NVCC
+
+    from distgraph._kernels import kernels_dir
+    from distgraph.backends.gpu.bellman_ford import BLOCK
+
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    src = kernels_dir() / "bellman_ford.cu"
+    cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-O3", "-c", str(src), "-o", str(tmp_path / "k.o"),
+           "-I", str(src.parent), "-DDG_BF_FLOAT=1", f"-DDG_BF_BLOCK={BLOCK}"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"nvcc failed on bellman_ford.cu with DG_BF_FLOAT=1:\n{r.stderr[-4000:]}"
