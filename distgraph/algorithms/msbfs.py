@@ -6,7 +6,7 @@ Sec. 6.1; kernel in :mod:`distgraph.backends.cpu.msbfs`). Batches are dealt to M
 ranks (each rank holds the whole graph, BLEST's replicated mode) first come, first
 served when the ranks share a node (one MPI-3 atomic counter, :class:`_Dealer`, so a
 rank whose core is shared with other jobs takes fewer batches), round-robin across
-nodes, and, inside a rank, to threads; the partial sums are
+nodes and with a GPU runner, and, inside a rank, to threads; the partial sums are
 exact integers (uint64 distance sums, int64 reach counts, fixed-point harmonic sums),
 so the reduction over threads and ranks gives bit-identical results for any number
 of either, whichever rank ran which batch.
@@ -35,8 +35,8 @@ MAX_BATCH = 512
 # checkpointed (tests raise from it to simulate a job killed mid-way).
 _BATCH_HOOK = None
 
-#: Deal batches to ranks first come, first served when they share one node (False, or
-#: ranks on several nodes: round-robin, batch i to rank i % p).
+#: Deal batches to ranks first come, first served when they share one node (False, ranks
+#: on several nodes, or a GPU runner: round-robin, batch i to rank i % p).
 DYNAMIC_DEALING = True
 
 
