@@ -689,3 +689,19 @@ def test_float_kernel_variant_compiles_sm90(tmp_path):
            "-I", str(src.parent), "-DDG_BF_FLOAT=1", f"-DDG_BF_BLOCK={BLOCK}"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, f"nvcc failed on bellman_ford.cu with DG_BF_FLOAT=1:\n{r.stderr[-4000:]}"
+
+
+def test_gpu_queue_arguments_validated_before_the_device():
+    """QueueSSSP's own arguments fail with a message naming them, before CuPy is needed (a
+    capacity that is not a power of two used to reach the kernel's index mask)."""
+    from mpi4py import MPI
+
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    g = Graph.from_edges([0, 1], [1, 2], [1, -1])
+    for kw, msg in (({"capacity": 100}, "capacity must be None or a power of two >= 64"),
+                    ({"capacity": 32}, "got 32"), ({"queue": "lifo"}, "queue must be 'bq' or 'bwd'"),
+                    ({"remote": "cas"}, "remote must be"), ({"grid": 0}, "grid must be"),
+                    ({"timeout": -1}, "timeout must be")):
+        with pytest.raises(InvalidArgumentError, match=msg):
+            QueueSSSP(g, g.weights, MPI.COMM_SELF, **kw)

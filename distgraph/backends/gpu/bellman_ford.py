@@ -62,7 +62,7 @@ import time
 
 import numpy as np
 
-from ...errors import DistgraphError, GraphValueError
+from ...errors import DistgraphError, GraphValueError, expect
 
 __all__ = ["QueueSSSP", "RoundsSSSP", "rounds_cupy", "run_queue", "run_rounds", "to_keys", "from_keys"]
 
@@ -171,6 +171,17 @@ class QueueSSSP:
         from ..cpu.bellman_ford import _neg_bound, _setup
         from .loader import import_cupy
 
+        # validated before touching the device: a bad value used to surface as an unknown
+        # kernel name, or a queue indexed with a mask that is not one (capacity 100)
+        expect(queue in ("bq", "bwd"), "queue", "'bq' or 'bwd'", queue)
+        expect(remote in ("atomic", "enqueue"), "remote", "'atomic' or 'enqueue'", remote)
+        expect(capacity is None or (isinstance(capacity, (int, np.integer)) and capacity >= 64
+                                    and capacity & (capacity - 1) == 0),
+               "capacity", "None or a power of two >= 64 (queue slots per PE)", capacity)
+        expect(grid is None or (isinstance(grid, (int, np.integer)) and grid >= 1), "grid",
+               "None or a positive number of blocks", grid)
+        expect(timeout is None or (isinstance(timeout, (int, float, np.number)) and timeout > 0), "timeout",
+               "None or a positive number of seconds", timeout)
         t0 = time.perf_counter()
         cp = import_cupy()
         get_context(comm, "gpu")
@@ -231,7 +242,7 @@ class QueueSSSP:
             mod = get_module("bellman_ford", defines=defines)
         self.kernel = mod.get_function(f"distgraph_bf_queue_{queue}")
         self.ctl = cp.zeros(8, cp.int64)
-        self.grid = int(grid) if grid else _grid(cp, self.kernel, BLOCK)
+        self.grid = int(grid) if grid is not None else _grid(cp, self.kernel, BLOCK)
         self.stream = cp.cuda.Stream(non_blocking=True)
         self.side = cp.cuda.Stream(non_blocking=True)
         self._one = np.ones(1, np.int32)
