@@ -35,10 +35,12 @@ Options kept for comparison, not faster on the benchmark's graphs (single right
 and left products, time relative to the default): ``kernels="hash"`` (the updates of
 a block to one entry of ``y`` combined first in a shared-memory hash table;
 0.96-1.41x) and ``levels_per_step=2`` (two levels per launch, the middle level never
-written; tree-only 0.96-1.18x, 1.13-1.18x on kron 20-22). A third, ``kernels="warp"``
-(updates of a warp combined with ``__match_any_sync``), was 1.14-3.15x the time on
-every graph and was removed (rows ``k2_warp``/``k2F_warp`` of the results). Offsets
-from a scan per tile (``offsets="scan"``) use the thread kernels.
+written; tree-only 0.96-1.18x, 1.13-1.18x on kron 20-22, but about half the tile
+buffers: 0.61-1.0x the default's device bytes, e.g. road-FLA 21.9 MB instead of
+35.8 MB, below cuSPARSE's 25.8 MB: the choice when memory is the limit). A third,
+``kernels="warp"`` (updates of a warp combined with ``__match_any_sync``), was
+1.14-3.15x the time on every graph and was removed (rows ``k2_warp``/``k2F_warp`` of
+the results). Offsets from a scan per tile (``offsets="scan"``) use the thread kernels.
 
 Floating-point plus_times results depend on the order in which atomics land (within
 rounding of the CPU result); lor_land and min_plus are exact.
