@@ -1,8 +1,9 @@
 """GPU k2-tree / CSR semiring products (kernels/k2tree_spmv.cu) against the CPU backend.
 
-The first test runs without a GPU: it replays the host's tile plan
-(``plan_tiles``) with numpy, using the kernels' offset formulas, so the planning
-logic is checked in CI. The others carry ``@pytest.mark.gpu``.
+Tests without ``@pytest.mark.gpu`` run in CI, without a GPU: the replay of the host's
+tile plan (``plan_tiles``) with numpy, using the kernels' offset formulas; the compact
+frontier and the memory plan; nvcc compiles of every semiring x element type; the
+runner's argument checks and kernel names. The others need a GPU.
 """
 
 import numpy as np
