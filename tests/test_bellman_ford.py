@@ -339,6 +339,8 @@ def test_cli_outputs_and_negative_cycle(tmp_path, data_dir):
     d = np.load(dist)
     np.testing.assert_array_equal(np.where(d == np.iinfo(np.int64).max, np.inf, d), ref)
     verify_sssp(g, 3, d, np.load(pred))
+    res = run_cli("sssp", data_dir / "minnesota.mtx.gz", "--source", 3, "--backend", "cpu")
+    assert res.returncode == 0 and "backend cpu, mode rounds" in res.stdout, res.stdout + res.stderr
     res = run_cli("sssp", data_dir / "bitcoin-otc.csv.gz", "--source", 1)
     assert res.returncode != 0
     assert "negative cycle" in res.stderr and len(res.stderr.strip().splitlines()) == 1

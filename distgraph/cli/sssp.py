@@ -91,7 +91,7 @@ def run(args) -> int:
     elif comm.Get_rank() == 0:
         print(f"sssp from {summary['source']}: {reached:,} of {g.n:,} vertices reached; "
               f"best of {len(times)} {best:.4f} s ({summary['gteps']:.4f} GTEPS) on {comm.Get_size()} rank(s), "
-              f"mode {args.mode}" + (", verified" if args.verify else ""))
+              f"backend {summary['backend']}, mode {args.mode}" + (", verified" if args.verify else ""))
     return 0
 
 
