@@ -541,7 +541,8 @@ def _fake_queue_sssp(g, launch):
             self.bound, self.has_neg = _neg_bound(self.ww, self.wdt, self.comm)
             self.isf, self.nl, self.capacity, self.grid = self.wdt.kind == "f", g.n, 64, 1
             h = lambda k, dt: np.zeros(k, dt).view(_HostArray)  # noqa: E731
-            self.dist, self.pred, self.inq, self.ctr = h(g.n, np.int64), h(g.n, np.int64), h(g.n, np.int32), h(24, np.int64)
+            self.dist, self.pred, self.inq = h(g.n, np.int64), h(g.n, np.int64), h(g.n, np.int32)
+            self.ctr = h(24, np.int64)
             self.ring, self.tickets = np.zeros((64, 3), np.int64).view(_HostArray), h(64, np.int64)
             self.meta, self.ctl = h(24, np.int64), h(8, np.int64)
             self.timeout, self.timed_out, self.setup_s, self.launches = 1.0, False, 0.0, 0
