@@ -666,3 +666,35 @@ def test_partitioned_host_code_with_fake_cupy_over_mpi_rma(fake_gpu, monkeypatch
         r.close()
     oks = comm.allgather(bool(ok))
     assert all(oks), oks
+
+
+@pytest.mark.mpi
+def test_partitioned_error_on_one_rank_raised_on_all(fake_gpu, monkeypatch):
+    """Partitioned mode runs every batch on every rank: a batch whose merge fails on the
+    rank that keeps it (checkpoint write, here the test hook) stops all ranks before the
+    next collective batch, and all raise that error (before: the others hung)."""
+    import distgraph.algorithms.msbfs as msbfs_mod
+    import distgraph.pgas as pgas_mod
+
+    comm = MPI.COMM_WORLD
+    real = pgas_mod.get_pgas
+    monkeypatch.setattr(pgas_mod, "get_pgas", lambda c=None, backend=None: real(c, "cpu"))
+    ctx = types.SimpleNamespace(size=comm.Get_size(), rank=comm.Get_rank(), comm=comm, local_size=1)
+    g = GRAPHS["kron7_dir"]
+    tptr, tidx, _ = g.csc()
+    r = _fake_runner(ctx, g, kappa=32, mode="partitioned", reorder="none")
+
+    def hook(b):
+        if comm.rank == 0:
+            raise RuntimeError(f"batch {b} failed on rank 0")
+
+    monkeypatch.setattr(msbfs_mod, "_BATCH_HOOK", hook)
+    try:
+        run_batches(g.indptr, g.indices, tptr, tidx, np.arange(g.n), per_source=False, batch_size=16, ctx=ctx,
+                    progress=False, runner=r)
+        msg = None
+    except RuntimeError as e:
+        msg = str(e)
+    r.close()
+    oks = comm.allgather(msg == "batch 0 failed on rank 0")
+    assert all(oks), oks

@@ -307,11 +307,21 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
                 collective = getattr(runner, "collective", False)
                 for i, b in enumerate(todo if collective else batches):
                     res = job(b, free.pop())
-                    if collective and i % ctx.size != ctx.rank:
-                        free.append(res[3])  # run by every rank; kept by the rank it is dealt to
+                    if not collective:
+                        merge(res)
+                        advance()
                         continue
-                    merge(res)
-                    advance()
+                    if i % ctx.size != ctx.rank:
+                        free.append(res[3])  # run by every rank; kept by the rank it is dealt to
+                    else:
+                        try:
+                            merge(res)
+                            advance()
+                        except Exception as e:
+                            err = e
+                    # every rank runs the next batch collectively: all stop if one failed
+                    if _any_failed(ctx, err):
+                        break
             else:
                 it = iter(batches)
                 with ThreadPoolExecutor(max_workers=nthreads) as ex:
@@ -336,8 +346,10 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
             advance()  # this rank's dealer is exhausted: every batch is dealt
 
     # a rank that failed stops taking batches; the others finish the batches they hold
-    # (and, with a dealer, take no new ones), then all leave the dealer's epoch, free
-    # its window and raise the first rank's error: no rank waits in a collective
+    # (with a dealer, they take no new ones; with a collective runner, all stop before
+    # the next batch), then all leave the dealer's epoch, free its window and raise the
+    # first rank's error: no rank waits in a collective. (An error inside a collective
+    # runner's own collective step still leaves the other ranks waiting there.)
     if dealer is not None:
         dealer.close()
     _raise_on_all(ctx, err)
@@ -374,6 +386,15 @@ def _check_checkpoint(done, base, nb, acc) -> None:
     for name, a in (base or {}).items():
         if name in acc and a.shape != acc[name].shape:
             raise CheckpointError(f"checkpoint array {name} has shape {a.shape}; this run needs {acc[name].shape}")
+
+
+def _any_failed(ctx, err) -> bool:
+    """Whether any rank of ``ctx`` has an error (collective when there are several)."""
+    if ctx.size == 1:
+        return err is not None
+    from mpi4py import MPI
+
+    return bool(ctx.comm.allreduce(err is not None, op=MPI.LOR))
 
 
 def _raise_on_all(ctx, err) -> None:
