@@ -245,6 +245,26 @@ def test_cli_closeness(tmp_path, data_dir):
     assert close(rows[:, 1], closeness(g).closeness[idx])
 
 
+def test_cli_vertices_file_errors(tmp_path):
+    """--vertices: a missing file, text that is not integers, or a .npy of floats is an
+    InvalidArgumentError naming the flag (was a bare OSError / ValueError, or floats
+    silently truncated to ids)."""
+    from distgraph.cli.closeness import _read_vertices
+    from distgraph.generators import from_spec
+
+    g = from_spec("kron:6")
+    with pytest.raises(InvalidArgumentError, match="--vertices must name a readable file"):
+        _read_vertices(str(tmp_path / "missing.txt"), g)
+    (tmp_path / "bad.txt").write_text("1 2 x\n")
+    with pytest.raises(InvalidArgumentError, match="--vertices must hold integer vertex ids"):
+        _read_vertices(str(tmp_path / "bad.txt"), g)
+    np.save(tmp_path / "f.npy", np.array([1.5, 2.0]))
+    with pytest.raises(InvalidArgumentError, match="dtype float64"):
+        _read_vertices(str(tmp_path / "f.npy"), g)
+    np.save(tmp_path / "ok.npy", np.array([[3], [1]], np.int32))
+    assert [a.tolist() for a in _read_vertices(str(tmp_path / "ok.npy"), g)] == [[3, 1], [3, 1]]
+
+
 def test_cli_headline_spec(tmp_path):
     from distgraph.cli import main
 

@@ -45,12 +45,21 @@ def add_arguments(p) -> None:
 def _read_vertices(path, g):
     from ..errors import InvalidArgumentError
 
-    if path.endswith(".npy"):
-        ids = np.load(path)
-    else:
-        with open(path) as f:
-            ids = np.array(f.read().split(), dtype=np.int64)
-    ids = np.asarray(ids).astype(np.int64).ravel()
+    try:
+        if path.endswith(".npy"):
+            ids = np.load(path)
+        else:
+            with open(path) as f:
+                ids = np.array(f.read().split(), dtype=np.int64)
+    except OSError as e:
+        raise InvalidArgumentError(f"--vertices must name a readable file of vertex ids; got {path!r} "
+                                   f"({e.strerror or e})") from None
+    except ValueError as e:
+        raise InvalidArgumentError(f"--vertices must hold integer vertex ids; {path} has: {e}") from None
+    ids = np.asarray(ids)
+    if ids.size and not np.issubdtype(ids.dtype, np.integer):
+        raise InvalidArgumentError(f"--vertices must hold integer vertex ids; {path} has dtype {ids.dtype}")
+    ids = ids.astype(np.int64).ravel()
     if g.labels is None:
         bad = ids[(ids < 0) | (ids >= g.n)]
         if bad.size:
