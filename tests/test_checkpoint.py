@@ -260,3 +260,23 @@ def test_mpi_checkpoint_error_on_one_rank_raised_on_all(comm):
         except CheckpointError as e:
             ok.append(match in str(e))
     assert all(comm.allgather(all(ok)))
+
+
+@pytest.mark.mpi
+def test_mpi_out_of_memory_on_one_rank_raised_on_all(comm, graph, monkeypatch):
+    """A rank that cannot allocate its kernel scratch raises on every rank (the others
+    would wait in creating the dealer's window, or in the reduction)."""
+    real = msbfs_mod._scratch
+
+    def scratch(n, W):
+        if comm.rank == comm.size - 1:
+            raise MemoryError("no scratch here")
+        return real(n, W)
+
+    monkeypatch.setattr(msbfs_mod, "_scratch", scratch)
+    try:
+        closeness(graph, batch_size=64, comm=comm)
+        ok = False
+    except MemoryError as e:
+        ok = "no scratch here" in str(e)
+    assert all(comm.allgather(ok))

@@ -246,17 +246,20 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
         _raise_on_all(ctx, err)
     todo = np.setdiff1d(np.arange(nb, dtype=np.int64), done)
     mine = todo[ctx.rank::ctx.size]  # round-robin share; with a dealer, the progress bar's estimate
-    dealer = _Dealer(ctx.comm, todo) if runner is None and ctx.size > 1 and DYNAMIC_DEALING and \
-        _one_node(ctx.comm) else None
-    batches = dealer if dealer is not None else mine.tolist()
+    dynamic = runner is None and ctx.size > 1 and DYNAMIC_DEALING and _one_node(ctx.comm)
 
-    nthreads = min(thread_count(ctx), max(1, (todo if dealer else mine).size)) if runner is None else 1
+    nthreads = min(thread_count(ctx), max(1, (todo if dynamic else mine).size)) if runner is None else 1
     pool_work = []
     wmax = _words(min(batch_size, max(k, 1)))
-    for _ in range(nthreads if runner is None else 0):
-        pool_work.append((np.zeros(n * wmax, np.uint64), np.zeros(n * wmax, np.uint64),
-                          np.zeros(n * wmax, np.uint64), np.zeros(n, np.uint8),
-                          np.zeros(n, np.int64), np.zeros(n, np.int64)))
+    err = None
+    try:  # scratch of 3 n W words per thread: a rank out of memory raises on every rank
+        for _ in range(nthreads if runner is None else 0):
+            pool_work.append(_scratch(n, wmax))
+    except MemoryError as e:
+        err = e
+    _raise_on_all(ctx, err)
+    dealer = _Dealer(ctx.comm, todo) if dynamic else None
+    batches = dealer if dealer is not None else mine.tolist()
     free = list(range(nthreads))
     finished = []
 
@@ -297,8 +300,8 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
         # elsewhere count as done a little early); otherwise its own
         bar.update(max(0, dealer.dealt - bar.n) if dealer is not None else 1)
 
-    bar = Progress(total=int((todo if dealer else mine).size),
-                   desc=f"{desc} batches ({'all ranks' if dealer else f'rank 0 of {ctx.size}'})", rank=ctx.rank,
+    bar = Progress(total=int((todo if dynamic else mine).size),
+                   desc=f"{desc} batches ({'all ranks' if dynamic else f'rank 0 of {ctx.size}'})", rank=ctx.rank,
                    enabled=progress)
     err = None
     with bar:
@@ -373,6 +376,13 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
             ctx.comm.Allreduce(MPI.IN_PLACE, levels, op=MPI.SUM)
             levels -= 1
     return acc["far"], acc["reach"], acc["h0"], acc["h1"], acc["h2"], levels
+
+
+def _scratch(n: int, W: int):
+    """One thread's state arrays for the CPU kernel (``seen, front, nxt`` of ``n W``
+    words, ``touched, act, tl`` of ``n``)."""
+    return (np.zeros(n * W, np.uint64), np.zeros(n * W, np.uint64), np.zeros(n * W, np.uint64),
+            np.zeros(n, np.uint8), np.zeros(n, np.int64), np.zeros(n, np.int64))
 
 
 def _check_checkpoint(done, base, nb, acc) -> None:
