@@ -280,3 +280,43 @@ def test_mpi_out_of_memory_on_one_rank_raised_on_all(comm, graph, monkeypatch):
     except MemoryError as e:
         ok = "no scratch here" in str(e)
     assert all(comm.allgather(ok))
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("dynamic", [True, False], ids=["first-come", "round-robin"])
+def test_mpi_killed_on_one_rank_resumed_on_p(comm, graph, dynamic, monkeypatch):
+    """A one-rank job killed twice, resumed on p ranks (each dealing): the p-rank
+    sessions add their part files to the one-rank ones; bit-identical, every batch
+    stored exactly once."""
+    import glob
+    import tempfile
+
+    from mpi4py import MPI
+
+    monkeypatch.setattr(msbfs_mod, "DYNAMIC_DEALING", dynamic)
+    d = comm.bcast(tempfile.mkdtemp(prefix="dg-ck-") if comm.rank == 0 else None, root=0)
+    ck = os.path.join(d, "ck")
+    full = closeness(graph, batch_size=16, comm=MPI.COMM_SELF)
+    ok = []
+    if comm.rank == 0:
+        for k in (5, 3):
+            msbfs_mod._BATCH_HOOK = kill_after(k)
+            try:
+                closeness(graph, batch_size=16, checkpoint=ck, resume=True, comm=MPI.COMM_SELF)
+                ok.append(False)
+            except Killed:
+                ok.append(True)
+            finally:
+                msbfs_mod._BATCH_HOOK = None
+    comm.Barrier()
+    res = closeness(graph, batch_size=16, checkpoint=ck, resume=True, comm=comm)
+    ok.append(same(res, full))
+    comm.Barrier()
+    if comm.rank == 0:
+        batches = []
+        for p in glob.glob(os.path.join(ck, "part-*.npz")):
+            with np.load(p) as z:
+                batches.extend(z["batches"].tolist())
+        nsrc = int(np.count_nonzero(np.diff(graph.indptr) > 0))
+        ok.append(sorted(batches) == list(range((nsrc + 15) // 16)))
+    assert all(comm.allgather(all(ok)))
