@@ -188,6 +188,10 @@ def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size
     (the hubs' state words share cache lines, vertices without arcs come last; about
     20% faster on scale-free graphs) and, for per-vertex sums without levels, sources
     are batched in that order. Results come back in the caller's ids.
+
+    An exception on one rank (a failing batch or checkpoint write, an unreadable
+    checkpoint, memory) is raised on every rank once all have stopped, so no rank is
+    left waiting in a collective; batches already stored stay in the checkpoint.
     """
     if runner is not None:
         return _run_batches(hptr, hidx, tptr, tidx, sources, per_source=per_source, batch_size=batch_size,
