@@ -166,6 +166,14 @@ def test_verifier_catches_errors():
     bp[1] = -1
     with pytest.raises(VerificationError):
         verify_bfs(g, 0, r.levels, bp)
+    # a parent one level up but with no arc to the vertex (the row search of the verifier)
+    h = Graph.from_edges([0, 0, 1], [1, 3, 2], directed=False)
+    r = bfs(h, 0, parents=True)
+    assert r.parents[2] == 1
+    bp = r.parents.copy()
+    bp[2] = 3
+    with pytest.raises(VerificationError, match="has no arc to it"):
+        verify_bfs(h, 0, r.levels, bp)
 
 
 def test_errors():

@@ -270,3 +270,25 @@ def test_builders_agree_bit_for_bit_on_signed_zero_weights():
     # undirected: each edge's two arcs carry the weight of the first arc of the pair
     g = Graph.from_edges(src, dst, w, n=4, directed=False)
     assert np.signbit(g.weights).tolist() == [False, False, True, True]
+
+
+def test_arc_positions_row_search():
+    from distgraph.graph._search import arc_positions
+
+    rng = np.random.default_rng(11)
+    n = 400
+    g = Graph.from_edges(rng.integers(0, n, 3000), rng.integers(0, n, 3000), n=n)
+    src, dst, _ = g.edges()
+    tails = np.concatenate([src, rng.integers(0, n, 500)])
+    heads = np.concatenate([dst, rng.integers(0, n, 500)])
+    pos = arc_positions(g.indptr, g.indices, tails, heads)
+    present = set(zip(src.tolist(), dst.tolist()))
+    for t, h, p in zip(tails.tolist(), heads.tolist(), pos.tolist()):
+        if (t, h) in present:
+            assert p >= 0 and g.indices[p] == h and g.indptr[t] <= p < g.indptr[t + 1]
+        else:
+            assert p == -1
+    # an empty row, a miss before, inside and after a row, the last arc of the array
+    ip = np.array([0, 0, 2, 4], dtype=np.int64)
+    ix = np.array([1, 2, 0, 2], dtype=np.int32)
+    assert arc_positions(ip, ix, [0, 1, 1, 1, 2, 2], [0, 0, 2, 3, 1, 2]).tolist() == [-1, -1, 1, -1, -1, 3]

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import VerificationError, expect
+from ..graph._search import arc_positions
 from ..graph.core import Graph
 
 __all__ = ["bfs", "BFSResult", "verify_bfs"]
@@ -338,11 +339,9 @@ def verify_bfs(graph, source, levels, parents=None) -> None:
         i = int(np.flatnonzero((ps >= n) | (lv[np.minimum(ps, n - 1)] != lv[vs] - 1))[0])
         raise VerificationError(f"vertex {vs[i]} (level {lv[vs[i]]}) has parent {ps[i]} not one level up")
     # arc parents[v] -> v exists: rows are sorted, so search each parent's row
-    key_arcs = src * n + dst  # sorted: rows in order, heads sorted within a row
-    key_tree = ps * n + vs
-    pos = np.searchsorted(key_arcs, key_tree)
-    ok = (pos < key_arcs.size) & (key_arcs[np.minimum(pos, key_arcs.size - 1)] == key_tree) if key_arcs.size else \
-        np.zeros(key_tree.size, bool)
+    # (a row-wise search: a combined key src * n + dst would overflow int64 past ~3e9 vertices)
+    ok = arc_positions(graph.indptr, graph.indices, ps, vs) >= 0
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         raise VerificationError(f"parent {ps[i]} of vertex {vs[i]} has no arc to it")
+
