@@ -52,6 +52,18 @@ vertex scans happened since the last look, or a distance fell below ``-B``; a cy
 found is returned only when the caller's ``confirm`` recomputes a negative weight. Which
 negative cycle is found first may depend on the number of ranks.
 
+Failures (issue 7): an exception on one rank (a bad weight, ``MemoryError``, a bug,
+``KeyboardInterrupt``) must not leave the other ranks waiting. The failing rank stops
+working but keeps joining the drivers' collective steps, carrying a flag: in ``rounds``
+it sends nothing and sets the flag in the round's ``Allreduce``; in ``async`` it posts
+the flag in its next termination wave (a sixth counter). Every rank leaves the loop
+after the same round or wave, the async driver frees the queue collectively, and all
+raise the first failing rank's error (:func:`distgraph.runtime.abort.collective_raise`:
+same type and message). An error inside an MPI call itself is not covered.
+
+Exact bound: for integer weights ``B`` is summed exactly (Python ints; float64 would
+round above 2^53), for float weights in float64 with a relative margin.
+
 State arrays (per rank, ``nl = hi - lo`` owned vertices; distances in the *work dtype*,
 int64 for integer weights and float64 for float weights)
 ``dist[nl]``      distance of owned vertex ``lo + i``; ``INF`` (int64 max or +inf) unreached
@@ -71,7 +83,13 @@ import time
 import numpy as np
 from numba import njit
 
+from ...runtime.abort import collective_raise
+
 __all__ = ["run_rounds", "run_async", "find_pred_cycle", "work_dtype", "INF_OF"]
+
+# What a driver catches on one rank to stop every rank together and raise it on all of
+# them (see "Failures" in the module docstring); anything else (SystemExit) propagates.
+_FAILURES = (Exception, KeyboardInterrupt)
 
 
 def work_dtype(weight_dtype) -> np.dtype:
@@ -245,18 +263,32 @@ def _setup(graph, weights, source, comm):
     return part, lo, hi, indptr, indices, w, wdt
 
 
-def _neg_bound(w, wdt, comm):
-    """``-B - 1`` (see the module docstring) and whether any arc is negative, globally."""
-    from mpi4py import MPI
-
+def _neg_magnitude(w, wdt):
+    """This rank's ``B`` (the sum of ``|w|`` over its negative arcs) and their number.
+    Exact for integer weights (a Python int: int64 magnitudes are split into 32-bit halves
+    summed in uint64, so no sum overflows and none is rounded as float64 sums above 2^53
+    are); float64 for float weights."""
     neg = w[w < 0]
-    tot = np.array([float(-neg.astype(np.float64).sum()), float(neg.size)])
-    comm.Allreduce(MPI.IN_PLACE, tot, op=MPI.SUM)
     if wdt.kind == "f":
-        bound = -(tot[0] * (1 + 1e-9)) - 1.0
-    else:
-        bound = -int(min(tot[0], 2.0 ** 62)) - 1
-    return wdt.type(bound), tot[1] > 0
+        return float(-neg.astype(np.float64).sum()), int(neg.size)
+    mag = np.negative(neg.astype(np.int64).view(np.uint64))  # |w| in [1, 2^63], exact
+    hi = int((mag >> np.uint64(32)).sum(dtype=np.uint64))
+    lo = int((mag & np.uint64(0xFFFFFFFF)).sum(dtype=np.uint64))
+    return (hi << 32) + lo, int(neg.size)
+
+
+def _neg_bound(w, wdt, comm):
+    """``-B - 1`` (see the module docstring) in the work dtype and whether any arc is
+    negative, globally (collective). Integer weights: exact (summed as Python ints over
+    the ranks), clamped to the int64 minimum, which no distance goes below; float
+    weights: the float64 sum with a relative margin for its rounding."""
+    b, k = _neg_magnitude(w, wdt)
+    if comm.Get_size() > 1:
+        pairs = comm.allgather((b, k))  # Python ints (or floats): summed exactly here
+        b, k = sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+    if wdt.kind == "f":
+        return wdt.type(-(b * (1 + 1e-9)) - 1.0), k > 0
+    return wdt.type(max(-b - 1, int(np.iinfo(np.int64).min))), k > 0
 
 
 def _gather(local, part, comm):
@@ -282,6 +314,16 @@ def _pred_cycle(pred_l, part, comm, confirm):
         return None
     cyc = cycle_from_pred(pred, v)
     return cyc if confirm(cyc) else None
+
+
+def _pred_cycle_guarded(pred_l, part, comm, confirm):
+    """:func:`_pred_cycle`, returning ``(cycle, None)``, or ``(None, error)`` when this rank
+    failed after the gather (in the walk or in ``confirm``): the caller's next collective
+    step carries the failure to the other ranks."""
+    try:
+        return _pred_cycle(pred_l, part, comm, confirm), None
+    except _FAILURES as e:
+        return None, e
 
 
 def _finish(graph, comm, part, lo, hi, indptr, indices, w, wdt, source, dist, pred, want_pred=True):
@@ -369,14 +411,25 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=
     sdispl = np.zeros(size, np.int64)
     rdispl = np.zeros(size, np.int64)
     recvbuf = np.empty(0, np.int64)
-    red = np.zeros(4, np.int64)
+    red = np.zeros(5, np.int64)
     rounds = arcs_total = scans_since = 0
     cycle = None
+    err = None  # this rank's failure: it still joins every collective of the round
     t_setup = time.perf_counter() - t0
     while True:
-        ntr, arcs, scans, below = st.process(budget)
+        ntr = arcs = scans = below = 0
+        sendbuf = recvbuf[:0]
+        if err is None:
+            try:
+                ntr, arcs, scans, below = st.process(budget)
+                if size > 1:
+                    sendbuf = st.pack(ntr)
+            except _FAILURES as e:
+                err, ntr, arcs, scans, below = e, 0, 0, 0, 0
         if size > 1:
-            sendbuf = st.pack(ntr)
+            if err is not None:
+                st.counts[:] = 0  # a failed rank sends nothing
+                sendbuf = recvbuf[:0]
             comm.Alltoall(st.counts, rcounts)
             nrecv = int(rcounts.sum())
             if recvbuf.size < nrecv:
@@ -384,20 +437,25 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=
             np.cumsum(st.counts[:-1], out=sdispl[1:])
             np.cumsum(rcounts[:-1], out=rdispl[1:])
             comm.Alltoallv([sendbuf, (st.counts, sdispl), MPI.INT64_T], [recvbuf, (rcounts, rdispl), MPI.INT64_T])
-            below |= st.absorb(recvbuf[:nrecv].reshape(-1, 3))
-        red[0], red[1], red[2], red[3] = st.ht[1], arcs, below, scans
+            if err is None:
+                try:
+                    below |= st.absorb(recvbuf[:nrecv].reshape(-1, 3))
+                except _FAILURES as e:
+                    err = e
+        red[0], red[1], red[2], red[3], red[4] = st.ht[1], arcs, below, scans, err is not None
         if size > 1:
             comm.Allreduce(MPI.IN_PLACE, red, op=MPI.SUM)
         rounds += 1
         arcs_total += int(red[1])
-        if red[0] == 0:
+        if red[4] > 0 or red[0] == 0:  # a rank failed (all leave after this round), or done
             break
         scans_since += int(red[3])
         if st.has_neg and (red[2] > 0 or scans_since >= n):
             scans_since = 0
-            cycle = _pred_cycle(st.pred, st.part, comm, confirm)
+            cycle, err = _pred_cycle_guarded(st.pred, st.part, comm, confirm)
             if cycle is not None:
                 break
+    collective_raise(comm, err)  # the first failing rank's error, on every rank
     t_run = time.perf_counter() - t0 - t_setup
     stats = {"mode": "rounds", "rounds": rounds, "relaxations": arcs_total, "time_setup_s": t_setup,
              "time_run_s": t_run}
@@ -434,79 +492,93 @@ def run_async(graph, weights, source, comm, confirm, queue="bq", remote="enqueue
     sent_n = recv_n = 0
     scans_since = relax_total = arcs_total = 0
     below = 0
-    wave = np.zeros(5, np.int64)
-    wave_out = np.zeros(5, np.int64)
+    wave = np.zeros(6, np.int64)  # sent, recv, busy, scans, below, failed
+    wave_out = np.zeros(6, np.int64)
     req = None
     prev = None
     cycle = None
+    err = None  # this rank's failure: it stops working but keeps joining the waves
     t_setup = time.perf_counter() - t0
-    try:
-        while True:
-            # 1. what other ranks sent to my segment
-            while True:
-                items = q.dequeue_many(chunk, pe=rank) if size > 1 else np.empty((0, 3), np.int64)
-                if items.shape[0] == 0:
-                    break
-                recv_n += items.shape[0]
-                below |= st.absorb(items)
-            # 2. a batch of my own work
-            ntr, arcs, scans, b = st.process(budget)
-            below |= b
-            arcs_total += arcs
-            scans_since += scans
-            # 3. ship remote relaxations to their owners
-            if ntr:
-                trip = st.pack(ntr).reshape(-1, 3)
-                start = 0
-                for r in range(size):
-                    k = int(st.counts[r]) // 3
-                    if k == 0:
-                        continue
-                    its = trip[start:start + k].copy()
-                    start += k
-                    if wmin is not None:
-                        its = _atomic_min(pg, wmin, its, r, int(part.offsets[r]))
-                    if its.shape[0]:
-                        outbox.append((r, its))
-            if outbox:
-                left = []
-                for r, its in outbox:
-                    for i in range(0, its.shape[0], chunk):
-                        part_items = its[i:i + chunk]
-                        if q.enqueue_many(part_items, pe=r):
-                            sent_n += part_items.shape[0]
-                        else:
-                            left.append((r, its[i:]))
-                            break
-                outbox = left
-            busy = int(st.ht[1] > 0 or bool(outbox))
-            # 4. termination / negative-cycle waves (non-blocking allreduce)
-            if req is None:
-                wave[:] = (sent_n, recv_n, busy, scans_since, below)
-                scans_since = 0
-                below = 0
-                req = comm.Iallreduce(wave, wave_out, op=MPI.SUM)
-                continue
-            if not req.Test():
-                continue
-            req = None
-            tot = wave_out.copy()
-            relax_total += int(tot[3])
-            if tot[2] == 0 and tot[0] == tot[1]:
-                if prev is not None and np.array_equal(prev[:3], tot[:3]):
-                    break
-                prev = tot
-            else:
-                prev = None
-            if st.has_neg and (tot[4] > 0 or relax_total >= n):
-                relax_total = 0
-                cycle = _pred_cycle(st.pred, part, comm, confirm)
-                if cycle is not None:
-                    break
-    finally:
-        if wmin is not None:
-            pg.free(wmin)
-        q.free()
+    while True:
+        busy = 1
+        if err is None:
+            try:
+                # 1. what other ranks sent to my segment
+                while True:
+                    items = q.dequeue_many(chunk, pe=rank) if size > 1 else np.empty((0, 3), np.int64)
+                    if items.shape[0] == 0:
+                        break
+                    recv_n += items.shape[0]
+                    below |= st.absorb(items)
+                # 2. a batch of my own work
+                ntr, arcs, scans, b = st.process(budget)
+                below |= b
+                arcs_total += arcs
+                scans_since += scans
+                # 3. ship remote relaxations to their owners
+                if ntr:
+                    trip = st.pack(ntr).reshape(-1, 3)
+                    start = 0
+                    for r in range(size):
+                        k = int(st.counts[r]) // 3
+                        if k == 0:
+                            continue
+                        its = trip[start:start + k].copy()
+                        start += k
+                        if wmin is not None:
+                            its = _atomic_min(pg, wmin, its, r, int(part.offsets[r]))
+                        if its.shape[0]:
+                            outbox.append((r, its))
+                if outbox:
+                    left = []
+                    for r, its in outbox:
+                        for i in range(0, its.shape[0], chunk):
+                            part_items = its[i:i + chunk]
+                            if q.enqueue_many(part_items, pe=r):
+                                sent_n += part_items.shape[0]
+                            else:
+                                left.append((r, its[i:]))
+                                break
+                    outbox = left
+                busy = int(st.ht[1] > 0 or bool(outbox))
+            except _FAILURES as e:
+                err = e
+        # 4. termination / negative-cycle / failure waves (non-blocking allreduce); a
+        # failed rank posts its flag in its next wave, and every rank leaves the loop
+        # after the first wave that carries one
+        if req is None:
+            wave[:] = (sent_n, recv_n, busy, scans_since, below, err is not None)
+            scans_since = 0
+            below = 0
+            req = comm.Iallreduce(wave, wave_out, op=MPI.SUM)
+            continue
+        if err is not None:
+            req.Wait()  # nothing left to do here: the others post this wave
+        elif not req.Test():
+            continue
+        req = None
+        tot = wave_out.copy()
+        if tot[5] > 0:
+            break
+        relax_total += int(tot[3])
+        if tot[2] == 0 and tot[0] == tot[1]:
+            if prev is not None and np.array_equal(prev[:3], tot[:3]):
+                break
+            prev = tot
+        else:
+            prev = None
+        if st.has_neg and (tot[4] > 0 or relax_total >= n):
+            relax_total = 0
+            cycle, e = _pred_cycle_guarded(st.pred, part, comm, confirm)
+            err = err if e is None else e
+            if cycle is not None:
+                break
+    # every rank left the loop after the same wave: free the queue collectively, then
+    # raise the first failing rank's error (type and message) on every rank
+    if wmin is not None:
+        pg.free(wmin)
+    q.free()
+    collective_raise(comm, err)
     t_run = time.perf_counter() - t0 - t_setup
     stats = {"mode": "async", "queue": queue, "remote": remote,
              "relaxations": int(comm.allreduce(arcs_total)), "items_sent": int(comm.allreduce(sent_n)),
