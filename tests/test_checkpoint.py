@@ -56,6 +56,19 @@ def run_interrupted(g, ckpt, kills, comm=None, **kw):
     return closeness(g, checkpoint=ckpt, resume=True, comm=comm, **kw)
 
 
+def was_killed(k, g, **kw):
+    """Run closeness with a kill after ``k`` batches; True when the kill happened (no
+    assertion here, so MPI tests can gather the outcome of every rank first)."""
+    msbfs_mod._BATCH_HOOK = kill_after(k)
+    try:
+        closeness(g, **kw)
+        return False
+    except Killed:
+        return True
+    finally:
+        msbfs_mod._BATCH_HOOK = None
+
+
 @pytest.mark.parametrize("conv,vertices", [("networkx", None), ("harmonic", None), ("igraph", "some")])
 def test_resume_is_bit_identical(tmp_path, graph, conv, vertices):
     from mpi4py import MPI
@@ -177,15 +190,7 @@ def test_mpi_resume_across_rank_counts(comm, graph, dynamic, monkeypatch):
     d = comm.bcast(tempfile.mkdtemp(prefix="dg-ck-") if comm.rank == 0 else None, root=0)
     full = closeness(graph, batch_size=16, comm=MPI.COMM_SELF)
     ck = os.path.join(d, "ck")
-    ok = []
-    msbfs_mod._BATCH_HOOK = kill_after(2)
-    try:
-        closeness(graph, batch_size=16, checkpoint=ck, resume=True, comm=comm)
-        ok.append(False)
-    except Killed:
-        ok.append(True)
-    finally:
-        msbfs_mod._BATCH_HOOK = None
+    ok = [was_killed(2, graph, batch_size=16, checkpoint=ck, resume=True, comm=comm)]
     comm.Barrier()
     res = closeness(graph, batch_size=16, checkpoint=ck, resume=True, comm=comm)
     ok.append(same(res, full))
@@ -299,15 +304,7 @@ def test_mpi_killed_on_one_rank_resumed_on_p(comm, graph, dynamic, monkeypatch):
     full = closeness(graph, batch_size=16, comm=MPI.COMM_SELF)
     ok = []
     if comm.rank == 0:
-        for k in (5, 3):
-            msbfs_mod._BATCH_HOOK = kill_after(k)
-            try:
-                closeness(graph, batch_size=16, checkpoint=ck, resume=True, comm=MPI.COMM_SELF)
-                ok.append(False)
-            except Killed:
-                ok.append(True)
-            finally:
-                msbfs_mod._BATCH_HOOK = None
+        ok += [was_killed(k, graph, batch_size=16, checkpoint=ck, resume=True, comm=MPI.COMM_SELF) for k in (5, 3)]
     comm.Barrier()
     res = closeness(graph, batch_size=16, checkpoint=ck, resume=True, comm=comm)
     ok.append(same(res, full))
