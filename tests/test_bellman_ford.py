@@ -491,6 +491,133 @@ def test_mpi_pgas_atomic_min(comm, dtype):
     assert all(comm.allgather(bool(ok)))
 
 
+# --------------------------------------------------------------------------- a failure on one rank
+FAIL_CASES = [("rounds", "bq", "enqueue"), ("async", "bq", "enqueue"), ("async", "bq", "atomic"),
+              ("async", "bwd", "enqueue"), ("async", "bwd", "atomic")]
+
+
+def _inject_failure(monkeypatch, rank, step, after):
+    """Make ``_State.<step>`` ("process": scan the worklist; "absorb": apply received
+    relaxations) of the CPU drivers raise on ``rank`` once it has run ``after`` times with
+    work to do (so mid-run: other ranks are scanning, sending and polling)."""
+    from distgraph.backends.cpu import bellman_ford as cpu
+
+    orig = getattr(cpu._State, step)
+    calls = [0]
+
+    def failing(self, arg):
+        if (self.ht[1] > 0) if step == "process" else len(arg) > 0:
+            calls[0] += 1
+            if calls[0] > after:
+                raise RuntimeError(f"injected {step} failure on rank {rank}")
+        return orig(self, arg)
+
+    monkeypatch.setattr(cpu._State, step, failing)
+
+
+class _Watchdog:
+    """End the whole MPI job (``MPI_Abort``: mpiexec reports it) if the body does not finish
+    within ``seconds``: a test that would hang fails instead. ``config``: pytest's, to show
+    the message past its output capture."""
+
+    def __init__(self, comm, seconds, what, config=None):
+        import threading
+
+        capman = config.pluginmanager.getplugin("capturemanager") if config is not None else None
+        self.timer = threading.Timer(seconds, self._fire, (comm, seconds, what, capman))
+        self.timer.daemon = True
+
+    @staticmethod
+    def _fire(comm, seconds, what, capman):
+        import sys
+
+        if capman is not None:
+            capman.suspend_global_capture(in_=True)
+        sys.__stderr__.write(f"watchdog: {what} still running after {seconds} s on rank {comm.Get_rank()}: "
+                             "aborting the job\n")
+        sys.__stderr__.flush()
+        comm.Abort(70)
+
+    def __enter__(self):
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.timer.cancel()
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("step", ["process", "absorb"])
+@pytest.mark.parametrize("mode,queue,remote", FAIL_CASES)
+def test_mpi_failure_on_one_rank_raised_on_every_rank(comm, monkeypatch, pytestconfig, mode, queue, remote, step):
+    """Rank 1 (rank 0 alone) raises mid-run: every rank leaves the driver, the async
+    queue's windows are freed collectively, every rank raises rank 1's error (type and
+    message), and the next run on the same communicator works. Before the fix the other
+    ranks polled their termination waves (or waited in the round's Alltoall) forever: a
+    watchdog aborts the job instead of hanging CI."""
+    from mpi4py import MPI
+
+    from distgraph.backends.cpu import bellman_ford as cpu
+
+    size = comm.Get_size()
+    if step == "absorb" and size == 1:
+        pytest.skip("one rank receives no relaxations")
+    g = uniform_weights(kronecker(9, seed=5), seed=5)
+    s = int(np.argmax(np.diff(g.indptr)))
+    bad = min(1, size - 1)
+    with monkeypatch.context() as mp:
+        if comm.Get_rank() == bad:
+            _inject_failure(mp, bad, step, after=2)
+        with _Watchdog(comm, 60, f"bellman_ford {mode} after an injected failure", pytestconfig):
+            try:
+                if mode == "rounds":
+                    cpu.run_rounds(g, g.weights, s, comm, lambda c: True, budget=16)
+                else:
+                    cpu.run_async(g, g.weights, s, comm, lambda c: True, queue=queue, remote=remote, capacity=64,
+                                  budget=16)
+                got = "no error"
+            except RuntimeError as e:
+                got = f"{type(e).__name__}: {e}"
+    allgot = comm.allgather(got)
+    assert allgot == [f"RuntimeError: injected {step} failure on rank {bad}"] * size, allgot
+    # nothing left behind: the same communicator runs the next job to the right answer
+    r = bellman_ford(g, s, comm=comm, mode=mode, queue=queue, remote=remote)
+    one = bellman_ford(g, s, comm=MPI.COMM_SELF)
+    assert _same_everywhere(comm, np.array_equal(r.distance, one.distance))
+
+
+# --------------------------------------------------------------------------- exact negative-cycle bound
+def test_negative_bound_is_exact_for_integer_weights():
+    """``-B - 1`` with B the sum of the negative arcs' magnitudes: exact above 2^53 (float64
+    sums are not), clamped to the int64 minimum when B does not fit; float weights in float64."""
+    from mpi4py import MPI
+
+    from distgraph.backends.cpu.bellman_ford import _neg_bound
+
+    i8, f8 = np.dtype(np.int64), np.dtype(np.float64)
+    big = 2 ** 53 + 1  # float64(big) == 2^53: the old float sum gave -2^53 - 2 below
+    w = np.array([-big, 7, -1, -1, 0], np.int64)
+    assert _neg_bound(w, i8, MPI.COMM_SELF) == (-(big + 2) - 1, True)
+    assert _neg_bound(np.array([-(2 ** 62)] * 5 + [-(2 ** 63)], np.int64), i8, MPI.COMM_SELF) == \
+        (np.iinfo(np.int64).min, True)
+    assert _neg_bound(np.array([3, 0], np.int64), i8, MPI.COMM_SELF) == (-1, False)
+    assert _neg_bound(np.empty(0, np.int64), i8, MPI.COMM_SELF) == (-1, False)
+    b, neg = _neg_bound(np.array([-1.5, 2.0], np.float64), f8, MPI.COMM_SELF)
+    assert neg and b.dtype == f8 and -2.5 - 1e-6 < b < -2.5  # -B - 1, a hair below for rounding
+
+
+@pytest.mark.mpi
+def test_mpi_negative_bound_summed_exactly_over_ranks(comm):
+    """Every rank holds one arc of weight -(2^53 + 1) and one of -1: ``B`` is summed over the
+    ranks as integers, the same exact value on every rank."""
+    from distgraph.backends.cpu.bellman_ford import _neg_bound
+
+    big = 2 ** 53 + 1
+    b, neg = _neg_bound(np.array([-big, 5, -1], np.int64), np.dtype(np.int64), comm)
+    want = -comm.Get_size() * (big + 1) - 1
+    assert _same_everywhere(comm, neg and int(b) == want and b.dtype == np.int64)
+
+
 # --------------------------------------------------------------------------- GPU host helpers (no GPU needed)
 def test_gpu_distance_keys_order_like_the_values():
     """The GPU kernel's 64-bit keys: a signed integer minimum on keys is the minimum of the
