@@ -586,6 +586,32 @@ def test_mpi_failure_on_one_rank_raised_on_every_rank(comm, monkeypatch, pytestc
     assert _same_everywhere(comm, np.array_equal(r.distance, one.distance))
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("mode", ["rounds", "async"])
+def test_mpi_setup_failure_on_one_rank_raised_on_every_rank(comm, monkeypatch, pytestconfig, mode):
+    """Rank 1 (rank 0 alone) runs out of memory building its state: every rank raises its
+    MemoryError before the first collective step (the others waited in it)."""
+    from distgraph.backends.cpu import bellman_ford as cpu
+
+    bad = min(1, comm.Get_size() - 1)
+    g = uniform_weights(kronecker(6, seed=5), seed=5)
+
+    def setup(*a):
+        raise MemoryError(f"injected setup failure on rank {bad}")
+
+    with monkeypatch.context() as mp:
+        if comm.Get_rank() == bad:
+            mp.setattr(cpu, "_setup", setup)
+        with _Watchdog(comm, 60, f"bellman_ford {mode} after a setup failure", pytestconfig):
+            try:
+                bellman_ford(g, 0, comm=comm, mode=mode)
+                got = "no error"
+            except MemoryError as e:
+                got = f"{type(e).__name__}: {e}"
+    allgot = comm.allgather(got)
+    assert allgot == [f"MemoryError: injected setup failure on rank {bad}"] * comm.Get_size(), allgot
+
+
 # --------------------------------------------------------------------------- exact negative-cycle bound
 def test_negative_bound_is_exact_for_integer_weights():
     """``-B - 1`` with B the sum of the negative arcs' magnitudes: exact above 2^53 (float64

@@ -59,7 +59,9 @@ it sends nothing and sets the flag in the round's ``Allreduce``; in ``async`` it
 the flag in its next termination wave (a sixth counter). Every rank leaves the loop
 after the same round or wave, the async driver frees the queue collectively, and all
 raise the first failing rank's error (:func:`distgraph.runtime.abort.collective_raise`:
-same type and message). An error inside an MPI call itself is not covered.
+same type and message). A failure while a rank builds its state (out of memory) is
+raised on every rank before the first collective step. An error inside an MPI call
+itself is not covered.
 
 Exact bound: for integer weights ``B`` is summed exactly (Python ints; float64 would
 round above 2^53), for float weights in float64 with a relative margin.
@@ -355,10 +357,18 @@ class _State:
     """Per-rank arrays of both drivers (see the module docstring)."""
 
     def __init__(self, graph, weights, source, comm):
+        err = None
+        try:  # rank-local; a rank that fails here (out of memory) raises on every rank
+            self._allocate(graph, weights, source, comm)
+        except _FAILURES as e:
+            err = e
+        collective_raise(comm, err)
+        self.bound, self.has_neg = _neg_bound(self.w, self.wdt, comm)
+
+    def _allocate(self, graph, weights, source, comm):
         self.part, self.lo, self.hi, self.indptr, self.indices, self.w, self.wdt = _setup(graph, weights, source, comm)
         n, nl = graph.n, self.hi - self.lo
         self.inf = INF_OF(self.wdt)
-        self.bound, self.has_neg = _neg_bound(self.w, self.wdt, comm)
         self.dist = np.full(nl, self.inf, self.wdt)
         self.pred = np.full(nl, -1, np.int64)
         self.wl = np.empty(max(nl, 1), np.int64)
