@@ -284,6 +284,9 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
         several ranks with ``mode="async"``, nvshmem4py).
     VerificationError
         ``verify=True`` and the result fails the verifier.
+    Exception
+        With ``backend="cpu"``, an error on one rank mid-run (say ``MemoryError``) stops
+        every rank, which all raise the first failing rank's error (same type and message).
 
     Notes
     -----

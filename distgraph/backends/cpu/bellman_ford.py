@@ -60,8 +60,9 @@ the flag in its next termination wave (a sixth counter). Every rank leaves the l
 after the same round or wave, the async driver frees the queue collectively, and all
 raise the first failing rank's error (:func:`distgraph.runtime.abort.collective_raise`:
 same type and message). A failure while a rank builds its state (out of memory) is
-raised on every rank before the first collective step. An error inside an MPI call
-itself is not covered.
+raised on every rank before the first collective step. Not covered: an error inside an
+MPI call itself, or inside a queue operation between reserving slots and filling them
+(other ranks spin on those tickets).
 
 Exact bound: for integer weights ``B`` is summed exactly (Python ints; float64 would
 round above 2^53), for float weights in float64 with a relative margin.
