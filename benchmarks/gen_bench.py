@@ -33,18 +33,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+from _common import commit, sh as _sh
 
 DEFAULT_CASES = ["kron:20", "kron:22", "kron:24", "urand:20", "urand:22", "rgg:20", "grid:20", "delaunay:18",
                  "kron:20:weights=uniform"]
 PEERS = {"kron:20": ["networkit-rmat:20"], "kron:22": ["networkit-rmat:22"], "urand:20": ["igraph-gnm:20"],
          "urand:22": ["igraph-gnm:22"], "rgg:20": ["igraph-grg:20"]}
 
-
-def _sh(cmd):
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30, cwd=ROOT).stdout.strip()
-    except Exception as e:  # pragma: no cover
-        return str(e)
 
 
 def one(case: str) -> dict:
@@ -110,7 +105,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=1800)
     args = ap.parse_args(argv)
     cases = [c for c in args.cases.split(",") if c]
-    env = {"commit": _sh("git rev-parse HEAD"), "dirty": bool(_sh("git status --porcelain -- distgraph/generators")),
+    env = {"commit": commit(), "dirty": bool(_sh("git status --porcelain -- distgraph/generators")),
            "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(), "mem_gib": _mem_gib(),
                        "python": platform.python_version(), "platform": platform.platform()},
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

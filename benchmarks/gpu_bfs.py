@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+from _common import commit, sh as _sh
 sys.path.insert(0, str(ROOT))
 
 # plain = Alg. 2, lazy = Alg. 3, switch = Alg. 3 + 4; "+filter": lazy marking skips rows
@@ -52,12 +53,6 @@ VARIANTS_ROAD = ("plain", "plain-v", "plain-s1", "lazy", "switch")
 TINY_SWEEP = (0, 8, 16)
 BLEST_REF = {"kron:21": 0.30, "urand:21": 0.26, "road-FLA": 7.8}  # ms/source, BLEST on an H200
 
-
-def _sh(cmd):
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30, cwd=ROOT).stdout.strip()
-    except Exception as e:  # pragma: no cover
-        return str(e)
 
 
 def _wait_prepped(spec, workdir, deadline):
@@ -396,7 +391,7 @@ def main(argv=None):
         return max([pr.wait() for pr in procs] or [0])
     import cupy as cp
 
-    env = {"commit": os.environ.get("DISTGRAPH_COMMIT") or _sh("git rev-parse HEAD"), "dirty": bool(_sh("git status --porcelain -- distgraph kernels")),
+    env = {"commit": commit(), "dirty": bool(_sh("git status --porcelain -- distgraph kernels")),
            "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "host_cpus": os.cpu_count(), "cupy": cp.__version__, "sources": args.sources,

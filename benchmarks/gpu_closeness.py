@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+from _common import commit, sh as _sh
 sys.path.insert(0, str(ROOT))
 
 # The bar of issue 5: BLEST Table 3, com-LiveJournal (4.0M vertices, 69.4M edges), 118 s on 5 H100s,
@@ -61,12 +62,6 @@ sys.path.insert(0, str(ROOT))
 BLEST_RATE = 4.0e6 * 69.4e6 / 118 / 5
 DEFAULT_GRAPHS = "email-Enron,cond-mat-2005,road-NY,kron:18,kron:19,kron:20"
 
-
-def _sh(cmd):
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30, cwd=ROOT).stdout.strip()
-    except Exception as e:  # pragma: no cover
-        return str(e)
 
 
 def load(spec):
@@ -401,7 +396,7 @@ def main(argv=None):
     if a.worker_modes:
         worker_modes(a.worker_modes, a.worker_batches, a.reorder)
         return 0
-    env = {"commit": os.environ.get("DISTGRAPH_COMMIT") or _sh("git rev-parse HEAD"),
+    env = {"commit": commit(),
            "device": _sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "host_cpus": os.cpu_count(), "loadavg": os.getloadavg(), "blest_rate_per_gpu": BLEST_RATE,

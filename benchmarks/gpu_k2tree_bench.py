@@ -46,13 +46,13 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _common import commit, sh
 sys.path.insert(0, ROOT)
 DATA = os.environ.get("DISTGRAPH_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 
@@ -60,12 +60,6 @@ DEFAULT_GRAPHS = ["wiki-Vote.txt.gz", "email-Enron.mtx.gz", "cond-mat-2005.mtx.g
                   "road-NY.gr.xz", "road-FLA.gr.xz", "kron:20", "kron:21", "kron:22", "kron:23"]
 TREE_FIELDS = ("sig", "level_start", "directory", "top_codes", "frontier")
 
-
-def sh(cmd):
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
-    except Exception as e:  # pragma: no cover
-        return str(e)
 
 
 def load(spec):
@@ -338,7 +332,7 @@ def main(argv=None):
     import cupyx.scipy.sparse as cpsp
 
     os.makedirs(a.outdir, exist_ok=True)
-    commit = os.environ.get("DISTGRAPH_COMMIT") or sh(f"git -C {ROOT} rev-parse HEAD")
+    commit = commit()
     out = {"benchmark": "k2tree_gpu", "commit": commit,
            "dirty": bool(sh(f"git -C {ROOT} status --porcelain 2>/dev/null")),
            "device": sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),

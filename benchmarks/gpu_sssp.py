@@ -50,15 +50,10 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+from _common import commit, sh as _sh
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-
-def _sh(cmd):
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30, cwd=ROOT).stdout.strip()
-    except Exception as e:  # pragma: no cover
-        return str(e)
 
 
 _BUILT: dict = {}
@@ -268,7 +263,7 @@ def main(argv=None):
     outdir.mkdir(parents=True, exist_ok=True)
     path = outdir / "gpu_sssp.json"
     results = {"benchmark": "gpu_sssp",
-               "commit": os.environ.get("DISTGRAPH_COMMIT") or _sh("git rev-parse HEAD") or "unknown",
+               "commit": commit(),
                "device": _sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
                "host_cpus": os.cpu_count(), "loadavg": list(os.getloadavg()),
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -21,24 +21,18 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _common import commit, sh
 sys.path.insert(0, ROOT)
 DATA = os.environ.get("DISTGRAPH_DATA", os.path.join(os.path.dirname(ROOT), "shared", "data"))
 DEFAULT_GRAPHS = ["power.mtx.gz", "wiki-Vote.txt.gz", "email-Enron.mtx.gz", "cond-mat-2005.mtx.gz",
                   "road-NY.gr.xz", "road-FLA.gr.xz", "kron:16", "kron:18"]
 
-
-def sh(cmd):
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
-    except Exception as e:  # pragma: no cover
-        return str(e)
 
 
 def clock():
@@ -199,7 +193,7 @@ def main(argv=None):
     a = p.parse_args(argv)
     os.makedirs(a.outdir, exist_ok=True)
     if a.build:
-        out = {"benchmark": "k2tree_build", "commit": sh(f"git -C {ROOT} rev-parse HEAD"),
+        out = {"benchmark": "k2tree_build", "commit": commit(),
                "dirty": bool(sh(f"git -C {ROOT} status --porcelain")), "host": platform.node(),
                "cpu": sh("lscpu | grep 'Model name' | sed 's/.*: *//'"), "cores": os.cpu_count(),
                "load_avg_at_start": list(os.getloadavg()),
@@ -210,7 +204,7 @@ def main(argv=None):
             json.dump(out, f, indent=1)
         print(json.dumps(out["graphs"], indent=1))
         return
-    out = {"benchmark": "k2tree_cpu", "commit": sh(f"git -C {ROOT} rev-parse HEAD"),
+    out = {"benchmark": "k2tree_cpu", "commit": commit(),
            "dirty": bool(sh(f"git -C {ROOT} status --porcelain")), "host": platform.node(),
            "cpu": sh("lscpu | grep 'Model name' | sed 's/.*: *//'"), "cores": os.cpu_count(),
            "load_avg_at_start": os.getloadavg()[0],

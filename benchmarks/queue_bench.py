@@ -18,6 +18,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from _common import commit, sh
 
 
 def _mpi_version():
@@ -57,10 +58,7 @@ def main():
         if k in one:
             d["speedup_vs_1_rank"] = round(d["mops_per_s"] / one[k], 3)
 
-    def sh(c):
-        return subprocess.run(c, shell=True, capture_output=True, text=True, cwd=ROOT).stdout.strip()
-
-    doc = {"benchmark": "queue-cpu", "commit": sh("git rev-parse HEAD"),
+    doc = {"benchmark": "queue-cpu", "commit": commit(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "device": f"CPU: {sh('nproc')} cores, {sh('uname -m')}; MPI: {_mpi_version()}",
            "ops": args.ops, "note": "ops/s = (enqueues + dequeues) / wall time; batch 1 runs use ops/10 items",

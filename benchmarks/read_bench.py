@@ -47,14 +47,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+from _common import commit, sh as _sh
 DATA = Path(os.environ.get("DISTGRAPH_DATA", ROOT.parent / "shared" / "data"))
 
-
-def _sh(cmd):
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30, cwd=ROOT).stdout.strip()
-    except Exception as e:  # pragma: no cover
-        return str(e)
 
 
 def make_inputs(tmp: Path, lines: int) -> dict:
@@ -274,7 +269,7 @@ def main():
         if peer in by and ours in by:
             ratios[f"{peer} / {ours}"] = {"cpu": by[peer]["cpu_s"] / by[ours]["cpu_s"],
                                            "wall": by[peer]["wall_s"] / by[ours]["wall_s"]}
-    out = {"benchmark": "read_bench", "commit": _sh("git rev-parse HEAD"),
+    out = {"benchmark": "read_bench", "commit": commit(),
            "dirty": bool(_sh("git status --porcelain -- distgraph/graph distgraph/formats/binary.py benchmarks/read_bench.py")),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "machine": {"cpu": _sh("lscpu | grep 'Model name' | sed 's/.*: *//'"), "cores": os.cpu_count(),

@@ -40,17 +40,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+from _common import commit, sh as _sh
 sys.path.insert(0, str(ROOT))
 DATA = Path(os.environ.get("DISTGRAPH_DATA", ROOT.parent / "shared" / "data"))
 MODES = [("rounds", "bq", "enqueue"), ("async", "bq", "enqueue"), ("async", "bwd", "enqueue"),
          ("async", "bq", "atomic"), ("async", "bwd", "atomic")]
-
-
-def _sh(cmd):
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30, cwd=ROOT).stdout.strip()
-    except Exception as e:  # pragma: no cover
-        return str(e)
 
 
 def build(case: str):
@@ -273,7 +267,7 @@ def main():
             old[key(r)] = r
         doc["runs"] = list(old.values())
         doc.setdefault("machines", {})[f"ranks={size}"] = {
-            "commit": _sh("git rev-parse HEAD"), "dirty": bool(_sh("git status --porcelain -- distgraph benchmarks/sssp_bench.py")),
+            "commit": commit(), "dirty": bool(_sh("git status --porcelain -- distgraph benchmarks/sssp_bench.py")),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "cpu": _sh("lscpu | grep 'Model name' | sed 's/.*: *//'"), "cores": os.cpu_count(),
             "python": platform.python_version(), "mpi": MPI.Get_library_version().splitlines()[0],
