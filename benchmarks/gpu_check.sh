@@ -17,7 +17,7 @@
 set -uo pipefail
 OUTDIR=${1:?usage: gpu_check.sh OUTDIR [NAME ...]}; shift || true
 mkdir -p "$OUTDIR"
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 . benchmarks/gpu_env.sh "$OUTDIR" || exit 1
 names=("$@"); [ ${#names[@]} -eq 0 ] && names=("")
 status=0
@@ -40,7 +40,8 @@ for name in "${names[@]}"; do
     done
   fi
   [ "${GPU_CHECK_BENCH:-1}" = 0 ] && continue   # tests only
-  for b in $(ls benchmarks/gpu_${name}*.py 2>/dev/null); do
+  for b in benchmarks/gpu_"${name}"*.py; do
+    [ -e "$b" ] || continue
     echo "=== $b ==="
     "$PY" "$b" --outdir "$OUTDIR" 2>&1 | tee "$OUTDIR/$(basename "$b" .py).log" | tail -30
     [ "${PIPESTATUS[0]}" = 0 ] || status=1

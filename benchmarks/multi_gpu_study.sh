@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Multi-GPU strong-scaling study (issue 10) on a machine with several GPUs of one host
+# (device kinds nvidia-h200-x2 / -x4 / -x8), written to OUTDIR:
+#
+#   bash benchmarks/multi_gpu_study.sh OUTDIR [GRAPH]
+#
+# 1. exact closeness, `distgraph scale closeness GRAPH` (default kron:20) on 1, 2, 4, ... GPUs
+#    through launch/distgraph-mpirun (one rank per GPU, NVLink multicast off), replicated mode,
+#    then partitioned mode: OUTDIR/closeness-{replicated,partitioned}/scaling.json;
+# 2. the queue benchmarks EnqDeq and Mixed, BQ and BWD, on 1..G PEs (one per GPU):
+#    OUTDIR/queue_gpu.json;
+# 3. Bellman-Ford (queue kernel, NVSHMEM) on 1..G PEs on kron:20, uniform and shifted weights:
+#    OUTDIR/sssp_gpu.json (its "pes" rows).
+# Rank counts are the powers of two up to the GPUs nvidia-smi lists. Plots are made afterwards
+# from the JSON (`distgraph scale --collect OUTDIR/closeness-replicated/runs --output ...`), since
+# the device host has no matplotlib. Each step has its own time limit (STUDY_STEP_S, default 150 s),
+# so one slow step does not take the others' results with it.
+set -uo pipefail
+OUTDIR=${1:?usage: multi_gpu_study.sh OUTDIR [GRAPH]}; GRAPH=${2:-kron:20}
+mkdir -p "$OUTDIR"
+cd "$(dirname "$0")/.." || exit 1
+. benchmarks/gpu_env.sh "$OUTDIR" || exit 1
+STEP=${STUDY_STEP_S:-150}
+G=$(nvidia-smi -L | grep -c '^GPU')
+ranks=1; n=2; while [ "$n" -le "$G" ]; do ranks="$ranks,$n"; n=$((n * 2)); done
+read -r -a pes <<< "${ranks//,/ }"
+echo "GPUs: $G; rank counts: $ranks" | tee "$OUTDIR/study.log"
+nvidia-smi topo -m > "$OUTDIR/topology.txt" 2>&1
+launcher="$PWD/launch/distgraph-mpirun --mpiexec $MPIRUN -n {n}"
+status=0
+for mode in replicated partitioned; do
+  DISTGRAPH_GPU_MSBFS_MODE=$mode timeout "$STEP" "$PY" -m distgraph scale closeness "$GRAPH" --ranks "$ranks" \
+    --output "$OUTDIR/closeness-$mode" --no-plots --launcher "$launcher" --args --backend gpu --no-progress \
+    2>&1 | tee -a "$OUTDIR/study.log" | tail -15
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+done
+QUEUE_BENCH_BUDGET=${QUEUE_BENCH_BUDGET:-40} timeout "$STEP" "$PY" benchmarks/gpu_queue_bench.py --outdir "$OUTDIR" --pes "${pes[@]}" \
+  2>&1 | tee -a "$OUTDIR/study.log" | tail -15
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+timeout "$STEP" "$PY" benchmarks/gpu_sssp.py --outdir "$OUTDIR" --graphs "" --pes "$ranks" --pes-graph "$GRAPH" \
+  2>&1 | tee -a "$OUTDIR/study.log" | tail -15
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+exit $status
