@@ -169,7 +169,32 @@ def timed(cp, fn, reps):
     return float(np.median(times))
 
 
-def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max):
+class _Skip(Exception):
+    pass
+
+
+# name: (DeviceMatrix keywords, products timed). k2F (cached frontier, auto kernels)
+# runs the band kernel for single vectors; k2F_block the block kernel it replaced.
+CONFIGS = {
+    "k2": (dict(tile=1 << 20), ("right", "left", "batch")),
+    "k2_2lev": (dict(tile=1 << 20, levels_per_step=2), ("right", "left", "batch")),
+    "k2_greedy": (dict(tile=1 << 20, bounded_tiles=False), ("right",)),
+    "k2_tile21": (dict(tile=1 << 21), ("right",)),
+    "k2_tile22": (dict(tile=1 << 22), ("right",)),
+    "k2_thread": (dict(tile=1 << 20, kernels="thread", bounded_tiles=False), ("right",)),
+    "k2F": (dict(cached_frontier=True), ("right", "left", "batch")),
+    "k2F_block": (dict(cached_frontier=True, kernels="block"), ("right", "left")),
+    "k2F_full": (dict(cached_frontier=True, compact_frontier=False), ("right", "left")),
+    "k2F_thread": (dict(cached_frontier=True, kernels="thread"), ("right",)),
+    "k2F_band_h11": (dict(cached_frontier=True, band_log2=11), ("right",)),
+    "k2F_band_w4k": (dict(cached_frontier=True, band_nodes=1 << 12), ("right",)),
+    "k2F_band_w64k": (dict(cached_frontier=True, band_nodes=1 << 16), ("right",)),
+}
+DEFAULT_CONFIGS = list(CONFIGS) + ["csr_ours"]
+BIG_CONFIGS = ["k2F", "k2F_block"]
+
+
+def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEFAULT_CONFIGS):
     from distgraph import semiring
     from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix, tree_from_csr
     from distgraph.formats.k2tree import csr_nbytes
@@ -248,20 +273,16 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max):
         t[name] = tt
         return tt
 
-    configs = (("k2", dict(tile=1 << 20), ("right", "left", "batch")),
-               ("k2_hash", dict(tile=1 << 20, kernels="hash"), ("right", "left")),
-               ("k2_2lev", dict(tile=1 << 20, levels_per_step=2), ("right", "left", "batch")),
-               ("k2_greedy", dict(tile=1 << 20, bounded_tiles=False), ("right",)),
-               ("k2_tile22", dict(tile=1 << 22), ("right",)),
-               ("k2_thread", dict(tile=1 << 20, kernels="thread", bounded_tiles=False), ("right",)),
-               ("k2F", dict(cached_frontier=True), ("right", "left", "batch")),
-               ("k2F_full", dict(cached_frontier=True, compact_frontier=False), ("right", "left")),
-               ("k2F_hash", dict(cached_frontier=True, kernels="hash"), ("right", "left")),
-               ("k2F_thread", dict(cached_frontier=True, kernels="thread"), ("right",)))
-    for name, kw, keys in configs:
+    for name in configs:
+        if name not in CONFIGS:
+            continue
+        kw, keys = CONFIGS[name]
         try:
             dm = DeviceMatrix(tree, **kw)
             run_cfg(name, dm, keys)
+            if getattr(dm, "_bands", None):  # the band kernel's shape per direction
+                t[name]["band"] = {("left" if k[0] else "right"): {"h": v["h"], "W": v["W"], "items": v["items"]}
+                                   for k, v in dm._bands.items()}
             if name == "k2":
                 dms = DeviceMatrix(tree, tile=1 << 20, offsets="scan")
 
@@ -277,6 +298,8 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max):
         cp.get_default_memory_pool().free_all_blocks()
     # distgraph's CSR kernel: right on the CSR, left on the CSC
     try:
+        if "csr_ours" not in configs:
+            raise _Skip
         dr = DeviceMatrix(csr=(indptr, indices))
         dl = (DeviceMatrix(csr=(np.asarray(z["csc_indptr"]), np.asarray(z["csc_indices"])))
               if meta["directed"] else dr)
@@ -291,6 +314,8 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max):
         dev_bytes["csr_ours"] = dr.nbytes()["matrix"]
         del dr, dl
         cp.get_default_memory_pool().free_all_blocks()
+    except _Skip:
+        pass
     except Exception as e:
         t["csr_ours"] = {"error": f"{type(e).__name__}: {e}"}
     res["time_ms"] = t
@@ -311,6 +336,37 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max):
     return res
 
 
+def merge(new_path, into_path):
+    """Merge the results of ``new_path`` into ``into_path``: a graph measured again gets
+    the new entry, with the configurations only the old entry had (and their ratios)
+    under ``earlier`` (commit and date of the old run); other graphs are kept as they
+    were (with their run's commit and date); the top-level fields are the new run's."""
+    new = json.load(open(new_path))
+    old = json.load(open(into_path)) if os.path.exists(into_path) else {"graphs": []}
+    stamp = {"commit": old.get("commit"), "date": old.get("date")}
+    by_name = {g["graph"]: g for g in old.get("graphs", [])}
+    for g in new["graphs"]:
+        prev = by_name.pop(g["graph"], None)
+        g.setdefault("commit", new.get("commit"))
+        g.setdefault("date", new.get("date"))
+        if prev and "time_ms" in prev and "time_ms" in g:
+            keep = {k: v for k, v in prev["time_ms"].items() if k not in g["time_ms"]}
+            if keep:
+                ratios = {k: v for k, v in prev.get("ratio_time_vs_cusparse", {}).items()
+                          if any(k.startswith(c + "_") for c in keep)}
+                g["earlier"] = dict(prev.get("earlier", {}), **{
+                    "commit": prev.get("commit", stamp["commit"]), "date": prev.get("date", stamp["date"]),
+                    "time_ms": keep, "ratio_time_vs_cusparse": ratios})
+    for g in by_name.values():
+        g.setdefault("commit", stamp["commit"])
+        g.setdefault("date", stamp["date"])
+    out = dict(new)
+    out["graphs"] = list(by_name.values()) + new["graphs"]
+    with open(into_path, "w") as f:
+        json.dump(out, f, indent=1)
+    print("merged", new_path, "into", into_path)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--outdir", default=os.path.join(ROOT, "benchmarks", "results"))
@@ -324,7 +380,18 @@ def main(argv=None):
     p.add_argument("--jobs", type=int, default=4, help="parallel processes of --prepare")
     p.add_argument("--gpu-build-max-arcs", type=float, default=4e7,
                    help="also time tree_from_csr (GPU sort) on graphs up to this many arcs")
+    p.add_argument("--configs", nargs="*", default=DEFAULT_CONFIGS,
+                   help=f"configurations to time (default all: {' '.join(DEFAULT_CONFIGS)})")
+    p.add_argument("--big-arcs", type=float, default=2e8,
+                   help="graphs with more arcs run only --big-configs")
+    p.add_argument("--big-configs", nargs="*", default=BIG_CONFIGS)
+    p.add_argument("--merge", nargs=2, metavar=("NEW", "INTO"),
+                   help="merge the results file NEW into INTO (by graph; configurations of INTO that NEW "
+                        "did not run are kept under 'earlier' with their commit) and exit")
     a = p.parse_args(argv)
+    if a.merge:
+        merge(*a.merge)
+        return 0
     if a.prepare:
         prepare(a.graphs, a.prepare, a.jobs)
         return 0
@@ -332,8 +399,8 @@ def main(argv=None):
     import cupyx.scipy.sparse as cpsp
 
     os.makedirs(a.outdir, exist_ok=True)
-    commit = commit()
-    out = {"benchmark": "k2tree_gpu", "commit": commit,
+    rev = commit()  # (a local named commit would shadow the function)
+    out = {"benchmark": "k2tree_gpu", "commit": rev,
            "dirty": bool(sh(f"git -C {ROOT} status --porcelain 2>/dev/null")),
            "device": sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
            "cupy": cp.__version__, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -351,7 +418,9 @@ def main(argv=None):
             if got is None:
                 out["skipped"].append(spec)
                 continue
-            r = bench_graph(*got, a.reps, a.batch, cp, cpsp, a.gpu_build_max_arcs)
+            big = int(got[2]["m"]) > a.big_arcs
+            r = bench_graph(*got, a.reps, a.batch, cp, cpsp, a.gpu_build_max_arcs,
+                            a.big_configs if big else a.configs)
         except Exception as e:  # keep the other graphs' numbers
             r = {"graph": spec, "error": f"{type(e).__name__}: {e}"}
         r["elapsed_s"] = time.perf_counter() - start

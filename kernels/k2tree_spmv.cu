@@ -47,15 +47,18 @@
 // from dir[b] + a block scan of the fan-outs; see "block kernels" below), the default:
 // __global__ distgraph_k2tree_expand_blk  (sig, dir, in, g0, n, child0, out)
 // __global__ distgraph_k2tree_leaves_blk  (sig, dir, codes, delta, base, g0, n, x, y, B, left)
-// and the alternatives measured in benchmarks/gpu_k2tree_bench.py (not faster there; a
-// third, leaves with warp-aggregated updates by __match_any_sync, was 1.14-3.15x the
-// default's time on every graph measured, benchmarks/results/k2tree_gpu.json rows
-// k2_warp/k2F_warp, and was removed):
+// and, with the cached frontier and one vector, the default there (see "band kernel"):
+// __global__ distgraph_k2tree_leaves_band (sig, dir, codes, delta, base, gL, b0, item_seg, item_band,
+//                                          seg_lo, seg_hi, seg_task, h, nout, x, y, left)
+//            a block per item of a band of 2^h rows (columns), updates combined in
+//            shared memory, one coalesced atomic per row of the band and item.
+// The alternative measured in benchmarks/gpu_k2tree_bench.py:
 // __global__ distgraph_k2tree_expand2_blk (sig, dir, in, g0, n, gchild0, out)
 //            two levels per launch: grandchildren codes, the middle level never written.
-// __global__ distgraph_k2tree_leaves_hash (sig, dir, codes, delta, base, g0, n, x, y, left)
-//            B = 1: the updates of a block combined in a shared-memory hash table keyed
-//            by the index of y, then one atomic per distinct index of the block.
+// Removed after measurement (benchmarks/results/k2tree_gpu.json, rows k2_warp/k2F_warp
+// and k2_hash/k2F_hash up to commit 84cd318): leaves with warp-aggregated updates by
+// __match_any_sync (1.14-3.15x the block kernel's time on every graph) and leaves with
+// the updates of a block combined in a shared-memory hash table (0.96-1.41x).
 //
 // CSR, the baseline with the same semirings (left products run it on the CSR of A^T):
 // __global__ distgraph_csr_rows        (indptr, indices, nrows, x, y, B)
@@ -111,7 +114,7 @@ template <> struct Inf<long long> { __device__ static __forceinline__ long long 
 template <> struct Inf<unsigned char> { __device__ static __forceinline__ unsigned char get() { return 255; } };
 
 // zero(): the identity of the addition; combine_shared(p, a): *p (+)= a with a shared
-// memory atomic (the block-aggregated leaves).
+// memory atomic (the band kernel).
 template <typename T> struct PlusTimes {
     __device__ static __forceinline__ T zero() { return (T)0; }
     __device__ static __forceinline__ void combine_shared(T *p, T a) { atomic_add(p, a); }
@@ -346,75 +349,124 @@ __device__ __forceinline__ void visit_block(const unsigned char *sig, u64 code, 
         if (any[o]) Semiring::flush(&y[(out0 + o) * B + k], acc[o]);
 }
 
-// The same visit for one vector, with the updates of a whole block aggregated in a
-// shared-memory hash table keyed by the index of y (open addressing, linear probing,
-// DG_K2_TABLE slots for at most 4 * 256 keys): a thread adds each row (column) of its
-// 4 x 4 block into its slot with a shared atomic; after a barrier every occupied slot
-// is one atomic on y. Indices of y must be below 2**32 - 1 (the empty key).
-#define DG_K2_TABLE 2048
-#define DG_K2_EMPTY 0xffffffffu
-
-extern "C" __global__ void distgraph_k2tree_leaves_hash(const unsigned char *sig, const unsigned int *dir,
-                                                        const u64 *codes, const unsigned int *delta,
-                                                        const u64 *base, i64 g0, i64 n,
-                                                        const value_t *__restrict__ x, value_t *y, int left) {
-    __shared__ unsigned int s_key[DG_K2_TABLE];
-    __shared__ value_t s_val[DG_K2_TABLE];
-    for (int i = threadIdx.x; i < DG_K2_TABLE; i += DG_K2_BLOCK) {
-        s_key[i] = DG_K2_EMPTY;
-        s_val[i] = Semiring::zero();
-    }
-    i64 blk = g0 / DG_K2_BLOCK + blockIdx.x;
-    i64 g = blk * DG_K2_BLOCK + threadIdx.x;
-    int s = g < g0 + n ? nib(sig, g) : 0;
-    int before = block_exclusive_scan(__popc(s));  // its barriers also order the table's clearing
-    if (g >= g0 && g < g0 + n && s) {
-        i64 leaf = (i64)dir[blk] + before;
-        u64 code = node_code(codes, delta, base, g - g0);
-        i64 R = compact(code >> 1) << 2, C = compact(code) << 2;
-        i64 in0 = left ? R : C, out0 = left ? C : R;
-        value_t acc[4];
-        bool any[4] = {false, false, false, false};
+// ------------------------------------------------ band kernel (k2+F, one vector)
+// The cached frontier lets a product visit the nodes of level L-2 in any order. The
+// host (band_index in k2tree_spmv.py) groups them by *band*: the 2^h rows (right
+// product; columns for a left one) [band << h, (band + 1) << h). The nodes under one
+// node of level L-h (a 2^h x 2^h square) are a contiguous range of level L-2 and lie
+// in one band, so a band is a list of ranges (squares, cut into pieces so that an
+// *item* has at most W nodes). A block takes one item and combines the updates of its
+// band in shared memory (acc[2^h], one shared atomic per non-empty row of a 4 x 4
+// block), then adds the non-zero rows of acc to y: one global atomic per row and item,
+// coalesced, instead of one scattered atomic per row of every 4 x 4 block.
+//
+// Work in a block: warps take *tasks* of 32 consecutive nodes of a piece, in order
+// (seg_task[s]: the first task of piece s, counted over all pieces). A task's first
+// leaf: dir[a / 256] + the popcount of the signatures of [a, g0) (a = g0 rounded down
+// to a directory sample: at most 32 words, one per lane, summed by __reduce_add_sync)
+// + a warp scan of the fan-outs. No block barrier inside the loop.
+//
+//   item_seg[i]  uint32: the pieces of item i are item_seg[i] .. item_seg[i+1]-1
+//   item_band[i] uint32: its band
+//   seg_lo/hi[s] uint32: piece s is the nodes gL + seg_lo[s] .. gL + seg_hi[s] - 1
+//   seg_task[s]  uint32, one more than the pieces: exclusive prefix of ceil(len/32)
+// acc (dynamic shared memory, 2^h values) holds the semiring sum of x over each row
+// (combine_shared); flush applies the multiplication by the (unit) matrix entry.
+template <bool LEFT>
+__device__ __forceinline__ void visit_block_shared(const unsigned char *sig, u64 code, int s, i64 leaf,
+                                                   const value_t *__restrict__ x, value_t *acc, i64 band0) {
+    i64 R = compact(code >> 1) << 2, C = compact(code) << 2;
+    value_t a[4];
+    bool any[4] = {false, false, false, false};
+    i64 in0 = LEFT ? R : C, out0 = LEFT ? C : R;
 #pragma unroll
-        for (int b = 0; b < 4; ++b) {
-            if (!((s >> b) & 1)) continue;
-            int lam = nib(sig, leaf++);
+    for (int b = 0; b < 4; ++b) {
+        if (!((s >> b) & 1)) continue;
+        int lam = nib(sig, leaf++);
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                if (!((lam >> q) & 1)) continue;
-                int dr = 2 * (b >> 1) + (q >> 1), dc = 2 * (b & 1) + (q & 1);
-                // rows and columns swap for a left product; the four slots stay in registers
-                // because both candidates are compile-time constants
-                int o = left ? dc : dr, i = left ? dr : dc;
-                value_t v = x[in0 + i];
-#pragma unroll
-                for (int z = 0; z < 4; ++z)
-                    if (z == o) {
-                        acc[z] = any[z] ? Semiring::combine(acc[z], v) : v;
-                        any[z] = true;
-                    }
-            }
+        for (int q = 0; q < 4; ++q) {
+            if (!((lam >> q) & 1)) continue;
+            int dr = 2 * (b >> 1) + (q >> 1), dc = 2 * (b & 1) + (q & 1);
+            int o = LEFT ? dc : dr, i = LEFT ? dr : dc;
+            value_t v = x[in0 + i];
+            a[o] = any[o] ? Semiring::combine(a[o], v) : v;
+            any[o] = true;
         }
+    }
 #pragma unroll
-        for (int o = 0; o < 4; ++o) {
-            if (!any[o]) continue;
-            unsigned int key = (unsigned int)(out0 + o);
-            unsigned int h = (key * 2654435761u) >> (32 - 11);
-            while (true) {
-                unsigned int old = atomicCAS(&s_key[h], DG_K2_EMPTY, key);
-                if (old == DG_K2_EMPTY || old == key) {
-                    Semiring::combine_shared(&s_val[h], acc[o]);
-                    break;
-                }
-                h = (h + 1) & (DG_K2_TABLE - 1);
-            }
+    for (int o = 0; o < 4; ++o)
+        if (any[o]) Semiring::combine_shared(&acc[out0 + o - band0], a[o]);
+}
+
+template <bool LEFT>
+__device__ __forceinline__ void band_item(const unsigned char *sig, const unsigned int *dir, const u64 *codes,
+                                          const unsigned int *delta, const u64 *base, i64 gL, i64 b0,
+                                          const unsigned int *item_seg, const unsigned int *item_band,
+                                          const unsigned int *seg_lo, const unsigned int *seg_hi,
+                                          const unsigned int *seg_task, int h, i64 nout,
+                                          const value_t *__restrict__ x, value_t *y, value_t *acc) {
+    const unsigned full = 0xffffffffu;
+    const int H = 1 << h;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    for (int i = threadIdx.x; i < H; i += blockDim.x) acc[i] = Semiring::zero();
+    __syncthreads();
+    const unsigned s0 = item_seg[blockIdx.x], s1 = item_seg[blockIdx.x + 1];
+    const i64 band0 = (i64)item_band[blockIdx.x] << h;
+    const unsigned t_end = seg_task[s1];
+    unsigned sg = s0;
+    for (unsigned k = seg_task[s0] + warp; k < t_end; k += nw) {  // warp-uniform
+        while (seg_task[sg + 1] <= k) ++sg;
+        i64 lo = (i64)seg_lo[sg] + 32 * (i64)(k - seg_task[sg]);
+        int cnt = (int)min((i64)32, (i64)seg_hi[sg] - lo);
+        i64 g0 = gL + lo;
+        i64 a = g0 & ~(i64)255;  // the directory sample of g0 (S = 256)
+        int before = (int)(g0 - a) - 8 * lane;  // nodes of this lane's word before g0
+        int c = 0;
+        if (before > 0) {
+            unsigned w = *(const unsigned int *)(sig + ((a + 8 * lane) >> 1));
+            c = __popc(before >= 8 ? w : (w & ((1u << (4 * before)) - 1u)));
+        }
+        c = (int)__reduce_add_sync(full, (unsigned)c);
+        i64 g = g0 + lane;
+        int s = lane < cnt ? nib(sig, g) : 0;
+        int f = __popc(s), incl = f;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            int u = __shfl_up_sync(full, incl, o);
+            if (lane >= o) incl += u;
+        }
+        if (s) {
+            i64 leaf = (i64)dir[a >> 8] + c + incl - f;
+            u64 code = delta ? base[(g >> 8) - b0] + (u64)delta[g - gL] : codes[g - gL];
+            visit_block_shared<LEFT>(sig, code, s, leaf, x, acc, band0);
         }
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < DG_K2_TABLE; i += DG_K2_BLOCK) {
-        unsigned int key = s_key[i];
-        if (key != DG_K2_EMPTY) Semiring::flush(&y[(i64)key], s_val[i]);
+    for (int i = threadIdx.x; i < H; i += blockDim.x) {
+        value_t v = acc[i];
+        i64 r = band0 + i;
+        if (r < nout && !(v == Semiring::zero())) Semiring::flush(&y[r], v);
     }
+}
+
+// Launch: grid = the items, block = 256, dynamic shared memory 2^h * sizeof(value_t).
+// codes: the 8-byte cached frontier, or delta/base (the compact one, base[g/256 - b0]).
+extern "C" __global__ void distgraph_k2tree_leaves_band(const unsigned char *sig, const unsigned int *dir,
+                                                        const u64 *codes, const unsigned int *delta,
+                                                        const u64 *base, i64 gL, i64 b0,
+                                                        const unsigned int *item_seg,
+                                                        const unsigned int *item_band,
+                                                        const unsigned int *seg_lo, const unsigned int *seg_hi,
+                                                        const unsigned int *seg_task, int h, i64 nout,
+                                                        const value_t *__restrict__ x, value_t *y, int left) {
+    extern __shared__ __align__(16) unsigned char dg_band_smem[];
+    value_t *acc = reinterpret_cast<value_t *>(dg_band_smem);
+    if (left)
+        band_item<true>(sig, dir, codes, delta, base, gL, b0, item_seg, item_band, seg_lo, seg_hi, seg_task, h,
+                        nout, x, y, acc);
+    else
+        band_item<false>(sig, dir, codes, delta, base, gL, b0, item_seg, item_band, seg_lo, seg_hi, seg_task, h,
+                         nout, x, y, acc);
 }
 
 extern "C" __global__ void distgraph_k2tree_expand_blk(const unsigned char *sig, const unsigned int *dir,
