@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse.csgraph as csg
 
-from distgraph.formats.bvss import SIGMA, TAU, build_bvss, graph_checksum, load_or_build_bvss
+from distgraph.formats.bvss import SIGMA, TAU, build_bvss, build_bvss_numpy, graph_checksum, load_or_build_bvss
 from distgraph.graph import Graph
 
 
@@ -67,6 +67,29 @@ def test_decode_roundtrip(name, make):
             assert np.all(tail[:k] != 0) and np.all(tail[k:] == 0)
     assert b.row_ids.dtype == np.int32 and b.masks.dtype == np.uint8
     assert b.real_ptrs.dtype == np.int32 and b.virtual_to_real.dtype == np.int32
+
+
+def _int64_ids(g):
+    return Graph(g.indptr, g.indices.astype(np.int64), None, directed=g.directed)
+
+
+def _repeated_arcs():
+    # a directed multigraph: 3 -> 9 three times, 9 -> 3 twice (one mask bit each)
+    return Graph(np.array([0, 0, 0, 0, 3, 3, 3, 3, 3, 3, 5, 5], np.int64),
+                 np.array([9, 9, 9, 3, 3], np.int32), None, directed=True)
+
+
+@pytest.mark.parametrize("name,make", GRAPHS + [
+    ("int64-ids", lambda: _int64_ids(_random_graph(700, 5000, False, 12, hub=300))),
+    ("repeated-arcs", _repeated_arcs),
+    ("kron-11", lambda: __import__("distgraph.generators", fromlist=["kronecker"]).kronecker(11)),
+], ids=[g[0] for g in GRAPHS] + ["int64-ids", "repeated-arcs", "kron-11"])
+def test_numba_builder_equals_numpy_builder(name, make):
+    g = make()
+    a, b = build_bvss(g), build_bvss_numpy(g)
+    for k in ("row_ids", "masks", "real_ptrs", "virtual_to_real"):
+        assert getattr(a, k).dtype == getattr(b, k).dtype and np.array_equal(getattr(a, k), getattr(b, k)), k
+    assert (a.n, a.m, a.num_slices) == (b.n, b.m, b.num_slices)
 
 
 def test_hand_example():

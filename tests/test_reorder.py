@@ -8,7 +8,7 @@ import scipy.sparse.csgraph as csg
 from distgraph.errors import InvalidArgumentError
 from distgraph.formats.bvss import build_bvss
 from distgraph.formats.reorder import (is_scale_free, jaccard_windows, permute_graph, rcm, reorder_graph,
-                                       update_divergence)
+                                       update_divergence, update_divergence_numpy)
 from distgraph.generators import grid, kronecker
 from distgraph.graph import Graph
 
@@ -122,6 +122,34 @@ def test_update_divergence_by_hand():
     want = np.mean([np.std([0, 4]), np.std([1, 5]), np.std([2, 10]), np.std([3, 11])])
     assert update_divergence(b) == pytest.approx(want)
     assert update_divergence(build_bvss(Graph.from_edges([], [], n=3))) == 0.0
+
+
+def test_update_divergence_equals_numpy_version():
+    for g in (kronecker(12), _shuffled(grid(30, 40), 1), Graph.from_edges([0, 0, 9], [1, 500, 3], n=600)):
+        b = build_bvss(g)
+        assert update_divergence(b) == pytest.approx(update_divergence_numpy(b), rel=1e-12)
+
+
+def test_permute_graph_long_rows_and_repeats():
+    # rows longer than the insertion-sort cut (48) and repeated arcs with their weights in order
+    rng = np.random.default_rng(8)
+    n = 400
+    src = np.concatenate([np.zeros(300, np.int64), rng.integers(0, n, 2000), [5, 5, 5]])
+    dst = np.concatenate([rng.permutation(n)[:300], rng.integers(0, n, 2000), [7, 7, 7]])
+    w = np.arange(src.shape[0], dtype=np.float64)
+    order = np.lexsort((dst, src))
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    g = Graph(indptr, dst[order].astype(np.int32), w[order], directed=True)  # repeats kept
+    p = rng.permutation(n)
+    h = permute_graph(g, p)
+    for r in range(n):
+        o = int(np.flatnonzero(p == r)[0])
+        row, wr = g.indices[g.indptr[o]:g.indptr[o + 1]], g.weights[g.indptr[o]:g.indptr[o + 1]]
+        k = np.argsort(p[row], kind="stable")
+        assert np.array_equal(h.indices[h.indptr[r]:h.indptr[r + 1]], p[row][k])
+        assert np.array_equal(h.weights[h.indptr[r]:h.indptr[r + 1]], wr[k])
+    assert h.indices.dtype == g.indices.dtype and h.indptr[-1] == g.m
 
 
 @pytest.mark.parametrize("method", ["auto", "jaccard", "rcm", "none"])

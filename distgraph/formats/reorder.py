@@ -27,8 +27,8 @@ import numpy as np
 
 from ..errors import expect
 
-__all__ = ["is_scale_free", "rcm", "jaccard_windows", "update_divergence", "permute_graph",
-           "reorder_graph", "REORDERINGS"]
+__all__ = ["is_scale_free", "rcm", "jaccard_windows", "update_divergence", "update_divergence_numpy",
+           "permute_graph", "reorder_graph", "REORDERINGS"]
 
 REORDERINGS = ("auto", "jaccard", "rcm", "none")
 
@@ -258,6 +258,47 @@ def jaccard_windows(graph, window: int = 2**16, *, sigma: int = 8) -> np.ndarray
 
 
 # ------------------------------------------------------------------- update divergence
+_UDIV_KERNEL = None
+
+
+def _udiv_kernel():
+    global _UDIV_KERNEL
+    if _UDIV_KERNEL is None:
+        import numba as nb
+
+        @nb.njit(cache=True, parallel=True)
+        def _per_vss(row_ids, masks, nv, tau, theta):
+            out = np.empty(nv, np.float64)
+            for v in nb.prange(nv):
+                base = v * tau
+                acc = 0.0
+                ncol = 0
+                for c in range(theta):       # column c: slices 4t + c of the lanes t
+                    k = 0
+                    s1 = 0.0
+                    for t in range(tau // theta):
+                        i = base + t * theta + c
+                        if masks[i] != 0:
+                            k += 1
+                            s1 += row_ids[i]
+                    if k == 0:
+                        continue
+                    mean = s1 / k
+                    s2 = 0.0
+                    for t in range(tau // theta):
+                        i = base + t * theta + c
+                        if masks[i] != 0:
+                            dlt = row_ids[i] - mean
+                            s2 += dlt * dlt
+                    acc += np.sqrt(s2 / k)
+                    ncol += 1
+                out[v] = acc / max(ncol, 1)
+            return out
+
+        _UDIV_KERNEL = _per_vss
+    return _UDIV_KERNEL
+
+
 def update_divergence(bvss) -> float:
     """BLEST's update divergence U_div (Sec. 4.2) of a :class:`~distgraph.formats.bvss.BVSS`.
 
@@ -265,7 +306,20 @@ def update_divergence(bvss) -> float:
     has a *column divergence*: the standard deviation of the row ids of its non-empty
     slices.  ``U_div(s)`` is the mean over the VSS's non-empty columns, and U_div the
     mean over all VSSs.  Lower means the rows one warp updates are closer together.
+    Computed per VSS in parallel (numba); :func:`update_divergence_numpy` is the
+    vectorized reference.
     """
+    from .bvss import TAU, THETA
+
+    nv = bvss.num_vss
+    if nv == 0:
+        return 0.0
+    per_vss = _udiv_kernel()(bvss.row_ids, bvss.masks, nv, TAU, THETA)
+    return float(per_vss.sum()) / nv
+
+
+def update_divergence_numpy(bvss) -> float:
+    """:func:`update_divergence` with numpy (the reference the tests compare with)."""
     from .bvss import TAU, THETA
 
     nv = bvss.num_vss
@@ -289,10 +343,51 @@ def update_divergence(bvss) -> float:
 
 
 # ------------------------------------------------------------------------- relabeling
-def permute_graph(graph, new_id: np.ndarray):
-    """The graph with vertex ``v`` renamed ``new_id[v]`` (rows sorted, weights kept)."""
-    import scipy.sparse as sp
+_PERMUTE_KERNEL = None
 
+
+def _permute_kernel():
+    global _PERMUTE_KERNEL
+    if _PERMUTE_KERNEL is None:
+        import numba as nb
+
+        @nb.njit(cache=True, parallel=True)
+        def _rows(ip, ix, new_id, old_of_new, new_ip, out_ix, gather):
+            # new row r = old row old_of_new[r], heads renamed and sorted (stable, so
+            # repeated arcs keep their order); gather[q] = old position of new arc q
+            for r in nb.prange(old_of_new.shape[0]):
+                o = old_of_new[r]
+                p0 = ip[o]
+                q0 = new_ip[r]
+                d = ip[o + 1] - p0
+                if d <= 48:  # insertion sort
+                    for k in range(d):
+                        v = new_id[ix[p0 + k]]
+                        j = k
+                        while j > 0 and out_ix[q0 + j - 1] > v:
+                            out_ix[q0 + j] = out_ix[q0 + j - 1]
+                            gather[q0 + j] = gather[q0 + j - 1]
+                            j -= 1
+                        out_ix[q0 + j] = v
+                        gather[q0 + j] = p0 + k
+                else:
+                    keys = np.empty(d, np.int64)
+                    for k in range(d):
+                        keys[k] = new_id[ix[p0 + k]]
+                    order = np.argsort(keys, kind="mergesort")
+                    for k in range(d):
+                        out_ix[q0 + k] = keys[order[k]]
+                        gather[q0 + k] = p0 + order[k]
+
+        _PERMUTE_KERNEL = _rows
+    return _PERMUTE_KERNEL
+
+
+def permute_graph(graph, new_id: np.ndarray):
+    """The graph with vertex ``v`` renamed ``new_id[v]`` (rows sorted, weights kept).
+
+    Rows are renamed and sorted in parallel (numba); repeated arcs of a directed graph
+    keep their relative order."""
     from ..graph.core import Graph
 
     n = graph.n
@@ -303,18 +398,14 @@ def permute_graph(graph, new_id: np.ndarray):
     deg = np.diff(graph.indptr)[old_of_new]
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(deg, out=indptr[1:])
-    # gather rows in new order: position of every arc of new row r in the old arrays
-    starts = graph.indptr[old_of_new]
-    gather = np.repeat(starts - indptr[:-1], deg) + np.arange(graph.m, dtype=np.int64)
-    indices = new_id[graph.indices[gather]].astype(graph.indices.dtype)
-    data = np.arange(graph.m, dtype=np.int64) if graph.weights is not None else np.zeros(graph.m, np.int8)
-    A = sp.csr_matrix((data, indices, indptr), shape=(n, n))
-    A.has_sorted_indices = False
-    A.sort_indices()
-    weights = None if graph.weights is None else graph.weights[gather][A.data]
+    indices = np.empty(graph.m, dtype=graph.indices.dtype)
+    gather = np.empty(graph.m, dtype=np.int64)  # old position of every new arc (weights)
+    _permute_kernel()(np.ascontiguousarray(graph.indptr, dtype=np.int64), graph.indices, new_id, old_of_new,
+                      indptr, indices, gather)
+    weights = None if graph.weights is None else graph.weights[gather]
+    del gather
     labels = None if graph.labels is None else graph.labels[old_of_new]
-    return Graph(indptr, A.indices.astype(graph.indices.dtype, copy=False), weights, directed=graph.directed,
-                 labels=labels, meta=dict(graph.meta))
+    return Graph(indptr, indices, weights, directed=graph.directed, labels=labels, meta=dict(graph.meta))
 
 
 def reorder_graph(graph, method: str = "auto", *, window: int = 2**16):
