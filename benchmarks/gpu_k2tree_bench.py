@@ -187,6 +187,7 @@ CONFIGS = {
     "k2F_full": (dict(cached_frontier=True, compact_frontier=False), ("right", "left")),
     "k2F_thread": (dict(cached_frontier=True, kernels="thread"), ("right",)),
     "k2F_band_h11": (dict(cached_frontier=True, band_log2=11), ("right",)),
+    "k2F_band_h12": (dict(cached_frontier=True, band_log2=12), ("right",)),
     "k2F_band_w4k": (dict(cached_frontier=True, band_nodes=1 << 12), ("right",)),
     "k2F_band_w64k": (dict(cached_frontier=True, band_nodes=1 << 16), ("right",)),
 }
