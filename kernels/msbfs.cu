@@ -157,10 +157,30 @@ __device__ __forceinline__ void dg_ms_store(unsigned *p, const unsigned (&v)[DG_
 #endif
 }
 
+// How stage 1 marks a slice set dirty: a byte per slice set (grid-wide modes, where stage 2
+// scans every slice set), or a bit per slice set plus a list of the sets marked this level
+// (block mode, where stage 2 visits only the listed sets; `count` is a shared counter).
+struct dg_ms_mark_byte {
+    unsigned char *dirty;
+    __device__ __forceinline__ void operator()(dg_i64 ss) const { dirty[ss] = 1; }
+};
+struct dg_ms_mark_list {
+    unsigned *bits;
+    int *list;
+    unsigned *count;
+    __device__ __forceinline__ void operator()(dg_i64 ss) const {
+        const unsigned bit = 1u << (ss & 31);
+        unsigned *w = bits + (ss >> 5);
+        if (*w & bit) return;  // bits are only set during stage 1: a set bit is final
+        if (!(atomicOr(w, bit) & bit)) list[atomicAdd(count, 1u)] = (int)ss;
+    }
+};
+
 // Flush a row's register buffer: drop the bits u already has in Vn (a possibly stale read
 // only drops fewer), OR the rest into Vn, mark u's slice set dirty.
+template <class Mark>
 __device__ __forceinline__ void dg_ms_flush_row(int u, unsigned (&M)[DG_MS_WORDS], dg_i64 rho, unsigned *Vn,
-                                                unsigned char *dirty) {
+                                                const Mark &mark) {
     unsigned any = 0u;
 #pragma unroll
     for (int j = 0; j < DG_MS_WORDS; ++j) any |= M[j];
@@ -178,13 +198,14 @@ __device__ __forceinline__ void dg_ms_flush_row(int u, unsigned (&M)[DG_MS_WORDS
 #pragma unroll
     for (int j = 0; j < DG_MS_WORDS; ++j)
         if (M[j]) atomicOr(&Vn[base + j], M[j]);  // result unused: RED
-    dirty[u >> 3] = 1;
+    mark((dg_i64)(u >> 3));
 }
 
 // ---- Stage 1: lazy marking over the queue (Alg. 5 lines 6-36)
+template <class Mark>
 __device__ __forceinline__ void dg_ms_stage1(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
                                              const unsigned *F, const unsigned *act, unsigned *Vn,
-                                             unsigned char *dirty, const int2 *qc, dg_i64 nq, dg_i64 rho,
+                                             const Mark &mark, const int2 *qc, dg_i64 nq, dg_i64 rho,
                                              int tc_ratio, dg_i64 warp, dg_i64 nwarps, unsigned lane) {
     for (dg_i64 w = warp; w < nq; w += nwarps) {
         const int2 q = qc[w];
@@ -238,10 +259,10 @@ __device__ __forceinline__ void dg_ms_stage1(const int4 *__restrict__ row_ids, c
             }
         }
         }
-        dg_ms_flush_row(u.x, M0, rho, Vn, dirty);
-        dg_ms_flush_row(u.y, M1, rho, Vn, dirty);
-        dg_ms_flush_row(u.z, M2, rho, Vn, dirty);
-        dg_ms_flush_row(u.w, M3, rho, Vn, dirty);
+        dg_ms_flush_row(u.x, M0, rho, Vn, mark);
+        dg_ms_flush_row(u.y, M1, rho, Vn, mark);
+        dg_ms_flush_row(u.z, M2, rho, Vn, mark);
+        dg_ms_flush_row(u.w, M3, rho, Vn, mark);
     }
 }
 
@@ -596,8 +617,8 @@ distgraph_msbfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__r
             dg_ms_bottom_up(t_indptr, t_indices, F, Vc, Vn, dirty, G + ((l - 1) & 1) * DG_MS_WORDS, heavy, nheavy,
                             bu_heavy, 0, n, rho, tid, nthreads);
         } else {
-            dg_ms_stage1(row_ids, masks, F, act, Vn, dirty, Q + (l & 1) * qcap, nq, rho, tc_ratio, warp, nwarps,
-                         lane);
+            dg_ms_stage1(row_ids, masks, F, act, Vn, dg_ms_mark_byte{dirty}, Q + (l & 1) * qcap, nq, rho, tc_ratio,
+                         warp, nwarps, lane);
         }
         dg_ms_group_sync(grid, ngroups, bar, bpg);
         dg_ms_block_counts_begin(scnt, per_source);
@@ -614,6 +635,209 @@ distgraph_msbfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__r
     }
 }
 
+// ================================================================= block mode
+// One block per kappa-source batch, for graphs whose levels cannot fill the GPU (small or
+// high-diameter graphs: a grid barrier per stage then costs more than the stage).  Block
+// `slot` = blockIdx.x owns one copy of the state and takes batches from the counter `next`
+// until all `nbatches` are done; its levels are separated by __syncthreads only, so the
+// 132 SMs run their own batches side by side.  Stage 1 lists the slice sets it marks dirty
+// (a bit per set in `dbits`, the list `dlist`, its length in shared memory), and stage 2
+// visits only those and the sets active at the previous level (list `alist`, to clear the
+// ones no longer active): a level costs what its frontier costs, not rho.  No bottom-up
+// levels.  After a batch's last level F, act and dbits are zero again and the block zeroes
+// Vc and Vn, so the slot is clean for its next batch (the host zeroes the state once).
+//
+// Per-slot state (rho1 = max(rho, 1)): F, Vc, Vn: 8*rho*W words each; act: rho1*W words;
+// dbits: dbw words; lists: 3*rho1 ints (dlist, then alist[0], alist[1]: the sets active
+// after even / odd levels); Q: 2*qcap int2.  srcs: batch b's sources at b*kappa, nsrcs[b]
+// of them.  Sums, added to:
+//   per_source = 0: per vertex, far[u] etc. (atomic adds: all blocks share them);
+//   per_source = 1: per source, BFS c of batch b at index b*kappa + c (plain adds: a batch
+//                   belongs to one block);
+//   per_source = 2: per source, added at the source's vertex srcs[b*kappa + c] (atomic adds).
+//                   On a symmetric graph, once every vertex with arcs has been a source this
+//                   is the per-vertex sum of mode 0 (d(s, v) = d(v, s)), at a shared-memory
+//                   atomic per reached pair instead of four global 64-bit atomics per
+//                   (vertex, level) -- the sums of BLEST Eq. 7.
+// stats[0] += levels run (over all batches).
+
+// Clear slice set ss of the frontier (no longer active).
+__device__ __forceinline__ void dg_ms_clear_set(dg_i64 ss, dg_i64 rho, unsigned *F, unsigned *act) {
+    unsigned z[DG_MS_WORDS];
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) z[j] = 0u;
+    dg_ms_store(act + ss * DG_MS_WORDS, z);
+    for (int b = 0; b < 8; ++b) dg_ms_store(F + ((dg_i64)b * rho + ss) * DG_MS_WORDS, z);
+}
+
+// Stage 2 of one dirty slice set ss at level `level` (block mode): the new frontier
+// diff = Vc ^ Vn of its vertices, Vc = Vn, the sums, act[ss]; an active set is listed in
+// `anew` and its VSSs appended to the next queue (counters in shared memory).
+__device__ __forceinline__ void dg_ms_finalize_set(const int *__restrict__ real_ptrs, dg_i64 ss, int n, dg_i64 rho,
+                                                   int level, dg_u64 rhi, dg_u64 rlo, int per_source, unsigned *F,
+                                                   unsigned *Vc, const unsigned *Vn, unsigned *act, int *anew,
+                                                   unsigned *an_size, int2 *qn, unsigned *qn_size, unsigned *scnt,
+                                                   dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2) {
+    unsigned A[DG_MS_WORDS];
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) A[j] = 0u;
+    for (int b = 0; b < 8; ++b) {
+        const dg_i64 u = ss * 8 + b;
+        if (u >= n) break;
+        const dg_i64 base = ((dg_i64)b * rho + ss) * DG_MS_WORDS;
+        unsigned nx[DG_MS_WORDS], diff[DG_MS_WORDS];
+        dg_ms_load(Vn + base, nx);
+        dg_ms_load(Vc + base, diff);
+        unsigned p = 0u;
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) {
+            diff[j] ^= nx[j];
+            if (diff[j]) {
+                A[j] |= diff[j];
+                p += __popc(diff[j]);
+                if (per_source)
+                    for (unsigned d = diff[j]; d; d &= d - 1u) atomicAdd(&scnt[32 * j + __ffs(d) - 1], 1u);
+            }
+        }
+        dg_ms_store(F + base, diff);
+        if (p) {
+            dg_ms_store(Vc + base, nx);
+            if (!per_source) {
+                atomicAdd(&far[u], (dg_u64)level * p);
+                atomicAdd(&reach[u], (dg_u64)p);
+                if (level == 1) atomicAdd(&h0[u], (dg_u64)p);
+                else if (level >= 2) { atomicAdd(&h1[u], p * rhi); atomicAdd(&h2[u], p * rlo); }
+            }
+        }
+    }
+    unsigned any = 0u;
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) any |= A[j];
+    dg_ms_store(act + ss * DG_MS_WORDS, A);
+    if (!any) return;
+    anew[atomicAdd(an_size, 1u)] = (int)ss;
+    const int e = real_ptrs[ss + 1];
+    const unsigned cnt = (unsigned)(e - real_ptrs[ss]);
+    if (!cnt) return;
+    dg_i64 p = atomicAdd(qn_size, cnt);
+    for (int v = real_ptrs[ss]; v < e; ++v) qn[p++] = make_int2(v, (int)ss);
+}
+
+extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK, DG_MS_MINB)
+distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
+                       const int *__restrict__ real_ptrs, int n, const int *__restrict__ srcs,
+                       const int *__restrict__ nsrcs, int nbatches, int per_source, int tc_ratio, unsigned *F,
+                       unsigned *Vc, unsigned *Vn, unsigned *act, unsigned *dbits, dg_i64 dbw, int *lists, int2 *Q,
+                       dg_i64 qcap, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2, unsigned *next,
+                       dg_i64 *stats) {
+    __shared__ unsigned scnt[DG_MS_KAPPA];
+    __shared__ unsigned s_dn, s_qn[2], s_an[2];
+    __shared__ int s_batch;
+    const dg_i64 rho = ((dg_i64)n + 7) >> 3, rho1 = rho > 0 ? rho : 1;
+    const dg_i64 nhw = 8 * rho * DG_MS_WORDS;
+    {
+        const dg_i64 slot = blockIdx.x;
+        F += slot * nhw;
+        Vc += slot * nhw;
+        Vn += slot * nhw;
+        act += slot * rho1 * DG_MS_WORDS;
+        dbits += slot * dbw;
+        lists += slot * 3 * rho1;
+        Q += slot * 2 * qcap;
+    }
+    int *dlist = lists, *alist = lists + rho1;
+    const unsigned lane = threadIdx.x & 31u;
+    const dg_i64 warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const dg_ms_mark_list mark{dbits, dlist, &s_dn};
+    for (int i = threadIdx.x; i < DG_MS_KAPPA; i += blockDim.x) scnt[i] = 0u;
+    dg_i64 levels_run = 0;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            s_batch = (int)atomicAdd(next, 1u);
+            s_dn = 0u;
+            s_qn[0] = s_qn[1] = 0u;
+            s_an[0] = s_an[1] = 0u;
+        }
+        __syncthreads();
+        const int bt = s_batch;
+        if (bt >= nbatches) break;  // block-uniform
+        const int nsrc = nsrcs[bt];
+        const int *bs = srcs + (dg_i64)bt * DG_MS_KAPPA;
+        // level 0: the sources (stage 1's part)
+        for (int c = threadIdx.x; c < nsrc; c += blockDim.x) {
+            const int s = bs[c];
+            atomicOr(&Vn[dg_vi(s, rho) * DG_MS_WORDS + (c >> 5)], 1u << (c & 31));
+            mark((dg_i64)(s >> 3));
+        }
+        __syncthreads();
+        int l = 0;
+        for (;;) {
+            // ---- stage 2 of level l over the sets active at level l-1 (cleared unless dirty)
+            // and the dirty ones
+            const dg_u64 rf = l >= 2 ? dg_recip_fixed((dg_u64)l) : 0ull;
+            const dg_i64 na = s_an[(l + 1) & 1], nd = s_dn;
+            const int *aold = alist + ((l + 1) & 1) * rho1;
+            for (dg_i64 i = threadIdx.x; i < na + nd; i += blockDim.x) {
+                if (i < na) {
+                    const dg_i64 ss = aold[i];
+                    if (!(dbits[ss >> 5] & (1u << (ss & 31)))) dg_ms_clear_set(ss, rho, F, act);
+                } else {
+                    dg_ms_finalize_set(real_ptrs, dlist[i - na], n, rho, l, rf >> 32, rf & 0xffffffffull,
+                                       per_source, F, Vc, Vn, act, alist + (l & 1) * rho1, &s_an[l & 1],
+                                       Q + ((l + 1) & 1) * qcap, &s_qn[(l + 1) & 1], scnt, far, reach, h0, h1, h2);
+                }
+            }
+            __syncthreads();
+            // ---- end of level l: dirty bits back to zero, per-source counts of level l
+            for (dg_i64 i = threadIdx.x; i < nd; i += blockDim.x) dbits[dlist[i] >> 5] = 0u;
+            if (per_source && (int)threadIdx.x < nsrc) {
+                const int c = threadIdx.x;
+                const dg_u64 q = scnt[c];
+                if (q) {
+                    scnt[c] = 0u;
+                    const dg_i64 at = per_source == 1 ? (dg_i64)bt * DG_MS_KAPPA + c : (dg_i64)bs[c];
+                    if (per_source == 1) {
+                        far[at] += (dg_u64)l * q;
+                        reach[at] += q;
+                        if (l == 1) h0[at] += q;
+                        else if (l >= 2) { h1[at] += q * (rf >> 32); h2[at] += q * (rf & 0xffffffffull); }
+                    } else {
+                        if (l) atomicAdd(&far[at], (dg_u64)l * q);
+                        atomicAdd(&reach[at], q);
+                        if (l == 1) atomicAdd(&h0[at], q);
+                        else if (l >= 2) { atomicAdd(&h1[at], q * (rf >> 32)); atomicAdd(&h2[at], q * (rf & 0xffffffffull)); }
+                    }
+                }
+            }
+            if (threadIdx.x == 0) s_dn = 0u;
+            __syncthreads();
+            ++l;
+            const dg_i64 nq = s_qn[l & 1];
+            if (nq == 0) break;  // block-uniform
+            if (threadIdx.x == 0) {
+                s_qn[(l + 1) & 1] = 0u;
+                s_an[l & 1] = 0u;
+            }
+            // ---- stage 1 of level l
+            dg_ms_stage1(row_ids, masks, F, act, Vn, mark, Q + (l & 1) * qcap, nq, rho, tc_ratio, warp, nwarps,
+                         lane);
+            __syncthreads();
+        }
+        // ---- clean the slot for the next batch: sets still active (no VSS to push), Vc, Vn
+        const dg_i64 na = s_an[(l + 1) & 1];
+        const int *alast = alist + ((l + 1) & 1) * rho1;
+        for (dg_i64 i = threadIdx.x; i < na; i += blockDim.x) dg_ms_clear_set(alast[i], rho, F, act);
+        const uint4 z4 = make_uint4(0u, 0u, 0u, 0u);
+        for (dg_i64 i = threadIdx.x; i < nhw / 4; i += blockDim.x) {
+            reinterpret_cast<uint4 *>(Vc)[i] = z4;
+            reinterpret_cast<uint4 *>(Vn)[i] = z4;
+        }
+        levels_run += l - 1;
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && levels_run) atomicAdd((dg_u64 *)&stats[0], (dg_u64)levels_run);
+}
+
 // ================================================================= partitioned mode (stepwise)
 extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
 distgraph_msbfs_seed(const int *__restrict__ srcs, int nsrc, int n, unsigned *Vn, unsigned char *dirty) {
@@ -626,8 +850,8 @@ distgraph_msbfs_stage1(const int4 *__restrict__ row_ids, const unsigned *__restr
                        dg_i64 nq, int tc_ratio) {
     const dg_i64 nthreads = (dg_i64)gridDim.x * blockDim.x;
     const dg_i64 tid = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x;
-    dg_ms_stage1(row_ids, masks, F, act, Vn, dirty, qc, nq, ((dg_i64)n + 7) >> 3, tc_ratio, tid >> 5, nthreads >> 5,
-                 threadIdx.x & 31u);
+    dg_ms_stage1(row_ids, masks, F, act, Vn, dg_ms_mark_byte{dirty}, qc, nq, ((dg_i64)n + 7) >> 3, tc_ratio,
+                 tid >> 5, nthreads >> 5, threadIdx.x & 31u);
 }
 
 extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)

@@ -41,6 +41,11 @@ def _runner(g, **kw):
     tptr, tidx, _ = g.csc()
     kw.setdefault("cache_dir", False)
     kw.setdefault("announce", False)
+    if kw.get("mode") == "blocks":  # the block schedule of replicated mode (the default on small graphs)
+        kw["mode"] = "replicated"
+        kw.setdefault("groups", "blocks")
+    elif kw.get("mode") == "replicated":  # the grid-wide persistent kernel
+        kw.setdefault("groups", 1)
     return GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx(), **kw)
 
 
@@ -68,7 +73,7 @@ GRAPHS = _graphs()
 
 
 @pytest.mark.parametrize("name", sorted(GRAPHS))
-@pytest.mark.parametrize("mode", ["replicated", "stepwise"])
+@pytest.mark.parametrize("mode", ["replicated", "blocks", "stepwise"])
 @pytest.mark.parametrize("kappa", [32, 64, 128, 256])
 def test_sums_equal_cpu_per_vertex(name, mode, kappa):
     g = GRAPHS[name]
@@ -122,12 +127,14 @@ def test_auto_groups():
     from distgraph.backends.gpu.msbfs import GROUPS_ARCS, auto_groups
 
     assert auto_groups(1000) == 4 and auto_groups(2 * GROUPS_ARCS) == 2 and auto_groups(10**9) == 1
-    assert _runner(GRAPHS["kron10"]).groups == 4
+    assert _runner(GRAPHS["kron10"], groups="auto").groups == 1  # small: the block schedule
+    assert _runner(GRAPHS["kron10"], groups="auto").schedule == "blocks"
+    assert _runner(GRAPHS["kron10"], groups=4).groups == 4
     assert _runner(GRAPHS["kron10"], mode="stepwise").groups == 1
 
 
 @pytest.mark.parametrize("name", sorted(GRAPHS))
-@pytest.mark.parametrize("mode", ["replicated", "stepwise"])
+@pytest.mark.parametrize("mode", ["replicated", "blocks", "stepwise"])
 def test_sums_equal_cpu_per_source(name, mode):
     g = GRAPHS[name]
     rng = np.random.default_rng(1)

@@ -176,7 +176,7 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
         # GPU dispatch: the tensor-core MS-BFS (BLEST Alg. 5) adds the same integer sums
         from ..backends.gpu.closeness import make_runner
 
-        runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx)
+        runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx, all_sources=not per_source)
 
     try:  # the runner's device memory is freed also when the checkpoint or a batch fails
         store = None
@@ -188,6 +188,8 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
                         "num_sources": int(sources.size), "per_source": per_source,
                         "distances": "incoming" if incoming else "outgoing", "convention": convention,
                         "batch_size": bs, "order": "degree" if runner is None else "input"}
+            if getattr(runner, "symmetric", False):  # batches hold per-source sums (GpuMSBFS docs)
+                identity["sums"] = "per source"
             store = CheckpointStore(checkpoint, identity, comm=ctx.comm, resume=resume)
 
         far, reach, h0, h1, h2, _ = run_batches(hptr, hidx, tptr, tidx, sources, per_source=per_source,

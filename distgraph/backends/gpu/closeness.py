@@ -11,7 +11,8 @@ Settings (``distgraph.runtime.config``, environment ``DISTGRAPH_<NAME>``):
 ``gpu_msbfs_kappa`` (concurrent BFSs per launch, 256), ``gpu_msbfs_mode`` (``auto``:
 replicated when the memory plan fits one GPU, partitioned over the ranks' GPUs with
 NVSHMEM otherwise; or forced), ``gpu_msbfs_bu_ratio`` (bottom-up switch, 0 = never),
-``gpu_msbfs_groups`` (concurrent 256-source launches per kernel on small graphs, ``auto``),
+``gpu_msbfs_groups`` (concurrent 256-source launches per kernel, or ``blocks``: one thread
+block per batch, the ``auto`` choice on small graphs),
 ``gpu_bfs_window`` (Jaccard window of the reordering).
 """
 
@@ -21,7 +22,7 @@ __all__ = ["make_runner"]
 
 
 def make_runner(hptr, hidx, tptr, tidx, *, ctx, kappa=None, mode=None, bu_ratio=None, reorder="auto",
-                announce=None, cache_dir=None):
+                announce=None, cache_dir=None, all_sources=False):
     """The GPU batch runner for the closeness driver.
 
     Parameters
@@ -34,6 +35,12 @@ def make_runner(hptr, hidx, tptr, tidx, *, ctx, kappa=None, mode=None, bu_ratio=
     reorder : {"auto", "jaccard", "rcm", "none"}
     announce : bool or None
         Print the mode and memory plan on rank 0 (None: when progress bars are shown).
+    all_sources : bool
+        The caller runs every vertex of ``H`` with arcs as a source, once, and uses only the
+        total of the per-vertex sums (closeness of all vertices).  When ``H`` is symmetric
+        too, the block schedule adds each BFS's sums at its source instead
+        (``GpuMSBFS(symmetric=True)``): same totals, less memory traffic.  Checkpoints then
+        hold per-batch sums that only add up to the result over all batches.
 
     Returns
     -------
@@ -46,11 +53,14 @@ def make_runner(hptr, hidx, tptr, tidx, *, ctx, kappa=None, mode=None, bu_ratio=
     DeviceMemoryError
         The plan of the chosen mode does not fit (raised before allocating), with hints.
     """
+    import numpy as np
+
     from ...runtime.config import config
     from .msbfs import GpuMSBFS
 
     kappa = config.gpu_msbfs_kappa if kappa is None else kappa
     mode = config.gpu_msbfs_mode if mode is None else mode
     bu_ratio = config.gpu_msbfs_bu_ratio if bu_ratio is None else bu_ratio
+    symmetric = bool(all_sources) and np.array_equal(hptr, tptr) and np.array_equal(hidx, tidx)
     return GpuMSBFS(hptr, hidx, tptr, tidx, ctx=ctx, kappa=kappa, mode=mode, reorder=reorder, bu_ratio=bu_ratio,
-                    announce=announce, cache_dir=cache_dir)
+                    announce=announce, cache_dir=cache_dir, symmetric=symmetric)

@@ -12,8 +12,13 @@ Two modes, picked by :func:`msbfs_plan` (``mode="auto"``) or forced:
 
 ``replicated``
     Every rank holds the whole BVSS (BLEST's 100-GPU run); the driver deals batches to
-    ranks; one cooperative kernel launch runs all levels of a batch (on small graphs,
-    ``groups`` launches' worth at once, each on a part of the grid).
+    ranks; one cooperative kernel launch runs all levels of a batch (``groups`` launches'
+    worth at once, each on a part of the grid), or -- ``groups="blocks"``, the default on
+    small graphs -- one kernel runs many kappa-source batches, one thread block each,
+    dealt by an atomic counter, levels separated by block barriers only (small and
+    high-diameter graphs, whose levels cannot fill the GPU).  In that schedule, with
+    ``symmetric=True`` (closeness of every vertex of an undirected graph), per-vertex sums
+    are taken per source: farness of v = sum of d(v, u) over u, the sum BLEST keeps.
 ``partitioned``
     For a BVSS larger than one GPU: rank ``r`` owns the rows (pulling vertices) of slice
     sets ``[bounds[r], bounds[r+1])`` (balanced by in-arcs) and the BVSS of those rows
@@ -50,7 +55,7 @@ from ...formats.bvss import SIGMA, TAU, build_bvss
 from .memory import MemoryPlan, format_bytes
 
 __all__ = ["KAPPAS", "MODES", "get_vi", "exchange_ranges", "slice_set_bounds", "rows_subgraph",
-           "emulate_batch", "msbfs_plan", "auto_groups", "GpuMSBFS"]
+           "emulate_batch", "msbfs_plan", "auto_groups", "auto_schedule", "GpuMSBFS"]
 
 KAPPAS = (32, 64, 128, 256)
 MODES = ("auto", "replicated", "partitioned", "stepwise")
@@ -71,6 +76,8 @@ TC_RATIO = 4
 BU_HEAVY = 32
 #: ``groups="auto"``: 4 concurrent launches up to this many arcs, 2 up to twice as many.
 GROUPS_ARCS = 2**21
+#: ``groups="auto"``: one block per batch (``"blocks"``) up to this many arcs.
+BLOCKS_ARCS = 2**22
 
 
 # ============================================================================ layout
@@ -333,9 +340,20 @@ def emulate_batch(n, sources, kappa, *, per_source, bvss_parts, bounds, t_indptr
 
 # ============================================================================ memory plan
 def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, parts: int = 1,
-               bvss_bytes: int | None = None, batch: int = 512, groups: int = 1) -> MemoryPlan:
+               bvss_bytes: int | None = None, batch: int = 512, groups: int = 1, slots: int = 0) -> MemoryPlan:
     """Device memory of one rank: BVSS (or its part), kappa-bit state (one copy per group of
-    concurrent launches), queues, sums."""
+    concurrent launches, or per block with ``slots`` > 0: ``groups="blocks"``), queues, sums."""
+    if slots:
+        W = words(kappa)
+        rho1 = max((n + SIGMA - 1) // SIGMA, 1)
+        nhat = rho1 * SIGMA
+        items = {"bvss": int(bvss.nbytes if bvss_bytes is None else bvss_bytes),
+                 "frontier F, visited Vc, Vn": slots * 3 * 4 * W * nhat,
+                 "activeSets, dirty bits and lists": slots * (4 * W * rho1 + 4 * (rho1 // 32 + 1) + 12 * rho1),
+                 "VSS queues": slots * 2 * 8 * max(bvss.num_vss, 1),
+                 "sources, sums (far, reach, 3 harmonic limbs)": 4 * slots * kappa * 4 + 5 * 8 * max(n, batch)}
+        hints = ["a smaller kappa (fewer state words per vertex)", "groups=1 (one state copy for the whole GPU)"]
+        return MemoryPlan(f"GPU closeness (kappa={kappa}, one block per batch, {slots} blocks)", items, tuple(hints))
     W = words(kappa)
     rho = (n + SIGMA - 1) // SIGMA
     nhat = rho * SIGMA
@@ -364,6 +382,12 @@ def auto_groups(arcs: int) -> int:
     if arcs <= 2 * GROUPS_ARCS:
         return 2
     return 1
+
+
+def auto_schedule(arcs: int):
+    """``groups="auto"``: ``"blocks"`` (one thread block per batch) for graphs of at most
+    :data:`BLOCKS_ARCS` arcs, else :func:`auto_groups`."""
+    return "blocks" if arcs <= BLOCKS_ARCS else auto_groups(arcs)
 
 
 def _grid_size(cp, kernel, block: int) -> int:
@@ -413,11 +437,23 @@ class GpuMSBFS:
     min_blocks : int or None
         Resident blocks per SM the persistent kernel is compiled for (register cap;
         None: the kernel's default).
-    groups : "auto", int or None
+    groups : "auto", "blocks", int or None
         Replicated mode: launches of ``kappa`` sources that one persistent kernel runs at
-        once, each on ``1/groups`` of the grid with its own state and barrier (``"auto"``:
-        :func:`auto_groups`, 4 on small graphs, 1 on large ones; falls back to 1 when the
-        extra state does not fit; None: ``config.gpu_msbfs_groups``).
+        once, each on ``1/groups`` of the grid with its own state and barrier; ``"blocks"``:
+        one thread block per ``kappa``-source batch, as many batches at once as there are
+        resident blocks (``slots``), no bottom-up levels; ``"auto"``: :func:`auto_schedule`
+        (blocks up to :data:`BLOCKS_ARCS` arcs, then 2 or 1 groups; falls back to 1 when the
+        extra state does not fit); None: ``config.gpu_msbfs_groups``.
+    slots : int or None
+        ``groups="blocks"``: blocks (state copies) of the kernel; None: every block that
+        can be resident, fewer if their state does not fit.
+    symmetric : bool
+        ``groups="blocks"``: the caller promises that ``H`` is symmetric (undirected) and
+        that it adds the per-vertex sums of :meth:`run` over a source set holding every
+        vertex with arcs, each once (closeness of all vertices).  Then each BFS adds its own
+        sums (farness of the source) at its source vertex: the per-batch sums differ from
+        the CPU backend's, their total over all sources is the same, bit for bit, at a
+        fraction of the memory traffic on graphs where few BFSs of a batch meet.
 
     Attributes
     ----------
@@ -431,7 +467,7 @@ class GpuMSBFS:
 
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
-                 groups=None):
+                 groups=None, slots=None, symmetric=False):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -446,8 +482,10 @@ class GpuMSBFS:
         groups = config.gpu_msbfs_groups if groups is None else groups
         if isinstance(groups, str) and groups.strip().isdigit():
             groups = int(groups)
-        expect(groups == "auto" or (isinstance(groups, (int, np.integer)) and 1 <= groups <= 16), "groups",
-               "'auto' or an integer in [1, 16]", groups)
+        expect(groups in ("auto", "blocks") or (isinstance(groups, (int, np.integer)) and 1 <= groups <= 16),
+               "groups", "'auto', 'blocks' or an integer in [1, 16]", groups)
+        expect(slots is None or (isinstance(slots, (int, np.integer)) and 1 <= slots <= 2**16), "slots",
+               "None or an integer in [1, 65536]", slots)
         bu_heavy = BU_HEAVY if bu_heavy is None else bu_heavy
         expect(isinstance(bu_heavy, (int, np.integer)) and bu_heavy >= 0, "bu_heavy", "an integer >= 0", bu_heavy)
         n = int(hptr.shape[0] - 1)
@@ -505,14 +543,45 @@ class GpuMSBFS:
             self.ss_lo, self.ss_hi = 0, self.rho
         t2ptr, t2idx, _ = g2.csc()
         ng = 1
+        self.schedule = "grid"
+        self.slots = 0
+        self.symmetric = False
         if mode == "replicated":
-            ng = auto_groups(int(t2ptr[-1])) if groups == "auto" else int(groups)
-        self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts, groups=ng)
+            pick = auto_schedule(int(t2ptr[-1])) if groups == "auto" else groups
+            if pick == "blocks":
+                self.schedule = "blocks"
+            else:
+                ng = int(pick)
         err = None
-        try:
-            self.plan.check()
-        except DeviceMemoryError as e:
-            err = e
+        if self.schedule == "blocks":
+            # as many state copies as blocks can be resident (at most 8 of 256 threads per SM),
+            # halved while they do not fit; the occupancy of the compiled kernel trims it below
+            sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+            S = int(slots) if slots is not None else sms * 8
+            while True:
+                self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=S)
+                try:
+                    self.plan.check()
+                    err = None
+                    break
+                except DeviceMemoryError as e:
+                    err = e
+                if slots is not None or S <= sms:
+                    break
+                S = max(S // 2, sms)
+            self.slots = S
+            if err is not None and groups == "auto":  # one grid-wide launch at a time may still fit
+                self.schedule, self.slots, err = "grid", 0, None
+            else:
+                self.use_bu = False
+                self.symmetric = bool(symmetric)
+        if self.schedule == "grid":
+            self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts,
+                                   groups=ng)
+            try:
+                self.plan.check()
+            except DeviceMemoryError as e:
+                err = e
         if err is not None and groups == "auto" and ng > 1:  # one launch at a time may still fit
             ng = 1
             self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts)
@@ -528,7 +597,8 @@ class GpuMSBFS:
             collective_raise(ctx.comm, err)
         elif err is not None:
             raise err
-        self.info.update({"mode": mode, "parts": parts, "groups": ng, "device_bytes": self.plan.total,
+        self.info.update({"mode": mode, "parts": parts, "groups": ng, "schedule": self.schedule,
+                          "symmetric": self.symmetric, "device_bytes": self.plan.total,
                           "local_bvss": bvss.summary()})
         if announce is None:
             announce = config.progress == "on" or (config.progress == "auto" and sys.stderr.isatty())
@@ -565,20 +635,26 @@ class GpuMSBFS:
             self._symA = self._pgas.array((max(self.rho, 1) * W,), "uint32")
             self._symW = self._pgas.array((max(self.rho, 1),), "uint8")
             self._F, self._act, self._wasact = self._symF.local, self._symA.local, self._symW.local
+        elif self.schedule == "blocks":  # per-block state: allocated once the kernel's occupancy is known
+            ng = 0
+            self._F = self._act = None
+            self._wasact = cp.zeros(1, cp.uint8)
         else:  # one copy per group (the persistent kernel offsets them by its group)
             self._F = cp.zeros(ng * nhat * W, cp.uint32)
             self._act = cp.zeros(ng * max(self.rho, 1) * W, cp.uint32)
             self._wasact = cp.zeros(ng * max(self.rho, 1), cp.uint8)
-        self._Vc = cp.zeros(ng * nhat * W, cp.uint32)
-        self._Vn = cp.zeros(ng * nhat * W, cp.uint32)
-        self._dirty = cp.zeros(ng * max(self.rho, 1), cp.uint8)
-        self._Q = cp.zeros(ng * 2 * self._qcap * 2, cp.int32)
-        self._ctr = cp.zeros(ng * 32, cp.int64)
-        self._cnt = cp.zeros(ng * self.kappa, cp.uint32)
-        self._srcs = cp.zeros(ng * self.kappa, cp.int32)
-        self._nsrcs = cp.zeros(ng, cp.int32)
-        self._bar = cp.zeros(2 * ng, cp.uint32)
-        self._G = cp.zeros(ng * 2 * W, cp.uint32)
+        if ng:
+            self._Vc = cp.zeros(ng * nhat * W, cp.uint32)
+            self._Vn = cp.zeros(ng * nhat * W, cp.uint32)
+            self._Q = cp.zeros(ng * 2 * self._qcap * 2, cp.int32)
+        self._dirty = cp.zeros(max(ng, 1) * max(self.rho, 1), cp.uint8)
+        self._ctr = cp.zeros(max(ng, 1) * 32, cp.int64)
+        self._cnt = cp.zeros(max(ng, 1) * self.kappa, cp.uint32)
+        self._srcs = cp.zeros(max(ng, 1) * self.kappa, cp.int32)
+        self._nsrcs = cp.zeros(max(ng, 1), cp.int32)
+        self._bar = cp.zeros(2 * max(ng, 1), cp.uint32)
+        self._G = cp.zeros(max(ng, 1) * 2 * W, cp.uint32)
+        self._next = cp.zeros(1, cp.uint32)   # batch counter of the block schedule
         self._stats = cp.zeros(4, cp.int64)   # levels, bottom-up levels (persistent kernel)
         self._stats_seen = np.zeros(4, np.int64)
         self._prof = None
@@ -593,7 +669,22 @@ class GpuMSBFS:
         defs = {"DG_MS_WORDS": W, "DG_MS_BLOCK": BLOCK}
         if min_blocks is not None:
             defs["DG_MS_MINB"] = int(min_blocks)
-        if mode == "replicated":
+        if self.schedule == "blocks":
+            mod = get_module("msbfs", defines=defs)
+            self._blocks = mod.get_function("distgraph_msbfs_blocks")
+            self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, BLOCK)))
+            rho1 = max(self.rho, 1)
+            S = self.slots
+            self._dbw = rho1 // 32 + 1
+            self._F = cp.zeros(S * nhat * W, cp.uint32)
+            self._Vc = cp.zeros(S * nhat * W, cp.uint32)
+            self._Vn = cp.zeros(S * nhat * W, cp.uint32)
+            self._act = cp.zeros(S * rho1 * W, cp.uint32)
+            self._dbits = cp.zeros(S * self._dbw, cp.uint32)
+            self._lists = cp.zeros(S * 3 * rho1, cp.int32)
+            self._Q = cp.zeros(S * 2 * self._qcap * 2, cp.int32)
+            self.info["slots"] = S
+        elif mode == "replicated":
             mod = get_module("msbfs", defines=defs, cooperative=True)
             self._persistent = mod.get_function("distgraph_msbfs_persistent")
             self.grid = max(_grid_size(cp, self._persistent, BLOCK) // ng, 1) * ng  # whole groups
@@ -749,6 +840,15 @@ class GpuMSBFS:
             if self._deferred is None:
                 self._deferred = tuple(cp.zeros(self.n, cp.uint64) for _ in range(5))
             self._pending = True
+            if self.schedule == "blocks":
+                # hold sources until every block gets a few batches (the driver's batches of 512
+                # would keep 2-16 blocks busy); drain() runs the rest
+                held = internal if self._held is None else np.concatenate([self._held, internal])
+                if held.shape[0] >= 4 * self.slots * self.kappa:
+                    self._launch_sources(held, False, self._deferred)
+                    held = held[:0]
+                self._held = held
+                return
             step = self.kappa * self.groups
             if self.groups > 1:
                 # hold sources until a launch can run all its groups (the driver's batches of
@@ -772,6 +872,9 @@ class GpuMSBFS:
         sources each, adding into the device arrays ``sums``."""
         cp = self._cp
         k = internal.shape[0]
+        if self.schedule == "blocks":
+            self._launch_blocks(internal, per_source, sums)
+            return
         step = self.kappa * self.groups   # one launch runs `groups` kappa-source MS-BFSs
         for lo in range(0, k, step):
             hi = min(k, lo + step)
@@ -786,6 +889,29 @@ class GpuMSBFS:
             else:
                 self._run_stepwise(hi - lo, int(per_source), part)
             self.info["launches"] += 1
+
+    def _launch_blocks(self, internal, per_source, sums):
+        """One launch of the block schedule: ``ceil(k / kappa)`` batches dealt to the blocks by
+        the kernel's counter; per-source sums at the batch positions, per-vertex sums at the
+        vertices, or (``symmetric``) per-source sums added at the source vertices."""
+        cp = self._cp
+        k = int(internal.shape[0])
+        if k == 0:
+            return
+        K = self.kappa
+        nb = (k + K - 1) // K
+        srcs = np.zeros(nb * K, np.int32)
+        srcs[:k] = internal
+        nsrcs = np.full(nb, K, np.int32)
+        nsrcs[-1] = k - (nb - 1) * K
+        how = 1 if per_source else (2 if self.symmetric else 0)
+        self._next.fill(0)
+        self._blocks((min(self.slots, nb),), (BLOCK,),
+                     (self._row_ids, self._masks, self._real_ptrs, np.int32(self.n), cp.asarray(srcs),
+                      cp.asarray(nsrcs), np.int32(nb), np.int32(how), np.int32(self.tc_ratio), self._F, self._Vc,
+                      self._Vn, self._act, self._dbits, np.int64(self._dbw), self._lists, self._Q,
+                      np.int64(self._qcap), *sums, self._next, self._stats))
+        self.info["launches"] += nb   # kappa-source MS-BFSs, as in the other schedules
 
     def drain(self, far, reach, h0, h1, h2) -> None:
         """Run the sources still held (see :meth:`run`), add the deferred per-vertex sums into

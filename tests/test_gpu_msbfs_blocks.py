@@ -1,0 +1,206 @@
+"""GPU multi-source BFS, block schedule (``groups="blocks"``: one thread block per
+kappa-source batch, ``distgraph_msbfs_blocks`` in kernels/msbfs.cu).
+
+The sums must equal the CPU backend's exactly: every kappa; one block running every batch
+in turn (``slots=1``: the slot must be left clean after each batch), a few blocks, all
+resident blocks; per vertex (through the driver's deferred path, where sources are held
+until drain, and directly per batch), per source, and the symmetric mode (per-source sums
+added at the source, only the total over all sources equals the per-vertex sums) on
+literal, generated (n not a multiple of 8, disconnected, directed, isolated vertices) and
+real graphs; ``closeness(backend="gpu")`` picks the symmetric mode on undirected graphs
+and equals the CPU backend.  Skipped without a GPU, except the pure-Python checks at the end.
+"""
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from distgraph import generators as gen
+from distgraph.graph import Graph
+
+
+def _ctx(backend="gpu"):
+    from distgraph.runtime.context import get_context
+
+    return get_context(MPI.COMM_SELF, backend)
+
+
+def _sums(g, sources, per_source, runner=None, batch_size=512):
+    from distgraph.algorithms.msbfs import run_batches
+
+    tptr, tidx, _ = g.csc()
+    return run_batches(g.indptr, g.indices, tptr, tidx, np.asarray(sources, np.int64), per_source=per_source,
+                       batch_size=batch_size, ctx=_ctx("gpu" if runner is not None else "cpu"), progress=False,
+                       runner=runner)[:5]
+
+
+def _runner(g, **kw):
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+
+    tptr, tidx, _ = g.csc()
+    kw.setdefault("cache_dir", False)
+    kw.setdefault("announce", False)
+    kw.setdefault("groups", "blocks")
+    kw.setdefault("reorder", "none")
+    return GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx(), **kw)
+
+
+def _same(a, b):
+    return all(np.array_equal(np.asarray(x).astype(np.uint64), np.asarray(y).astype(np.uint64))
+               for x, y in zip(a, b))
+
+
+def _graphs():
+    rng = np.random.default_rng(3)
+    n = 1003
+    s, d = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+    keep = s < 800
+    u, v = rng.integers(0, 600, 900), rng.integers(0, 600, 900)
+    return {
+        "path4": Graph.from_edges([0, 1, 2], [1, 2, 3], directed=False),
+        "kron10": gen.kronecker(10, 8, seed=5),
+        "kron9_dir": gen.kronecker(9, 6, seed=6, directed=True),
+        "grid_37x29": gen.grid(37, 29),
+        "random_dir_disconnected": Graph.from_edges(s[keep], d[keep], n=n, directed=True),
+        "undirected_disconnected": Graph.from_edges(u, v, n=701, directed=False),   # 101+ isolated
+        "isolated_only": Graph.from_edges([], [], n=21, directed=True),
+    }
+
+
+GRAPHS = _graphs()
+UNDIRECTED = ["path4", "kron10", "grid_37x29", "undirected_disconnected"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("kappa", [32, 64, 128, 256])
+@pytest.mark.parametrize("slots", [1, 3, None])
+def test_blocks_per_vertex_equal_cpu(name, kappa, slots):
+    g = GRAPHS[name]
+    srcs = np.arange(g.n, dtype=np.int64)
+    r = _runner(g, kappa=kappa, slots=slots)
+    assert r.schedule == "blocks" and not r.symmetric
+    assert slots is None or r.slots <= slots
+    assert _same(_sums(g, srcs, False, r), _sums(g, srcs, False))
+    assert r.info["bottom_up_levels"] == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["kron10", "kron9_dir", "grid_37x29", "random_dir_disconnected"])
+def test_blocks_each_batch_and_reuse(name):
+    # per batch (no deferring): each run() adds exactly its sources' sums; the runner (and
+    # its slots) reused across runs with repeated sources and a partial last batch
+    g = GRAPHS[name]
+    rng = np.random.default_rng(5)
+    r = _runner(g, kappa=64, slots=2)
+    for k in (1, 64, 200, 300):
+        srcs = rng.integers(0, g.n, k).astype(np.int64)
+        out = tuple(np.zeros(g.n, t) for t in (np.uint64, np.int64, np.uint64, np.uint64, np.uint64))
+        r.run(srcs, False, out)
+        from distgraph.backends.cpu.bits import normalize_limbs
+
+        normalize_limbs(out[2], out[3], out[4])
+        assert _same(out, _sums(g, srcs, False)), k
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("kappa", [32, 256])
+def test_blocks_per_source_equal_cpu(name, kappa):
+    g = GRAPHS[name]
+    rng = np.random.default_rng(1)
+    srcs = rng.integers(0, g.n, 300).astype(np.int64)  # repeats, > one kappa, partial last batch
+    r = _runner(g, kappa=kappa, slots=3)
+    assert _same(_sums(g, srcs, True, r, batch_size=100), _sums(g, srcs, True, batch_size=100))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", UNDIRECTED)
+@pytest.mark.parametrize("kappa", [32, 128, 256])
+@pytest.mark.parametrize("slots", [1, None])
+def test_blocks_symmetric_total_equals_cpu(name, kappa, slots):
+    # per-source sums at the sources: the total over all sources with arcs is the per-vertex sum
+    g = GRAPHS[name]
+    srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    r = _runner(g, kappa=kappa, slots=slots, symmetric=True)
+    assert r.symmetric
+    assert _same(_sums(g, srcs, False, r, batch_size=96), _sums(g, srcs, False))
+    # per source (the closeness of given vertices) is unaffected by the flag
+    assert _same(_sums(g, srcs[:150], True, r, batch_size=100), _sums(g, srcs[:150], True, batch_size=100))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["email-Enron.mtx.gz", "cond-mat-2005.mtx.gz", "wiki-Vote.txt.gz", "power.mtx.gz"])
+def test_blocks_real_graphs(data_dir, name):
+    from distgraph.graph.readers import read_graph
+
+    g = read_graph(str(data_dir / name))
+    g = Graph(g.indptr, g.indices, None, directed=g.directed)
+    rng = np.random.default_rng(2)
+    srcs = np.sort(rng.choice(g.n, size=min(g.n, 700), replace=False)).astype(np.int64)
+    assert _same(_sums(g, srcs, False, _runner(g, kappa=64, reorder="auto")), _sums(g, srcs, False))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["power.mtx.gz", "email-Enron.mtx.gz"])
+def test_blocks_real_graph_symmetric_all_sources(data_dir, name):
+    from distgraph.graph.readers import read_graph
+
+    g = read_graph(str(data_dir / name))
+    g = Graph(g.indptr, g.indices, None, directed=g.directed)
+    srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    r = _runner(g, kappa=128, reorder="auto", symmetric=True)
+    assert _same(_sums(g, srcs, False, r), _sums(g, srcs, False))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["kron9_dir", "grid_37x29", "undirected_disconnected", "path4"])
+@pytest.mark.parametrize("convention", ["networkx", "harmonic"])
+def test_closeness_blocks_equals_cpu(name, convention, tmp_path):
+    from distgraph.algorithms.closeness import closeness
+    from distgraph.backends.gpu.closeness import make_runner
+
+    g = GRAPHS[name]
+    tptr, tidx, _ = g.csc()
+    r = make_runner(g.indptr, g.indices, tptr, tidx, ctx=_ctx(), all_sources=True)
+    assert r.schedule == "blocks" and r.symmetric == (not g.directed)
+    assert not make_runner(g.indptr, g.indices, tptr, tidx, ctx=_ctx()).symmetric
+    a = closeness(g, convention=convention, backend="cpu", comm=MPI.COMM_SELF, progress=False)
+    b = closeness(g, convention=convention, backend="gpu", comm=MPI.COMM_SELF, progress=False)
+    assert np.array_equal(a.farness, b.farness) and np.array_equal(a.reach, b.reach)
+    assert np.array_equal(a.harmonic, b.harmonic)
+    assert np.array_equal(a.closeness, b.closeness, equal_nan=True)
+    # with a checkpoint (one run() per batch of 64, no deferring)
+    c = closeness(g, convention=convention, backend="gpu", comm=MPI.COMM_SELF, progress=False, batch_size=64,
+                  checkpoint=tmp_path / "ck")
+    assert np.array_equal(a.farness, c.farness) and np.array_equal(a.harmonic, c.harmonic)
+
+
+@pytest.mark.gpu
+def test_blocks_bad_arguments():
+    from distgraph.errors import InvalidArgumentError
+
+    g = GRAPHS["path4"]
+    with pytest.raises(InvalidArgumentError, match="slots"):
+        _runner(g, slots=0)
+    with pytest.raises(InvalidArgumentError, match="groups"):
+        _runner(g, groups="block")
+
+
+def test_auto_schedule():
+    from distgraph.backends.gpu.msbfs import BLOCKS_ARCS, auto_schedule
+
+    assert auto_schedule(1000) == "blocks" and auto_schedule(BLOCKS_ARCS) == "blocks"
+    assert auto_schedule(BLOCKS_ARCS + 1) == 1
+
+
+def test_block_plan_counts_every_slot():
+    from distgraph.backends.gpu.msbfs import msbfs_plan
+    from distgraph.formats.bvss import build_bvss
+
+    g = GRAPHS["kron10"]
+    b = build_bvss(g)
+    one = msbfs_plan(g.n, b, 256, bottom_up=False, slots=1).total
+    many = msbfs_plan(g.n, b, 256, bottom_up=False, slots=100).total
+    state = 3 * 4 * 8 * 8 * ((g.n + 7) // 8)   # F, Vc, Vn of one slot
+    assert many - one >= 99 * state
