@@ -1,9 +1,11 @@
 """Benchmark: one-source SSSP with negative weights on the GPU (issue 7): the queue-driven
-Bellman-Ford kernel (BQ and BWD) and the plain round-based CuPy Bellman-Ford, side by side
-with distgraph's CPU backend and scipy, on the same graph in the same run.
+Bellman-Ford kernel (near-far priority on, and off = plain FIFO) and the plain round-based
+CuPy Bellman-Ford, side by side with distgraph's CPU backend (1 and N ranks) and scipy, on
+the same graph in the same run.
 
-    python benchmarks/gpu_sssp.py --outdir DIR [--graphs kron:20,kron:22,road-FLA]
-        [--pes 1,2,4] [--pes-graph kron:16] [--cpu-ranks 16] [--trials 3]
+    python benchmarks/gpu_sssp.py --outdir DIR [--graphs road-FLA,kron:20,kron:21,kron:22]
+        [--queues bwd] [--delta-factors 0,0.25,4] [--cpu-ranks 16] [--trials 3]
+        [--wait-for FILE] [--deadline S] [--pes 1,2,4] [--merge OLD.json]
 
 Graphs (``benchmarks/sssp_bench.py``'s cases): ``kron:S`` (undirected Kronecker) and
 ``road-FLA`` (``$DISTGRAPH_DATA`` or ../shared/data), integer weights uniform in [1, 255]
@@ -11,29 +13,35 @@ Graphs (``benchmarks/sssp_bench.py``'s cases): ``kron:S`` (undirected Kronecker)
 about 29% of the arcs negative, no negative cycle). One source: the vertex of largest
 out-degree (Kronecker) or vertex 0 (roads).
 
+Order: every graph's CPU rows first (so GPU tests may share the machine meanwhile:
+``--wait-for`` a file they touch when done), then the GPU rows, then the N-rank CPU rows.
 Per graph and weights (best of ``--trials`` after a warm-up run; device arrays uploaded
-once, not timed; GTEPS = stored arcs / seconds):
+once, not timed; GTEPS = stored arcs / seconds; relaxations_per_arc = arcs scanned / arcs):
 
-* ``gpu_queue_bq`` / ``gpu_queue_bwd``: :class:`QueueSSSP` on one PE (one kernel launch,
-  plus host checks for negative cycles on shifted weights);
-* ``gpu_rounds_cupy``: :func:`rounds_cupy`, the round-based baseline in plain CuPy;
-* ``cpu_1rank``: distgraph's CPU backend (``rounds`` driver) in this process: one timed run
-  after numba's compile on a tiny graph (not best of ``--trials``: a GPU row's
-  ``speedup_vs_cpu_1rank`` may be overstated by the CPU's run-to-run spread);
-* ``cpu_Nranks`` (``--cpu-ranks N`` on ``--cpu-ranks-graphs``/``--cpu-ranks-weights``,
-  graphs up to 2**21 vertices): the same under ``mpirun -n N`` on this host's cores (each
-  rank builds the graph; run time only);
-* ``scipy_dijkstra``: on the uniform weights (on the shifted ones, Dijkstra on the
-  unshifted weights plus potentials is the reference, timed the same);
+* ``gpu_queue_bwd`` (``gpu_queue_bq``): :class:`QueueSSSP` on one PE with the default
+  near-far delta; ``..._delta_sweep`` the same object with delta = factor x the default
+  (``--delta-factors`` on ``--sweep-graphs``), ``..._fifo`` the factor-0 run (near-far off:
+  the kernel before the priority existed), ``speedup_vs_fifo`` the default's gain over it;
+* ``gpu_rounds_cupy``: :func:`rounds_cupy`, the round-based baseline in plain CuPy
+  (``--rounds-trials`` timed runs);
+* ``cpu_1rank``: distgraph's CPU backend (``rounds`` driver: on one rank a worklist) in
+  this process, after numba's compile on a tiny graph: best of 3 runs below 10**7 arcs,
+  one run above;
+* ``cpu_Nranks`` (``--cpu-ranks N`` on ``--cpu-ranks-cases``): the same under
+  ``mpirun -n N`` on this host's cores (each rank builds the graph; run time only, best of
+  2 after a warm-up); skipped past ``--deadline``;
+* ``scipy_dijkstra`` (``--scipy-graphs``): on the uniform weights (on the shifted ones,
+  Dijkstra on the unshifted weights plus potentials is the reference, timed the same);
   scipy ``bellman_ford``/``johnson`` are not run: both are O(n m) here (98 s and 116 s
-  from one source on Kronecker scale 14, benchmarks/results/sssp_cpu.json).
+  from one source on Kronecker scale 14 on the 2-core VM, benchmarks/results/sssp_cpu.json,
+  quoted under ``scipy_bellman_ford_reference``).
 
 Every distance vector is compared with the CPU backend's. ``--pes 1,2,4``: ``mpirun -n P``
 workers run the NVSHMEM kernel (all four remote relaxation / queue variants) on
 ``--pes-graph`` with several PEs sharing the one GPU (limited MPG: the ratios show the
 protocol's cost and check correctness; they are not multi-GPU scaling).
 Writes DIR/gpu_sssp.json with commit, device and date (``--merge FILE`` keeps the rows of
-an earlier file that this run does not redo).
+an earlier file that this run does not redo, each marked with its ``measured_at_commit``).
 """
 
 from __future__ import annotations
@@ -60,18 +68,21 @@ _BUILT: dict = {}
 
 
 def case(spec, weights):
-    """(graph, source, unshifted graph, potential or None); the base graph is built once."""
+    """(graph, source, unshifted graph, potential or None); every graph is built once and kept
+    (the CPU rows of all graphs come first, then the GPU rows)."""
     from sssp_bench import build
 
     from distgraph.generators import potential_shift
 
     if spec not in _BUILT:
-        _BUILT.clear()
         _BUILT[spec] = build(spec)
     base, s = _BUILT[spec]
     if weights == "uniform":
         return base, s, base, None
-    g, p = potential_shift(base, seed=1, return_potential=True)
+    key = (spec, "shifted")
+    if key not in _BUILT:
+        _BUILT[key] = potential_shift(base, seed=1, return_potential=True)
+    g, p = _BUILT[key]
     return g, s, base, p
 
 
@@ -84,14 +95,16 @@ def best(fn, trials):
     return min(times), times, out
 
 
-def bench_case(spec, weights, trials, cpu_ranks, row, cpu_weights=("uniform", "shifted")):
-    import cupy as cp
+_REF: dict = {}
+
+
+def cpu_part(spec, weights, row, scipy_graphs):
+    """Graph, the CPU backend on one rank (this process) and scipy's Dijkstra reference."""
     import scipy.sparse.csgraph as csg
     from mpi4py import MPI
 
     from distgraph.algorithms.bellman_ford import _arc_weights, cycle_weight
     from distgraph.backends.cpu.bellman_ford import run_rounds
-    from distgraph.backends.gpu.bellman_ford import QueueSSSP, RoundsSSSP
     from distgraph.graph import Graph
 
     t0 = time.perf_counter()
@@ -100,53 +113,124 @@ def bench_case(spec, weights, trials, cpu_ranks, row, cpu_weights=("uniform", "s
                build_s=time.perf_counter() - t0)
     w = _arc_weights(g, None)
     confirm = lambda cy: cycle_weight(g, cy, w) < 0  # noqa: E731
-    # CPU backend (one rank, this process)
     tiny = Graph.from_edges([0], [1], np.array([1], w.dtype))
     run_rounds(tiny, tiny.weights, 0, MPI.COMM_SELF, confirm)  # numba compiles or loads its cache
-    t_cpu, times, out = best(lambda: run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=False), 1)
-    ref = out[0]
-    row["cpu_1rank"] = {"time_s": t_cpu, "gteps": g.m / t_cpu / 1e9, "relaxations": out[2]["relaxations"],
+    trials = 3 if g.m < 10 ** 7 else 1
+    t_cpu, times, out = best(lambda: run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=False), trials)
+    _REF[(spec, weights)] = out[0]
+    row["cpu_1rank"] = {"time_s": t_cpu, "times_s": times, "gteps": g.m / t_cpu / 1e9,
+                        "relaxations": out[2]["relaxations"], "relaxations_per_arc": out[2]["relaxations"] / g.m,
                         "rounds": out[2]["rounds"]}
     print(f"  cpu 1 rank {t_cpu:.3f} s", flush=True)
-    # scipy reference (Dijkstra on the unshifted weights)
-    t_sp, _, dd = best(lambda: csg.dijkstra(base.to_scipy(dtype=np.float64), indices=s), 1)
-    fin = np.isfinite(dd)
-    expect = np.full(g.n, np.iinfo(np.int64).max, np.int64)
-    expect[fin] = dd[fin].astype(np.int64) + (0 if pot is None else pot[s] - pot[fin])
-    row["scipy_dijkstra"] = {"time_s": t_sp, "on": "uniform weights" if pot is None else
-                             "the unshifted weights (+ potentials = the reference)",
-                             "matches_cpu": bool(np.array_equal(expect, ref))}
-    row["scipy_bellman_ford"] = {"skipped": "O(n m): 98 s from one source on kron:14 (sssp_cpu.json)"}
-    # GPU
-    runners = {"gpu_queue_bq": lambda: QueueSSSP(g, w, MPI.COMM_SELF, queue="bq"),
-               "gpu_queue_bwd": lambda: QueueSSSP(g, w, MPI.COMM_SELF, queue="bwd"),
-               "gpu_rounds_cupy": lambda: RoundsSSSP(g, w, MPI.COMM_SELF)}
-    for name, make in runners.items():
+    if spec in scipy_graphs:
+        # scipy reference (Dijkstra on the unshifted weights: + potentials on the shifted ones)
+        t_sp, _, dd = best(lambda: csg.dijkstra(base.to_scipy(dtype=np.float64), indices=s), 1)
+        fin = np.isfinite(dd)
+        expect = np.full(g.n, np.iinfo(np.int64).max, np.int64)
+        expect[fin] = dd[fin].astype(np.int64) + (0 if pot is None else pot[s] - pot[fin])
+        row["scipy_dijkstra"] = {"time_s": t_sp, "on": "uniform weights" if pot is None else
+                                 "the unshifted weights (+ potentials = the reference)",
+                                 "matches_cpu": bool(np.array_equal(expect, out[0]))}
+    else:
+        row["scipy_dijkstra"] = {"skipped": "not in --scipy-graphs (device time)"}
+    row["scipy_bellman_ford"] = {"skipped": "O(n m): 98 s from one source on kron:14 (sssp_cpu.json); see "
+                                            "scipy_bellman_ford_reference"}
+
+
+def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials):
+    """The queue kernel (default delta, and the delta sweep: factor x the default, 0 = FIFO)
+    and the CuPy rounds, each compared with the CPU row's distances."""
+    import cupy as cp
+    from mpi4py import MPI
+
+    from distgraph.algorithms.bellman_ford import _arc_weights, cycle_weight
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP, RoundsSSSP
+
+    g, s, _, _ = case(spec, weights)
+    w = _arc_weights(g, None)
+    ref = _REF[(spec, weights)]
+    t_cpu = row["cpu_1rank"]["time_s"]
+    confirm = lambda cy: cycle_weight(g, cy, w) < 0  # noqa: E731
+
+    def record(t, times, out):
+        st = out[2]
+        rel = st.get("relaxations")
+        return {"time_s": t, "times_s": times, "gteps": g.m / t / 1e9, "same_as_cpu": bool(np.array_equal(out[0], ref)),
+                "relaxations": rel, "relaxations_per_arc": None if rel is None else rel / g.m,
+                "setup_s": st.get("time_setup_s"), "kernel_or_loop_s": st.get("time_run_s"),
+                **{k: st[k] for k in ("launches", "checks", "items", "grid", "rounds", "delta", "phases") if k in st},
+                "speedup_vs_cpu_1rank": t_cpu / t}
+
+    for queue in queues:
+        name = f"gpu_queue_{queue}"
         try:
-            r = make()
+            r = QueueSSSP(g, w, MPI.COMM_SELF, queue=queue)
+            auto = r.delta
             r.run(s, confirm)  # warm-up (kernel compile / load)
-            t, times, out = best(lambda: r.run(s, confirm), trials)
-            cp.cuda.Device().synchronize()
-            st = out[2]
-            row[name] = {"time_s": t, "times_s": times, "gteps": g.m / t / 1e9, "same_as_cpu": bool(np.array_equal(out[0], ref)),
-                         "relaxations": st.get("relaxations"), "setup_s": st.get("time_setup_s"),
-                         "kernel_or_loop_s": st.get("time_run_s"),
-                         **{k: st[k] for k in ("launches", "checks", "items", "grid", "rounds") if k in st},
-                         "speedup_vs_cpu_1rank": t_cpu / t}
+            row[name] = record(*best(lambda: r.run(s, confirm), trials))
+            if factors:
+                sweep = []
+                for f in factors:
+                    r.set_delta(f * auto)
+                    rec = record(*best(lambda: r.run(s, confirm), trials))
+                    rec["factor"] = f
+                    sweep.append(rec)
+                    if f == 0:
+                        row[name + "_fifo"] = rec
+                r.set_delta(None)
+                row[name + "_delta_sweep"] = sweep
             r.close()
             del r
         except Exception as e:  # one runner failing must not lose the others' numbers
             row[name] = {"error": repr(e)[:2000]}
         print(f"  {name} {json.dumps(row[name], default=float)[:300]}", flush=True)
+    try:
+        r = RoundsSSSP(g, w, MPI.COMM_SELF)
+        r.run(s, confirm)
+        row["gpu_rounds_cupy"] = record(*best(lambda: r.run(s, confirm), rounds_trials))
+        cp.cuda.Device().synchronize()
+        del r
+    except Exception as e:
+        row["gpu_rounds_cupy"] = {"error": repr(e)[:2000]}
+    print(f"  gpu_rounds_cupy {json.dumps(row['gpu_rounds_cupy'], default=float)[:300]}", flush=True)
     if "time_s" in row.get("gpu_rounds_cupy", {}):
-        for q in ("gpu_queue_bq", "gpu_queue_bwd"):
-            if "time_s" in row.get(q, {}):
-                row[q]["speedup_vs_rounds_cupy"] = row["gpu_rounds_cupy"]["time_s"] / row[q]["time_s"]
-    if cpu_ranks and g.n <= 1 << 21 and weights in cpu_weights:
-        row[f"cpu_{cpu_ranks}ranks"] = mpirun_json(cpu_ranks, ["--worker-cpu", spec, weights], 180)
-        if "time_s" in row[f"cpu_{cpu_ranks}ranks"]:
-            row[f"cpu_{cpu_ranks}ranks"]["gteps"] = g.m / row[f"cpu_{cpu_ranks}ranks"]["time_s"] / 1e9
-        print(f"  cpu {cpu_ranks} ranks {row[f'cpu_{cpu_ranks}ranks']}", flush=True)
+        for k, v in row.items():
+            if k.startswith("gpu_queue") and isinstance(v, dict) and "time_s" in v:
+                v["speedup_vs_rounds_cupy"] = row["gpu_rounds_cupy"]["time_s"] / v["time_s"]
+    for queue in queues:
+        q, f = row.get(f"gpu_queue_{queue}", {}), row.get(f"gpu_queue_{queue}_fifo", {})
+        if "time_s" in q and "time_s" in f:
+            q["speedup_vs_fifo"] = f["time_s"] / q["time_s"]
+
+
+def ratios_vs_ranks(row, key):
+    """Speed-ups of the GPU rows over the CPU row ``key`` (e.g. cpu_16ranks)."""
+    c = row.get(key, {})
+    if "time_s" not in c:
+        return
+    for k, v in row.items():
+        if k.startswith("gpu_") and isinstance(v, dict) and "time_s" in v:
+            v[f"speedup_vs_{key}"] = c["time_s"] / v["time_s"]
+
+
+def scipy_reference():
+    """scipy's bellman_ford/johnson from one source where they finished (committed CPU runs)."""
+    try:
+        d = json.loads((ROOT / "benchmarks" / "results" / "sssp_cpu.json").read_text())
+    except Exception as e:  # noqa: BLE001
+        return {"error": repr(e)}
+    out = {"note": "scipy.sparse.csgraph bellman_ford and johnson are O(n m) from one source: not run here "
+                   "(kron:20 and up, road-FLA would take hours); their times on the 2-core VM of "
+                   "benchmarks/results/sssp_cpu.json are quoted, with this run's GPU time on the same graph "
+                   "where it ran (different machines: the ratio is indicative)",
+           "runs": {}}
+    for r in d.get("runs", []):
+        if r.get("ranks") == 1 and r["graph"] in ("kron:12", "kron:14"):
+            p = r.get("peers", {})
+            out["runs"][f"{r['graph']}_{r['weights']}"] = {
+                k: p[k]["time_s"] for k in ("scipy_bellman_ford", "scipy_johnson") if p.get(k, {}).get("time_s")}
+    out["kron:16_shifted"] = d.get("scipy_bellman_ford_bounded", {}).get("kron:16")
+    return out
 
 
 def mpirun_json(n, args, timeout):
@@ -189,7 +273,8 @@ def worker_cpu(spec, weights):
         times.append(time.perf_counter() - t0)
     if comm.Get_rank() == 0:
         print("RESULT-JSON " + json.dumps({"time_s": min(times), "times_s": times, "ranks": comm.Get_size(),
-                                            "rounds": st["rounds"]}))
+                                            "rounds": st["rounds"], "relaxations": st["relaxations"],
+                                            "relaxations_per_arc": st["relaxations"] / g.m}))
 
 
 def worker_pes(spec, weights, trials):
@@ -236,15 +321,28 @@ def worker_pes(spec, weights, trials):
 
 
 def main(argv=None):
+    t_start = time.monotonic()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--outdir", default=str(ROOT / "benchmarks" / "results"))
-    ap.add_argument("--graphs", default=os.environ.get("BENCH_GPU_SSSP_GRAPHS", "kron:20,road-FLA,kron:22"))
+    ap.add_argument("--graphs", default=os.environ.get("BENCH_GPU_SSSP_GRAPHS", "road-FLA,kron:20,kron:21,kron:22"))
     ap.add_argument("--weights", default="uniform,shifted")
     ap.add_argument("--trials", type=int, default=int(os.environ.get("BENCH_GPU_SSSP_TRIALS", 3)))
+    ap.add_argument("--rounds-trials", type=int, default=None,
+                    help="timed runs of the CuPy rounds (default --trials; 1 saves time on road graphs)")
+    ap.add_argument("--queues", default="bwd", help="queue kernels timed: bq, bwd or both")
+    ap.add_argument("--delta-factors", default="0,0.25,4",
+                    help="near-far sweep on the first queue: delta = factor x the default (0: FIFO, no near-far)")
+    ap.add_argument("--sweep-graphs", default="road-FLA,kron:20", help="graphs of the delta sweep")
+    ap.add_argument("--scipy-graphs", default="road-FLA,kron:20", help="graphs with a scipy Dijkstra row")
     ap.add_argument("--cpu-ranks", type=int, default=int(os.environ.get("BENCH_GPU_SSSP_CPU_RANKS", 16)))
-    ap.add_argument("--cpu-ranks-graphs", default="kron:20", help="graphs of the --cpu-ranks runs")
-    ap.add_argument("--cpu-ranks-weights", default="uniform,shifted", help="weights of the --cpu-ranks runs")
-    ap.add_argument("--pes", default=os.environ.get("BENCH_GPU_SSSP_PES", "1,2,4"))
+    ap.add_argument("--cpu-ranks-cases", default="kron:20/uniform,road-FLA/uniform,kron:20/shifted",
+                    help="GRAPH/WEIGHTS runs of the --cpu-ranks rows, in this order (after the GPU rows)")
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="seconds from the start after which the --cpu-ranks rows still to come are skipped")
+    ap.add_argument("--wait-for", metavar="FILE", default=None,
+                    help="before the GPU rows, wait (at most --wait-max s) until FILE exists (tests sharing the GPU)")
+    ap.add_argument("--wait-max", type=float, default=300.0)
+    ap.add_argument("--pes", default=os.environ.get("BENCH_GPU_SSSP_PES", ""))
     ap.add_argument("--pes-weights", default="shifted,uniform")
     ap.add_argument("--pes-trials", type=int, default=2)
     ap.add_argument("--pes-graph", default=os.environ.get("BENCH_GPU_SSSP_PES_GRAPH", "kron:16"))
@@ -262,38 +360,92 @@ def main(argv=None):
     outdir = Path(a.outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     path = outdir / "gpu_sssp.json"
+    queues = [q for q in a.queues.split(",") if q]
+    factors = [float(x) for x in a.delta_factors.split(",") if x]
     results = {"benchmark": "gpu_sssp",
                "commit": commit(),
                "device": _sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
                "host_cpus": os.cpu_count(), "loadavg": list(os.getloadavg()),
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "cupy": cp.__version__, "trials": a.trials, "runs": [], "pes": {}}
+               "cupy": cp.__version__, "trials": a.trials, "command": " ".join(sys.argv),
+               "scipy_bellman_ford_reference": scipy_reference(), "runs": [], "pes": {}}
     if a.merge:
         old = json.loads(Path(a.merge).read_text())
         ours = {(g, w) for g in a.graphs.split(",") for w in a.weights.split(",")}
         results["merged_from"] = {k: old.get(k) for k in ("commit", "date", "device")}
         results["runs"] = [r for r in old.get("runs", []) if (r["graph"], r["weights"]) not in ours]
+        for r in results["runs"]:
+            r.setdefault("measured_at_commit", old.get("commit"))
         results["pes"] = dict(old.get("pes", {}))
+        if old.get("pes"):
+            results["pes_commit"] = old.get("pes_commit", old.get("commit"))
+    save = lambda: path.write_text(json.dumps(results, indent=1, default=float))  # noqa: E731
+    rows = []
+    # CPU rows first (they may overlap GPU tests: --wait-for), then the GPU rows
     for spec in [x for x in a.graphs.split(",") if x]:
         for wk in [x for x in a.weights.split(",") if x]:
             row = {"graph": spec, "weights": wk}
-            print(spec, wk, flush=True)
+            print(spec, wk, "(cpu)", flush=True)
             try:
-                bench_case(spec, wk, a.trials, a.cpu_ranks if spec in a.cpu_ranks_graphs.split(",") else 0, row,
-                           a.cpu_ranks_weights.split(","))
+                cpu_part(spec, wk, row, a.scipy_graphs.split(","))
             except Exception as e:
                 row["error"] = repr(e)[:2000]
                 print("  error", row["error"], flush=True)
+            rows.append(row)
             results["runs"].append(row)
-            path.write_text(json.dumps(results, indent=1, default=float))
+            save()
+    if a.wait_for:
+        t0 = time.monotonic()
+        while not Path(a.wait_for).exists() and time.monotonic() - t0 < a.wait_max:
+            time.sleep(0.5)
+        results["waited_for_tests_s"] = time.monotonic() - t0
+    results["loadavg_gpu_rows"] = list(os.getloadavg())
+    for row in rows:
+        if "error" in row:
+            continue
+        print(row["graph"], row["weights"], "(gpu)", flush=True)
+        try:
+            gpu_part(row["graph"], row["weights"], a.trials, row, queues,
+                     factors if row["graph"] in a.sweep_graphs.split(",") else [],
+                     a.rounds_trials or a.trials)
+        except Exception as e:
+            row["error_gpu"] = repr(e)[:2000]
+            print("  error", row["error_gpu"], flush=True)
+        save()
+    ref = results["scipy_bellman_ford_reference"].get("runs", {})
+    for row in rows:  # scipy's committed times (2-core VM) over this run's, where the graph is the same
+        sp = ref.get(f"{row['graph']}_{row['weights']}")
+        if sp:
+            row["scipy_bellman_ford"] = {"time_s_on_2core_vm": sp, "ratio_over_this_run": {
+                f"{peer}/{k}": t / v["time_s"] for peer, t in sp.items() for k, v in row.items()
+                if (k.startswith("gpu_") or k == "cpu_1rank") and isinstance(v, dict) and "time_s" in v}}
+    results["loadavg_cpu_ranks_rows"] = list(os.getloadavg())
+    if a.cpu_ranks:
+        key = f"cpu_{a.cpu_ranks}ranks"
+        for c in [x for x in a.cpu_ranks_cases.split(",") if x]:
+            spec, wk = c.split("/")
+            row = next((r for r in rows if r["graph"] == spec and r["weights"] == wk), None)
+            if row is None:
+                continue
+            if a.deadline is not None and time.monotonic() - t_start > a.deadline:
+                row[key] = {"skipped": "the device call's time budget"}
+                continue
+            row[key] = mpirun_json(a.cpu_ranks, ["--worker-cpu", spec, wk], 90)
+            if "time_s" in row[key]:
+                row[key]["gteps"] = row["arcs"] / row[key]["time_s"] / 1e9
+                ratios_vs_ranks(row, key)
+            print(f"  {spec} {wk} cpu {a.cpu_ranks} ranks {row[key]}", flush=True)
+            save()
     for p in [int(x) for x in a.pes.split(",") if x]:
         for wk in [x for x in a.pes_weights.split(",") if x]:
             r = mpirun_json(p, ["--worker-pes", a.pes_graph, wk, "--trials", str(a.pes_trials)], 240)
             results["pes"][f"{p}_{wk}"] = r
+            results["pes_commit"] = results["commit"]
             print("pes", p, wk, json.dumps(r, default=float)[:600], flush=True)
-            path.write_text(json.dumps(results, indent=1, default=float))
+            save()
     results["loadavg_end"] = list(os.getloadavg())
-    path.write_text(json.dumps(results, indent=1, default=float))
+    results["wall_s"] = time.monotonic() - t_start
+    save()
     return 0
 
 

@@ -8,8 +8,21 @@
 // their out-arcs with an atomic minimum on the head's distance, and enqueue a head whose distance
 // they lowered (once: an in-queue flag, cleared when the vertex is dequeued, deduplicates).
 // Here a worker is a warp: it dequeues up to 32 vertices with one warp-aggregated reservation
-// (kernels/broker_queue.cuh, BQ or BWD), then scans them one after the other with the 32 lanes
-// striding over the out-arcs, and enqueues the improved heads with one reservation per stride.
+// (kernels/broker_queue.cuh, BQ or BWD), lays their out-arcs end to end (a warp prefix sum of
+// the degrees; each lane finds its arc's vertex by a 5-step binary search over the lanes), relaxes
+// them 32 at a time, and enqueues the improved heads with one reservation per step.
+//
+// Near-far priority (Davidson et al., "Work-efficient parallel GPU methods for single-source
+// shortest paths", IPDPS 2014), one PE only: a vertex lowered to a key below the threshold thr
+// goes into the queue (near), one at or above thr into a far pile (two piles, used in turn).
+// When no item is queued or in flight (the termination test below), warp 0 raises thr to
+// max(thr, smallest key put in the pile) + delta and hands the pile out as scan tasks
+// (Item.u == -2): each moves its entries below thr to the queue and keeps the others in the
+// other pile. Without the priority the FIFO queue scans vertices at keys that are not final
+// yet, and rescans them after each later improvement (5-8 scans per arc on road graphs).
+// thr is only a priority: any improvement is queued near or far, the run ends when the queue,
+// the items in flight and the far pile are all empty, negative weights need no special case.
+// delta = 0 (several PEs, or asked for) turns it off: thr = INT64_MAX, nothing goes far.
 //
 // Several PEs: PE p owns the vertex block [offsets[p], offsets[p+1]) (1-D partition by arcs),
 // its out-arcs, its distances and one queue segment, all in the NVSHMEM symmetric heap. An arc
@@ -41,9 +54,14 @@
 //
 // State (per PE; nl = own vertices, local ids v = global - offsets[my_pe])
 //   dist[nl]  i64 keys           pred[nl] i64 global tail of the last improvement (-1: none)
-//   inq[nl]   int: 1 while the vertex is queued (set by whoever enqueues it)
+//   inq[nl]   int: 1 while the vertex is queued (set by whoever enqueues it), 2 + b while it
+//             is in far pile b (one PE), 0 else; each pile holds a vertex at most once
 //   ring/tickets/meta: the queue segment (broker_queue.cuh), items Item{v, cand, u}: u == -1 a
-//             vertex to rescan, u >= 0 a remote relaxation (enqueue mode)
+//             vertex to rescan, u >= 0 a remote relaxation (enqueue mode), u == -2 a scan task
+//             for far entries [v, cand) of the previous pile
+//   far[2][far_cap] int32 local ids: the far piles; ph[8] i64: thr, phase (pile = phase & 1),
+//             count of pile 0 and 1, smallest key put in pile 0 and 1, delta (key units; the
+//             double's bits for float keys), +inf's key
 //   ctr[24]   u64 symmetric: SENT at 0, DONE at 8, STOPREQ at 16 (one 64-byte line each)
 //   ctl[8]    i64 local: scans, arcs, below, finished, stop, abort (an int: dgq::Spin), items
 #ifndef DISTGRAPH_BELLMAN_FORD_CUH
@@ -56,6 +74,9 @@
 #endif
 #ifndef DG_BF_BLOCK
 #define DG_BF_BLOCK 128
+#endif
+#ifndef DG_BF_MAX_TASKS
+#define DG_BF_MAX_TASKS 1024  // scan tasks per phase change (each at least 64 far entries)
 #endif
 
 #ifdef DISTGRAPH_WITH_NVSHMEM
@@ -70,13 +91,15 @@ typedef long long i64;
 typedef unsigned long long u64;
 
 struct Item {
-    i64 v;     // local id at the owner
-    i64 cand;  // candidate key (remote relaxation) or 0
-    i64 u;     // global tail (remote relaxation) or -1 (rescan v)
+    i64 v;     // local id at the owner (rescan, remote relaxation) or first far entry (scan task)
+    i64 cand;  // candidate key (remote relaxation), end of the far entries (scan task), or 0
+    i64 u;     // global tail (remote relaxation), -1 (rescan v) or -2 (scan task)
 };
 
 enum { SENT = 0, DONE = 8, STOPREQ = 16 };
 enum { C_SCANS = 0, C_ARCS = 1, C_BELOW = 2, C_FINISHED = 3, C_STOP = 4, C_ABORT = 5, C_ITEMS = 6 };
+enum { P_THR = 0, P_PHASE = 1, P_CNT = 2, P_FMIN = 4, P_DELTA = 6, P_INF = 7 };
+enum { I_NEAR = 1, I_FAR = 2 };  // in-queue flag values besides 0; I_FAR + b: in far pile b
 
 #define DGBF_FULL 0xffffffffu
 
@@ -91,6 +114,16 @@ __device__ __forceinline__ i64 relax(i64 dk, i64 wbits) {
 #endif
 }
 
+// key + delta (the next threshold), saturating at +inf (the integer maximum for integer keys)
+__device__ __forceinline__ i64 add_delta(i64 k, i64 delta, i64 inf) {
+#if DG_BF_FLOAT
+    (void)inf;
+    return relax(k, delta);
+#else
+    return k >= inf - delta ? inf : k + delta;
+#endif
+}
+
 __device__ __forceinline__ int owner_of(const i64* offsets, int npes, i64 t) {
     int o = 0;
     while (o + 1 < npes && t >= offsets[o + 1]) ++o;
@@ -98,6 +131,7 @@ __device__ __forceinline__ int owner_of(const i64* offsets, int npes, i64 t) {
 }
 
 __device__ __forceinline__ i64 vload(const i64* p) { return *(const volatile i64*)p; }
+__device__ __forceinline__ int vloadi(const int* p) { return *(const volatile int*)p; }
 
 #ifdef DISTGRAPH_WITH_NVSHMEM
 // Fetch-and-minimum on another PE's element: NVSHMEM has no atomic min, so a CAS loop.
@@ -116,6 +150,14 @@ __device__ __forceinline__ i64 remote_min(i64* p, i64 v, int pe) {
 __device__ __forceinline__ void request_stop(u64* ctr, i64* ctl, int npes, int my_pe) {
     atomicExch((u64*)(ctl + C_STOP), 1ull);
     if (npes > 1) dgq::amo_set(ctr + STOPREQ, 1ull, 0, my_pe);
+}
+
+// Own vertex t was just lowered to key ck: 1 if the caller must enqueue it (near queue),
+// 2 if it must append it to far pile cur, 0 if it is queued already.
+__device__ __forceinline__ int mark(int* inq, i64 t, i64 ck, i64 thr, int cur, i64* ph) {
+    if (ck < thr) return atomicExch(inq + t, I_NEAR) != I_NEAR ? 1 : 0;
+    if (ck < vload(ph + P_FMIN + cur)) atomicMin((long long*)(ph + P_FMIN + cur), (long long)ck);  // one hot word
+    return atomicCAS(inq + t, 0, I_FAR + cur) == 0 ? 2 : 0;
 }
 
 // The lanes with want enqueue x into this PE's segment, one reservation (warp-collective).
@@ -137,6 +179,20 @@ __device__ bool push_local(const dgq::Queue<Item>& q, bool want, const Item& x, 
     }
 }
 
+// The lanes with want append v to far pile cur (warp-collective). False if the pile is
+// full, which the protocol rules out (one entry per vertex per pile): the run aborts.
+__device__ __forceinline__ bool far_append(bool want, i64 v, int* far, i64* ph, int cur, i64 cap) {
+    unsigned m = __ballot_sync(DGBF_FULL, want);
+    if (m == 0) return true;
+    const int lane = threadIdx.x & 31, leader = __ffs(m) - 1;
+    i64 base = 0;
+    if (lane == leader) base = (i64)atomicAdd((u64*)(ph + P_CNT + cur), (u64)__popc(m));
+    base = __shfl_sync(DGBF_FULL, base, leader);
+    const i64 at = base + __popc(m & ((1u << lane) - 1));
+    if (want && at < cap) far[(i64)cur * cap + at] = (int)v;
+    return base + __popc(m) <= cap;
+}
+
 #ifdef DISTGRAPH_WITH_NVSHMEM
 // One lane enqueues x into PE o's segment (retrying while it is full).
 template <bool BQ>
@@ -153,20 +209,63 @@ __device__ bool push_remote(const dgq::Queue<Item>& q, int o, const Item& x, u64
 }
 #endif
 
-// Lane 0 of warp 0, idle: all DONE counters, then all SENT counters; equal sums end the run.
-__device__ void poll_termination(u64* ctr, i64* ctl, int npes, int my_pe) {
-    u64 d = 0, s = 0;
-    for (int p = 0; p < npes; ++p) d += dgq::amo_fetch(ctr + DONE, p, my_pe);
-    DGBF_FENCE();
-    for (int p = 0; p < npes; ++p) s += dgq::amo_fetch(ctr + SENT, p, my_pe);
-    if (s == d) atomicExch((u64*)(ctl + C_FINISHED), 1ull);
+// Warp 0, idle (warp-collective): all DONE counters, then all SENT counters; equal sums
+// mean no item is queued or in flight. Then an empty far pile ends the run; otherwise the
+// threshold rises past the pile's smallest key and the pile is handed out as scan tasks.
+template <bool BQ>
+__device__ bool poll_termination(const dgq::Queue<Item>& q, u64* ctr, i64* ctl, i64* ph, int npes, int my_pe) {
+    const int lane = threadIdx.x & 31;
+    i64 ntasks = 0, cnt = 0, chunk = 0;
+    if (lane == 0) {
+        u64 d = 0, s = 0;
+        for (int p = 0; p < npes; ++p) d += dgq::amo_fetch(ctr + DONE, p, my_pe);
+        DGBF_FENCE();
+        for (int p = 0; p < npes; ++p) s += dgq::amo_fetch(ctr + SENT, p, my_pe);
+        if (s == d) {
+            const int cur = (int)(vload(ph + P_PHASE) & 1);
+            cnt = vload(ph + P_CNT + cur);
+            if (cnt == 0) {
+                atomicExch((u64*)(ctl + C_FINISHED), 1ull);
+            } else {  // quiescent: nobody else touches ph until the tasks are queued
+                const i64 thr = vload(ph + P_THR), fmin = vload(ph + P_FMIN + cur), inf = ph[P_INF];
+                const i64 base = thr > fmin ? thr : fmin;
+                i64 nt = add_delta(base, ph[P_DELTA], inf);
+                if (nt <= base && base < inf) nt = base + 1;  // float rounding: still the next key up
+                ph[P_THR] = nt;
+                ph[P_CNT + (cur ^ 1)] = 0;
+                ph[P_FMIN + (cur ^ 1)] = inf;
+                ph[P_PHASE] += 1;
+                ntasks = (cnt + 63) / 64;
+                if (ntasks > DG_BF_MAX_TASKS) ntasks = DG_BF_MAX_TASKS;
+                chunk = (cnt + ntasks - 1) / ntasks;
+                __threadfence();
+                atomicAdd(ctr + SENT, (u64)ntasks);
+                DGBF_FENCE();
+            }
+        }
+    }
+    ntasks = __shfl_sync(DGBF_FULL, ntasks, 0);
+    cnt = __shfl_sync(DGBF_FULL, cnt, 0);
+    chunk = __shfl_sync(DGBF_FULL, chunk, 0);
+    for (i64 t0 = 0; t0 < ntasks; t0 += 32) {
+        const i64 t = t0 + lane;
+        const i64 e = (t + 1) * chunk;
+        Item x{t * chunk, e < cnt ? e : cnt, -2};
+        dgq::Spin spin(q.abort);
+        while (true) {
+            int st = q.template enqueue_warp<BQ>(q.my_pe, t < ntasks, x);
+            if (st == DGQ_OK) break;
+            if (st == DGQ_ABORTED || !spin.wait()) return false;
+        }
+    }
+    return true;
 }
 
 template <bool BQ>
 __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ indices, const i64* __restrict__ w,
                        i64* dist, i64* pred, int* inq, Item* ring, u64* tickets, u64* meta, u64 N,
                        const i64* __restrict__ offsets, int npes, int my_pe, u64* ctr, i64* ctl, i64 bound_key,
-                       i64 scan_limit, int remote_mode) {
+                       i64 scan_limit, int remote_mode, i64* ph, int* far, i64 far_cap) {
     const int lane = threadIdx.x & 31;
     const i64 gwarp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     int* abort_flag = (int*)(ctl + C_ABORT);
@@ -190,7 +289,10 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
         if (st == DGQ_ABORTED) break;
         unsigned gm = __ballot_sync(DGBF_FULL, got);
         if (gm == 0) {
-            if (gwarp == 0 && lane == 0) poll_termination(ctr, ctl, npes, my_pe);
+            if (gwarp == 0 && !poll_termination<BQ>(q, ctr, ctl, ph, npes, my_pe)) {
+                if (lane == 0) atomicExch(abort_flag, 1);
+                break;
+            }
             __syncwarp();
             __nanosleep(idle_ns);
             if (idle_ns < 2048) idle_ns <<= 1;
@@ -198,100 +300,139 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
         }
         idle_ns = 32;
         const int nitems = __popc(gm);
-        i64 scans = 0, arcs = 0;
+        // the phase is fixed while any item is in flight (it changes only when all are done)
+        const i64 thr = vload(ph + P_THR);
+        const int cur = (int)(vload(ph + P_PHASE) & 1);
         int below = 0;
         bool ok = true;
-        while (gm) {
-            const int sl = __ffs(gm) - 1;
-            gm &= gm - 1;
+        // (1) scan tasks and remote relaxations, one after the other, by the whole warp
+        unsigned special = __ballot_sync(DGBF_FULL, got && it.u != -1);
+        while (special) {
+            const int sl = __ffs(special) - 1;
+            special &= special - 1;
             const i64 v = __shfl_sync(DGBF_FULL, it.v, sl);
             const i64 cand = __shfl_sync(DGBF_FULL, it.cand, sl);
             const i64 u = __shfl_sync(DGBF_FULL, it.u, sl);
-            if (u >= 0) {  // a remote relaxation (enqueue mode): apply it here
-                bool want = false;
-                if (lane == 0) {
-                    i64 old = atomicMin((long long*)(dist + v), (long long)cand);
-                    if (cand < old) {
-                        pred[v] = u;
-                        if (cand < bound_key) below = 1;
-                        want = atomicExch(inq + v, 1) == 0;
+            if (u == -2) {  // far entries [v, cand) of the previous pile: near now, or kept
+                const int old = cur ^ 1;
+                for (i64 base = v; base < cand; base += 32) {
+                    const i64 j = base + lane;
+                    bool wn = false, wf = false;
+                    i64 x = 0;
+                    if (j < cand) {
+                        x = far[(i64)old * far_cap + j];
+                        if (vloadi(inq + x) == I_FAR + old) {
+                            const i64 dx = vload(dist + x);
+                            if (dx < thr) {
+                                wn = atomicCAS(inq + x, I_FAR + old, I_NEAR) == I_FAR + old;
+                            } else if (atomicCAS(inq + x, I_FAR + old, I_FAR + cur) == I_FAR + old) {
+                                wf = true;
+                                if (dx < vload(ph + P_FMIN + cur)) atomicMin((long long*)(ph + P_FMIN + cur), (long long)dx);
+                            }
+                        }
                     }
+                    ok = push_local<BQ>(q, wn, Item{x, 0, -1}, ctr) && ok;
+                    ok = far_append(wf, x, far, ph, cur, far_cap) && ok;
                 }
-                Item x{v, 0, -1};
-                const bool pushed = push_local<BQ>(q, want, x, ctr);  // warp-collective: always called
-                ok = ok && pushed;
                 continue;
             }
+            // a remote relaxation (enqueue mode): apply it here
+            int want = 0;
             if (lane == 0) {
-                atomicExch(inq + v, 0);  // a later improvement enqueues v again
-                __threadfence();
-            }
-            __syncwarp();
-            const i64 dk = vload(dist + v);
-            const i64 ug = lo + v;
-            const i64 a = indptr[v], b = indptr[v + 1];
-            scans += 1;
-            arcs += b - a;
-            for (i64 base = a; base < b; base += 32) {
-                const i64 k = base + lane;
-                bool want = false;
-                Item x{0, 0, -1};
-#ifdef DISTGRAPH_WITH_NVSHMEM
-                int rowner = -1;
-                Item rx{0, 0, -1};
-#endif
-                if (k < b) {
-                    const i64 t = indices[k];
-                    const i64 ck = relax(dk, w[k]);
-                    const int o = npes == 1 ? 0 : owner_of(offsets, npes, t);
-                    if (o == my_pe) {
-                        const i64 tl = t - lo;
-                        if (ck < vload(dist + tl)) {
-                            i64 old = atomicMin((long long*)(dist + tl), (long long)ck);
-                            if (ck < old) {
-                                pred[tl] = ug;
-                                if (ck < bound_key) below = 1;
-                                want = atomicExch(inq + tl, 1) == 0;
-                                x.v = tl;
-                            }
-                        }
-                    }
-#ifdef DISTGRAPH_WITH_NVSHMEM
-                    else {
-                        const i64 tl = t - offsets[o];
-                        if (remote_mode == 0) {
-                            i64 old = remote_min(dist + tl, ck, o);
-                            if (ck < old) {
-                                nvshmem_longlong_p((long long*)(pred + tl), ug, o);
-                                if (ck < bound_key) below = 1;
-                                if (nvshmem_int_atomic_swap(inq + tl, 1, o) == 0) {
-                                    rowner = o;
-                                    rx.v = tl;
-                                }
-                            }
-                        } else {
-                            rowner = o;
-                            rx.v = tl;
-                            rx.cand = ck;
-                            rx.u = ug;
-                        }
-                    }
-#endif
+                i64 old = atomicMin((long long*)(dist + v), (long long)cand);
+                if (cand < old) {
+                    pred[v] = u;
+                    if (cand < bound_key) below = 1;
+                    want = mark(inq, v, cand, thr, cur, ph);
                 }
-                const bool pushed = push_local<BQ>(q, want, x, ctr);  // warp-collective: always called
-                ok = ok && pushed;
+            }
+            ok = push_local<BQ>(q, want == 1, Item{v, 0, -1}, ctr) && ok;  // warp-collective: always called
+            ok = far_append(want == 2, v, far, ph, cur, far_cap) && ok;
+        }
+        // (2) rescans: the out-arcs of all of them as one list, 32 arcs per step
+        const bool mine = got && it.u == -1;
+        const i64 v = mine ? it.v : 0;
+        if (mine) atomicExch(inq + v, 0);  // a later improvement enqueues v again
+        __threadfence();
+        i64 dk = 0, a = 0, deg = 0;
+        if (mine) {
+            dk = vload(dist + v);
+            a = indptr[v];
+            deg = indptr[v + 1] - a;
+        }
+        i64 incl = deg;
+        for (int o = 1; o < 32; o <<= 1) {
+            const i64 y = __shfl_up_sync(DGBF_FULL, incl, o);
+            if (lane >= o) incl += y;
+        }
+        const i64 total = __shfl_sync(DGBF_FULL, incl, 31);
+        const i64 excl = incl - deg;
+        const int scans = __popc(__ballot_sync(DGBF_FULL, mine));
+        for (i64 base = 0; base < total; base += 32) {
+            const i64 k = base + lane;
+            int src = 0;  // the lane whose arc range holds k: the first with incl > k
+            for (int s = 16; s >= 1; s >>= 1)
+                if (__shfl_sync(DGBF_FULL, incl, src + s - 1) <= k) src += s;
+            const i64 ai = __shfl_sync(DGBF_FULL, a, src), ei = __shfl_sync(DGBF_FULL, excl, src);
+            const i64 di = __shfl_sync(DGBF_FULL, dk, src), vi = __shfl_sync(DGBF_FULL, v, src);
+            int want = 0;
+            i64 tl = 0;
 #ifdef DISTGRAPH_WITH_NVSHMEM
-                if (rowner >= 0 && !push_remote<BQ>(q, rowner, rx, ctr)) ok = false;
-                ok = __all_sync(DGBF_FULL, ok);
+            int rowner = -1;
+            Item rx{0, 0, -1};
+#endif
+            if (k < total) {
+                const i64 e = ai + (k - ei);
+                const i64 t = indices[e];
+                const i64 ck = relax(di, w[e]);
+                const i64 ug = lo + vi;
+                const int o = npes == 1 ? 0 : owner_of(offsets, npes, t);
+                if (o == my_pe) {
+                    tl = t - lo;
+                    if (ck < vload(dist + tl)) {
+                        i64 old = atomicMin((long long*)(dist + tl), (long long)ck);
+                        if (ck < old) {
+                            pred[tl] = ug;
+                            if (ck < bound_key) below = 1;
+                            want = mark(inq, tl, ck, thr, cur, ph);
+                        }
+                    }
+                }
+#ifdef DISTGRAPH_WITH_NVSHMEM
+                else {
+                    const i64 rl = t - offsets[o];
+                    if (remote_mode == 0) {
+                        i64 old = remote_min(dist + rl, ck, o);
+                        if (ck < old) {
+                            nvshmem_longlong_p((long long*)(pred + rl), ug, o);
+                            if (ck < bound_key) below = 1;
+                            if (nvshmem_int_atomic_swap(inq + rl, I_NEAR, o) == 0) {
+                                rowner = o;
+                                rx.v = rl;
+                            }
+                        }
+                    } else {
+                        rowner = o;
+                        rx.v = rl;
+                        rx.cand = ck;
+                        rx.u = ug;
+                    }
+                }
 #endif
             }
+            ok = push_local<BQ>(q, want == 1, Item{tl, 0, -1}, ctr) && ok;  // warp-collective: always called
+            ok = far_append(want == 2, tl, far, ph, cur, far_cap) && ok;
+#ifdef DISTGRAPH_WITH_NVSHMEM
+            if (rowner >= 0 && !push_remote<BQ>(q, rowner, rx, ctr)) ok = false;
+            ok = __all_sync(DGBF_FULL, ok);
+#endif
         }
         const bool any_below = __any_sync(DGBF_FULL, below);
         if (lane == 0) {
             DGBF_FENCE();  // this item's enqueues (and their SENT) before its DONE
             atomicAdd(ctr + DONE, (u64)nitems);
             atomicAdd((u64*)(ctl + C_ITEMS), (u64)nitems);
-            atomicAdd((u64*)(ctl + C_ARCS), (u64)arcs);
+            atomicAdd((u64*)(ctl + C_ARCS), (u64)total);
             const i64 tot = (i64)atomicAdd((u64*)(ctl + C_SCANS), (u64)scans) + scans;
             if (any_below) {
                 atomicExch((u64*)(ctl + C_BELOW), 1ull);
@@ -314,9 +455,10 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
         NAME(const long long* indptr, const int* indices, const long long* w, long long* dist, long long* pred, \
              int* inq, dgbf::Item* ring, unsigned long long* tickets, unsigned long long* meta,                  \
              unsigned long long N, const long long* offsets, int npes, int my_pe, unsigned long long* ctr,      \
-             long long* ctl, long long bound_key, long long scan_limit, int remote_mode) {                      \
+             long long* ctl, long long bound_key, long long scan_limit, int remote_mode, long long* ph,         \
+             int* far, long long far_cap) {                                                                     \
         dgbf::worker<BQ>(indptr, indices, w, dist, pred, inq, ring, tickets, meta, N, offsets, npes, my_pe, ctr, \
-                         ctl, bound_key, scan_limit, remote_mode);                                              \
+                         ctl, bound_key, scan_limit, remote_mode, ph, far, far_cap);                            \
     }
 
 DGBF_KERNEL(distgraph_bf_queue_bq, true)

@@ -142,6 +142,9 @@ def test_validation_messages():
         bellman_ford(g, 0, queue="lifo")
     with pytest.raises(InvalidArgumentError, match="remote must be"):
         bellman_ford(g, 0, remote="cas")
+    with pytest.raises(InvalidArgumentError, match="delta must be None or a number >= 0"):
+        bellman_ford(g, 0, delta=-2)
+    assert bellman_ford(g, 0, delta=5, backend="cpu").distance.tolist() == [0, 1, 2]  # a GPU-only knob
     try:
         import cupy  # noqa: F401
     except ImportError:
@@ -668,6 +671,9 @@ class _HostArray(np.ndarray):
     def get(self):
         return np.asarray(self).copy()
 
+    def set(self, x):
+        self[...] = x
+
 
 class _FakeCuPy:
     class cuda:
@@ -698,6 +704,7 @@ def _fake_queue_sssp(g, launch):
             self.ctr = h(24, np.int64)
             self.ring, self.tickets = np.zeros((64, 3), np.int64).view(_HostArray), h(64, np.int64)
             self.meta, self.ctl = h(24, np.int64), h(8, np.int64)
+            self.ph, self.far, self.far_cap, self.delta = h(8, np.int64), h(2, np.int32), 1, 0
             self.timeout, self.timed_out, self.setup_s, self.launches = 1.0, False, 0.0, 0
 
         def _launch(self, scan_limit):
@@ -858,6 +865,42 @@ def test_gpu_queue_arguments_validated_before_the_device():
     for kw, msg in (({"capacity": 100}, "capacity must be None or a power of two >= 64"),
                     ({"capacity": 32}, "got 32"), ({"queue": "lifo"}, "queue must be 'bq' or 'bwd'"),
                     ({"remote": "cas"}, "remote must be"), ({"grid": 0}, "grid must be"),
-                    ({"timeout": -1}, "timeout must be")):
+                    ({"timeout": -1}, "timeout must be"), ({"delta": -1}, "delta must be"),
+                    ({"delta": float("nan")}, "delta must be"), ({"delta": True}, "delta must be")):
         with pytest.raises(InvalidArgumentError, match=msg):
             QueueSSSP(g, g.weights, MPI.COMM_SELF, **kw)
+
+
+def test_gpu_near_far_delta_and_start_state():
+    """The near-far priority's delta (no GPU): the default is Davidson et al.'s mean |w| * 32 /
+    mean degree (at least one mean weight), integers rounded up to >= 1; 0 and inf turn it off;
+    the kernel's start state (threshold = 0 + delta as a key, empty piles, +inf's key) for
+    integer and float keys, and INT64_MAX (nothing far) when off."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    road = Graph.from_edges(np.arange(99), np.arange(1, 100), np.full(99, 10, np.int64), n=100, directed=False)
+    ind, w = road.indptr.astype(np.int64), road.weights.astype(np.int64)
+    # mean |w| 10, mean degree 198/100: 10 * 32 / 1.98 = 161.6 -> 162
+    assert gbf._pick_delta(ind, w, False, None) == 162
+    assert gbf._pick_delta(ind, -w, False, None) == 162
+    dense = Graph.from_edges(*np.nonzero(np.ones((40, 40)) - np.eye(40)), n=40, directed=True)  # degree 39 > 32
+    assert gbf._pick_delta(dense.indptr, np.full(dense.m, 3, np.int64), False, None) == 3
+    assert gbf._pick_delta(ind, w, False, 2.2) == 3 and gbf._pick_delta(ind, w, False, 0.1) == 1
+    assert gbf._pick_delta(ind, w.astype(np.float64), True, 0.25) == 0.25
+    assert gbf._pick_delta(ind, w, False, 0) == 0 and gbf._pick_delta(ind, w, False, np.inf) == 0
+    empty = Graph.from_edges([], [], n=3)
+    assert gbf._pick_delta(empty.indptr, np.zeros(0, np.int64), False, None) == 0
+    fw = np.array([1.5, np.inf, 2.5])
+    assert gbf._pick_delta(np.array([0, 3, 3, 3]), fw, True, None) == pytest.approx(2.0 * 32)
+
+    class Q(gbf.QueueSSSP):
+        def __init__(self, delta, isf):
+            self.delta, self.isf = delta, isf
+
+    imax = np.iinfo(np.int64).max
+    finf = int(np.float64(np.inf).view(np.int64))
+    assert Q(162, False)._ph0(imax).tolist() == [162, 0, 0, 0, imax, imax, 162, imax]
+    assert Q(0, False)._ph0(imax).tolist() == [imax, 0, 0, 0, imax, imax, 0, imax]
+    st = Q(0.75, True)._ph0(finf)
+    assert gbf.from_keys(st[:1], np.float64)[0] == 0.75 and st[6] == np.float64(0.75).view(np.int64)
+    assert st.tolist()[1:6] == [0, 0, 0, finf, finf] and st[7] == finf

@@ -227,3 +227,70 @@ def test_cli_backend_gpu(tmp_path, data_dir, monkeypatch):
     d = np.load(out)
     np.testing.assert_array_equal(np.where(d == np.iinfo(np.int64).max, np.inf, d),
                                   csg.dijkstra(g.to_scipy(dtype=np.float64), indices=3))
+
+
+@pytest.mark.parametrize("queue", ["bq", "bwd"])
+def test_near_far_any_delta_gives_the_cpu_answer(queue, data_dir):
+    """The near-far priority of the queue kernel (one PE) is only a priority: with delta off (0,
+    inf), 1 (a phase per distance value: many phase changes, far piles handed out as scan
+    tasks), small, default and huge, on Kronecker (int64 and float64 potential-shifted
+    weights) and road-NY shifted, distances equal the CPU backend's; the stats count the
+    phases (None when off)."""
+    from mpi4py import MPI
+
+    from distgraph.algorithms.bellman_ford import _arc_weights
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    kron = potential_shift(uniform_weights(kronecker(11, seed=21), seed=21), seed=22)
+    kron_f = Graph(kron.indptr, kron.indices, kron.weights.astype(np.float64) / 8, directed=kron.directed)
+    road = potential_shift(uniform_weights(_read(data_dir, "road-NY.gr.xz"), seed=23), seed=24)
+    for name, g, deltas in (("kron", kron, (None, 0, 1, 40, np.inf, 10 ** 9)),
+                            ("kron_float", kron_f, (None, 0, 0.5, 5.0, 1e12)),
+                            ("road", road, (None, 0, 200, 5000))):
+        w = _arc_weights(g, None)
+        s = int(np.argmax(np.diff(g.indptr)))
+        ref = run_rounds(g, w, s, MPI.COMM_SELF, lambda cy: True, predecessors=False)[0]
+        q = QueueSSSP(g, w, MPI.COMM_SELF, queue=queue)
+        try:
+            for delta in deltas:
+                q.set_delta(delta)
+                d, _, st, cyc = q.run(s, lambda cy: cycle_weight(g, cy, w) < 0)
+                assert cyc is None, (name, delta)
+                np.testing.assert_array_equal(d, ref, err_msg=f"{name} delta={delta}")
+                if delta in (0, np.inf):
+                    assert st["phases"] is None and st["delta"] == 0
+                else:
+                    assert st["phases"] >= 1 and st["delta"] > 0
+                if delta in (1, 0.5):
+                    assert st["phases"] > 10, (name, st)
+        finally:
+            q.close()
+
+
+def test_near_far_one_block_and_negative_cycle():
+    """One block (warp 0 changes the phases and hands out the far piles alone) with delta 1,
+    equal to the CPU; a planted negative cycle is still found through the public API with a
+    small delta (distances keep falling below the threshold: all near)."""
+    from mpi4py import MPI
+
+    from distgraph.algorithms.bellman_ford import _arc_weights
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    g = potential_shift(uniform_weights(kronecker(10, seed=31), seed=31), seed=32)
+    w = _arc_weights(g, None)
+    ref = run_rounds(g, w, 7, MPI.COMM_SELF, lambda cy: True, predecessors=False)[0]
+    for queue in ("bq", "bwd"):
+        q = QueueSSSP(g, w, MPI.COMM_SELF, queue=queue, grid=1, delta=1)
+        try:
+            d, _, st, cyc = q.run(7, lambda cy: cycle_weight(g, cy, w) < 0)
+        finally:
+            q.close()
+        assert cyc is None and st["phases"] > 10
+        np.testing.assert_array_equal(d, ref)
+    gc, cyc = plant_negative_cycle(uniform_weights(kronecker(10, seed=2), seed=2), length=5, seed=4)
+    for delta in (1, 50):
+        with pytest.raises(NegativeCycleError) as ei:
+            bellman_ford(gc, int(cyc[0]), backend="gpu", mode="async", queue="bwd", delta=delta)
+        assert ei.value.weight < 0 and cycle_weight(gc, ei.value.cycle) == ei.value.weight

@@ -227,7 +227,7 @@ def _resolve_backend(backend, comm):
 # --------------------------------------------------------------------------- public
 def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool = False,
                  mode: str = "rounds", queue: str = "bq", remote: str = "atomic",
-                 backend: str | None = None, comm=None, verify: bool = False) -> SSSPResult:
+                 backend: str | None = None, comm=None, verify: bool = False, delta=None) -> SSSPResult:
     """Shortest-path distances from ``source``; negative weights allowed.
 
     Collective: every rank of ``comm`` calls it with the same arguments and gets the same
@@ -263,6 +263,11 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
         Default ``MPI.COMM_WORLD``.
     verify : bool
         Check the result with :func:`verify_sssp` (each rank checks its block).
+    delta : number, optional
+        GPU ``async`` mode on one PE: the near-far bucket width of the queue kernel (vertices
+        whose tentative distance is below a threshold go first; the threshold rises by
+        ``delta`` when they run out). None: chosen from the mean weight and degree; 0 or inf:
+        off. Only a priority: the result does not depend on it. Ignored elsewhere.
 
     Returns
     -------
@@ -309,6 +314,8 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
     expect(mode in MODES, "mode", f"one of {MODES}", mode)
     expect(queue in QUEUES, "queue", f"one of {QUEUES}", queue)
     expect(remote in REMOTES, "remote", f"one of {REMOTES}", remote)
+    expect(delta is None or (isinstance(delta, (int, float, np.number)) and not isinstance(delta, bool) and delta >= 0),
+           "delta", "None or a number >= 0 (0 or inf: no near-far)", delta)
     comm = comm if comm is not None else MPI.COMM_WORLD
     backend = _resolve_backend(backend, comm)
     source = int(source)
@@ -329,7 +336,7 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
             dist, pred, stats, cycle = gpu.run_rounds(graph, w, source, comm, confirm, predecessors=want)
         else:
             dist, pred, stats, cycle = gpu.run_queue(graph, w, source, comm, confirm, queue=queue, remote=remote,
-                                                     predecessors=want)
+                                                     predecessors=want, delta=delta)
     elif mode == "rounds":
         dist, pred, stats, cycle = cpu.run_rounds(graph, w, source, comm, confirm, predecessors=want)
     else:

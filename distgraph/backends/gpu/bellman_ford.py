@@ -97,6 +97,36 @@ def from_keys(k: np.ndarray, wdt) -> np.ndarray:
     return k.view(np.float64)
 
 
+#: Scan tasks per phase change of the near-far priority (DG_BF_MAX_TASKS in the kernel).
+_MAX_TASKS = 1024
+#: Default near-far delta: this many mean arc weights (|w|) per 32 / mean degree (at least
+#: one mean weight): wide buckets where few arcs leave a vertex (road graphs), about one
+#: mean weight on Kronecker graphs (Davidson et al.'s heuristic, delta = w * 32 / degree).
+DELTA_FACTOR = 1.0
+
+
+def _check_delta(delta):
+    expect(delta is None or (isinstance(delta, (int, float, np.number)) and not isinstance(delta, bool)
+                             and delta >= 0), "delta", "None or a number >= 0 (0 or inf: no near-far)", delta)
+
+
+def _pick_delta(indptr, ww, isf, delta):
+    """The near-far delta in the weights' units (0: off); ``delta`` the caller's value."""
+    if delta is not None:
+        if not np.isfinite(delta) or delta == 0:
+            return 0
+        return float(delta) if isf else max(int(np.ceil(delta)), 1)
+    n = indptr.shape[0] - 1
+    m = int(indptr[-1] - indptr[0]) if n else 0
+    if m == 0:
+        return 0
+    a = np.abs(ww[::max(1, ww.shape[0] // (1 << 20))].astype(np.float64))  # a strided sample
+    a = a[np.isfinite(a)]
+    wmean = float(a.mean()) if a.size else 1.0
+    d = DELTA_FACTOR * max(wmean, 1e-300 if isf else 1.0) * max(1.0, 32.0 * n / m)
+    return d if isf else max(int(np.ceil(d)), 1)
+
+
 def _grid(cp, kernel, block):
     """Co-resident blocks of ``kernel`` on this GPU (from the occupancy API)."""
     sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
@@ -162,11 +192,15 @@ class QueueSSSP:
     and four times that plus 2**16 with ``remote="enqueue"``, whose items are not
     deduplicated). ``grid``: blocks (default: all co-resident ones). ``timeout``: seconds
     one launch may take before the host aborts it and raises (default
-    ``DISTGRAPH_HANG_TIMEOUT`` when positive, else 600).
+    ``DISTGRAPH_HANG_TIMEOUT`` when positive, else 600). ``delta``: the near-far bucket
+    width in the weights' units (one PE only; see ``kernels/bellman_ford.cuh``): None picks
+    :data:`DELTA_FACTOR` mean weights times ``max(1, 32 / mean degree)``, 0 or inf turns the
+    priority off (plain FIFO queue, as on several PEs); :meth:`set_delta` changes it
+    between runs.
     """
 
     def __init__(self, graph, weights, comm, *, queue="bq", remote="atomic", use_nvshmem=None,
-                 capacity=None, grid=None, timeout=None):
+                 capacity=None, grid=None, timeout=None, delta=None):
         from ...runtime.context import get_context
         from ..cpu.bellman_ford import _neg_bound, _setup
         from .loader import import_cupy
@@ -182,6 +216,7 @@ class QueueSSSP:
                "None or a positive number of blocks", grid)
         expect(timeout is None or (isinstance(timeout, (int, float, np.number)) and timeout > 0), "timeout",
                "None or a positive number of seconds", timeout)
+        _check_delta(delta)
         t0 = time.perf_counter()
         cp = import_cupy()
         get_context(comm, "gpu")
@@ -197,9 +232,12 @@ class QueueSSSP:
         self.bound, self.has_neg = _neg_bound(self.ww, self.wdt, comm)
         self.isf = self.wdt.kind == "f"
         self.nl = self.hi - self.lo
+        self.delta = _pick_delta(self.indptr, self.ww, self.isf, delta) if size == 1 else 0
         maxnl = max(int(self.part.sizes().max()), 1)
+        self.far_cap = maxnl
         if capacity is None:
-            need = maxnl + 64 if remote == "atomic" or size == 1 else 4 * maxnl + (1 << 16)
+            # room for every own vertex, plus the near-far scan tasks of one phase change
+            need = maxnl + _MAX_TASKS + 64 if remote == "atomic" or size == 1 else 4 * maxnl + (1 << 16)
             capacity = 1 << max(int(need - 1).bit_length(), 6)
         self.capacity = int(capacity)
         self.d_indptr = cp.asarray(self.indptr.astype(np.int64))
@@ -242,6 +280,10 @@ class QueueSSSP:
             mod = get_module("bellman_ford", defines=defines)
         self.kernel = mod.get_function(f"distgraph_bf_queue_{queue}")
         self.ctl = cp.zeros(8, cp.int64)
+        self.ph = cp.zeros(8, cp.int64)
+        if comm.Get_size() > 1:
+            self.far_cap = 0  # no near-far on several PEs (nothing is ever put in a pile)
+        self.far = cp.zeros(max(2 * self.far_cap, 1), cp.int32)
         self.grid = int(grid) if grid is not None else _grid(cp, self.kernel, BLOCK)
         self.stream = cp.cuda.Stream(non_blocking=True)
         self.side = cp.cuda.Stream(non_blocking=True)
@@ -253,6 +295,12 @@ class QueueSSSP:
         self.timeout = float(timeout)
         self.timed_out = False
         cp.cuda.Device().synchronize()
+
+    def set_delta(self, delta):
+        """Change the near-far delta for the next runs (one PE; see the class docstring)."""
+        _check_delta(delta)
+        if self.comm.Get_size() == 1:
+            self.delta = _pick_delta(self.indptr, self.ww, self.isf, delta)
 
     def close(self):
         """Free the symmetric arrays (collective); also after a failed construction."""
@@ -275,6 +323,7 @@ class QueueSSSP:
         self.pred.fill(-1)
         for a in (self.inq, self.ctr, self.ring, self.tickets, self.meta, self.ctl):
             a.fill(0)
+        self.ph.set(self._ph0(int(inf)))
         self.timed_out = False
         if self.lo <= source < self.hi:
             sl = source - self.lo
@@ -288,6 +337,18 @@ class QueueSSSP:
         cp.cuda.Device().synchronize()
         self._barrier()
 
+    def _ph0(self, inf):
+        """Near-far state at a run's start (see bellman_ford.cuh): threshold 0 + delta
+        (INT64_MAX: off), phase 0, empty piles, delta and +inf as keys."""
+        if not self.delta:
+            thr, dkey = np.iinfo(np.int64).max, 0
+        elif self.isf:
+            dkey = int(np.float64(self.delta).view(np.int64))
+            thr = int(to_keys(np.array([np.float64(self.delta)]))[0])
+        else:
+            dkey = thr = int(self.delta)
+        return np.array([thr, 0, 0, 0, inf, inf, dkey, inf], np.int64)
+
     def _launch(self, scan_limit):
         """One launch on a side stream, watched: past ``timeout`` seconds the host sets the
         kernel's abort flag by a copy (no SM needed while the persistent grid holds them all)."""
@@ -298,7 +359,8 @@ class QueueSSSP:
                          self.tickets, self.meta, np.uint64(self.capacity), self.d_offsets,
                          np.int32(self.comm.Get_size()), np.int32(self.comm.Get_rank()), self.ctr, self.ctl,
                          np.int64(self.bound_key), np.int64(scan_limit),
-                         np.int32(0 if self.remote == "atomic" else 1)))
+                         np.int32(0 if self.remote == "atomic" else 1), self.ph, self.far,
+                         np.int64(self.far_cap)))
             ev = self.stream.record()
         t0 = time.monotonic()
         spin = 0
@@ -385,6 +447,7 @@ class QueueSSSP:
             comm.Allreduce(MPI.IN_PLACE, red, op=MPI.SUM)
         stats = {"mode": "async", "backend": "gpu", "queue": self.queue, "remote": self.remote,
                  "nvshmem": self.nvs, "launches": launches, "checks": checks, "relaxations": int(red[0]),
+                 "delta": self.delta, "phases": int(self.ph[1].get()) + 1 if self.delta else None,
                  "items": int(red[1]), "grid": [self.grid, BLOCK], "capacity": self.capacity,
                  "time_setup_s": self.setup_s, "time_run_s": t_run}
         if cycle is not None:
