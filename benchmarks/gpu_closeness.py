@@ -97,7 +97,9 @@ def _out(size):
             np.zeros(size, np.uint64))
 
 
-def bench_gpu(g, limit, reorder="auto"):
+def bench_gpu(g, limit, reorder="auto", check=True, **kw):
+    """The GPU runner as ``closeness()`` makes it (``make_runner(..., all_sources=True)``:
+    symmetric sums on undirected graphs), kappa 256 unless ``kw`` says otherwise."""
     import cupy as cp
 
     from distgraph.backends.cpu.bits import normalize_limbs
@@ -105,7 +107,9 @@ def bench_gpu(g, limit, reorder="auto"):
 
     tptr, tidx, _ = g.csc()
     t0 = time.perf_counter()
-    r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), kappa=256, announce=False, reorder=reorder)
+    kw.setdefault("kappa", 256)
+    kw.setdefault("symmetric", not g.directed)   # what make_runner(all_sources=True) picks
+    r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), announce=False, reorder=reorder, **kw)
     prep = time.perf_counter() - t0
     sources = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
     batches = [sources[i:i + 512] for i in range(0, sources.size, 512)]
@@ -117,9 +121,17 @@ def bench_gpu(g, limit, reorder="auto"):
     normalize_limbs(out[2], out[3], out[4])
     from distgraph.algorithms.msbfs import run_batches
 
-    ref = run_batches(g.indptr, g.indices, tptr, tidx, batches[0], per_source=False, batch_size=512,
-                      ctx=_ctx("cpu"), progress=False)[:5]
-    exact = all(np.array_equal(np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64)) for a, b in zip(out, ref))
+    exact = None
+    if check:
+        ref = run_batches(g.indptr, g.indices, tptr, tidx, batches[0], per_source=r.symmetric, batch_size=512,
+                          ctx=_ctx("cpu"), progress=False)[:5]
+        if r.symmetric:  # a batch's sums are its sources' own sums, at the sources
+            full = _out(g.n)
+            for a, b in zip(full, ref):
+                np.add.at(a, batches[0], np.asarray(b).astype(a.dtype))
+            ref = full
+        exact = all(np.array_equal(np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64))
+                    for a, b in zip(out, ref))
     cp.cuda.Device().synchronize()
     r.info["launches"] = r.info["levels"] = r.info["bottom_up_levels"] = 0
     acc = _out(g.n)
@@ -137,11 +149,12 @@ def bench_gpu(g, limit, reorder="auto"):
     total = el * sources.size / done
     rate = done * g.m / el
     return {"preprocess_s": prep, "mode": r.mode, "kappa": r.kappa, "grid": r.info["grid"], "groups": r.groups,
+            "schedule": r.schedule, "slots": r.slots, "symmetric": r.symmetric,
             "reorder": r.info["reorder"], "bvss": r.info["bvss"], "sources_run": int(done),
             "sources_total": int(sources.size), "seconds": el, "total_s": total, "extrapolated": bool(done < sources.size),
             "edge_visits_per_s_per_gpu": rate, "vs_blest_per_gpu": rate / BLEST_RATE,
             "levels_per_launch": r.info["levels"] / max(r.info["launches"] * r.groups, 1),  # per kappa sources
-            "bottom_up_levels": r.info["bottom_up_levels"], "first_batch_exact_vs_cpu": bool(exact),
+            "bottom_up_levels": r.info["bottom_up_levels"], "first_batch_exact_vs_cpu": exact,
             "device_bytes": r.plan.total}
 
 
@@ -388,6 +401,18 @@ def main(argv=None):
                     help="comma-separated labels of PROFILE_VARIANTS to run ('' = all)")
     ap.add_argument("--modes-graph", default=os.environ.get("BENCH_GPU_CLOSENESS_MODES_GRAPH", "kron:16"),
                     help="graph of the replicated/partitioned comparison")
+    ap.add_argument("--cpu-graphs", default=os.environ.get("BENCH_GPU_CLOSENESS_CPU_GRAPHS", "all"),
+                    help="graphs that get the CPU backend row ('all', or a comma-separated list)")
+    ap.add_argument("--cpu-limit", type=float, default=None, help="seconds of the CPU row (default: a quarter of "
+                                                                   "--time-limit)")
+    ap.add_argument("--naive-graphs", default=os.environ.get("BENCH_GPU_CLOSENESS_NAIVE_GRAPHS", "all"),
+                    help="graphs that get the Alg. 5 vs single-source row ('all' or a list)")
+    ap.add_argument("--variants", default=os.environ.get("BENCH_GPU_CLOSENESS_VARIANTS_GPU", ""),
+                    help="extra GPU rows on graphs of the block schedule, e.g. 'k32,k64,k128,grid4,nosym' "
+                         "(kN: kappa N; grid4: groups=4, the grid-wide schedule; nosym: per-vertex sums)")
+    ap.add_argument("--variant-limit", type=float, default=10.0, help="seconds of each variant (extrapolated)")
+    ap.add_argument("--merge", default=None, help="an earlier gpu_closeness.json: graphs and modes not run now "
+                                                  "are kept from it (marked 'from_earlier_run')")
     ap.add_argument("--worker-modes", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-batches", type=int, default=4, help=argparse.SUPPRESS)
     ap.add_argument("--modes-batches", type=int, default=int(os.environ.get("BENCH_GPU_CLOSENESS_MODES_BATCHES", 4)),
@@ -402,6 +427,13 @@ def main(argv=None):
            "host_cpus": os.cpu_count(), "loadavg": os.getloadavg(), "blest_rate_per_gpu": BLEST_RATE,
            "blest_rate_note": "4.0e6 * 69.4e6 / 118 / 5 (issue 5); session 1 used 2 * 69.4e6 by mistake"}
     results = {"env": env, "graphs": {}}
+    if a.merge and Path(a.merge).is_file():
+        old = json.loads(Path(a.merge).read_text())
+        results["earlier"] = {"env": old.get("env"), "run": old.get("run"), "cpu_caveat": old.get("cpu_caveat")}
+        for spec, row in old.get("graphs", {}).items():
+            results["graphs"][spec] = {**row, "from_earlier_run": True}
+        if "modes" in old:
+            results["modes"] = {k: {**v, "from_earlier_run": True} for k, v in old["modes"].items()}
     if a.profile:
         path = Path(a.outdir) / "gpu_closeness_profile.json"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -443,14 +475,37 @@ def main(argv=None):
             reorder = a.reorder if spec.startswith("kron:") else "auto"
             row["gpu"] = bench_gpu(g, a.time_limit, reorder)
             print(spec, "gpu", json.dumps(row["gpu"], default=float), flush=True)
+            results["graphs"][spec] = row
+            path.write_text(json.dumps(results, indent=1, default=float))
             if row["gpu"]["total_s"] < a.time_limit and reorder == "auto":  # closeness() reorders by "auto"
                 row["gpu_end_to_end"] = bench_end_to_end(g)
-            row["cpu"] = bench_cpu(g, a.time_limit / 4)
-            row["networkit"] = bench_networkit(g, a.time_limit / 4)
-            row["naive"] = bench_naive(g, reorder)
-            row["gpu_over_cpu"] = row["cpu"]["total_s"] / row["gpu"]["total_s"]
+            cpu_limit = a.time_limit / 4 if a.cpu_limit is None else a.cpu_limit
+            if a.cpu_graphs == "all" or spec in a.cpu_graphs.split(","):
+                row["cpu"] = bench_cpu(g, cpu_limit)
+                row["gpu_over_cpu"] = row["cpu"]["total_s"] / row["gpu"]["total_s"]
+                print(spec, "cpu", json.dumps(row["cpu"], default=float), flush=True)
+            row["networkit"] = bench_networkit(g, cpu_limit)
             if "total_s" in row["networkit"]:
                 row["gpu_over_networkit"] = row["networkit"]["total_s"] / row["gpu"]["total_s"]
+            if a.naive_graphs == "all" or spec in a.naive_graphs.split(","):
+                row["naive"] = bench_naive(g, reorder)
+            path.write_text(json.dumps(results, indent=1, default=float))
+            if row["gpu"].get("schedule") == "blocks":
+                for v in [v for v in a.variants.split(",") if v]:
+                    kw = {"kappa": int(v[1:])} if v.startswith("k") else \
+                        {"groups": 4, "symmetric": False} if v == "grid4" else {"symmetric": False} if v == "nosym" \
+                        else None
+                    if kw is None:
+                        continue
+                    try:
+                        vr = bench_gpu(g, a.variant_limit, reorder, check=False, **kw)
+                        row.setdefault("variants", {})[v] = {k: vr[k] for k in (
+                            "kappa", "schedule", "groups", "slots", "symmetric", "sources_run", "seconds", "total_s",
+                            "extrapolated", "edge_visits_per_s_per_gpu", "vs_blest_per_gpu", "levels_per_launch")}
+                    except Exception as e:
+                        row.setdefault("variants", {})[v] = {"error": repr(e)}
+                    print(spec, "variant", v, json.dumps(row["variants"][v], default=float), flush=True)
+                    path.write_text(json.dumps(results, indent=1, default=float))
         except Exception as e:  # one graph failing must not lose the others' numbers
             row["error"] = repr(e)
         results["graphs"][spec] = row

@@ -130,7 +130,7 @@ def test_blocks_symmetric_total_equals_cpu(name, kappa, slots):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["email-Enron.mtx.gz", "cond-mat-2005.mtx.gz", "wiki-Vote.txt.gz", "power.mtx.gz"])
+@pytest.mark.parametrize("name", ["email-Enron.mtx.gz", "cond-mat-2005.mtx.gz", "bitcoin-otc.csv.gz", "power.mtx.gz"])
 def test_blocks_real_graphs(data_dir, name):
     from distgraph.graph.readers import read_graph
 
