@@ -22,6 +22,24 @@ cupyx.scipy.sparse, scipy.sparse.csgraph.breadth_first_order, and the CPU backen
 (distgraph.bfs backend="cpu") when it is importable.  Every BLEST result is checked
 against the SpMV BFS levels.  Preprocessing (reorder, BVSS, U_div, transpose) is reported
 separately.  Writes DIR/gpu_bfs.json with commit, device and date.
+
+A graph spec may name Jaccard windows: ``kron:22+w16384+w65536`` prepares and times
+reorder=auto at each window W beside reorder=none (rows ``auto@w16384``, ...).
+
+Session 3 additions, all in one device call:
+
+    setsid python benchmarks/gpu_bfs.py --prep kron:23,... --workdir W &   # writes W/prep.pgid
+    python benchmarks/gpu_bfs.py --ab kron:22+w16384+w65536,urand:22 --s1-kernel F \
+        --graphs kron:23,... --workdir W --quiet-prep
+
+``--quiet-prep`` stops the background preparation (SIGSTOP to its process group) while
+a graph is timed and resumes it after, so no timing shares the host with it.  ``--ab``
+is the A/B of the kron:22/urand:22 regression: every ordering (none, auto at each W) x
+{current kernel: switch, lazy, plain at one block per SM, plain at the full grid;
+session-1 kernel F (``git show af7bcda:kernels/bvss_bfs.cu``): switch, lazy, plain},
+sources interleaved (each source runs every configuration in turn), once with the
+background preparation stopped ("idle") and once loaded ("loaded": the preparation
+running, niced, plus one synthetic numpy sorting process per core at normal priority).
 """
 
 from __future__ import annotations
@@ -46,20 +64,37 @@ sys.path.insert(0, str(ROOT))
 # already visited (not in the paper; measured to see whether the extra read pays).
 # "plain-s1": the direct scheme with session 1's update code and no single-block levels.
 # "plain-v": the direct scheme with the visited bitmap and slice-set claims (mode bit 16).
-VARIANTS = ("plain", "plain-v", "plain-s1", "lazy", "switch", "lazy+filter", "switch+filter")
+VARIANTS = ("plain", "plain@full", "plain-v", "plain-s1", "lazy", "switch", "lazy+filter", "switch+filter")
+# "@full": the direct scheme on the full co-resident grid instead of one block per SM
 # high-diameter graphs (roads): the measurement extras (filters) are left out to keep the
 # device run short (session 1 measured them: benchmarks/results/gpu_bfs_scale22.json)
-VARIANTS_ROAD = ("plain", "plain-v", "plain-s1", "lazy", "switch")
+VARIANTS_ROAD = ("plain", "plain@full", "plain-v", "plain-s1", "lazy", "switch")
+# over 200M arcs (scale 24): the extras measured at 22-23 are left out (device time)
+VARIANTS_BIG = ("plain", "plain@full", "plain-s1", "lazy", "switch")
 TINY_SWEEP = (0, 8, 16)
 BLEST_REF = {"kron:21": 0.30, "urand:21": 0.26, "road-FLA": 7.8}  # ms/source, BLEST on an H200
 
+
+
+def split_spec(spec, default_window):
+    """``kron:22+w16384+w65536`` -> ``("kron:22", [16384, 65536])``; no ``+w``: the default;
+    ``kron:24+none`` -> ``("kron:24", [])``: reorder=none only (no auto ordering)."""
+    parts = spec.split("+")
+    if "none" in parts[1:]:
+        return parts[0], []
+    wins = [int(x[1:]) for x in parts[1:] if x.startswith("w")]
+    return parts[0], (wins or [default_window])
+
+
+def _base(workdir, spec):
+    return Path(workdir) / spec.replace(":", "_")
 
 
 def _wait_prepped(spec, workdir, deadline):
     """The graph prepared by a --prep process in workdir, or None when none was started."""
     if workdir is None:
         return None
-    base = Path(workdir) / spec.replace(":", "_")
+    base = _base(workdir, spec)
     if not base.with_suffix(".started").exists():
         return None
     while not (base.with_suffix(".done").exists() or base.with_suffix(".failed").exists()):
@@ -76,44 +111,88 @@ def _wait_prepped(spec, workdir, deadline):
 
 
 def prep_one(spec, workdir, window):
-    """Generate one graph and preprocess it (reorder none and auto) into workdir/cache."""
+    """Generate one graph and preprocess it (reorder none, and auto at each window of the
+    spec) into workdir/cache; times in workdir/<graph>.done."""
     from distgraph.backends.gpu.bfs import _cached_preprocess
     from distgraph.runtime.config import config
 
-    base = Path(workdir) / spec.replace(":", "_")
+    w0 = config.gpu_bfs_window if window is None else window
+    name, windows = split_spec(spec, w0)
+    base = _base(workdir, name)
     try:
         t0 = time.perf_counter()
-        g = load(spec)
-        info = {"gen_s": time.perf_counter() - t0}
+        g = load(name)
+        info = {"gen_s": time.perf_counter() - t0, "start_unix": time.time() - (time.perf_counter() - t0)}
         np.savez(base.with_suffix(".tmp.npz"), indptr=g.indptr, indices=g.indices, directed=g.directed)
         os.replace(base.with_suffix(".tmp.npz"), base.with_suffix(".npz"))
-        w = config.gpu_bfs_window if window is None else window
 
-        def one(reorder):
+        def one(reorder, w):
             t0 = time.perf_counter()
             _, _, _, _, pinfo = _cached_preprocess(g, reorder, w, Path(workdir) / "cache")
             pinfo["total_s"] = time.perf_counter() - t0
             return pinfo
 
-        # "none" (numpy only) in a forked child while this process reorders (numba threads)
-        side = base.with_suffix(".none.json")
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                side.write_text(json.dumps(one("none"), default=float))
-                code = 0
-            finally:
-                os._exit(code)
-        info["auto"] = one("auto")
-        _, status = os.waitpid(pid, 0)
-        if status != 0:
-            raise RuntimeError("preprocessing with reorder=none failed in the forked child")
-        info["none"] = json.loads(side.read_text())
+        # one after the other: the BVSS build, U_div and Jaccard are numba-parallel (a fork
+        # after numba's threads started is not safe with the OpenMP layer)
+        info["none"] = one("none", (windows or [w0])[0])
+        for w in windows:
+            info[f"auto@w{w}"] = one("auto", w)
+            if info[f"auto@w{w}"]["method"] != "jaccard":
+                break  # RCM does not depend on the window
+        info["end_unix"] = time.time()
         base.with_suffix(".done").write_text(json.dumps(info, default=float))
     except Exception as e:  # reported by the timed run
         base.with_suffix(".failed").write_text(f"{type(e).__name__}: {e}")
         raise
+
+
+class PrepGroup:
+    """The background --prep processes (their process group, from W/prep.pgid): stopped
+    while something is timed, so timings never share the host with the preparation."""
+
+    def __init__(self, workdir, enabled):
+        self.pgid = None
+        f = Path(workdir) / "prep.pgid" if workdir else None
+        if enabled and f is not None and f.is_file():
+            self.pgid = int(f.read_text())
+        self.stopped_s = 0.0
+
+    def alive(self):
+        """Whether a process of the group still runs (zombies do not count)."""
+        if self.pgid is None:
+            return False
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()  # state, ppid, pgrp, ...
+            if int(fields[2]) == self.pgid and fields[0] not in "ZX":
+                return True
+        return False
+
+    def _signal(self, sig):
+        if self.alive():
+            try:
+                os.killpg(self.pgid, sig)
+            except OSError:
+                pass
+
+    def __enter__(self):
+        import signal
+
+        self._t = time.perf_counter()
+        self._signal(signal.SIGSTOP)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        self._signal(signal.SIGCONT)
+        self.stopped_s += time.perf_counter() - self._t
+        return False
 
 
 def load(spec):
@@ -183,32 +262,60 @@ def timed(fn, sync):
     return r, (time.perf_counter() - t) * 1e3
 
 
-def bench_graph(spec, args, cache_dir):
+def run_variant(eng, s, v):
+    """One BFS of variant ``v``; ``"X@full"`` runs X on the full co-resident grid."""
+    if v.endswith("@full"):
+        eng.grid = eng.grid_full
+        try:
+            return eng.run_device(s, v[:-5])
+        finally:
+            eng.grid = None
+    return eng.run_device(s, v)
+
+
+def _orderings(g, windows, cache_dir, args):
+    """(label, engine factory) per ordering: none, then auto at each window (one auto for
+    graphs that get RCM)."""
+    from distgraph.formats.reorder import is_scale_free
+
+    if not windows:  # reorder=none only
+        return [("none", "none", args.window or __import__("distgraph.runtime.config", fromlist=["config"]).config.gpu_bfs_window)]
+    sf = is_scale_free(g)[0]
+    wins = windows if sf else windows[:1]
+    out = [("none", "none", wins[0])]
+    for w in wins:
+        out.append(("auto" if len(wins) == 1 else f"auto@w{w}", "auto", w))
+    return out
+
+
+def bench_graph(spec, args, cache_dir, got):
     import cupy as cp
     import scipy.sparse.csgraph as csg
 
     from distgraph.algorithms.bfs import verify_bfs
     from distgraph.backends.gpu.bfs import TINY_DEFAULT, GpuBFS
+    from distgraph.runtime.config import config
 
     tiny_default = TINY_DEFAULT
     sync = cp.cuda.runtime.deviceSynchronize
-    out = {"graph": spec}
+    name, windows = split_spec(spec, args.window or config.gpu_bfs_window)
+    out = {"graph": name, "windows": windows}
     t0 = time.perf_counter()
-    got = _wait_prepped(spec, args.workdir, args.deadline)
     if got is not None:
         g, out["prep"] = got
     else:
-        g = load(spec)
-    out.update({"load_s": time.perf_counter() - t0, "n": g.n, "arcs": g.m, "directed": g.directed})
-    print(f"== {spec}: n={g.n} arcs={g.m} (load {out['load_s']:.1f} s)", flush=True)
+        g = load(name)
+    out.update({"load_s": time.perf_counter() - t0, "n": g.n, "arcs": g.m, "directed": g.directed,
+                "load_avg_start": os.getloadavg()})
+    print(f"== {name}: n={g.n} arcs={g.m} (load {out['load_s']:.1f} s)", flush=True)
     srcs = gap_sources(g, args.sources)
     deg = np.diff(g.indptr)
-    road = "road" in spec
+    road = "road" in name
     big = g.m > 100_000_000
     # ---- baselines
     base = SpmvBFS(g)
     nb = min(len(srcs), 4 if road else len(srcs))
-    variants = VARIANTS_ROAD if road else VARIANTS
+    variants = VARIANTS_ROAD if road else (VARIANTS_BIG if g.m > 200_000_000 else VARIANTS)
     base.levels(srcs[0])
     sync()
     ref, ms = {}, []
@@ -232,6 +339,8 @@ def bench_graph(spec, args, cache_dir):
     out["scipy_cpu"] = {"ms": float(np.mean(ms)) if ms else None, "sources": len(ms)}
     del A
     try:
+        import numba
+
         import distgraph
 
         distgraph.bfs(g, srcs[0], backend="cpu")
@@ -240,18 +349,21 @@ def bench_graph(spec, args, cache_dir):
             t = time.perf_counter()
             distgraph.bfs(g, s, backend="cpu")
             ms.append((time.perf_counter() - t) * 1e3)
-        out["distgraph_cpu"] = {"ms": float(np.mean(ms)), "sources": len(ms), "threads": os.cpu_count()}
+        out["distgraph_cpu"] = {"ms": float(np.mean(ms)), "sources": len(ms), "threads": numba.get_num_threads(),
+                                "host_cpus": os.cpu_count(), "gteps": mean_arcs / float(np.mean(ms)) / 1e6}
     except Exception as e:  # the CPU backend may not be in this checkout
         out["distgraph_cpu"] = {"error": f"{type(e).__name__}: {e}"[:200]}
     print(f"   cupy SpMV {out['cupy_spmv']['ms']:.2f} ms, scipy {out['scipy_cpu']['ms']} ms, "
           f"cpu backend {out['distgraph_cpu'].get('ms', 'n/a')}", flush=True)
     del base
-    # ---- BLEST, each variant, without and with reordering
+    cp.get_default_memory_pool().free_all_blocks()
+    # ---- BLEST, each variant, without and with reordering (each window)
     out["blest"] = {}
     nchk = 8  # sources whose levels every variant must reproduce (the SpMV BFS's)
-    for reorder in ("none", "auto"):
+    keep = None  # the engine of the first auto ordering, kept for the auto choice and parents
+    for label, reorder, w in _orderings(g, windows, cache_dir, args):
         t0 = time.perf_counter()
-        eng = GpuBFS(g, variant="switch", reorder=reorder, window=args.window, cache_dir=cache_dir)
+        eng = GpuBFS(g, variant="switch", reorder=reorder, window=w, cache_dir=cache_dir)
         build_s = time.perf_counter() - t0
         info = {k: v for k, v in eng.info.items() if k not in ("auto_check_ms",)}
         res = {"setup_s": build_s, "info": info, "mismatches": []}
@@ -263,18 +375,18 @@ def bench_graph(spec, args, cache_dir):
                 continue
             for v in variants:
                 if v == "plain":
-                    got = lev
+                    got_l = lev
                 else:
-                    d, _ = eng.run_device(s, v)
-                    got = d.get() if eng.new_id is None else d.get()[eng.new_id]
-                if not np.array_equal(got, ref[s]):
-                    res["mismatches"].append([v, int(s), int(np.count_nonzero(got != ref[s]))])
+                    d, _ = run_variant(eng, s, v)
+                    got_l = d.get() if eng.new_id is None else d.get()[eng.new_id]
+                if not np.array_equal(got_l, ref[s]):
+                    res["mismatches"].append([v, int(s), int(np.count_nonzero(got_l != ref[s]))])
         mean_arcs = float(np.mean(arcs_all))
         for v in variants:
             eng.tiny = 0 if v == "plain-s1" else tiny_default
             for s in srcs[:2]:
-                eng.run_device(s, v)
-            ms = np.array([eng.run_device(s, v)[1] for s in srcs])
+                run_variant(eng, s, v)
+            ms = np.array([run_variant(eng, s, v)[1] for s in srcs])
             st = eng.stats()
             res[v] = {"ms": float(ms.mean()), "ms_min": float(ms.min()), "ms_max": float(ms.max()),
                       "gteps": mean_arcs / float(ms.mean()) / 1e6, "levels_last": st["levels"],
@@ -291,27 +403,32 @@ def bench_graph(spec, args, cache_dir):
                 res[f"{v}_tiny_sweep_ms"] = sweep
             eng.tiny = tiny_default
         res["arcs_reached_mean"] = mean_arcs
-        out["blest"][reorder] = res
-        print(f"   BLEST reorder={reorder} ({info.get('method')}, U_div {info['udiv']:.0f}, "
+        out["blest"][label] = res
+        print(f"   BLEST {label} ({info.get('method')}, W {w}, U_div {info['udiv']:.0f}, "
               f"{info['bvss']['bytes_per_edge']:.2f} B/arc, setup {build_s:.1f} s): "
               + ", ".join(f"{v} {res[v]['ms']:.3f} ms ({res[v]['gteps']:.1f} GTEPS)" for v in variants)
               + (f" tiny sweep {res.get('plain_tiny_sweep_ms')}"
                  if "plain_tiny_sweep_ms" in res else "")
               + (f" MISMATCHES {res['mismatches'][:6]}" if res["mismatches"] else ""),
               flush=True)
-        del eng
+        if keep is None and (reorder == "auto" or not windows):
+            keep = (label, eng)
+        else:
+            del eng
         cp.get_default_memory_pool().free_all_blocks()
-    # ---- the auto choice (reorder auto, U_div rule, first-sources switching check)
-    eng = GpuBFS(g, variant="auto", reorder="auto", window=args.window, cache_dir=cache_dir)
+    # ---- the auto choice (reorder auto, U_div rule, first-sources switching check), on the
+    # kept engine: what GpuBFS(variant="auto") does after the same preprocessing
+    label, eng = keep
+    eng.variant = eng._first_sources_check(eng.info["udiv_choice"])
     for s in srcs[:2]:
         eng.run_device(s)
     ms = np.array([eng.run_device(s)[1] for s in srcs])
-    out["blest_auto"] = {"variant": eng.variant, "udiv_choice": eng.info["udiv_choice"],
+    out["blest_auto"] = {"ordering": label, "variant": eng.variant, "udiv_choice": eng.info["udiv_choice"],
                          "auto_check_ms": eng.info.get("auto_check_ms"), "ms": float(ms.mean()),
-                         "gteps": out["blest"]["auto"]["arcs_reached_mean"] / float(ms.mean()) / 1e6}
-    if spec in BLEST_REF:
-        out["blest_paper_code_ms"] = BLEST_REF[spec]
-        out["ratio_vs_blest_code"] = float(ms.mean()) / BLEST_REF[spec]
+                         "gteps": out["blest"][label]["arcs_reached_mean"] / float(ms.mean()) / 1e6}
+    if name in BLEST_REF:
+        out["blest_paper_code_ms"] = BLEST_REF[name]
+        out["ratio_vs_blest_code"] = float(ms.mean()) / BLEST_REF[name]
     out["speedup_auto_vs_cupy_spmv"] = out["cupy_spmv"]["ms"] / float(ms.mean())
     if out["scipy_cpu"]["ms"]:
         out["speedup_auto_vs_scipy_cpu"] = out["scipy_cpu"]["ms"] / float(ms.mean())
@@ -355,7 +472,109 @@ def bench_graph(spec, args, cache_dir):
     eng.grid = None  # back to the per-variant default
     out["grid_sweep_ms"] = sweep
     print(f"   grid sweep ({eng.variant}, {len(srcs[:32])} sources): {sweep}", flush=True)
-    del eng
+    del eng, keep
+    cp.get_default_memory_pool().free_all_blocks()
+    out["load_avg_end"] = os.getloadavg()
+    return out
+
+
+AB_CONFIGS = (("cur", "switch"), ("cur", "lazy"), ("cur", "plain"), ("cur", "plain@full"),
+              ("s1", "switch"), ("s1", "lazy"), ("s1", "plain"))
+
+
+def _synthetic_load(k):
+    """k processes sorting 128 MiB arrays (memory-bound host work, as the preparation is)."""
+    code = "import numpy as np\na = np.random.rand(1 << 24)\nwhile True:\n    np.sort(a)\n"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(k)]
+
+
+def ab_graph(spec, args, cache_dir, prep):
+    """The A/B of the scale-22 regression (see the module docstring)."""
+    import cupy as cp
+
+    from distgraph.backends.gpu.bfs import BLOCK, GpuBFS
+    from distgraph.backends.gpu.loader import KERNEL_DIR
+    from distgraph.runtime.config import config
+
+    name, windows = split_spec(spec, args.window or config.gpu_bfs_window)
+    got = _wait_prepped(name, args.workdir, args.deadline)
+    g = got[0] if got is not None else load(name)
+    out = {"graph": name, "n": g.n, "arcs": g.m, "windows": windows, "prep": got[1] if got else None,
+           "configs": [f"{k}:{v}" for k, v in AB_CONFIGS], "orderings": {}}
+    srcs = gap_sources(g, args.sources)
+    deg = np.diff(g.indptr)
+    src_code = Path(args.s1_kernel).read_text()
+    s1 = cp.RawModule(code=f"#define DG_BFS_BLOCK {BLOCK}\n" + src_code, options=("-std=c++17", f"-I{KERNEL_DIR}"),
+                      backend="nvrtc", enable_cooperative_groups=True).get_function("distgraph_bfs_persistent")
+    engines = []
+    for label, reorder, w in _orderings(g, windows, cache_dir, args):
+        t0 = time.perf_counter()
+        eng = GpuBFS(g, variant="switch", reorder=reorder, window=w, cache_dir=cache_dir)
+        engines.append((label, eng, time.perf_counter() - t0))
+
+    def run(eng, kern, v, s):
+        if kern == "cur":
+            return run_variant(eng, s, v)
+        mode = {"plain": 0, "lazy": 1, "switch": 2}[v]
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        s1((int(eng.grid_full),), (BLOCK,),
+           (eng._row_ids, eng._masks, eng._real_ptrs, eng._v2r, eng._t_ip, eng._t_ix, np.int32(eng.n),
+            np.int32(mode), np.int32(eng.eta), np.int32(eng._internal(s)), eng._level, eng._F, eng._V, eng._Q,
+            np.int32(eng._qcap), eng._ctr))
+        stop.record()
+        stop.synchronize()
+        return eng._level, float(cp.cuda.get_elapsed_time(start, stop))
+
+    for label, eng, build_s in engines:  # every configuration gives the same levels
+        bad = []
+        for s in srcs[:4]:
+            ref = run(eng, "cur", "switch", s)[0].copy()
+            for kern, v in AB_CONFIGS[1:]:
+                if not bool(cp.array_equal(run(eng, kern, v, s)[0], ref)):
+                    bad.append([f"{kern}:{v}", int(s)])
+        lev = ref.get()
+        arcs = float(np.mean([int(deg[(eng.levels(s) >= 0)].sum()) for s in srcs[:8]]))
+        out["orderings"][label] = {"setup_s": build_s, "mismatches": bad, "arcs_reached_mean_8": arcs,
+                                   "info": {k: eng.info[k] for k in ("method", "udiv", "bvss", "window", "grid")},
+                                   "levels_last": int(lev.max()) + 1}
+
+    def one_pass(tag):
+        la = os.getloadavg()
+        t0 = time.perf_counter()
+        for label, eng, _ in engines:
+            for kern, v in AB_CONFIGS:
+                run(eng, kern, v, srcs[0])
+            ms = {c: [] for c in AB_CONFIGS}
+            for s in srcs:  # interleaved: each source runs every configuration in turn
+                for c in AB_CONFIGS:
+                    ms[c].append(run(eng, c[0], c[1], s)[1])
+            arcs = out["orderings"][label]["arcs_reached_mean_8"]
+            out["orderings"][label][tag] = {
+                f"{k}:{v}": {"ms": float(np.mean(x)), "ms_median": float(np.median(x)), "ms_min": float(np.min(x)),
+                             "ms_max": float(np.max(x)), "gteps_8src_arcs": arcs / float(np.mean(x)) / 1e6}
+                for (k, v), x in ms.items()}
+            print(f"   A/B {name} {label} [{tag}]: " + ", ".join(
+                f"{c} {d['ms']:.3f}" for c, d in out["orderings"][label][tag].items()), flush=True)
+        out.setdefault("passes", {})[tag] = {"load_avg_before": la, "load_avg_after": os.getloadavg(),
+                                             "wall_s": time.perf_counter() - t0}
+
+    with prep:
+        one_pass("idle")
+    # loaded: the (niced) preparation keeps running and one synthetic numpy process per
+    # core competes with this process at normal priority, as session 2's un-niced
+    # background preparation did
+    out["loaded_with_prep_running"] = prep.alive()
+    procs = _synthetic_load(os.cpu_count() or 16)
+    try:
+        time.sleep(2.0)
+        one_pass("loaded")
+    finally:
+        for pr in procs:
+            pr.kill()
+        for pr in procs:
+            pr.wait()
+    del engines
     cp.get_default_memory_pool().free_all_blocks()
     return out
 
@@ -367,7 +586,7 @@ def main(argv=None):
                    help="comma-separated; env BENCH_GPU_BFS_GRAPHS overrides the default")
     p.add_argument("--sources", type=int, default=64)
     p.add_argument("--window", type=int, default=int(os.environ.get("BENCH_GPU_BFS_WINDOW", 0)) or None,
-                   help="Jaccard window W (default config, 2**16; env BENCH_GPU_BFS_WINDOW)")
+                   help="Jaccard window W (default config.gpu_bfs_window; env BENCH_GPU_BFS_WINDOW)")
     p.add_argument("--max-seconds", type=float, default=float(os.environ.get("BENCH_GPU_BFS_MAX_SECONDS", 480)),
                    help="skip the remaining graphs after this (env BENCH_GPU_BFS_MAX_SECONDS)")
     p.add_argument("--name", default="gpu_bfs")
@@ -375,15 +594,26 @@ def main(argv=None):
     p.add_argument("--prep", default=None, help="comma-separated graphs to generate and preprocess into --workdir, "
                                                 "one process each, then exit")
     p.add_argument("--prep-one", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--ab", default="", help="comma-separated graphs for the kernel/window/background A/B")
+    p.add_argument("--s1-kernel", default=str(ROOT / ".cache" / "h4" / "bvss_bfs_s1.cu"),
+                   help="the session-1 kernel for --ab (git show af7bcda:kernels/bvss_bfs.cu)")
+    p.add_argument("--quiet-prep", action="store_true",
+                   help="stop the --prep processes (W/prep.pgid) while a graph is timed")
     args = p.parse_args(argv)
     if args.prep_one:
         prep_one(args.prep_one, args.workdir, args.window)
         return 0
     if args.prep:
         Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        try:  # own process group, so that the timed run can stop the preparation
+            os.setsid()
+        except OSError:
+            pass
+        if os.getpgid(0) == os.getpid():
+            (Path(args.workdir) / "prep.pgid").write_text(str(os.getpid()))
         procs = []
         for spec in [s for s in args.prep.split(",") if s]:
-            (Path(args.workdir) / spec.replace(":", "_")).with_suffix(".started").write_text("")
+            _base(args.workdir, spec.split("+")[0]).with_suffix(".started").write_text("")
             cmd = [sys.executable, __file__, "--prep-one", spec, "--workdir", args.workdir]
             if args.window:
                 cmd += ["--window", str(args.window)]
@@ -403,25 +633,43 @@ def main(argv=None):
     env["tiny_default"] = __import__("distgraph.backends.gpu.bfs", fromlist=["TINY_DEFAULT"]).TINY_DEFAULT
     env["jaccard_window"] = args.window or __import__("distgraph.runtime.config", fromlist=["config"]).config.gpu_bfs_window
     env["load_avg"] = os.getloadavg()
+    prep = PrepGroup(args.workdir, args.quiet_prep)
+    env["quiet_prep"] = prep.pgid is not None
     path = Path(args.outdir) / f"{args.name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp_cache:
         cache_dir = str(Path(args.workdir) / "cache") if args.workdir else tmp_cache
+        if args.ab:
+            results["ab"] = []
+        for spec in [s for s in args.ab.split(",") if s]:
+            try:
+                results["ab"].append(ab_graph(spec, args, cache_dir, prep))
+            except Exception as e:
+                import traceback
+
+                traceback.print_exc()
+                results["ab"].append({"graph": spec, "error": f"{type(e).__name__}: {e}"[:500]})
+            path.write_text(json.dumps(results, indent=1, default=float))
         for spec in [s for s in args.graphs.split(",") if s]:
             if time.perf_counter() - t_start > args.max_seconds:
                 results["skipped"].append(spec)
                 continue
             try:
-                results["graphs"].append(bench_graph(spec, args, cache_dir))
+                got = _wait_prepped(spec.split("+")[0], args.workdir, args.deadline)
+                with prep:
+                    results["graphs"].append(bench_graph(spec, args, cache_dir, got))
             except Exception as e:
                 import traceback
 
                 traceback.print_exc()
                 results["graphs"].append({"graph": spec, "error": f"{type(e).__name__}: {e}"[:500]})
+            results["elapsed_s"] = time.perf_counter() - t_start
+            results["prep_stopped_s"] = prep.stopped_s
             path.write_text(json.dumps(results, indent=1, default=float))
     path.write_text(json.dumps(results, indent=1, default=float))
     print(f"wrote {path}")
-    return 1 if any("error" in r for r in results["graphs"]) else 0
+    bad = any("error" in r for r in results["graphs"] + results.get("ab", []))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
