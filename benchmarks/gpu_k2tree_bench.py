@@ -173,26 +173,32 @@ class _Skip(Exception):
     pass
 
 
-# name: (DeviceMatrix keywords, products timed). k2F (cached frontier, auto kernels)
-# runs the band kernel for single vectors; k2F_block the block kernel it replaced.
+# name: (DeviceMatrix keywords, products timed). Single vectors: k2 and k2F run the
+# leaves with K = 4 chunks of 256 nodes per block (the default); *_k1 the block kernel of
+# one chunk per block (the default up to commit f20ed2c, k2F_block in the results of that
+# run), *_k2 / *_k8 other K; k2F_band* the band kernel.
 CONFIGS = {
     "k2": (dict(tile=1 << 20), ("right", "left", "batch")),
+    "k2_k1": (dict(tile=1 << 20, chunks_per_block=1), ("right",)),
     "k2_2lev": (dict(tile=1 << 20, levels_per_step=2), ("right", "left", "batch")),
     "k2_greedy": (dict(tile=1 << 20, bounded_tiles=False), ("right",)),
     "k2_tile21": (dict(tile=1 << 21), ("right",)),
     "k2_tile22": (dict(tile=1 << 22), ("right",)),
     "k2_thread": (dict(tile=1 << 20, kernels="thread", bounded_tiles=False), ("right",)),
     "k2F": (dict(cached_frontier=True), ("right", "left", "batch")),
-    "k2F_block": (dict(cached_frontier=True, kernels="block"), ("right", "left")),
+    "k2F_k1": (dict(cached_frontier=True, chunks_per_block=1), ("right", "left")),
+    "k2F_k2": (dict(cached_frontier=True, chunks_per_block=2), ("right",)),
+    "k2F_k8": (dict(cached_frontier=True, chunks_per_block=8), ("right",)),
+    "k2F_band": (dict(cached_frontier=True, kernels="band", band_nodes=1 << 12), ("right", "left")),
     "k2F_full": (dict(cached_frontier=True, compact_frontier=False), ("right", "left")),
     "k2F_thread": (dict(cached_frontier=True, kernels="thread"), ("right",)),
-    "k2F_band_h11": (dict(cached_frontier=True, band_log2=11), ("right",)),
-    "k2F_band_h12": (dict(cached_frontier=True, band_log2=12), ("right",)),
-    "k2F_band_w4k": (dict(cached_frontier=True, band_nodes=1 << 12), ("right",)),
-    "k2F_band_w64k": (dict(cached_frontier=True, band_nodes=1 << 16), ("right",)),
+    "k2F_band_h11": (dict(cached_frontier=True, kernels="band", band_log2=11), ("right",)),
+    "k2F_band_h12": (dict(cached_frontier=True, kernels="band", band_log2=12), ("right",)),
+    "k2F_band_w4k": (dict(cached_frontier=True, kernels="band", band_nodes=1 << 12), ("right",)),
+    "k2F_band_w64k": (dict(cached_frontier=True, kernels="band", band_nodes=1 << 16), ("right",)),
 }
 DEFAULT_CONFIGS = list(CONFIGS) + ["csr_ours"]
-BIG_CONFIGS = ["k2F", "k2F_block"]
+BIG_CONFIGS = ["k2F", "k2F_k1"]
 
 
 def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEFAULT_CONFIGS):

@@ -577,3 +577,125 @@ extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig,
         else visit_block<false>(sig, s_code[i], si, (i64)s_leaf[i], x, y, B, k);
     }
 }
+
+// ------------------------------------------- leaves, K chunks per block (one vector)
+// The leaves of a single-vector product are latency-bound: per node of level L-2 a
+// chain of dependent loads (its signature, the block scan, its code, its leaves'
+// signatures, x) and one node per thread. Here a block of 256 threads takes K aligned
+// chunks of 256 nodes (thread t: nodes t, t + 256, ..., of chunks cb .. cb+K-1) and
+// runs each step for all K nodes before the next, so every thread has K independent
+// loads in flight per step: (1) signatures, codes, directory samples; (2) K block scans
+// sharing one barrier (each thread adds the totals of the warps before it); (3) the
+// leaves' signatures (up to 4 nibbles per node, packed in 16 bits: bit 4b+q = cell
+// (b, q) of the 4 x 4 block); (4) x at the first cell of every node; (5) the rest of
+// each node's cells and the atomic updates, as visit_block. Nodes of a chunk before g0
+// count in its scan and are not visited. Launch: grid = ceil(chunks meeting
+// [g0, g0 + n) / K), block = 256; codes as the _blk kernels (delta/base: base index =
+// chunk - g0 / 256).
+template <int K, bool LEFT>
+__device__ __forceinline__ void leaves_multi(const unsigned char *__restrict__ sig,
+                                             const unsigned int *__restrict__ dir, const u64 *__restrict__ codes,
+                                             const unsigned int *__restrict__ delta, const u64 *__restrict__ base,
+                                             i64 g0, i64 n, const value_t *__restrict__ x,
+                                             value_t *__restrict__ y) {
+    __shared__ int wsum[K][DG_K2_BLOCK / 32];
+    const unsigned full = 0xffffffffu;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const i64 c0 = g0 / DG_K2_BLOCK, clast = (g0 + n - 1) / DG_K2_BLOCK;
+    const i64 cb = c0 + (i64)blockIdx.x * K;
+    int s[K], vis[K], incl[K], lam[K];
+    u64 code[K];
+    i64 first[K];
+    // (1) signatures, codes, directory samples
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        i64 g = (cb + j) * DG_K2_BLOCK + threadIdx.x;
+        s[j] = g < g0 + n ? nib(sig, g) : 0;
+        bool mine = g >= g0 && g < g0 + n;
+        vis[j] = mine ? s[j] : 0;
+        code[j] = mine ? (delta ? base[cb + j - c0] + (u64)delta[g - g0] : codes[g - g0]) : 0;
+        first[j] = cb + j <= clast ? (i64)dir[cb + j] : 0;
+    }
+    // (2) K block scans of the fan-outs, one barrier
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        int v = __popc(s[j]);
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            int u = __shfl_up_sync(full, v, o);
+            if (lane >= o) v += u;
+        }
+        incl[j] = v;
+        if (lane == 31) wsum[j][w] = v;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        int off = 0;
+        for (int v = 0; v < w; ++v) off += wsum[j][v];
+        first[j] += off + incl[j] - __popc(s[j]);
+    }
+    // (3) the leaves' signatures
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        int p = 0;
+        i64 l = first[j];
+#pragma unroll
+        for (int b = 0; b < 4; ++b)
+            if ((vis[j] >> b) & 1) p |= nib(sig, l++) << (4 * b);
+        lam[j] = p;
+    }
+    // (4) x at the first cell of every node
+    value_t v0[K];
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        v0[j] = Semiring::zero();
+        if (lam[j]) {
+            int c = __ffs(lam[j]) - 1, b = c >> 2, q = c & 3;
+            int dr = 2 * (b >> 1) + (q >> 1), dc = 2 * (b & 1) + (q & 1);
+            i64 in0 = LEFT ? compact(code[j] >> 1) << 2 : compact(code[j]) << 2;
+            v0[j] = x[in0 + (LEFT ? dr : dc)];
+        }
+    }
+    // (5) the other cells, combined per row (column) of the block, and the updates
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        int m = lam[j];
+        if (!m) continue;
+        int c1 = __ffs(m) - 1;
+        i64 R = compact(code[j] >> 1) << 2, C = compact(code[j]) << 2;
+        i64 in0 = LEFT ? R : C, out0 = LEFT ? C : R;
+        value_t acc[4];
+        bool any[4] = {false, false, false, false};
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                if (!((m >> (4 * b + q)) & 1)) continue;
+                int dr = 2 * (b >> 1) + (q >> 1), dc = 2 * (b & 1) + (q & 1);
+                int o = LEFT ? dc : dr, i = LEFT ? dr : dc;
+                value_t v = (4 * b + q == c1) ? v0[j] : x[in0 + i];
+                acc[o] = any[o] ? Semiring::combine(acc[o], v) : v;
+                any[o] = true;
+            }
+        }
+#pragma unroll
+        for (int o = 0; o < 4; ++o)
+            if (any[o]) Semiring::flush(&y[out0 + o], acc[o]);
+    }
+}
+
+#define DG_K2_LEAVES_MULTI(K)                                                                                   \
+    extern "C" __global__ void distgraph_k2tree_leaves_k##K(                                                     \
+        const unsigned char *__restrict__ sig, const unsigned int *__restrict__ dir,                             \
+        const u64 *__restrict__ codes, const unsigned int *__restrict__ delta, const u64 *__restrict__ base,     \
+        i64 g0, i64 n, const value_t *__restrict__ x, value_t *__restrict__ y, int left) {                       \
+        if (left)                                                                                                \
+            leaves_multi<K, true>(sig, dir, codes, delta, base, g0, n, x, y);                                   \
+        else                                                                                                     \
+            leaves_multi<K, false>(sig, dir, codes, delta, base, g0, n, x, y);                                  \
+    }
+// __global__ distgraph_k2tree_leaves_k2/_k4/_k8 (sig, dir, codes, delta, base, g0, n, x, y, left)
+DG_K2_LEAVES_MULTI(2)
+DG_K2_LEAVES_MULTI(4)
+DG_K2_LEAVES_MULTI(8)

@@ -171,6 +171,48 @@ def test_band_work_list_replayed_on_host(h, W, left):
     np.testing.assert_allclose(_emulate_band(t, left, h, W, x), M @ x, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("left", [False, True])
+def test_leaves_multi_cell_packing_replayed_on_host(left):
+    """distgraph_k2tree_leaves_k<K>'s packing: the leaves' signatures of a node as 16
+    bits (bit 4b+q: cell q of child b), x at the lowest set bit loaded first, the
+    other cells after, combined per row (column) of the 4 x 4 block."""
+    rng = np.random.default_rng(9)
+    D = rng.random((300, 200)) < 0.05
+    D[:8] |= rng.random((8, 200)) < 0.6
+    A = sp.csr_array(D)
+    t = K2Tree.from_scipy(A, cached_frontier=True)
+    sigs = tree_sigs = t.signatures().astype(np.int64)
+    first = 1 + np.concatenate([[0], np.cumsum(POP[tree_sigs])])
+    L = t.levels
+    gL, gE = int(t.level_start[L - 2]), int(t.level_start[L - 1])
+    M = (A.T if left else A).astype(float)
+    x = rng.standard_normal(M.shape[1])
+    y = np.zeros(M.shape[0])
+    for g in range(gL, gE):
+        vis, lam, leaf = sigs[g], 0, first[g]
+        for b in range(4):
+            if (vis >> b) & 1:
+                lam |= int(sigs[leaf]) << (4 * b)
+                leaf += 1
+        code = int(t.frontier[g - gL])
+        R = int(morton_decode(np.array([code]))[0][0]) * 4
+        C = int(morton_decode(np.array([code]))[1][0]) * 4
+        in0, out0 = (R, C) if left else (C, R)
+        c1 = (lam & -lam).bit_length() - 1  # __ffs(lam) - 1
+        b1, q1 = c1 >> 2, c1 & 3
+        v0 = x[in0 + (2 * (b1 >> 1) + (q1 >> 1) if left else 2 * (b1 & 1) + (q1 & 1))]
+        acc = {}
+        for b in range(4):
+            for q in range(4):
+                if (lam >> (4 * b + q)) & 1:
+                    dr, dc = 2 * (b >> 1) + (q >> 1), 2 * (b & 1) + (q & 1)
+                    o, i = (dc, dr) if left else (dr, dc)
+                    acc[o] = acc.get(o, 0.0) + (v0 if 4 * b + q == c1 else x[in0 + i])
+        for o, v in acc.items():
+            y[out0 + o] += v
+    np.testing.assert_allclose(y, M @ x, rtol=1e-12, atol=1e-12)
+
+
 def test_band_shape_defaults():
     """Items of about nodes / (8 SMs) nodes (2**10 .. 2**16), bands of 2 W rows within
     48 KiB of shared memory and the tree's levels; explicit values win."""
@@ -296,13 +338,18 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
             ("block", False, True, 1, None), ("block", False, True, 2, None), ("thread", False, True, 1, None),
             ("block", True, True, 1, None), ("block", True, False, 1, None), ("thread", True, True, 1, None),
             ("auto", True, True, 1, None), ("band", True, False, 1, None), ("band", True, True, 1, (2, 1)),
-            ("band", True, True, 1, (4, 37)), ("band", True, False, 1, (30, 1 << 20))):
+            ("band", True, True, 1, (4, 37)), ("band", True, False, 1, (30, 1 << 20)),
+            ("block", False, True, 1, 1), ("block", False, True, 1, 2), ("block", False, True, 1, 8),
+            ("block", True, True, 1, 1), ("block", True, False, 1, 2), ("block", True, True, 1, 8)):
         if (cached and tile != 1 << 20) or (per_step == 2 and tile < 16):
             continue
-        kw = dict(band_log2=band[0], band_nodes=band[1]) if band else {}
+        if isinstance(band, tuple):
+            kw = dict(band_log2=band[0], band_nodes=band[1])
+        else:  # K chunks of 256 nodes per block in the single-vector leaves (default 4)
+            kw = dict(chunks_per_block=band) if band else {}
         dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, kernels=kernels, bounded_tiles=tile != 7,
                           compact_frontier=compact, levels_per_step=per_step, **kw)
-        assert dm.block == (kernels != "thread") and dm.band == (kernels in ("auto", "band") and cached)
+        assert dm.block == (kernels != "thread") and dm.band == (kernels == "band")
         assert dm.compact == (cached and compact and kernels != "thread")
         for B in (1, 3, 128):
             for left in (False, True):
@@ -506,6 +553,7 @@ def test_runner_kernel_names_exist_and_options_validated_without_gpu():
     (dict(kernels="band", offsets="scan"), "kernels='band' needs directory offsets and sample=256"),
     (dict(cached_frontier=True, band_log2=1), "band_log2 must be an integer >= 2; got 1"),
     (dict(cached_frontier=True, band_nodes=0), "band_nodes must be a positive integer; got 0"),
+    (dict(chunks_per_block=3), r"chunks_per_block must be one of \(1, 2, 4, 8\); got 3"),
 ])
 def test_device_matrix_arguments_refused_before_cupy(kw, msg):
     """A tile below 4 codes cannot hold one node's children: the kernels would write past

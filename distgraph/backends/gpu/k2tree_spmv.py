@@ -70,6 +70,7 @@ BLOCK = 256  # nodes per block of the _blk kernels = the directory sample they n
 KERNELS = ("auto", "block", "band", "thread")
 BAND_SHARED = 48 * 1024  # bytes of shared memory of a band kernel block (no opt-in needed)
 BAND_TASK = 32  # nodes per warp task of the band kernel
+CHUNKS_PER_BLOCK = (1, 2, 4, 8)  # K of distgraph_k2tree_leaves_k<K> (1: distgraph_k2tree_leaves_blk)
 _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
             np.dtype(np.bool_): "unsigned char"}
 
@@ -331,7 +332,7 @@ class DeviceMatrix:
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
-                 levels_per_step=1, band_log2=None, band_nodes=None):
+                 levels_per_step=1, band_log2=None, band_nodes=None, chunks_per_block=4):
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
         if offsets not in ("directory", "scan"):
@@ -354,11 +355,14 @@ class DeviceMatrix:
             raise InvalidArgumentError(f"band_log2 must be an integer >= 2; got {band_log2!r}")
         if band_nodes is not None and (not isinstance(band_nodes, (int, np.integer)) or band_nodes < 1):
             raise InvalidArgumentError(f"band_nodes must be a positive integer; got {band_nodes!r}")
+        if chunks_per_block not in CHUNKS_PER_BLOCK:
+            raise InvalidArgumentError(f"chunks_per_block must be one of {CHUNKS_PER_BLOCK}; got {chunks_per_block!r}")
+        self.chunks_per_block = int(chunks_per_block)
         cp = import_cupy()
         self.cp = cp
         self.block = can_block and kernels != "thread"
         # single-vector products with the cached frontier: the band kernel
-        self.band = self.block and self.cached and kernels in ("auto", "band")
+        self.band = self.block and self.cached and kernels == "band"
         self.band_log2, self.band_nodes = band_log2, band_nodes
         self._bands = {}
         self.arrays = {}
@@ -537,6 +541,9 @@ class DeviceMatrix:
         if self.band and B == 1 and self.steps:
             self._run_band(mod, xd, y, left, delta, base)
             return
+        K = self.chunks_per_block if B == 1 else 1
+        if K > 1:
+            leaves = mod.get_function(f"distgraph_k2tree_leaves_k{K}")
         for st in self.steps:
             level, g0, n, pos = st[1], st[2], st[3], st[4]
             src = self.bufs[level][pos:pos + n]
@@ -547,6 +554,9 @@ class DeviceMatrix:
             elif st[0] == "expand2":
                 expand2(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), np.int64(st[5]),
                                          self.bufs[level + 2]))
+            elif K > 1:
+                leaves(((grid[0] + K - 1) // K,), (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n),
+                                                            xd, y, np.int32(1 if left else 0)))
             else:
                 leaves(grid, (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n), xd, y, np.int32(B),
                                         np.int32(1 if left else 0)))
