@@ -12,16 +12,20 @@ events) of right products y = A x, left products y^T = x^T A and batched right
 products (B = 128) for
 
 * ``k2``: tree-only, directory offsets, the block kernels (default), bounded tiles of
-  2**20 nodes, one CUDA graph per product; also ``k2_hash`` (updates aggregated per
-  block in shared memory), ``k2_2lev`` (two levels per launch),
-  ``k2_greedy`` (tiles cut on children only, as first written), ``k2_tile22`` (tiles of
-  2**22), ``k2_thread`` (the first version: one thread per node, greedy tiles) and
+  2**20 nodes, one CUDA graph per product, single-vector leaves with 4 chunks of 256
+  nodes per block; also ``k2_k1`` (one chunk per block: the leaves kernel up to commit
+  f20ed2c), ``k2_2lev`` (two levels per launch), ``k2_greedy`` (tiles cut on children
+  only, as first written), ``k2_tile21``/``k2_tile22`` (tiles of 2**21/2**22 nodes),
+  ``k2_thread`` (the first version: one thread per node, greedy tiles) and
   ``batch_scan`` (offsets from a scan per tile);
 * ``k2F``: the cached frontier (k2+F), block kernels, stored compact (4 bytes per node
-  + 8 per block of 256: ``bytes.k2F_compact``); ``k2F_full``: 8-byte codes (the paper's
-  layout, ``bytes.k2F``); ``k2F_hash`` (updates aggregated per block);
-  ``k2F_thread``: the first version (``k2_warp``/``k2F_warp`` in results up to commit
-  4de3042: a warp-aggregated leaves kernel, since removed, slower on every graph);
+  + 8 per block of 256: ``bytes.k2F_compact``), 4 chunks per block for single
+  vectors; ``k2F_k1``/``k2F_k2``/``k2F_k8``: 1/2/8 chunks (``k2F_block`` in the run of
+  commit f20ed2c = ``k2F_k1``); ``k2F_band*``: the band kernel (updates combined per
+  band of rows in shared memory; ``band`` in a row gives its h, W and items);
+  ``k2F_full``: 8-byte codes (the paper's layout, ``bytes.k2F``); ``k2F_thread``: the
+  first version. Rows ``k2_warp``/``k2F_warp`` (up to commit 4de3042) and
+  ``k2_hash``/``k2F_hash`` (up to 84cd318) under ``earlier`` are kernels since removed;
 * ``csr_ours``: distgraph's CSR kernels (single vectors: CSR-vector, a power of two of
   lanes per row from the mean degree; batches: one thread per row and vector; left
   products on the CSC);
