@@ -67,6 +67,12 @@
 //
 // __global__ distgraph_bfs_persistent(...): inputs above; outputs level[] and ctr[8..9].
 // Launch cooperatively with every block co-resident (grid <= SMs * occupancy).
+// distgraph_bfs_direct / distgraph_bfs_lazy: the same kernel compiled for the direct
+// modes only (mode & 3 == 0) / the lazy modes only (mode & 3 != 0), same arguments.  The
+// host launches these: with the direct code (tiny levels, overlapped updates) in the same
+// function, the lazy path was compiled into 64 registers instead of 53 and ran 7-11%
+// (switch) and 18-36% (lazy) slower than session 1's kernel on kron:22/urand:22 (H200,
+// benchmarks/results/gpu_bfs_session3.json); the lazy-only kernel is session 1's lazy path.
 //
 // __global__ distgraph_bfs_parents(...): the BFS-tree parents once the levels are known
 // (a second pass, not part of BLEST): parent[v] = the smallest in-neighbour u of v with
@@ -263,21 +269,26 @@ __device__ __forceinline__ void dg_lazy_mark(int u, int d, unsigned *vnext) {
     if (d != 0) atomicOr(&vnext[u >> 5], 1u << (u & 31));  // result unused: RED
 }
 
-extern "C" __global__ void __launch_bounds__(DG_BFS_BLOCK, DG_BFS_MIN_BLOCKS)
-distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
-                         const int *__restrict__ real_ptrs, const int *__restrict__ v2r,
-                         const long long *__restrict__ t_indptr, const int *__restrict__ t_indices,
-                         int n, int mode, int eta, int tiny, int source, int *level, unsigned *F,
-                         unsigned *V, int2 *Q, int qcap, int *ctr, int *sslev) {
+// KIND: 0 = any mode, 1 = direct modes only, 2 = lazy modes only (see the top).
+template <int KIND>
+__device__ __forceinline__ void dg_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
+                                                  const int *__restrict__ real_ptrs, const int *__restrict__ v2r,
+                                                  const long long *__restrict__ t_indptr,
+                                                  const int *__restrict__ t_indices, int n, int mode, int eta,
+                                                  int tiny, int source, int *level, unsigned *F, unsigned *V,
+                                                  int2 *Q, int qcap, int *ctr, int *sslev) {
     cg::grid_group grid = cg::this_grid();
     const int nthreads = gridDim.x * blockDim.x;
     const int tid = blockIdx.x * blockDim.x + threadIdx.x;
     const unsigned lane = threadIdx.x & 31u;
     const int warp = tid >> 5, nwarps = nthreads >> 5;
     const int nw = (n + 31) >> 5;
-    const int upd = mode & 3;                 // 0 direct, 1 lazy, 2 lazy + switching
+    // 0 direct, 1 lazy, 2 lazy + switching (fixed at compile time by KIND 1; KIND 2 needs
+    // mode & 3 != 0)
+    const int upd = (KIND == 1) ? 0 : (mode & 3);
     const bool filter = (mode & 4) != 0;      // lazy: skip rows already visited (Vcur)
-    const int scheme = (mode & 8) ? 1 : ((mode & 16) ? 2 : 0);  // direct: 0 new, 1 session 1, 2 bitmap
+    // direct: 0 new, 1 session 1, 2 bitmap
+    const int scheme = (KIND == 2) ? 0 : ((mode & 8) ? 1 : ((mode & 16) ? 2 : 0));
     unsigned *vcur = V, *vnext = V + nw;
     volatile int *vctr = ctr;
 
@@ -310,13 +321,13 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
         // this warp's first queue entry, loaded before the queue length is known (one
         // round trip less per level; an entry past the length is never used)
         int2 q0 = make_int2(0, 0);
-        if (warp < qcap) q0 = __ldcg(qc + warp);
+        if (KIND != 2 && warp < qcap) q0 = __ldcg(qc + warp);
         const int nq = vctr[l & 3];
         if (nq == 0) break;
         int2 *qn = Q + ((l + 1) % 3) * qcap;
         int *qn_size = ctr + ((l + 1) & 3);
 
-        if (upd == 0 && nq <= tiny) {
+        if (KIND != 2 && upd == 0 && nq <= tiny) {
             // ---- small levels on block 0 alone (see `tiny` at the top).  Block 0 keeps
             // its queue lengths in ctr[16..19] (same rotation as ctr[0..3]): the other
             // blocks may still be reading ctr[l&3], so ctr[0..3] are written back only
@@ -366,7 +377,7 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
         }
         if (tid == 0) { ctr[(l + 2) & 3] = 0; ctr[4 + ((l + 2) & 3)] = 0; }
 
-        if (upd == 0) {
+        if (KIND != 2 && upd == 0) {
             // ---- Alg. 2: tensor-core products with direct updates, one phase per level.
             // Frontier buffers rotate: F[l%3] is read, F[(l+1)%3] written, and F[(l+2)%3]
             // (the frontier of level l-1, not read any more) is cleared for level l+1
@@ -384,7 +395,7 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
         const bool bottom_up = (upd == 2) && ((long long)unvisited < (long long)eta * nq);
         if (!bottom_up) {
             for (int w = warp; w < nq; w += nwarps) {
-                const int2 q = (w == warp) ? q0 : qc[w];
+                const int2 q = (KIND == 2 || w != warp) ? qc[w] : q0;
                 const int vss = q.x;
                 const unsigned alpha = ((const unsigned char *)fcur)[q.y];
                 const int4 u = row_ids[vss * 32 + lane];
@@ -462,6 +473,23 @@ distgraph_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__res
     }
     if (tid == 0) ctr[8] = l - 1;
 }
+
+#define DG_BFS_ARGS                                                                                        \
+    const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks, const int *__restrict__ real_ptrs, \
+        const int *__restrict__ v2r, const long long *__restrict__ t_indptr, const int *__restrict__ t_indices, \
+        int n, int mode, int eta, int tiny, int source, int *level, unsigned *F, unsigned *V, int2 *Q, int qcap,  \
+        int *ctr, int *sslev
+#define DG_BFS_PASS row_ids, masks, real_ptrs, v2r, t_indptr, t_indices, n, mode, eta, tiny, source, level, F, V, \
+                    Q, qcap, ctr, sslev
+
+extern "C" __global__ void __launch_bounds__(DG_BFS_BLOCK, DG_BFS_MIN_BLOCKS)
+distgraph_bfs_persistent(DG_BFS_ARGS) { dg_bfs_persistent<0>(DG_BFS_PASS); }
+
+extern "C" __global__ void __launch_bounds__(DG_BFS_BLOCK, DG_BFS_MIN_BLOCKS)
+distgraph_bfs_direct(DG_BFS_ARGS) { dg_bfs_persistent<1>(DG_BFS_PASS); }
+
+extern "C" __global__ void __launch_bounds__(DG_BFS_BLOCK, DG_BFS_MIN_BLOCKS)
+distgraph_bfs_lazy(DG_BFS_ARGS) { dg_bfs_persistent<2>(DG_BFS_PASS); }
 
 extern "C" __global__ void __launch_bounds__(256)
 distgraph_bfs_parents(const long long *__restrict__ t_indptr, const int *__restrict__ t_indices,

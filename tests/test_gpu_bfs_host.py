@@ -63,3 +63,34 @@ def test_defaults_pass_the_checks():
         GpuBFS(_g(), window=np.int64(1024), udiv_threshold=np.float32(1.5))
     with pytest.raises(BackendUnavailableError):
         GpuBFS(_g())
+
+
+KERNEL = __import__("pathlib").Path(__file__).resolve().parent.parent / "kernels" / "bvss_bfs.cu"
+
+
+def test_every_kernel_the_engine_names_exists():
+    import re
+
+    src = KERNEL.read_text()
+    defined = set(re.findall(r'extern "C" __global__ void(?: __launch_bounds__\([^)]*\))?\s+(\w+)\(', src))
+    host = (KERNEL.parent.parent / "distgraph" / "backends" / "gpu" / "bfs.py").read_text()
+    named = set(re.findall(r'get_function\("(\w+)"\)', host))
+    assert named == {"distgraph_bfs_persistent", "distgraph_bfs_direct", "distgraph_bfs_lazy",
+                     "distgraph_bfs_parents"}
+    assert named <= defined, named - defined
+
+
+@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not found")
+def test_lazy_kernel_is_compiled_without_the_direct_code(tmp_path):
+    # why the engine launches distgraph_bfs_lazy: with the direct code in the same function
+    # the lazy path got 64 registers (session 1's kernel: 53) and ran slower on the H200
+    import re
+    import subprocess
+
+    r = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", "-Xptxas", "-v", "-I", str(KERNEL.parent),
+                        "-o", str(tmp_path / "k.cubin"), str(KERNEL)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    regs = dict(re.findall(r"Compiling entry function '(\w+)'.*?Used (\d+) registers", r.stderr, re.S))
+    regs = {k: int(v) for k, v in regs.items()}
+    assert regs["distgraph_bfs_lazy"] < regs["distgraph_bfs_persistent"], regs
+    assert regs["distgraph_bfs_direct"] <= 64 and regs["distgraph_bfs_persistent"] <= 64, regs  # 4 blocks/SM

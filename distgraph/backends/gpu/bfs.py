@@ -118,7 +118,9 @@ class GpuBFS:
         U_div, then checks on 3 sources whether switching pays.
     reorder : {"auto", "jaccard", "rcm", "none"}
     window : int, optional
-        Jaccard window ``W`` (default ``config.gpu_bfs_window`` = 65536).
+        Jaccard window ``W`` (default ``config.gpu_bfs_window`` = 16384: on kron:22 the BFS
+        after W=16384 took 0.328 ms against 0.404 ms after the paper's 2**16, and the
+        reordering is cheaper; benchmarks/results/gpu_bfs_session3.json).
     eta : int, optional
         Switching constant of Eq. 6 (default ``config.gpu_bfs_eta`` = 10).
     udiv_threshold : float, optional
@@ -218,13 +220,21 @@ class GpuBFS:
         self._par = None  # parents pass: (kernel, t_indptr, t_indices, parents) on first use
         # ---- kernel and grid
         mod = get_module("bvss_bfs", defines={"DG_BFS_BLOCK": BLOCK}, cooperative=True)
+        # the all-modes kernel sizes the grid (64 registers: 4 blocks per SM, the grid every
+        # measurement used); runs launch the direct-only or lazy-only compilation of it
+        # (the lazy path alone needs 38 registers and is session 1's code, see the .cu)
         self._kernel = mod.get_function("distgraph_bfs_persistent")
-        # Grid: all co-resident blocks for lazy/switch (much work per level); one block per
-        # SM for the direct scheme, chosen for high-diameter graphs whose levels are short
-        # and bound by the grid sync (road-FLA: 6.5 ms at 132 blocks, 8.4 ms at 528 on the
-        # H200, benchmarks/results/gpu_bfs_scale22.json).  ``grid`` set to an int overrides.
+        self._k_direct = mod.get_function("distgraph_bfs_direct")
+        self._k_lazy = mod.get_function("distgraph_bfs_lazy")
+        # Grid: all co-resident blocks for lazy/switch (much work per level).  The direct
+        # scheme: one block per SM on graphs whose U_div picks it (high diameter, levels
+        # short and bound by the grid sync: road-FLA 4.79 ms at 132 blocks, 5.54 at 264,
+        # gpu_bfs_session2.json), the full grid otherwise (kron:22 2.45 vs 3.70 ms, urand:22
+        # 2.47 vs 3.78, kron:23 5.35 vs 8.44 at 528 vs 132 blocks, gpu_bfs_session3.json).
+        # ``grid`` set to an int overrides.
         self.grid_full = self._grid_size()
-        self.grid_plain = min(self.grid_full, int(self._cp.cuda.Device().attributes["MultiProcessorCount"]))
+        sms = int(self._cp.cuda.Device().attributes["MultiProcessorCount"])
+        self.grid_plain = min(self.grid_full, sms) if base == "plain" else self.grid_full
         self.grid = None
         self.info["grid"] = {"plain": [self.grid_plain, BLOCK], "lazy/switch": [self.grid_full, BLOCK]}
         self.info["tiny"] = self.tiny
@@ -257,7 +267,8 @@ class GpuBFS:
     def _launch(self, src_internal: int, mode: int) -> None:
         direct = (mode & 3) == 0
         grid = self.grid if self.grid is not None else (self.grid_plain if direct else self.grid_full)
-        self._kernel((int(grid),), (BLOCK,),
+        kern = self._k_direct if direct else self._k_lazy
+        kern((int(grid),), (BLOCK,),
                      (self._row_ids, self._masks, self._real_ptrs, self._v2r, self._t_ip, self._t_ix,
                       np.int32(self.n), np.int32(mode), np.int32(self.eta),
                       np.int32(self.tiny if direct else 0), np.int32(src_internal),
