@@ -18,10 +18,12 @@ Order: every graph's CPU rows first (so GPU tests may share the machine meanwhil
 Per graph and weights (best of ``--trials`` after a warm-up run; device arrays uploaded
 once, not timed; GTEPS = stored arcs / seconds; relaxations_per_arc = arcs scanned / arcs):
 
-* ``gpu_queue_bwd`` (``gpu_queue_bq``): :class:`QueueSSSP` on one PE with the default
-  near-far delta; ``..._delta_sweep`` the same object with delta = factor x the default
-  (``--delta-factors`` on ``--sweep-graphs``), ``..._fifo`` the factor-0 run (near-far off:
-  the kernel before the priority existed), ``speedup_vs_fifo`` the default's gain over it;
+* ``gpu_queue_bwd`` (``gpu_queue_bq``): :class:`QueueSSSP` on one PE with its defaults;
+  ``..._sweep`` the same object with delta = factor x the default delta
+  (``--delta-factors``), keep on/off (``--keeps``) and idle sleep caps (``--idles``) on
+  ``--sweep-graphs``; ``..._fifo`` the run with delta 0, keep off, 2048 ns (neither
+  schedule change: every improved vertex through the FIFO queue), ``speedup_vs_fifo`` the
+  defaults' gain over it;
 * ``gpu_rounds_cupy``: :func:`rounds_cupy`, the round-based baseline in plain CuPy
   (``--rounds-trials`` timed runs);
 * ``cpu_1rank``: distgraph's CPU backend (``rounds`` driver: on one rank a worklist) in
@@ -137,9 +139,10 @@ def cpu_part(spec, weights, row, scipy_graphs):
                                             "scipy_bellman_ford_reference"}
 
 
-def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials):
-    """The queue kernel (default delta, and the delta sweep: factor x the default, 0 = FIFO)
-    and the CuPy rounds, each compared with the CPU row's distances."""
+def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials, keeps=(True, False), idles=(2048,)):
+    """The queue kernel (defaults, and the schedule sweep: delta = factor x the default delta,
+    0 = FIFO; keep on/off; idle sleep cap) and the CuPy rounds, each compared with the CPU
+    row's distances."""
     import cupy as cp
     from mpi4py import MPI
 
@@ -158,7 +161,8 @@ def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials):
         return {"time_s": t, "times_s": times, "gteps": g.m / t / 1e9, "same_as_cpu": bool(np.array_equal(out[0], ref)),
                 "relaxations": rel, "relaxations_per_arc": None if rel is None else rel / g.m,
                 "setup_s": st.get("time_setup_s"), "kernel_or_loop_s": st.get("time_run_s"),
-                **{k: st[k] for k in ("launches", "checks", "items", "grid", "rounds", "delta", "phases") if k in st},
+                **{k: st[k] for k in ("launches", "checks", "items", "grid", "rounds", "delta", "phases", "keep",
+                                      "idle_ns") if k in st},
                 "speedup_vs_cpu_1rank": t_cpu / t}
 
     for queue in queues:
@@ -170,15 +174,20 @@ def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials):
             row[name] = record(*best(lambda: r.run(s, confirm), trials))
             if factors:
                 sweep = []
-                for f in factors:
-                    r.set_delta(f * auto)
-                    rec = record(*best(lambda: r.run(s, confirm), trials))
-                    rec["factor"] = f
-                    sweep.append(rec)
-                    if f == 0:
-                        row[name + "_fifo"] = rec
+                dkeep, didle = r.keep, r.idle_ns
+                for keep in keeps:
+                    for idle in idles:
+                        for f in factors:
+                            r.set_delta(f * auto)
+                            r.keep, r.idle_ns = keep, idle
+                            rec = record(*best(lambda: r.run(s, confirm), trials))
+                            rec["factor"] = f
+                            sweep.append(rec)
+                            if f == 0 and not keep and idle == 2048:
+                                row[name + "_fifo"] = rec
                 r.set_delta(None)
-                row[name + "_delta_sweep"] = sweep
+                r.keep, r.idle_ns = dkeep, didle
+                row[name + "_sweep"] = sweep
             r.close()
             del r
         except Exception as e:  # one runner failing must not lose the others' numbers
@@ -330,8 +339,10 @@ def main(argv=None):
     ap.add_argument("--rounds-trials", type=int, default=None,
                     help="timed runs of the CuPy rounds (default --trials; 1 saves time on road graphs)")
     ap.add_argument("--queues", default="bwd", help="queue kernels timed: bq, bwd or both")
-    ap.add_argument("--delta-factors", default="0,0.25,4",
-                    help="near-far sweep on the first queue: delta = factor x the default (0: FIFO, no near-far)")
+    ap.add_argument("--delta-factors", default="0,1,4",
+                    help="schedule sweep: delta = factor x the default (0: FIFO, no near-far)")
+    ap.add_argument("--keeps", default="1,0", help="schedule sweep: keep on (1) / off (0)")
+    ap.add_argument("--idles", default="2048,256", help="schedule sweep: idle sleep caps (ns)")
     ap.add_argument("--sweep-graphs", default="road-FLA,kron:20", help="graphs of the delta sweep")
     ap.add_argument("--scipy-graphs", default="road-FLA,kron:20", help="graphs with a scipy Dijkstra row")
     ap.add_argument("--cpu-ranks", type=int, default=int(os.environ.get("BENCH_GPU_SSSP_CPU_RANKS", 16)))
@@ -408,7 +419,8 @@ def main(argv=None):
         try:
             gpu_part(row["graph"], row["weights"], a.trials, row, queues,
                      factors if row["graph"] in a.sweep_graphs.split(",") else [],
-                     a.rounds_trials or a.trials)
+                     a.rounds_trials or a.trials, [bool(int(x)) for x in a.keeps.split(",") if x],
+                     [int(x) for x in a.idles.split(",") if x])
         except Exception as e:
             row["error_gpu"] = repr(e)[:2000]
             print("  error", row["error_gpu"], flush=True)

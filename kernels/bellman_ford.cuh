@@ -24,6 +24,13 @@
 // the items in flight and the far pile are all empty, negative weights need no special case.
 // delta = 0 (several PEs, or asked for) turns it off: thr = INT64_MAX, nothing goes far.
 //
+// Kept vertices (keep != 0): a warp keeps up to 32 of the near vertices it lowered (one per
+// lane, nx) and scans them at its next turn instead of sending them through the queue; the
+// rest are enqueued. On high-diameter graphs the run is a long chain of improvements, and each
+// link through the queue costs a reservation, a ticket wait and a sleeping warp's wake-up
+// (idle warps sleep 32 ns doubling up to idle_max). Kept items count in SENT as enqueued ones
+// do (so termination and phase changes wait for them) and go back to the queue at a stop.
+//
 // Several PEs: PE p owns the vertex block [offsets[p], offsets[p+1]) (1-D partition by arcs),
 // its out-arcs, its distances and one queue segment, all in the NVSHMEM symmetric heap. An arc
 // whose head another PE owns is relaxed one-sidedly, as chosen by remote_mode:
@@ -179,6 +186,58 @@ __device__ bool push_local(const dgq::Queue<Item>& q, bool want, const Item& x, 
     }
 }
 
+// The lanes with want enqueue x, already counted in SENT (kept items flushed at a stop).
+template <bool BQ>
+__device__ bool push_counted(const dgq::Queue<Item>& q, bool want, const Item& x) {
+    dgq::Spin spin(q.abort);
+    while (true) {
+        int st = q.template enqueue_warp<BQ>(q.my_pe, want, x);
+        if (st == DGQ_OK) return true;
+        if (st == DGQ_ABORTED) return false;
+        if (!spin.wait()) return false;
+    }
+}
+
+// Position of the (r+1)-th set bit of m (r < popc(m)).
+__device__ __forceinline__ int nth_bit(unsigned m, int r) {
+    int p = 0;
+    for (int s = 16; s >= 1; s >>= 1) {
+        const int q = p + s - 1;
+        const unsigned upto = q >= 31 ? m : (m & ((2u << q) - 1));
+        if (__popc(upto) <= r) p += s;
+    }
+    return p;
+}
+
+// The lanes with want have a vertex to queue near (warp-collective). With keep, as many as
+// the warp has free slots stay in registers (nx, has_nx: this warp scans them next, without a
+// trip through the queue: a shorter critical path on high-diameter graphs); the rest, or all
+// without keep, are enqueued. Kept items count in SENT as enqueued ones do.
+template <bool BQ>
+__device__ bool queue_near(const dgq::Queue<Item>& q, bool want, i64 v, u64* ctr, bool keep, Item& nx,
+                           bool& has_nx) {
+    if (!keep) return push_local<BQ>(q, want, Item{v, 0, -1}, ctr);
+    const int lane = threadIdx.x & 31;
+    const unsigned wm = __ballot_sync(DGBF_FULL, want);
+    if (wm == 0) return true;
+    const unsigned fm = __ballot_sync(DGBF_FULL, !has_nx);
+    const int nw = __popc(wm), nf = __popc(fm);
+    const unsigned below = (1u << lane) - 1;
+    const int rf = __popc(fm & below);  // this free slot takes the rf-th wanting lane's vertex
+    const i64 got = __shfl_sync(DGBF_FULL, v, nth_bit(wm, rf < nw ? rf : 0));
+    const int nkeep = nw < nf ? nw : nf;
+    if (!has_nx && rf < nkeep) {
+        nx = Item{got, 0, -1};
+        has_nx = true;
+    }
+    if (lane == 0) {
+        atomicAdd(ctr + SENT, (u64)nkeep);
+        DGBF_FENCE();
+    }
+    __syncwarp();
+    return push_local<BQ>(q, want && __popc(wm & below) >= nkeep, Item{v, 0, -1}, ctr);
+}
+
 // The lanes with want append v to far pile cur (warp-collective). False if the pile is
 // full, which the protocol rules out (one entry per vertex per pile): the run aborts.
 __device__ __forceinline__ bool far_append(bool want, i64 v, int* far, i64* ph, int cur, i64 cap) {
@@ -265,13 +324,17 @@ template <bool BQ>
 __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ indices, const i64* __restrict__ w,
                        i64* dist, i64* pred, int* inq, Item* ring, u64* tickets, u64* meta, u64 N,
                        const i64* __restrict__ offsets, int npes, int my_pe, u64* ctr, i64* ctl, i64 bound_key,
-                       i64 scan_limit, int remote_mode, i64* ph, int* far, i64 far_cap) {
+                       i64 scan_limit, int remote_mode, i64* ph, int* far, i64 far_cap, int keep_flag,
+                       unsigned idle_max) {
     const int lane = threadIdx.x & 31;
     const i64 gwarp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     int* abort_flag = (int*)(ctl + C_ABORT);
     const dgq::Queue<Item> q{ring, tickets, meta, N, npes, my_pe, abort_flag};
     const i64 lo = offsets[my_pe];
     unsigned idle_ns = 32;
+    const bool keep = keep_flag != 0;
+    Item nx{0, 0, -1};  // this lane's kept vertex (keep), scanned at the warp's next turn
+    bool has_nx = false;
     (void)remote_mode;
     while (true) {
         int stop = 0;
@@ -282,11 +345,23 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                 stop = 1;
             }
         }
-        if (__shfl_sync(DGBF_FULL, stop, 0)) break;
+        if (__shfl_sync(DGBF_FULL, stop, 0)) {
+            // kept vertices go back to the queue, which keeps all the work across a stop
+            const int ab = __shfl_sync(DGBF_FULL, lane == 0 ? *(volatile int*)abort_flag : 0, 0);
+            if (!ab && __any_sync(DGBF_FULL, has_nx) && !push_counted<BQ>(q, has_nx, nx) && lane == 0)
+                atomicExch(abort_flag, 1);
+            break;
+        }
         Item it;
         bool got = false;
-        int st = q.template dequeue_warp<BQ>(my_pe, true, it, got);
-        if (st == DGQ_ABORTED) break;
+        if (__any_sync(DGBF_FULL, has_nx)) {  // kept vertices first
+            it = nx;
+            got = has_nx;
+            has_nx = false;
+        } else {
+            int st = q.template dequeue_warp<BQ>(my_pe, true, it, got);
+            if (st == DGQ_ABORTED) break;
+        }
         unsigned gm = __ballot_sync(DGBF_FULL, got);
         if (gm == 0) {
             if (gwarp == 0 && !poll_termination<BQ>(q, ctr, ctl, ph, npes, my_pe)) {
@@ -295,7 +370,7 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
             }
             __syncwarp();
             __nanosleep(idle_ns);
-            if (idle_ns < 2048) idle_ns <<= 1;
+            if (idle_ns < idle_max) idle_ns <<= 1;
             continue;
         }
         idle_ns = 32;
@@ -327,11 +402,12 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                                 wn = atomicCAS(inq + x, I_FAR + old, I_NEAR) == I_FAR + old;
                             } else if (atomicCAS(inq + x, I_FAR + old, I_FAR + cur) == I_FAR + old) {
                                 wf = true;
-                                if (dx < vload(ph + P_FMIN + cur)) atomicMin((long long*)(ph + P_FMIN + cur), (long long)dx);
+                                if (dx < vload(ph + P_FMIN + cur))
+                                    atomicMin((long long*)(ph + P_FMIN + cur), (long long)dx);
                             }
                         }
                     }
-                    ok = push_local<BQ>(q, wn, Item{x, 0, -1}, ctr) && ok;
+                    ok = queue_near<BQ>(q, wn, x, ctr, keep, nx, has_nx) && ok;
                     ok = far_append(wf, x, far, ph, cur, far_cap) && ok;
                 }
                 continue;
@@ -346,7 +422,7 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                     want = mark(inq, v, cand, thr, cur, ph);
                 }
             }
-            ok = push_local<BQ>(q, want == 1, Item{v, 0, -1}, ctr) && ok;  // warp-collective: always called
+            ok = queue_near<BQ>(q, want == 1, v, ctr, keep, nx, has_nx) && ok;  // warp-collective: always called
             ok = far_append(want == 2, v, far, ph, cur, far_cap) && ok;
         }
         // (2) rescans: the out-arcs of all of them as one list, 32 arcs per step
@@ -420,7 +496,7 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                 }
 #endif
             }
-            ok = push_local<BQ>(q, want == 1, Item{tl, 0, -1}, ctr) && ok;  // warp-collective: always called
+            ok = queue_near<BQ>(q, want == 1, tl, ctr, keep, nx, has_nx) && ok;  // warp-collective: always called
             ok = far_append(want == 2, tl, far, ph, cur, far_cap) && ok;
 #ifdef DISTGRAPH_WITH_NVSHMEM
             if (rowner >= 0 && !push_remote<BQ>(q, rowner, rx, ctr)) ok = false;
@@ -456,9 +532,9 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
              int* inq, dgbf::Item* ring, unsigned long long* tickets, unsigned long long* meta,                  \
              unsigned long long N, const long long* offsets, int npes, int my_pe, unsigned long long* ctr,      \
              long long* ctl, long long bound_key, long long scan_limit, int remote_mode, long long* ph,         \
-             int* far, long long far_cap) {                                                                     \
+             int* far, long long far_cap, int keep, unsigned idle_max) {                                        \
         dgbf::worker<BQ>(indptr, indices, w, dist, pred, inq, ring, tickets, meta, N, offsets, npes, my_pe, ctr, \
-                         ctl, bound_key, scan_limit, remote_mode, ph, far, far_cap);                            \
+                         ctl, bound_key, scan_limit, remote_mode, ph, far, far_cap, keep, idle_max);            \
     }
 
 DGBF_KERNEL(distgraph_bf_queue_bq, true)

@@ -97,6 +97,8 @@ def from_keys(k: np.ndarray, wdt) -> np.ndarray:
     return k.view(np.float64)
 
 
+#: Longest sleep (ns) of an idle warp between looks at the queue (QueueSSSP's idle_ns).
+IDLE_NS = 2048
 #: Scan tasks per phase change of the near-far priority (DG_BF_MAX_TASKS in the kernel).
 _MAX_TASKS = 1024
 #: Default near-far delta: this many mean arc weights (|w|) per 32 / mean degree (at least
@@ -196,11 +198,14 @@ class QueueSSSP:
     width in the weights' units (one PE only; see ``kernels/bellman_ford.cuh``): None picks
     :data:`DELTA_FACTOR` mean weights times ``max(1, 32 / mean degree)``, 0 or inf turns the
     priority off (plain FIFO queue, as on several PEs); :meth:`set_delta` changes it
-    between runs.
+    between runs. ``keep``: a warp scans the vertices it lowered itself next (up to 32, the
+    rest are enqueued) instead of sending all through the queue. ``idle_ns``: the longest
+    sleep of an idle warp between looks at the queue (it doubles from 32 ns). ``keep`` and
+    ``idle_ns`` are attributes a run reads (a benchmark may change them between runs).
     """
 
     def __init__(self, graph, weights, comm, *, queue="bq", remote="atomic", use_nvshmem=None,
-                 capacity=None, grid=None, timeout=None, delta=None):
+                 capacity=None, grid=None, timeout=None, delta=None, keep=True, idle_ns=IDLE_NS):
         from ...runtime.context import get_context
         from ..cpu.bellman_ford import _neg_bound, _setup
         from .loader import import_cupy
@@ -217,6 +222,10 @@ class QueueSSSP:
         expect(timeout is None or (isinstance(timeout, (int, float, np.number)) and timeout > 0), "timeout",
                "None or a positive number of seconds", timeout)
         _check_delta(delta)
+        expect(isinstance(keep, (bool, np.bool_)), "keep", "True or False", keep)
+        expect(isinstance(idle_ns, (int, np.integer)) and not isinstance(idle_ns, bool) and 32 <= idle_ns <= 1 << 20,
+               "idle_ns", "an int in [32, 2**20] (nanoseconds)", idle_ns)
+        self.keep, self.idle_ns = bool(keep), int(idle_ns)
         t0 = time.perf_counter()
         cp = import_cupy()
         get_context(comm, "gpu")
@@ -360,7 +369,7 @@ class QueueSSSP:
                          np.int32(self.comm.Get_size()), np.int32(self.comm.Get_rank()), self.ctr, self.ctl,
                          np.int64(self.bound_key), np.int64(scan_limit),
                          np.int32(0 if self.remote == "atomic" else 1), self.ph, self.far,
-                         np.int64(self.far_cap)))
+                         np.int64(self.far_cap), np.int32(self.keep), np.uint32(self.idle_ns)))
             ev = self.stream.record()
         t0 = time.monotonic()
         spin = 0
@@ -446,6 +455,7 @@ class QueueSSSP:
         if size > 1:
             comm.Allreduce(MPI.IN_PLACE, red, op=MPI.SUM)
         stats = {"mode": "async", "backend": "gpu", "queue": self.queue, "remote": self.remote,
+                 "keep": self.keep, "idle_ns": self.idle_ns,
                  "nvshmem": self.nvs, "launches": launches, "checks": checks, "relaxations": int(red[0]),
                  "delta": self.delta, "phases": int(self.ph[1].get()) + 1 if self.delta else None,
                  "items": int(red[1]), "grid": [self.grid, BLOCK], "capacity": self.capacity,
