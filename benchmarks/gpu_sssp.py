@@ -20,10 +20,10 @@ once, not timed; GTEPS = stored arcs / seconds; relaxations_per_arc = arcs scann
 
 * ``gpu_queue_bwd`` (``gpu_queue_bq``): :class:`QueueSSSP` on one PE with its defaults;
   ``..._sweep`` the same object with delta = factor x the default delta
-  (``--delta-factors``), keep on/off (``--keeps``) and idle sleep caps (``--idles``) on
-  ``--sweep-graphs``; ``..._fifo`` the run with delta 0, keep off, 2048 ns (neither
-  schedule change: every improved vertex through the FIFO queue), ``speedup_vs_fifo`` the
-  defaults' gain over it;
+  (``--delta-factors``), keep on/off (``--keeps``), idle sleep caps (``--idles``) and hub
+  chunk sizes (``--splits``) on ``--sweep-graphs``; ``..._fifo`` the run with delta 0, keep
+  off, 2048 ns, no chunks (none of the schedule changes: every improved vertex through the
+  FIFO queue, one warp per vertex), ``speedup_vs_fifo`` the defaults' gain over it;
 * ``gpu_rounds_cupy``: :func:`rounds_cupy`, the round-based baseline in plain CuPy
   (``--rounds-trials`` timed runs);
 * ``cpu_1rank``: distgraph's CPU backend (``rounds`` driver: on one rank a worklist) in
@@ -139,7 +139,8 @@ def cpu_part(spec, weights, row, scipy_graphs):
                                             "scipy_bellman_ford_reference"}
 
 
-def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials, keeps=(True, False), idles=(2048,)):
+def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials, keeps=(True, False), idles=(2048,),
+             splits=(4096,)):
     """The queue kernel (defaults, and the schedule sweep: delta = factor x the default delta,
     0 = FIFO; keep on/off; idle sleep cap) and the CuPy rounds, each compared with the CPU
     row's distances."""
@@ -162,7 +163,7 @@ def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials, keeps=(
                 "relaxations": rel, "relaxations_per_arc": None if rel is None else rel / g.m,
                 "setup_s": st.get("time_setup_s"), "kernel_or_loop_s": st.get("time_run_s"),
                 **{k: st[k] for k in ("launches", "checks", "items", "grid", "rounds", "delta", "phases", "keep",
-                                      "idle_ns") if k in st},
+                                      "idle_ns", "split") if k in st},
                 "speedup_vs_cpu_1rank": t_cpu / t}
 
     for queue in queues:
@@ -174,19 +175,20 @@ def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials, keeps=(
             row[name] = record(*best(lambda: r.run(s, confirm), trials))
             if factors:
                 sweep = []
-                dkeep, didle = r.keep, r.idle_ns
-                for keep in keeps:
-                    for idle in idles:
-                        for f in factors:
-                            r.set_delta(f * auto)
-                            r.keep, r.idle_ns = keep, idle
-                            rec = record(*best(lambda: r.run(s, confirm), trials))
-                            rec["factor"] = f
-                            sweep.append(rec)
-                            if f == 0 and not keep and idle == 2048:
-                                row[name + "_fifo"] = rec
+                dflt = (r.keep, r.idle_ns, r.split)
+                for split in splits:
+                    for keep in keeps:
+                        for idle in idles:
+                            for f in factors:
+                                r.set_delta(f * auto)
+                                r.keep, r.idle_ns, r.split = keep, idle, split
+                                rec = record(*best(lambda: r.run(s, confirm), trials))
+                                rec["factor"] = f
+                                sweep.append(rec)
+                                if f == 0 and not keep and idle == 2048 and split == 0:
+                                    row[name + "_fifo"] = rec
                 r.set_delta(None)
-                r.keep, r.idle_ns = dkeep, didle
+                r.keep, r.idle_ns, r.split = dflt
                 row[name + "_sweep"] = sweep
             r.close()
             del r
@@ -343,6 +345,7 @@ def main(argv=None):
                     help="schedule sweep: delta = factor x the default (0: FIFO, no near-far)")
     ap.add_argument("--keeps", default="1,0", help="schedule sweep: keep on (1) / off (0)")
     ap.add_argument("--idles", default="2048,256", help="schedule sweep: idle sleep caps (ns)")
+    ap.add_argument("--splits", default="4096,0", help="schedule sweep: arcs per chunk of a large vertex (0: off)")
     ap.add_argument("--sweep-graphs", default="road-FLA,kron:20", help="graphs of the delta sweep")
     ap.add_argument("--scipy-graphs", default="road-FLA,kron:20", help="graphs with a scipy Dijkstra row")
     ap.add_argument("--cpu-ranks", type=int, default=int(os.environ.get("BENCH_GPU_SSSP_CPU_RANKS", 16)))
@@ -420,7 +423,7 @@ def main(argv=None):
             gpu_part(row["graph"], row["weights"], a.trials, row, queues,
                      factors if row["graph"] in a.sweep_graphs.split(",") else [],
                      a.rounds_trials or a.trials, [bool(int(x)) for x in a.keeps.split(",") if x],
-                     [int(x) for x in a.idles.split(",") if x])
+                     [int(x) for x in a.idles.split(",") if x], [int(x) for x in a.splits.split(",") if x])
         except Exception as e:
             row["error_gpu"] = repr(e)[:2000]
             print("  error", row["error_gpu"], flush=True)

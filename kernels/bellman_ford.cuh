@@ -10,7 +10,9 @@
 // Here a worker is a warp: it dequeues up to 32 vertices with one warp-aggregated reservation
 // (kernels/broker_queue.cuh, BQ or BWD), lays their out-arcs end to end (a warp prefix sum of
 // the degrees; each lane finds its arc's vertex by a 5-step binary search over the lanes), relaxes
-// them 32 at a time, and enqueues the improved heads with one reservation per step.
+// them 32 at a time, and enqueues the improved heads with one reservation per step. A vertex of
+// more than split out-arcs (a hub: one warp would scan it alone for milliseconds, the critical
+// path of a phase) scans its first split arcs and enqueues the rest as chunks of split arcs.
 //
 // Near-far priority (Davidson et al., "Work-efficient parallel GPU methods for single-source
 // shortest paths", IPDPS 2014), one PE only: a vertex lowered to a key below the threshold thr
@@ -65,7 +67,7 @@
 //             is in far pile b (one PE), 0 else; each pile holds a vertex at most once
 //   ring/tickets/meta: the queue segment (broker_queue.cuh), items Item{v, cand, u}: u == -1 a
 //             vertex to rescan, u >= 0 a remote relaxation (enqueue mode), u == -2 a scan task
-//             for far entries [v, cand) of the previous pile
+//             for far entries [v, cand) of the previous pile, u <= -3 arc chunk -3 - u of v
 //   far[2][far_cap] int32 local ids: the far piles; ph[8] i64: thr, phase (pile = phase & 1),
 //             count of pile 0 and 1, smallest key put in pile 0 and 1, delta (key units; the
 //             double's bits for float keys), +inf's key
@@ -325,7 +327,7 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                        i64* dist, i64* pred, int* inq, Item* ring, u64* tickets, u64* meta, u64 N,
                        const i64* __restrict__ offsets, int npes, int my_pe, u64* ctr, i64* ctl, i64 bound_key,
                        i64 scan_limit, int remote_mode, i64* ph, int* far, i64 far_cap, int keep_flag,
-                       unsigned idle_max) {
+                       unsigned idle_max, i64 split) {
     const int lane = threadIdx.x & 31;
     const i64 gwarp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     int* abort_flag = (int*)(ctl + C_ABORT);
@@ -381,7 +383,7 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
         int below = 0;
         bool ok = true;
         // (1) scan tasks and remote relaxations, one after the other, by the whole warp
-        unsigned special = __ballot_sync(DGBF_FULL, got && it.u != -1);
+        unsigned special = __ballot_sync(DGBF_FULL, got && (it.u >= 0 || it.u == -2));
         while (special) {
             const int sl = __ffs(special) - 1;
             special &= special - 1;
@@ -425,16 +427,37 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
             ok = queue_near<BQ>(q, want == 1, v, ctr, keep, nx, has_nx) && ok;  // warp-collective: always called
             ok = far_append(want == 2, v, far, ph, cur, far_cap) && ok;
         }
-        // (2) rescans: the out-arcs of all of them as one list, 32 arcs per step
-        const bool mine = got && it.u == -1;
+        // (2) rescans and arc chunks: all their arcs as one list, 32 arcs per step. A vertex of
+        // more than split out-arcs scans its first split here and hands the others out as
+        // chunk items (u = -3 - k: arcs [k split, (k + 1) split)), which any warp scans with
+        // the vertex's distance at that time
+        const bool resc = got && it.u == -1;
+        const bool chunk = got && it.u <= -3;
+        const bool mine = resc || chunk;
         const i64 v = mine ? it.v : 0;
-        if (mine) atomicExch(inq + v, 0);  // a later improvement enqueues v again
+        if (resc) atomicExch(inq + v, 0);  // a later improvement enqueues v again
         __threadfence();
-        i64 dk = 0, a = 0, deg = 0;
+        i64 dk = 0, a = 0, deg = 0, nchunks = 0;
         if (mine) {
             dk = vload(dist + v);
-            a = indptr[v];
-            deg = indptr[v + 1] - a;
+            const i64 a0 = indptr[v], b0 = indptr[v + 1];
+            if (chunk) {
+                a = a0 + (-3 - it.u) * split;
+                deg = b0 - a < split ? b0 - a : split;
+            } else {
+                a = a0;
+                deg = b0 - a0;
+                if (split > 0 && deg > split) {
+                    nchunks = (deg + split - 1) / split;
+                    deg = split;
+                }
+            }
+        }
+        for (unsigned bm = __ballot_sync(DGBF_FULL, nchunks > 1); bm; bm &= bm - 1) {
+            const int sl = __ffs(bm) - 1;
+            const i64 bv = __shfl_sync(DGBF_FULL, v, sl), nc = __shfl_sync(DGBF_FULL, nchunks, sl);
+            for (i64 c0 = 1; c0 < nc; c0 += 32)
+                ok = push_local<BQ>(q, c0 + lane < nc, Item{bv, 0, -3 - (c0 + lane)}, ctr) && ok;
         }
         i64 incl = deg;
         for (int o = 1; o < 32; o <<= 1) {
@@ -443,7 +466,7 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
         }
         const i64 total = __shfl_sync(DGBF_FULL, incl, 31);
         const i64 excl = incl - deg;
-        const int scans = __popc(__ballot_sync(DGBF_FULL, mine));
+        const int scans = __popc(__ballot_sync(DGBF_FULL, resc));
         for (i64 base = 0; base < total; base += 32) {
             const i64 k = base + lane;
             int src = 0;  // the lane whose arc range holds k: the first with incl > k
@@ -532,9 +555,9 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
              int* inq, dgbf::Item* ring, unsigned long long* tickets, unsigned long long* meta,                  \
              unsigned long long N, const long long* offsets, int npes, int my_pe, unsigned long long* ctr,      \
              long long* ctl, long long bound_key, long long scan_limit, int remote_mode, long long* ph,         \
-             int* far, long long far_cap, int keep, unsigned idle_max) {                                        \
+             int* far, long long far_cap, int keep, unsigned idle_max, long long split) {                       \
         dgbf::worker<BQ>(indptr, indices, w, dist, pred, inq, ring, tickets, meta, N, offsets, npes, my_pe, ctr, \
-                         ctl, bound_key, scan_limit, remote_mode, ph, far, far_cap, keep, idle_max);            \
+                         ctl, bound_key, scan_limit, remote_mode, ph, far, far_cap, keep, idle_max, split);     \
     }
 
 DGBF_KERNEL(distgraph_bf_queue_bq, true)

@@ -705,7 +705,7 @@ def _fake_queue_sssp(g, launch):
             self.ring, self.tickets = np.zeros((64, 3), np.int64).view(_HostArray), h(64, np.int64)
             self.meta, self.ctl = h(24, np.int64), h(8, np.int64)
             self.ph, self.far, self.far_cap, self.delta = h(8, np.int64), h(2, np.int32), 1, 0
-            self.keep, self.idle_ns = True, 2048
+            self.keep, self.idle_ns, self.split = True, 2048, 4096
             self.timeout, self.timed_out, self.setup_s, self.launches = 1.0, False, 0.0, 0
 
         def _launch(self, scan_limit):
@@ -869,7 +869,7 @@ def test_gpu_queue_arguments_validated_before_the_device():
                     ({"timeout": -1}, "timeout must be"), ({"delta": -1}, "delta must be"),
                     ({"delta": float("nan")}, "delta must be"), ({"delta": True}, "delta must be"),
                     ({"keep": 1}, "keep must be True or False"), ({"idle_ns": 8}, "idle_ns must be"),
-                    ({"idle_ns": 1.5}, "idle_ns must be")):
+                    ({"idle_ns": 1.5}, "idle_ns must be"), ({"split": 16}, "split must be 0")):
         with pytest.raises(InvalidArgumentError, match=msg):
             QueueSSSP(g, g.weights, MPI.COMM_SELF, **kw)
 

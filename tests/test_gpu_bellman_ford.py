@@ -235,8 +235,9 @@ def test_near_far_any_delta_gives_the_cpu_answer(queue, keep, data_dir):
     """The near-far priority of the queue kernel (one PE) is only a priority: with delta off (0,
     inf), 1 (a phase per distance value: many phase changes, far piles handed out as scan
     tasks), small, default and huge, on Kronecker (int64 and float64 potential-shifted
-    weights) and road-NY shifted, with and without kept vertices (and a short idle sleep),
-    distances equal the CPU backend's; the stats count the phases (None when off)."""
+    weights) and road-NY shifted, with kept vertices and large vertices split into chunks of 32
+    arcs, and with neither (and a short idle sleep), distances equal the CPU backend's; the
+    stats count the phases (None when off)."""
     from mpi4py import MPI
 
     from distgraph.algorithms.bellman_ford import _arc_weights
@@ -252,7 +253,8 @@ def test_near_far_any_delta_gives_the_cpu_answer(queue, keep, data_dir):
         w = _arc_weights(g, None)
         s = int(np.argmax(np.diff(g.indptr)))
         ref = run_rounds(g, w, s, MPI.COMM_SELF, lambda cy: True, predecessors=False)[0]
-        q = QueueSSSP(g, w, MPI.COMM_SELF, queue=queue, keep=keep, idle_ns=2048 if keep else 64)
+        q = QueueSSSP(g, w, MPI.COMM_SELF, queue=queue, keep=keep, idle_ns=2048 if keep else 64,
+                      split=32 if keep else 0)
         try:
             for delta in deltas:
                 q.set_delta(delta)
@@ -271,7 +273,7 @@ def test_near_far_any_delta_gives_the_cpu_answer(queue, keep, data_dir):
 
 def test_near_far_one_block_and_negative_cycle():
     """One block (warp 0 changes the phases and hands out the far piles alone) with delta 1,
-    with and without kept vertices, equal to the CPU; a planted negative cycle is still found
+    with and without kept vertices, vertices above 64 arcs in chunks, equal to the CPU; a planted negative cycle is still found
     through the public API with a small delta (distances keep falling below the threshold:
     all near) and with near-far off."""
     from mpi4py import MPI
@@ -285,7 +287,7 @@ def test_near_far_one_block_and_negative_cycle():
     ref = run_rounds(g, w, 7, MPI.COMM_SELF, lambda cy: True, predecessors=False)[0]
     for queue in ("bq", "bwd"):
         for keep in (True, False):
-            q = QueueSSSP(g, w, MPI.COMM_SELF, queue=queue, grid=1, delta=1, keep=keep)
+            q = QueueSSSP(g, w, MPI.COMM_SELF, queue=queue, grid=1, delta=1, keep=keep, split=64)
             try:
                 d, _, st, cyc = q.run(7, lambda cy: cycle_weight(g, cy, w) < 0)
             finally:
@@ -299,7 +301,7 @@ def test_near_far_one_block_and_negative_cycle():
             bellman_ford(gc, int(cyc[0]), backend="gpu", mode="async", queue="bwd", delta=delta)
         assert ei.value.weight < 0 and cycle_weight(gc, ei.value.cycle) == ei.value.weight
         # kept vertices go back to the queue at each stop for a cycle check: nothing is lost
-        q = QueueSSSP(gc, w, MPI.COMM_SELF, queue="bq", delta=delta, keep=True)
+        q = QueueSSSP(gc, w, MPI.COMM_SELF, queue="bq", delta=delta, keep=True, split=32)
         try:
             _, _, st, found = q.run(int(cyc[0]), lambda cy: cycle_weight(gc, cy, w) < 0)
         finally:

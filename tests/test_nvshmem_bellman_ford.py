@@ -69,7 +69,8 @@ def test_nvshmem_equals_cpu(pg, name):
     ok = True
     info = []
     for queue, remote in VARIANTS:
-        q = QueueSSSP(g, w, comm, queue=queue, remote=remote, use_nvshmem=True)
+        # BQ: vertices above 32 arcs scanned in chunks (remote arcs in chunks too); BWD: default
+        q = QueueSSSP(g, w, comm, queue=queue, remote=remote, use_nvshmem=True, split=32 if queue == "bq" else 4096)
         try:
             d, p, st, cyc = q.run(s, confirm, predecessors=True)
         finally:

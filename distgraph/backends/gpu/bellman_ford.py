@@ -99,6 +99,8 @@ def from_keys(k: np.ndarray, wdt) -> np.ndarray:
 
 #: Longest sleep (ns) of an idle warp between looks at the queue (QueueSSSP's idle_ns).
 IDLE_NS = 2048
+#: Out-arcs above which a vertex is scanned in chunks of this many arcs by several warps.
+SPLIT = 4096
 #: Scan tasks per phase change of the near-far priority (DG_BF_MAX_TASKS in the kernel).
 _MAX_TASKS = 1024
 #: Default near-far delta: this many mean arc weights (|w|) per 32 / mean degree (at least
@@ -200,12 +202,15 @@ class QueueSSSP:
     priority off (plain FIFO queue, as on several PEs); :meth:`set_delta` changes it
     between runs. ``keep``: a warp scans the vertices it lowered itself next (up to 32, the
     rest are enqueued) instead of sending all through the queue. ``idle_ns``: the longest
-    sleep of an idle warp between looks at the queue (it doubles from 32 ns). ``keep`` and
-    ``idle_ns`` are attributes a run reads (a benchmark may change them between runs).
+    sleep of an idle warp between looks at the queue (it doubles from 32 ns). ``split``: a
+    vertex of more out-arcs is scanned in chunks of ``split`` arcs by several warps (0: one
+    warp scans it). ``keep``, ``idle_ns`` and ``split`` are attributes a run reads (a
+    benchmark may change them between runs; ``split`` not above the one the queue was sized
+    for).
     """
 
     def __init__(self, graph, weights, comm, *, queue="bq", remote="atomic", use_nvshmem=None,
-                 capacity=None, grid=None, timeout=None, delta=None, keep=True, idle_ns=IDLE_NS):
+                 capacity=None, grid=None, timeout=None, delta=None, keep=True, idle_ns=IDLE_NS, split=SPLIT):
         from ...runtime.context import get_context
         from ..cpu.bellman_ford import _neg_bound, _setup
         from .loader import import_cupy
@@ -225,7 +230,9 @@ class QueueSSSP:
         expect(isinstance(keep, (bool, np.bool_)), "keep", "True or False", keep)
         expect(isinstance(idle_ns, (int, np.integer)) and not isinstance(idle_ns, bool) and 32 <= idle_ns <= 1 << 20,
                "idle_ns", "an int in [32, 2**20] (nanoseconds)", idle_ns)
-        self.keep, self.idle_ns = bool(keep), int(idle_ns)
+        expect(isinstance(split, (int, np.integer)) and not isinstance(split, bool) and (split == 0 or split >= 32),
+               "split", "0 (off) or an int >= 32 (arcs per chunk of a large vertex)", split)
+        self.keep, self.idle_ns, self.split = bool(keep), int(idle_ns), int(split)
         t0 = time.perf_counter()
         cp = import_cupy()
         get_context(comm, "gpu")
@@ -247,6 +254,8 @@ class QueueSSSP:
         if capacity is None:
             # room for every own vertex, plus the near-far scan tasks of one phase change
             need = maxnl + _MAX_TASKS + 64 if remote == "atomic" or size == 1 else 4 * maxnl + (1 << 16)
+            if self.split:
+                need += 2 * (int(self.indptr[-1]) // self.split)  # arc chunks of large vertices
             capacity = 1 << max(int(need - 1).bit_length(), 6)
         self.capacity = int(capacity)
         self.d_indptr = cp.asarray(self.indptr.astype(np.int64))
@@ -369,7 +378,8 @@ class QueueSSSP:
                          np.int32(self.comm.Get_size()), np.int32(self.comm.Get_rank()), self.ctr, self.ctl,
                          np.int64(self.bound_key), np.int64(scan_limit),
                          np.int32(0 if self.remote == "atomic" else 1), self.ph, self.far,
-                         np.int64(self.far_cap), np.int32(self.keep), np.uint32(self.idle_ns)))
+                         np.int64(self.far_cap), np.int32(self.keep), np.uint32(self.idle_ns),
+                         np.int64(self.split)))
             ev = self.stream.record()
         t0 = time.monotonic()
         spin = 0
@@ -455,7 +465,7 @@ class QueueSSSP:
         if size > 1:
             comm.Allreduce(MPI.IN_PLACE, red, op=MPI.SUM)
         stats = {"mode": "async", "backend": "gpu", "queue": self.queue, "remote": self.remote,
-                 "keep": self.keep, "idle_ns": self.idle_ns,
+                 "keep": self.keep, "idle_ns": self.idle_ns, "split": self.split,
                  "nvshmem": self.nvs, "launches": launches, "checks": checks, "relaxations": int(red[0]),
                  "delta": self.delta, "phases": int(self.ph[1].get()) + 1 if self.delta else None,
                  "items": int(red[1]), "grid": [self.grid, BLOCK], "capacity": self.capacity,
