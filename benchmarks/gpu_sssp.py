@@ -176,7 +176,11 @@ def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials, keeps=(
             if factors:
                 sweep = []
                 dflt = (r.keep, r.idle_ns, r.split)
+                maxdeg = int(np.diff(g.indptr).max()) if g.n else 0
+                on = [x for x in splits if x > 0]
                 for split in splits:
+                    if on and split not in on[:1] and maxdeg <= min(on):
+                        continue  # no vertex is split at any of these sizes: same runs again
                     for keep in keeps:
                         for idle in idles:
                             for f in factors:

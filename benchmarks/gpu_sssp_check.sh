@@ -8,7 +8,8 @@
 #
 #   bash benchmarks/gpu_sssp_check.sh OUTDIR PKG [gpu_sssp.py options]
 #
-# Env: T_GPU (GPU tests), T_NV1/T_NV2/T_NV4 (NVSHMEM tests per PE count), T_BENCH (seconds),
+# Env: NV_NPS (PE counts of the NVSHMEM tests, default "1 2 4"; "" skips them), T_GPU (GPU
+# tests), T_NV1/T_NV2/T_NV4 (NVSHMEM tests per PE count), T_BENCH (seconds),
 # DISTGRAPH_COMMIT, DISTGRAPH_DATA (the real graphs: road-NY, bitcoin-otc, cond-mat, road-FLA).
 set -uo pipefail
 OUTDIR=${1:?usage: gpu_sssp_check.sh OUTDIR PKG [gpu_sssp.py options]}; PKG=${2:?}; shift 2
@@ -26,7 +27,7 @@ bench=$!
 timeout "${T_GPU:-110}" "$PY" -m pytest -q -rfs --junitxml="$OUTDIR/junit-gpu-bellman_ford.xml" \
   tests/test_gpu_bellman_ford*.py > "$OUTDIR/pytest-gpu-bellman_ford.log" 2>&1 &
 gtest=$!
-for np in 1 2 4; do
+for np in ${NV_NPS-1 2 4}; do
   t=T_NV$np
   timeout "${!t:-60}" "$MPIRUN" "${MPIFLAGS[@]}" -n "$np" "$PY" tests/mpi_pytest.py -q -rfs --with-mpi \
     tests/test_nvshmem_bellman_ford*.py > "$OUTDIR/pytest-nvshmem-bellman_ford-np$np.log" 2>&1
