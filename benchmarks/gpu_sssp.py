@@ -189,7 +189,7 @@ def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials, keeps=(
                                 rec = record(*best(lambda: r.run(s, confirm), trials))
                                 rec["factor"] = f
                                 sweep.append(rec)
-                                if f == 0 and not keep and idle == 2048 and split == 0:
+                                if f == 0 and not keep and idle == 2048 and (split == 0 or maxdeg <= split):
                                     row[name + "_fifo"] = rec
                 r.set_delta(None)
                 r.keep, r.idle_ns, r.split = dflt
