@@ -5,7 +5,11 @@
 #
 #   DISTGRAPH_COMMIT=$(git rev-parse HEAD) bash benchmarks/gpu_bfs_device.sh /tmp/res [LIMIT]
 #
-# Needs .cache/h4/bvss_bfs_s1.cu = `git show af7bcda:kernels/bvss_bfs.cu` (carried).
+# Needs .cache/h4/bvss_bfs_s1.cu = `git show af7bcda:kernels/bvss_bfs.cu` (carried) for
+# the A/B, and .cache/k2data (carried) for the real-graph tests.  AB= and GRAPHS= choose
+# what runs; e.g. the scale-24 rows alone: AB= GRAPHS=kron:24+w16384,urand:24+none.
+# Session 3 (LIMIT 226 s on a cold H200): prep of all six graphs done by 81 s, tests 43 s,
+# A/B ~60 s, scale 23 about 48 s per graph; kron:24 was cut after its baselines.
 # The graphs are generated and preprocessed by background processes (gpu_bfs.py --prep)
 # from the start, while the tests run on the GPU; the timed run stops them (SIGSTOP to
 # their process group) whenever it times something (--quiet-prep); niced, so the tests
@@ -17,6 +21,8 @@ T0=$(date +%s)
 el() { echo $(( $(date +%s) - T0 )); }
 cd "$(dirname "$0")/.."
 . benchmarks/gpu_env.sh "$OUTDIR" || exit 1
+# the real graphs of tests/test_gpu_bfs.py (carry .cache/k2data; skipped without them)
+[ -d .cache/k2data ] && export DISTGRAPH_DATA=$PWD/.cache/k2data
 W=/tmp/gb
 mkdir -p "$W"
 AB=${AB:-kron:22+w16384+w65536,urand:22}
