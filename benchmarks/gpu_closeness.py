@@ -150,6 +150,7 @@ def bench_gpu(g, limit, reorder="auto", check=True, **kw):
     rate = done * g.m / el
     return {"preprocess_s": prep, "mode": r.mode, "kappa": r.kappa, "grid": r.info["grid"], "groups": r.groups,
             "schedule": r.schedule, "slots": r.slots, "symmetric": r.symmetric,
+            "shared_dbits": bool(getattr(r, "shared_dbits", False)),
             "reorder": r.info["reorder"], "bvss": r.info["bvss"], "sources_run": int(done),
             "sources_total": int(sources.size), "seconds": el, "total_s": total, "extrapolated": bool(done < sources.size),
             "edge_visits_per_s_per_gpu": rate, "vs_blest_per_gpu": rate / BLEST_RATE,
@@ -408,8 +409,9 @@ def main(argv=None):
     ap.add_argument("--naive-graphs", default=os.environ.get("BENCH_GPU_CLOSENESS_NAIVE_GRAPHS", "all"),
                     help="graphs that get the Alg. 5 vs single-source row ('all' or a list)")
     ap.add_argument("--variants", default=os.environ.get("BENCH_GPU_CLOSENESS_VARIANTS_GPU", ""),
-                    help="extra GPU rows on graphs of the block schedule, e.g. 'k32,k64,k128,grid4,nosym' "
-                         "(kN: kappa N; grid4: groups=4, the grid-wide schedule; nosym: per-vertex sums)")
+                    help="extra GPU rows on graphs of the block schedule, e.g. 'k32,k64,k128,grid4,nosym,mb4,sdb,sdbmb4' "
+                         "(kN: kappa N; grid4: groups=4, the grid-wide schedule; nosym: per-vertex sums; mbN: "
+                         "min_blocks N; sdb: shared_dbits; sdbmbN: both)")
     ap.add_argument("--variant-limit", type=float, default=10.0, help="seconds of each variant (extrapolated)")
     ap.add_argument("--merge", default=None, help="an earlier gpu_closeness.json: graphs and modes not run now "
                                                   "are kept from it (marked 'from_earlier_run')")
@@ -494,13 +496,16 @@ def main(argv=None):
                 for v in [v for v in a.variants.split(",") if v]:
                     kw = {"kappa": int(v[1:])} if v.startswith("k") else \
                         {"groups": 4, "symmetric": False} if v == "grid4" else {"symmetric": False} if v == "nosym" \
-                        else None
+                        else {"min_blocks": int(v[2:])} if v.startswith("mb") else \
+                        {"shared_dbits": True} if v == "sdb" else \
+                        {"shared_dbits": True, "min_blocks": int(v[5:])} if v.startswith("sdbmb") else None
                     if kw is None:
                         continue
                     try:
                         vr = bench_gpu(g, a.variant_limit, reorder, check=False, **kw)
                         row.setdefault("variants", {})[v] = {k: vr[k] for k in (
-                            "kappa", "schedule", "groups", "slots", "symmetric", "sources_run", "seconds", "total_s",
+                            "kappa", "schedule", "groups", "slots", "symmetric", "shared_dbits", "sources_run", "seconds",
+                            "total_s",
                             "extrapolated", "edge_visits_per_s_per_gpu", "vs_blest_per_gpu", "levels_per_launch")}
                     except Exception as e:
                         row.setdefault("variants", {})[v] = {"error": repr(e)}

@@ -648,7 +648,7 @@ distgraph_msbfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__r
 // Vc and Vn, so the slot is clean for its next batch (the host zeroes the state once).
 //
 // Per-slot state (rho1 = max(rho, 1)): F, Vc, Vn: 8*rho*W words each; act: rho1*W words;
-// dbits: dbw words; lists: 3*rho1 ints (dlist, then alist[0], alist[1]: the sets active
+// dbits: dbw words (or, shared_dbits = 1, dbw words of dynamic shared memory); lists: 3*rho1 ints (dlist, then alist[0], alist[1]: the sets active
 // after even / odd levels); Q: 2*qcap int2.  srcs: batch b's sources at b*kappa, nsrcs[b]
 // of them.  Sums, added to:
 //   per_source = 0: per vertex, far[u] etc. (atomic adds: all blocks share them);
@@ -727,9 +727,10 @@ extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK, DG_MS_MINB)
 distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
                        const int *__restrict__ real_ptrs, int n, const int *__restrict__ srcs,
                        const int *__restrict__ nsrcs, int nbatches, int per_source, int tc_ratio, unsigned *F,
-                       unsigned *Vc, unsigned *Vn, unsigned *act, unsigned *dbits, dg_i64 dbw, int *lists, int2 *Q,
-                       dg_i64 qcap, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2, unsigned *next,
-                       dg_i64 *stats) {
+                       unsigned *Vc, unsigned *Vn, unsigned *act, unsigned *dbits, dg_i64 dbw, int shared_dbits,
+                       int *lists, int2 *Q, dg_i64 qcap, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1,
+                       dg_u64 *h2, unsigned *next, dg_i64 *stats) {
+    extern __shared__ unsigned s_dyn[];  // the dirty bits when shared_dbits (dbw words)
     __shared__ unsigned scnt[DG_MS_KAPPA];
     __shared__ unsigned s_dn, s_qn[2], s_an[2];
     __shared__ int s_batch;
@@ -741,7 +742,12 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
         Vc += slot * nhw;
         Vn += slot * nhw;
         act += slot * rho1 * DG_MS_WORDS;
-        dbits += slot * dbw;
+        if (shared_dbits) {  // stage 1 marks without a round trip to global memory
+            dbits = s_dyn;
+            for (dg_i64 i = threadIdx.x; i < dbw; i += blockDim.x) dbits[i] = 0u;
+        } else {
+            dbits += slot * dbw;
+        }
         lists += slot * 3 * rho1;
         Q += slot * 2 * qcap;
     }

@@ -86,6 +86,24 @@ def test_blocks_per_vertex_equal_cpu(name, kappa, slots):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("kappa", [32, 256])
+@pytest.mark.parametrize("slots", [1, None])
+def test_blocks_shared_dirty_bits(name, kappa, slots):
+    # the dirty bits in shared memory: per vertex, per source and symmetric sums as before
+    g = GRAPHS[name]
+    r = _runner(g, kappa=kappa, slots=slots, shared_dbits=True, symmetric=not g.directed)
+    assert r.shared_dbits
+    srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    assert _same(_sums(g, srcs, False, r), _sums(g, srcs, False))
+    rng = np.random.default_rng(6)
+    some = rng.integers(0, g.n, 200).astype(np.int64)
+    assert _same(_sums(g, some, True, r, batch_size=100), _sums(g, some, True, batch_size=100))
+    r = _runner(g, kappa=kappa, slots=slots, shared_dbits=True, min_blocks=4)
+    assert _same(_sums(g, some, False, r), _sums(g, some, False))
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name", ["kron10", "kron9_dir", "grid_37x29", "random_dir_disconnected"])
 def test_blocks_each_batch_and_reuse(name):
     # per batch (no deferring): each run() adds exactly its sources' sums; the runner (and

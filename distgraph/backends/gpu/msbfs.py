@@ -78,6 +78,9 @@ BU_HEAVY = 32
 GROUPS_ARCS = 2**21
 #: ``groups="auto"``: one block per batch (``"blocks"``) up to this many arcs.
 BLOCKS_ARCS = 2**22
+#: ``shared_dbits``: the most bytes of dirty bits kept in shared memory (the dynamic shared
+#: memory a launch gets without opting in).
+SHARED_DBITS_MAX = 48 * 1024
 
 
 # ============================================================================ layout
@@ -454,6 +457,10 @@ class GpuMSBFS:
         sums (farness of the source) at its source vertex: the per-batch sums differ from
         the CPU backend's, their total over all sources is the same, bit for bit, at a
         fraction of the memory traffic on graphs where few BFSs of a batch meet.
+    shared_dbits : bool
+        ``groups="blocks"``: keep each block's dirty bits (one per slice set) in shared
+        memory instead of device memory when they fit in :data:`SHARED_DBITS_MAX` bytes
+        (stage 1 then marks a slice set without a round trip to device memory).
 
     Attributes
     ----------
@@ -467,7 +474,7 @@ class GpuMSBFS:
 
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
-                 groups=None, slots=None, symmetric=False):
+                 groups=None, slots=None, symmetric=False, shared_dbits=False):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -546,6 +553,7 @@ class GpuMSBFS:
         self.schedule = "grid"
         self.slots = 0
         self.symmetric = False
+        self.shared_dbits = False
         if mode == "replicated":
             pick = auto_schedule(int(t2ptr[-1])) if groups == "auto" else groups
             if pick == "blocks":
@@ -676,6 +684,7 @@ class GpuMSBFS:
             rho1 = max(self.rho, 1)
             S = self.slots
             self._dbw = rho1 // 32 + 1
+            self.shared_dbits = bool(shared_dbits) and 4 * self._dbw <= SHARED_DBITS_MAX
             self._F = cp.zeros(S * nhat * W, cp.uint32)
             self._Vc = cp.zeros(S * nhat * W, cp.uint32)
             self._Vn = cp.zeros(S * nhat * W, cp.uint32)
@@ -683,7 +692,7 @@ class GpuMSBFS:
             self._dbits = cp.zeros(S * self._dbw, cp.uint32)
             self._lists = cp.zeros(S * 3 * rho1, cp.int32)
             self._Q = cp.zeros(S * 2 * self._qcap * 2, cp.int32)
-            self.info["slots"] = S
+            self.info.update({"slots": S, "shared_dbits": self.shared_dbits})
         elif mode == "replicated":
             mod = get_module("msbfs", defines=defs, cooperative=True)
             self._persistent = mod.get_function("distgraph_msbfs_persistent")
@@ -909,8 +918,9 @@ class GpuMSBFS:
         self._blocks((min(self.slots, nb),), (BLOCK,),
                      (self._row_ids, self._masks, self._real_ptrs, np.int32(self.n), cp.asarray(srcs),
                       cp.asarray(nsrcs), np.int32(nb), np.int32(how), np.int32(self.tc_ratio), self._F, self._Vc,
-                      self._Vn, self._act, self._dbits, np.int64(self._dbw), self._lists, self._Q,
-                      np.int64(self._qcap), *sums, self._next, self._stats))
+                      self._Vn, self._act, self._dbits, np.int64(self._dbw), np.int32(self.shared_dbits),
+                      self._lists, self._Q, np.int64(self._qcap), *sums, self._next, self._stats),
+                     shared_mem=4 * self._dbw if self.shared_dbits else 0)
         self.info["launches"] += nb   # kappa-source MS-BFSs, as in the other schedules
 
     def drain(self, far, reach, h0, h1, h2) -> None:
