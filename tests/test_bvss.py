@@ -92,6 +92,20 @@ def test_numba_builder_equals_numpy_builder(name, make):
     assert (a.n, a.m, a.num_slices) == (b.n, b.m, b.num_slices)
 
 
+@pytest.mark.parametrize("builder", [build_bvss, build_bvss_numpy])
+def test_too_many_vss_refused(builder, monkeypatch):
+    import distgraph.formats.bvss as bv
+    from distgraph.errors import GraphValueError
+
+    g = _random_graph(2050, 6000, False, 4, hub=2049)
+    nv = build_bvss(g).num_vss
+    monkeypatch.setattr(bv, "MAX_VSS", nv - 1)
+    with pytest.raises(GraphValueError, match=f"BVSS would need {nv} virtual slice sets; at most {nv - 1}"):
+        builder(g)
+    monkeypatch.setattr(bv, "MAX_VSS", nv)
+    assert builder(g).num_vss == nv
+
+
 def test_hand_example():
     # arcs 0->1, 1->0, 1->2, 2->1, 2->3, 3->2: one slice set; rows 0..3 with masks
     # row 0: from 1 (bit 1) = 2; row 1: from 0, 2 = 5; row 2: from 1, 3 = 10; row 3: from 2 = 4

@@ -46,12 +46,16 @@ import numpy as np
 
 from ..errors import GraphValueError
 
-__all__ = ["SIGMA", "TAU", "THETA", "BVSS", "build_bvss", "build_bvss_numpy", "graph_checksum",
+__all__ = ["SIGMA", "TAU", "THETA", "MAX_VSS", "BVSS", "build_bvss", "build_bvss_numpy", "graph_checksum",
            "load_or_build_bvss"]
 
 SIGMA = 8            #: vertices (columns) per slice set
 THETA = 32 // SIGMA  #: slices per warp lane
 TAU = 32 * THETA     #: slices per virtual slice set
+#: Most VSSs a BVSS may have: the kernels (bvss_bfs.cu, msbfs.cu) address a lane's four
+#: slices as ``vss * 32 + lane`` in 32-bit ints.  (It was 2**31 // TAU = 2**24, which
+#: refused graphs of 2**27 vertices: kron:23 has 2.2-2.7M VSSs, 2**27 about 16x that.)
+MAX_VSS = 2**26
 
 
 @dataclass(eq=False)
@@ -220,8 +224,9 @@ def build_bvss(graph) -> BVSS:
     real_ptrs = np.zeros(ns + 1, dtype=np.int64)
     np.cumsum(nv_per_ss, out=real_ptrs[1:])
     nv = int(real_ptrs[-1])
-    if nv >= 2**31 // TAU:
-        raise GraphValueError(f"BVSS would need {nv} virtual slice sets; at most {2**31 // TAU - 1} fit int32 positions")
+    if nv > MAX_VSS:
+        raise GraphValueError(f"BVSS would need {nv} virtual slice sets; at most {MAX_VSS} fit the kernels' "
+                              "32-bit lane offsets (vss * 32 + lane)")
     row_ids = np.zeros(nv * TAU, dtype=np.int32)
     masks = np.zeros(nv * TAU, dtype=np.uint8)
     fill(ip, ix, n, ns, real_ptrs, TAU, row_ids, masks)
@@ -272,8 +277,9 @@ def build_bvss_numpy(graph) -> BVSS:
     real_ptrs = np.zeros(ns + 1, dtype=np.int64)
     np.cumsum(nv_per_ss, out=real_ptrs[1:])
     nv = int(real_ptrs[-1])
-    if nv >= 2**31 // TAU:
-        raise GraphValueError(f"BVSS would need {nv} virtual slice sets; at most {2**31 // TAU - 1} fit int32 positions")
+    if nv > MAX_VSS:
+        raise GraphValueError(f"BVSS would need {nv} virtual slice sets; at most {MAX_VSS} fit the kernels' "
+                              "32-bit lane offsets (vss * 32 + lane)")
     ss_first_slice = np.zeros(ns + 1, dtype=np.int64)
     np.cumsum(per_ss, out=ss_first_slice[1:])
     # position of each slice: first position of its slice set + its rank inside it
