@@ -238,6 +238,53 @@ def bench_profile(g, reorder, launches, only=()):
     return res
 
 
+def count_events(g, kappas=(32, 64, 256), seed=0):
+    """CPU only (scipy): for one batch of kappa random sources, the levels, the reached
+    (source, vertex) pairs and the *events* -- distinct (vertex, level) pairs with at least
+    one BFS reaching the vertex at that level.  An event is a kappa-bit element that stage 2
+    reads (Vn, Vc) and writes (F, Vc) and stage 1 reads again as a frontier element, so
+    events * 5 * kappa / 8 bytes per batch is a floor on the state traffic of Alg. 5;
+    pairs / events is the sharing between the BFSs of a batch."""
+    import scipy.sparse as sp
+    from scipy.sparse import csgraph
+
+    A = sp.csr_matrix((np.ones(g.indices.size, np.int8), g.indices, g.indptr), shape=(g.n, g.n))
+    rng = np.random.default_rng(seed)
+    out = {}
+    for k in kappas:
+        s = rng.choice(g.n, size=min(k, g.n), replace=False)
+        D = csgraph.shortest_path(A, unweighted=True, indices=s)
+        D[np.isinf(D)] = -1
+        ev = 0
+        for v0 in range(0, g.n, 20000):
+            blk = np.sort(D[:, v0:v0 + 20000].astype(np.int64), axis=0)
+            ev += int(((np.diff(blk, axis=0) != 0).sum(axis=0) + 1 - (blk[0] < 0)).sum())
+        pairs = int((D >= 0).sum())
+        batches = -(-g.n // k)
+        floor = batches * ev * 5 * k / 8
+        out[str(k)] = {"levels": int(D.max()), "events_per_batch": ev, "pairs_per_batch": pairs,
+                       "sharing": pairs / ev, "batches": batches, "state_bytes_floor": floor,
+                       "seconds_floor_at_4.8TBps": floor / 4.8e12}
+    return out
+
+
+def variant_kwargs(v):
+    """GpuMSBFS keywords of a --variants label (None: unknown label)."""
+    if v.startswith("k") and v[1:].isdigit():
+        return {"kappa": int(v[1:])}
+    if v.startswith("grid") and v[4:].isdigit():
+        return {"groups": int(v[4:]), "symmetric": False}
+    if v == "nosym":
+        return {"symmetric": False}
+    if v.startswith("mb") and v[2:].isdigit():
+        return {"min_blocks": int(v[2:])}
+    if v == "sdb":
+        return {"shared_dbits": True}
+    if v.startswith("sdbmb") and v[5:].isdigit():
+        return {"shared_dbits": True, "min_blocks": int(v[5:])}
+    return None
+
+
 def bench_end_to_end(g):
     from distgraph.algorithms.closeness import closeness, verify_closeness
 
@@ -410,11 +457,13 @@ def main(argv=None):
                     help="graphs that get the Alg. 5 vs single-source row ('all' or a list)")
     ap.add_argument("--variants", default=os.environ.get("BENCH_GPU_CLOSENESS_VARIANTS_GPU", ""),
                     help="extra GPU rows on graphs of the block schedule, e.g. 'k32,k64,k128,grid4,nosym,mb4,sdb,sdbmb4' "
-                         "(kN: kappa N; grid4: groups=4, the grid-wide schedule; nosym: per-vertex sums; mbN: "
+                         "(kN: kappa N; gridN: groups=N, the grid-wide schedule; nosym: per-vertex sums; mbN: "
                          "min_blocks N; sdb: shared_dbits; sdbmbN: both)")
     ap.add_argument("--variant-limit", type=float, default=10.0, help="seconds of each variant (extrapolated)")
     ap.add_argument("--merge", default=None, help="an earlier gpu_closeness.json: graphs and modes not run now "
                                                   "are kept from it (marked 'from_earlier_run')")
+    ap.add_argument("--events", default=None, help="graph,...: count events per batch on the CPU (count_events) "
+                                                   "and write gpu_closeness_events.json instead of the benchmark")
     ap.add_argument("--worker-modes", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-batches", type=int, default=4, help=argparse.SUPPRESS)
     ap.add_argument("--modes-batches", type=int, default=int(os.environ.get("BENCH_GPU_CLOSENESS_MODES_BATCHES", 4)),
@@ -436,6 +485,15 @@ def main(argv=None):
             results["graphs"][spec] = {**row, "from_earlier_run": True}
         if "modes" in old:
             results["modes"] = {k: {**v, "from_earlier_run": True} for k, v in old["modes"].items()}
+    if a.events:
+        path = Path(a.outdir) / "gpu_closeness_events.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for spec in a.events.split(","):
+            g = load(spec)
+            results["graphs"][spec] = {"n": g.n, "m": g.m, "kappa": count_events(g)}
+            print(spec, json.dumps(results["graphs"][spec]), flush=True)
+            path.write_text(json.dumps(results, indent=1, default=float))
+        return 0
     if a.profile:
         path = Path(a.outdir) / "gpu_closeness_profile.json"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -494,11 +552,7 @@ def main(argv=None):
             path.write_text(json.dumps(results, indent=1, default=float))
             if row["gpu"].get("schedule") == "blocks":
                 for v in [v for v in a.variants.split(",") if v]:
-                    kw = {"kappa": int(v[1:])} if v.startswith("k") else \
-                        {"groups": 4, "symmetric": False} if v == "grid4" else {"symmetric": False} if v == "nosym" \
-                        else {"min_blocks": int(v[2:])} if v.startswith("mb") else \
-                        {"shared_dbits": True} if v == "sdb" else \
-                        {"shared_dbits": True, "min_blocks": int(v[5:])} if v.startswith("sdbmb") else None
+                    kw = variant_kwargs(v)
                     if kw is None:
                         continue
                     try:
