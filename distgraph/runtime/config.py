@@ -65,7 +65,8 @@ class Config:
     #: GPU closeness: bottom-up level when frontier out-arcs * ratio > unfinished in-arcs (0: never;
     #: 1 measured fastest on the H200, benchmarks/results/gpu_closeness_profile.json).
     gpu_msbfs_bu_ratio: int = 1
-    #: GPU closeness: 256-source launches one persistent kernel runs at once ("auto": 4 on small graphs).
+    #: GPU closeness: 256-source launches one persistent kernel runs at once, or "blocks" (one thread
+    #: block per batch; "auto": blocks up to 2^22 arcs, then 2 or 1).
     gpu_msbfs_groups: str = "auto"
 
 
