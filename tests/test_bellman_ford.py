@@ -875,26 +875,27 @@ def test_gpu_queue_arguments_validated_before_the_device():
 
 
 def test_gpu_near_far_delta_and_start_state():
-    """The near-far priority's delta (no GPU): the default is Davidson et al.'s mean |w| * 32 /
-    mean degree (at least one mean weight), integers rounded up to >= 1; 0 and inf turn it off;
+    """The near-far priority's delta (no GPU): the default is DELTA_FACTOR times Davidson et
+    al.'s mean |w| * 32 / mean degree (at least one mean weight), integers rounded up to >= 1;
+    0 and inf turn it off;
     the kernel's start state (threshold = 0 + delta as a key, empty piles, +inf's key) for
     integer and float keys, and INT64_MAX (nothing far) when off."""
     from distgraph.backends.gpu import bellman_ford as gbf
 
     road = Graph.from_edges(np.arange(99), np.arange(1, 100), np.full(99, 10, np.int64), n=100, directed=False)
     ind, w = road.indptr.astype(np.int64), road.weights.astype(np.int64)
-    # mean |w| 10, mean degree 198/100: 10 * 32 / 1.98 = 161.6 -> 162
-    assert gbf._pick_delta(ind, w, False, None) == 162
-    assert gbf._pick_delta(ind, -w, False, None) == 162
+    # mean |w| 10, mean degree 198/100: factor * 10 * 32 / 1.98, rounded up
+    want = int(np.ceil(gbf.DELTA_FACTOR * 10 * 32 / 1.98))
+    assert gbf._pick_delta(ind, w, False, None) == want and gbf._pick_delta(ind, -w, False, None) == want
     dense = Graph.from_edges(*np.nonzero(np.ones((40, 40)) - np.eye(40)), n=40, directed=True)  # degree 39 > 32
-    assert gbf._pick_delta(dense.indptr, np.full(dense.m, 3, np.int64), False, None) == 3
+    assert gbf._pick_delta(dense.indptr, np.full(dense.m, 3, np.int64), False, None) == np.ceil(gbf.DELTA_FACTOR * 3)
     assert gbf._pick_delta(ind, w, False, 2.2) == 3 and gbf._pick_delta(ind, w, False, 0.1) == 1
     assert gbf._pick_delta(ind, w.astype(np.float64), True, 0.25) == 0.25
     assert gbf._pick_delta(ind, w, False, 0) == 0 and gbf._pick_delta(ind, w, False, np.inf) == 0
     empty = Graph.from_edges([], [], n=3)
     assert gbf._pick_delta(empty.indptr, np.zeros(0, np.int64), False, None) == 0
     fw = np.array([1.5, np.inf, 2.5])
-    assert gbf._pick_delta(np.array([0, 3, 3, 3]), fw, True, None) == pytest.approx(2.0 * 32)
+    assert gbf._pick_delta(np.array([0, 3, 3, 3]), fw, True, None) == pytest.approx(gbf.DELTA_FACTOR * 2.0 * 32)
 
     class Q(gbf.QueueSSSP):
         def __init__(self, delta, isf):

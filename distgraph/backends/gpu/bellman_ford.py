@@ -42,15 +42,17 @@ only float rounding can bring a distance below ``-B`` without a negative cycle).
 number of checks is bounded.
 
 Measured on the H200 (``benchmarks/results/sssp_gpu.json``, one source, best of 3, device
-arrays already uploaded; GTEPS = arcs / time): on Kronecker scale 20 (31.4 M arcs) the CuPy
-rounds take 18.5 ms uniform / 25.8 ms shifted (1.70 / 1.22 GTEPS), the queue kernel 30.8 /
-34.4 ms with BWD and 44.4 / 44.6 ms with BQ (it scans about 1.6x the arcs of the rounds:
-vertices improved again after their scan are rescanned); on road-FLA (2.7 M arcs, 1973
-rounds) the queue kernel wins, 177 / 173 ms with BWD, 372 / 370 ms with BQ, against 972 /
-1453 ms for the CuPy rounds, but BWD is only 1.2 / 1.4x faster than the CPU backend on
-one core (215 / 237 ms; its SLF worklist scans each arc about 1.5 times, the kernel 7.7 /
-5.0 times). On Kronecker 20 the GPU is 63 / 51x (rounds) and 38 / 39x (BWD) faster than
-the CPU backend on one core. So ``rounds`` suits
+arrays already uploaded; relaxations per arc = arcs scanned / arcs). Road-FLA (2.7 M arcs,
+1973 Bellman-Ford rounds): the queue kernel with its defaults (near-far delta factor 4,
+kept vertices, hubs in chunks) takes 61 / 45 ms with uniform / potential-shifted weights
+and scans each arc 2.6 / 3.1 times; the session-2 kernel (one warp scanning its 32
+vertices one after the other, FIFO) took 177 / 173 ms at 7.7 / 5.0; the CuPy rounds 1050 /
+1894 ms, the CPU backend on one core 200 / 239 ms (3.3 / 5.3x slower). Near-far with factor
+1 scans 1.5 / 1.8 times per arc but takes 82 / 61 ms: each of its 146 / 90 phases waits for
+its longest chain of improvements. Kronecker 20 (31.4 M arcs): the CuPy rounds are still
+faster, 18.5 / 25.9 ms against 29.8 / 27.4 ms (25.5 / 28.5 ms without kept vertices); both
+scan arcs 3.2 (rounds) to 6.5 (queue) times, hubs being rescanned after late
+improvements; the CPU backend on one core takes 1.17 / 1.83 s. So ``rounds`` suits
 low-diameter graphs and ``mode="async", queue="bwd"`` high-diameter ones; BWD was faster
 than BQ in every case measured (its dequeue gives up at once instead of proving
 emptiness).
@@ -103,10 +105,12 @@ IDLE_NS = 2048
 SPLIT = 4096
 #: Scan tasks per phase change of the near-far priority (DG_BF_MAX_TASKS in the kernel).
 _MAX_TASKS = 1024
-#: Default near-far delta: this many mean arc weights (|w|) per 32 / mean degree (at least
-#: one mean weight): wide buckets where few arcs leave a vertex (road graphs), about one
-#: mean weight on Kronecker graphs (Davidson et al.'s heuristic, delta = w * 32 / degree).
-DELTA_FACTOR = 1.0
+#: Default near-far delta: this many times mean |w| * max(1, 32 / mean degree) (Davidson et
+#: al.'s heuristic, delta = w * 32 / degree, at least one mean weight): wide buckets where few
+#: arcs leave a vertex (road graphs). 4 was the fastest factor of 0, 1, 4 with kept vertices
+#: on road-FLA and Kronecker 20 in the sweep of benchmarks/results/sssp_gpu.json (1 and 0.25
+#: scan fewer arcs but pay ~0.2-0.5 ms per phase change: a phase waits for its longest chain).
+DELTA_FACTOR = 4.0
 
 
 def _check_delta(delta):
