@@ -20,12 +20,11 @@ products (B = 128) for
   ``batch_scan`` (offsets from a scan per tile);
 * ``k2F``: the cached frontier (k2+F), block kernels, stored compact (4 bytes per node
   + 8 per block of 256: ``bytes.k2F_compact``), 4 chunks per block for single
-  vectors; ``k2F_k1``/``k2F_k2``/``k2F_k8``: 1/2/8 chunks (``k2F_block`` in the run of
-  commit f20ed2c = ``k2F_k1``); ``k2F_band*``: the band kernel (updates combined per
-  band of rows in shared memory; ``band`` in a row gives its h, W and items);
-  ``k2F_full``: 8-byte codes (the paper's layout, ``bytes.k2F``); ``k2F_thread``: the
-  first version. Rows ``k2_warp``/``k2F_warp`` (up to commit 4de3042) and
-  ``k2_hash``/``k2F_hash`` (up to 84cd318) under ``earlier`` are kernels since removed;
+  vectors; ``k2F_k1``/``k2F_k2``/``k2F_k8``: 1/2/8 chunks; ``k2F_full``: 8-byte codes
+  (the paper's layout, ``bytes.k2F``); ``k2F_thread``: the first version. Rows
+  ``k2_warp``/``k2F_warp`` (commit 4de3042), ``k2_hash``/``k2F_hash`` (84cd318) and
+  ``k2F_band*`` (f20ed2c, edcde2a: updates combined per band of rows in shared memory;
+  ``band`` gives its h, W and items) are kernels since removed;
 * ``csr_ours``: distgraph's CSR kernels (single vectors: CSR-vector, a power of two of
   lanes per row from the mean degree; batches: one thread per row and vector; left
   products on the CSC);
@@ -179,8 +178,7 @@ class _Skip(Exception):
 
 # name: (DeviceMatrix keywords, products timed). Single vectors: k2 and k2F run the
 # leaves with K = 4 chunks of 256 nodes per block (the default); *_k1 the block kernel of
-# one chunk per block (the default up to commit f20ed2c, k2F_block in the results of that
-# run), *_k2 / *_k8 other K; k2F_band* the band kernel.
+# one chunk per block (the default up to commit 84cd318), *_k2 / *_k8 other K.
 CONFIGS = {
     "k2": (dict(tile=1 << 20), ("right", "left", "batch")),
     "k2_k1": (dict(tile=1 << 20, chunks_per_block=1), ("right",)),
@@ -193,13 +191,8 @@ CONFIGS = {
     "k2F_k1": (dict(cached_frontier=True, chunks_per_block=1), ("right", "left")),
     "k2F_k2": (dict(cached_frontier=True, chunks_per_block=2), ("right",)),
     "k2F_k8": (dict(cached_frontier=True, chunks_per_block=8), ("right",)),
-    "k2F_band": (dict(cached_frontier=True, kernels="band", band_nodes=1 << 12), ("right", "left")),
     "k2F_full": (dict(cached_frontier=True, compact_frontier=False), ("right", "left")),
     "k2F_thread": (dict(cached_frontier=True, kernels="thread"), ("right",)),
-    "k2F_band_h11": (dict(cached_frontier=True, kernels="band", band_log2=11), ("right",)),
-    "k2F_band_h12": (dict(cached_frontier=True, kernels="band", band_log2=12), ("right",)),
-    "k2F_band_w4k": (dict(cached_frontier=True, kernels="band", band_nodes=1 << 12), ("right",)),
-    "k2F_band_w64k": (dict(cached_frontier=True, kernels="band", band_nodes=1 << 16), ("right",)),
 }
 DEFAULT_CONFIGS = list(CONFIGS) + ["csr_ours"]
 BIG_CONFIGS = ["k2F", "k2F_k1"]
@@ -291,9 +284,6 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
         try:
             dm = DeviceMatrix(tree, **kw)
             run_cfg(name, dm, keys)
-            if getattr(dm, "_bands", None):  # the band kernel's shape per direction
-                t[name]["band"] = {("left" if k[0] else "right"): {"h": v["h"], "W": v["W"], "items": v["items"]}
-                                   for k, v in dm._bands.items()}
             if name == "k2":
                 dms = DeviceMatrix(tree, tile=1 << 20, offsets="scan")
 
@@ -349,9 +339,10 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
 
 def merge(new_path, into_path):
     """Merge the results of ``new_path`` into ``into_path``: a graph measured again gets
-    the new entry, with the configurations only the old entry had (and their ratios)
-    under ``earlier`` (commit and date of the old run); other graphs are kept as they
-    were (with their run's commit and date); the top-level fields are the new run's."""
+    the new entry, with the configurations only the old entry had (their times, the
+    cuSPARSE times of that run and their ratios) prepended to its list ``earlier``
+    (commit and date of the old run); other graphs are kept as they were (with their
+    run's commit and date); the top-level fields are the new run's."""
     new = json.load(open(new_path))
     old = json.load(open(into_path)) if os.path.exists(into_path) else {"graphs": []}
     stamp = {"commit": old.get("commit"), "date": old.get("date")}
@@ -362,12 +353,16 @@ def merge(new_path, into_path):
         g.setdefault("date", new.get("date"))
         if prev and "time_ms" in prev and "time_ms" in g:
             keep = {k: v for k, v in prev["time_ms"].items() if k not in g["time_ms"]}
+            earlier = list(prev.get("earlier", []))
             if keep:
                 ratios = {k: v for k, v in prev.get("ratio_time_vs_cusparse", {}).items()
                           if any(k.startswith(c + "_") for c in keep)}
-                g["earlier"] = dict(prev.get("earlier", {}), **{
-                    "commit": prev.get("commit", stamp["commit"]), "date": prev.get("date", stamp["date"]),
-                    "time_ms": keep, "ratio_time_vs_cusparse": ratios})
+                earlier.insert(0, {"commit": prev.get("commit", stamp["commit"]),
+                                   "date": prev.get("date", stamp["date"]), "time_ms": keep,
+                                   "cusparse_ms": prev["time_ms"].get("cusparse"),
+                                   "ratio_time_vs_cusparse": ratios})
+            if earlier:
+                g["earlier"] = earlier
     for g in by_name.values():
         g.setdefault("commit", stamp["commit"])
         g.setdefault("date", stamp["date"])

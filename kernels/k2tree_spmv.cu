@@ -47,18 +47,23 @@
 // from dir[b] + a block scan of the fan-outs; see "block kernels" below), the default:
 // __global__ distgraph_k2tree_expand_blk  (sig, dir, in, g0, n, child0, out)
 // __global__ distgraph_k2tree_leaves_blk  (sig, dir, codes, delta, base, g0, n, x, y, B, left)
-// and, with the cached frontier and one vector, the default there (see "band kernel"):
-// __global__ distgraph_k2tree_leaves_band (sig, dir, codes, delta, base, gL, b0, item_seg, item_band,
-//                                          seg_lo, seg_hi, seg_task, h, nout, x, y, left)
-//            a block per item of a band of 2^h rows (columns), updates combined in
-//            shared memory, one coalesced atomic per row of the band and item.
+// and, for single vectors (the default there), the leaves with K = 2, 4 (default) or
+// 8 aligned chunks of 256 nodes per block, every step done for K nodes at once (see
+// "leaves, K chunks per block"):
+// __global__ distgraph_k2tree_leaves_k2/_k4/_k8 (sig, dir, codes, delta, base, g0, n, x, y, left)
 // The alternative measured in benchmarks/gpu_k2tree_bench.py:
 // __global__ distgraph_k2tree_expand2_blk (sig, dir, in, g0, n, gchild0, out)
 //            two levels per launch: grandchildren codes, the middle level never written.
-// Removed after measurement (benchmarks/results/k2tree_gpu.json, rows k2_warp/k2F_warp
-// and k2_hash/k2F_hash up to commit 84cd318): leaves with warp-aggregated updates by
-// __match_any_sync (1.14-3.15x the block kernel's time on every graph) and leaves with
-// the updates of a block combined in a shared-memory hash table (0.96-1.41x).
+// Removed after measurement (benchmarks/results/k2tree_gpu.json): leaves with
+// warp-aggregated updates by __match_any_sync (1.14-3.15x the block kernel's time on
+// every graph; rows k2_warp/k2F_warp, commit 4de3042), leaves with the updates of a
+// block combined in a shared-memory hash table (0.96-1.41x; k2_hash/k2F_hash, 84cd318)
+// and a "band" kernel for k2+F (nodes of level L-2 grouped by bands of 2^h rows,
+// updates combined per band in shared memory, one coalesced atomic per row and block:
+// no scattered atomics at all, yet 0.98-1.07x the block kernel's time on kron 20-23,
+// 1.18x the 4-chunk leaves' on kron:20; rows k2F_band*, commits f20ed2c/edcde2a): the
+// single-vector leaves are bound by the latency of their chain of dependent loads, not
+// by the atomics.
 //
 // CSR, the baseline with the same semirings (left products run it on the CSR of A^T):
 // __global__ distgraph_csr_rows        (indptr, indices, nrows, x, y, B)
@@ -113,11 +118,9 @@ template <> struct Inf<double> {
 template <> struct Inf<long long> { __device__ static __forceinline__ long long get() { return 0x7fffffffffffffffLL; } };
 template <> struct Inf<unsigned char> { __device__ static __forceinline__ unsigned char get() { return 255; } };
 
-// zero(): the identity of the addition; combine_shared(p, a): *p (+)= a with a shared
-// memory atomic (the band kernel).
+// zero(): the identity of the addition.
 template <typename T> struct PlusTimes {
     __device__ static __forceinline__ T zero() { return (T)0; }
-    __device__ static __forceinline__ void combine_shared(T *p, T a) { atomic_add(p, a); }
     __device__ static __forceinline__ void update(T *y, T x) { atomic_add(y, x); }
     __device__ static __forceinline__ T combine(T a, T x) { return a + x; }
     __device__ static __forceinline__ void flush(T *y, T a) { atomic_add(y, a); }
@@ -125,7 +128,6 @@ template <typename T> struct PlusTimes {
 };
 template <typename T> struct LorLand {
     __device__ static __forceinline__ T zero() { return (T)0; }
-    __device__ static __forceinline__ void combine_shared(T *p, T a) { if (a) *(volatile T *)p = (T)1; }
     __device__ static __forceinline__ void update(T *y, T x) { if (x) *(volatile T *)y = (T)1; }
     __device__ static __forceinline__ T combine(T a, T x) { return (a || x) ? (T)1 : (T)0; }
     __device__ static __forceinline__ void flush(T *y, T a) { if (a) *(volatile T *)y = (T)1; }
@@ -133,9 +135,6 @@ template <typename T> struct LorLand {
 };
 template <typename T> struct MinPlus {
     __device__ static __forceinline__ T zero() { return Inf<T>::get(); }
-    __device__ static __forceinline__ void combine_shared(T *p, T a) {
-        if (a < *(volatile T *)p) atomic_min(p, a);
-    }
     __device__ static __forceinline__ void update(T *y, T x) {
         T v = x + (T)1;
         if (v < *(volatile T *)y) atomic_min(y, v);
@@ -347,126 +346,6 @@ __device__ __forceinline__ void visit_block(const unsigned char *sig, u64 code, 
 #pragma unroll
     for (int o = 0; o < 4; ++o)
         if (any[o]) Semiring::flush(&y[(out0 + o) * B + k], acc[o]);
-}
-
-// ------------------------------------------------ band kernel (k2+F, one vector)
-// The cached frontier lets a product visit the nodes of level L-2 in any order. The
-// host (band_index in k2tree_spmv.py) groups them by *band*: the 2^h rows (right
-// product; columns for a left one) [band << h, (band + 1) << h). The nodes under one
-// node of level L-h (a 2^h x 2^h square) are a contiguous range of level L-2 and lie
-// in one band, so a band is a list of ranges (squares, cut into pieces so that an
-// *item* has at most W nodes). A block takes one item and combines the updates of its
-// band in shared memory (acc[2^h], one shared atomic per non-empty row of a 4 x 4
-// block), then adds the non-zero rows of acc to y: one global atomic per row and item,
-// coalesced, instead of one scattered atomic per row of every 4 x 4 block.
-//
-// Work in a block: warps take *tasks* of 32 consecutive nodes of a piece, in order
-// (seg_task[s]: the first task of piece s, counted over all pieces). A task's first
-// leaf: dir[a / 256] + the popcount of the signatures of [a, g0) (a = g0 rounded down
-// to a directory sample: at most 32 words, one per lane, summed by __reduce_add_sync)
-// + a warp scan of the fan-outs. No block barrier inside the loop.
-//
-//   item_seg[i]  uint32: the pieces of item i are item_seg[i] .. item_seg[i+1]-1
-//   item_band[i] uint32: its band
-//   seg_lo/hi[s] uint32: piece s is the nodes gL + seg_lo[s] .. gL + seg_hi[s] - 1
-//   seg_task[s]  uint32, one more than the pieces: exclusive prefix of ceil(len/32)
-// acc (dynamic shared memory, 2^h values) holds the semiring sum of x over each row
-// (combine_shared); flush applies the multiplication by the (unit) matrix entry.
-template <bool LEFT>
-__device__ __forceinline__ void visit_block_shared(const unsigned char *sig, u64 code, int s, i64 leaf,
-                                                   const value_t *__restrict__ x, value_t *acc, i64 band0) {
-    i64 R = compact(code >> 1) << 2, C = compact(code) << 2;
-    value_t a[4];
-    bool any[4] = {false, false, false, false};
-    i64 in0 = LEFT ? R : C, out0 = LEFT ? C : R;
-#pragma unroll
-    for (int b = 0; b < 4; ++b) {
-        if (!((s >> b) & 1)) continue;
-        int lam = nib(sig, leaf++);
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            if (!((lam >> q) & 1)) continue;
-            int dr = 2 * (b >> 1) + (q >> 1), dc = 2 * (b & 1) + (q & 1);
-            int o = LEFT ? dc : dr, i = LEFT ? dr : dc;
-            value_t v = x[in0 + i];
-            a[o] = any[o] ? Semiring::combine(a[o], v) : v;
-            any[o] = true;
-        }
-    }
-#pragma unroll
-    for (int o = 0; o < 4; ++o)
-        if (any[o]) Semiring::combine_shared(&acc[out0 + o - band0], a[o]);
-}
-
-template <bool LEFT>
-__device__ __forceinline__ void band_item(const unsigned char *sig, const unsigned int *dir, const u64 *codes,
-                                          const unsigned int *delta, const u64 *base, i64 gL, i64 b0,
-                                          const unsigned int *item_seg, const unsigned int *item_band,
-                                          const unsigned int *seg_lo, const unsigned int *seg_hi,
-                                          const unsigned int *seg_task, int h, i64 nout,
-                                          const value_t *__restrict__ x, value_t *y, value_t *acc) {
-    const unsigned full = 0xffffffffu;
-    const int H = 1 << h;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    for (int i = threadIdx.x; i < H; i += blockDim.x) acc[i] = Semiring::zero();
-    __syncthreads();
-    const unsigned s0 = item_seg[blockIdx.x], s1 = item_seg[blockIdx.x + 1];
-    const i64 band0 = (i64)item_band[blockIdx.x] << h;
-    const unsigned t_end = seg_task[s1];
-    unsigned sg = s0;
-    for (unsigned k = seg_task[s0] + warp; k < t_end; k += nw) {  // warp-uniform
-        while (seg_task[sg + 1] <= k) ++sg;
-        i64 lo = (i64)seg_lo[sg] + 32 * (i64)(k - seg_task[sg]);
-        int cnt = (int)min((i64)32, (i64)seg_hi[sg] - lo);
-        i64 g0 = gL + lo;
-        i64 a = g0 & ~(i64)255;  // the directory sample of g0 (S = 256)
-        int before = (int)(g0 - a) - 8 * lane;  // nodes of this lane's word before g0
-        int c = 0;
-        if (before > 0) {
-            unsigned w = *(const unsigned int *)(sig + ((a + 8 * lane) >> 1));
-            c = __popc(before >= 8 ? w : (w & ((1u << (4 * before)) - 1u)));
-        }
-        c = (int)__reduce_add_sync(full, (unsigned)c);
-        i64 g = g0 + lane;
-        int s = lane < cnt ? nib(sig, g) : 0;
-        int f = __popc(s), incl = f;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-            int u = __shfl_up_sync(full, incl, o);
-            if (lane >= o) incl += u;
-        }
-        if (s) {
-            i64 leaf = (i64)dir[a >> 8] + c + incl - f;
-            u64 code = delta ? base[(g >> 8) - b0] + (u64)delta[g - gL] : codes[g - gL];
-            visit_block_shared<LEFT>(sig, code, s, leaf, x, acc, band0);
-        }
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < H; i += blockDim.x) {
-        value_t v = acc[i];
-        i64 r = band0 + i;
-        if (r < nout && !(v == Semiring::zero())) Semiring::flush(&y[r], v);
-    }
-}
-
-// Launch: grid = the items, block = 256, dynamic shared memory 2^h * sizeof(value_t).
-// codes: the 8-byte cached frontier, or delta/base (the compact one, base[g/256 - b0]).
-extern "C" __global__ void distgraph_k2tree_leaves_band(const unsigned char *sig, const unsigned int *dir,
-                                                        const u64 *codes, const unsigned int *delta,
-                                                        const u64 *base, i64 gL, i64 b0,
-                                                        const unsigned int *item_seg,
-                                                        const unsigned int *item_band,
-                                                        const unsigned int *seg_lo, const unsigned int *seg_hi,
-                                                        const unsigned int *seg_task, int h, i64 nout,
-                                                        const value_t *__restrict__ x, value_t *y, int left) {
-    extern __shared__ __align__(16) unsigned char dg_band_smem[];
-    value_t *acc = reinterpret_cast<value_t *>(dg_band_smem);
-    if (left)
-        band_item<true>(sig, dir, codes, delta, base, gL, b0, item_seg, item_band, seg_lo, seg_hi, seg_task, h,
-                        nout, x, y, acc);
-    else
-        band_item<false>(sig, dir, codes, delta, base, gL, b0, item_seg, item_band, seg_lo, seg_hi, seg_task, h,
-                         nout, x, y, acc);
 }
 
 extern "C" __global__ void distgraph_k2tree_expand_blk(const unsigned char *sig, const unsigned int *dir,
@@ -685,17 +564,41 @@ __device__ __forceinline__ void leaves_multi(const unsigned char *__restrict__ s
     }
 }
 
-#define DG_K2_LEAVES_MULTI(K)                                                                                   \
-    extern "C" __global__ void distgraph_k2tree_leaves_k##K(                                                     \
-        const unsigned char *__restrict__ sig, const unsigned int *__restrict__ dir,                             \
-        const u64 *__restrict__ codes, const unsigned int *__restrict__ delta, const u64 *__restrict__ base,     \
-        i64 g0, i64 n, const value_t *__restrict__ x, value_t *__restrict__ y, int left) {                       \
-        if (left)                                                                                                \
-            leaves_multi<K, true>(sig, dir, codes, delta, base, g0, n, x, y);                                   \
-        else                                                                                                     \
-            leaves_multi<K, false>(sig, dir, codes, delta, base, g0, n, x, y);                                  \
-    }
-// __global__ distgraph_k2tree_leaves_k2/_k4/_k8 (sig, dir, codes, delta, base, g0, n, x, y, left)
-DG_K2_LEAVES_MULTI(2)
-DG_K2_LEAVES_MULTI(4)
-DG_K2_LEAVES_MULTI(8)
+extern "C" __global__ void distgraph_k2tree_leaves_k2(const unsigned char *__restrict__ sig,
+                                                      const unsigned int *__restrict__ dir,
+                                                      const u64 *__restrict__ codes,
+                                                      const unsigned int *__restrict__ delta,
+                                                      const u64 *__restrict__ base, i64 g0, i64 n,
+                                                      const value_t *__restrict__ x, value_t *__restrict__ y,
+                                                      int left) {
+    if (left)
+        leaves_multi<2, true>(sig, dir, codes, delta, base, g0, n, x, y);
+    else
+        leaves_multi<2, false>(sig, dir, codes, delta, base, g0, n, x, y);
+}
+
+extern "C" __global__ void distgraph_k2tree_leaves_k4(const unsigned char *__restrict__ sig,
+                                                      const unsigned int *__restrict__ dir,
+                                                      const u64 *__restrict__ codes,
+                                                      const unsigned int *__restrict__ delta,
+                                                      const u64 *__restrict__ base, i64 g0, i64 n,
+                                                      const value_t *__restrict__ x, value_t *__restrict__ y,
+                                                      int left) {
+    if (left)
+        leaves_multi<4, true>(sig, dir, codes, delta, base, g0, n, x, y);
+    else
+        leaves_multi<4, false>(sig, dir, codes, delta, base, g0, n, x, y);
+}
+
+extern "C" __global__ void distgraph_k2tree_leaves_k8(const unsigned char *__restrict__ sig,
+                                                      const unsigned int *__restrict__ dir,
+                                                      const u64 *__restrict__ codes,
+                                                      const unsigned int *__restrict__ delta,
+                                                      const u64 *__restrict__ base, i64 g0, i64 n,
+                                                      const value_t *__restrict__ x, value_t *__restrict__ y,
+                                                      int left) {
+    if (left)
+        leaves_multi<8, true>(sig, dir, codes, delta, base, g0, n, x, y);
+    else
+        leaves_multi<8, false>(sig, dir, codes, delta, base, g0, n, x, y);
+}

@@ -1,8 +1,8 @@
 """GPU k2-tree / CSR semiring products (kernels/k2tree_spmv.cu) against the CPU backend.
 
 Tests without ``@pytest.mark.gpu`` run in CI, without a GPU: the replay of the host's
-tile plan (``plan_tiles``) and of the band kernel's work list (``band_index``) with
-numpy, using the kernels' offset formulas; the compact frontier and the memory plan; nvcc compiles of every semiring x element type; the
+tile plan (``plan_tiles``) and of the single-vector leaves' cell packing with numpy,
+using the kernels' offset formulas; the compact frontier and the memory plan; nvcc compiles of every semiring x element type; the
 runner's argument checks and kernel names. The others need a GPU.
 """
 
@@ -84,93 +84,6 @@ def _emulate(tree, tile, x, use_dir, bounded=True, per_step=1):
     return y
 
 
-def _emulate_band(tree, left, h, W, x):
-    """The band kernel replayed with numpy from ``band_index``: every item, piece and
-    warp task of 32 nodes, the first leaf from the directory plus the popcount of the
-    32-bit signature words before the task (as the lanes read them) plus a scan, the
-    updates combined per band, then added to ``y``. Also checks the work list: every
-    node of level L-2 in one piece, at most W nodes per item, updates inside the band."""
-    from distgraph.backends.gpu.k2tree_spmv import BAND_TASK, band_index
-
-    idx = band_index(tree, left, h, W)
-    sigs = tree.signatures().astype(np.int64)
-    raw = np.concatenate([tree.sig, np.zeros(4, np.uint8)])
-    L = tree.levels
-    gL = int(tree.level_start[L - 2])
-    nL = int(tree.level_start[L - 1]) - gL
-    F = tree.frontier
-    H = 1 << h
-    nout = tree.shape[1] if left else tree.shape[0]
-    y = np.zeros(nout)
-    seen = np.zeros(nL, np.int64)
-    seg, task = idx["item_seg"].astype(np.int64), idx["seg_task"].astype(np.int64)
-    assert seg[0] == 0 and seg[-1] == idx["seg_lo"].shape[0] and task[0] == 0
-    for i in range(idx["item_band"].shape[0]):
-        acc = np.zeros(H)
-        band0 = int(idx["item_band"][i]) << h
-        nodes = 0
-        for s in range(seg[i], seg[i + 1]):
-            lo_s, hi_s = int(idx["seg_lo"][s]), int(idx["seg_hi"][s])
-            assert task[s + 1] - task[s] == -(-(hi_s - lo_s) // BAND_TASK)
-            nodes += hi_s - lo_s
-            for k in range(task[s], task[s + 1]):
-                lo = lo_s + BAND_TASK * (k - task[s])
-                cnt = min(BAND_TASK, hi_s - lo)
-                g0 = gL + lo
-                a = g0 & ~255
-                c = 0
-                for lane in range(32):  # one 32-bit word (8 signatures) per lane
-                    before = g0 - a - 8 * lane
-                    if before > 0:
-                        w = int.from_bytes(raw[(a + 8 * lane) >> 1:((a + 8 * lane) >> 1) + 4].tobytes(), "little")
-                        c += bin(w if before >= 8 else w & ((1 << (4 * before)) - 1)).count("1")
-                g = g0 + np.arange(cnt)
-                seen[g - gL] += 1
-                s_ = sigs[g]
-                leaf = int(tree.directory[a >> 8]) + c + np.cumsum(POP[s_]) - POP[s_]
-                for b in range(4):
-                    has = ((s_ >> b) & 1).astype(bool)
-                    lid = leaf[has] + POP[s_[has] & ((1 << b) - 1)]
-                    lam = sigs[lid]
-                    r, cc = morton_decode((F[g[has] - gL] << np.uint64(2)) | np.uint64(b))
-                    for q in range(4):
-                        on = ((lam >> q) & 1).astype(bool)
-                        i_, j_ = 2 * r[on] + (q >> 1), 2 * cc[on] + (q & 1)
-                        if left:
-                            i_, j_ = j_, i_
-                        assert np.all((i_ >= band0) & (i_ < band0 + H))
-                        np.add.at(acc, i_ - band0, x[j_])
-        assert 0 < nodes <= W
-        top = min(H, nout - band0)
-        y[band0:band0 + top] += acc[:top]
-        assert not acc[top:].any()
-    assert np.all(seen == 1)
-    return y
-
-
-@pytest.mark.parametrize("h, W", [(2, 1), (3, 5), (5, 40), (6, 1 << 20), (30, 64)])
-@pytest.mark.parametrize("left", [False, True])
-def test_band_work_list_replayed_on_host(h, W, left):
-    """band_index and the band kernel's offsets, on a rectangular matrix with dense rows
-    and columns, for bands from one 4 x 4 block to the whole matrix (h beyond the
-    levels is refused) and items from one node to the whole band."""
-    from distgraph.backends.gpu.k2tree_spmv import band_index
-
-    rng = np.random.default_rng(5)
-    D = rng.random((600, 450)) < 0.01
-    D[:20] |= rng.random((20, 450)) < 0.4
-    D[:, 300:310] |= rng.random((600, 10)) < 0.4
-    A = sp.csr_array(D)
-    t = K2Tree.from_scipy(A, top_nodes=16)
-    if h > t.levels:
-        with pytest.raises(InvalidArgumentError, match="h must be between 2"):
-            band_index(t, left, h, W)
-        h = t.levels
-    M = (A.T if left else A).astype(float)
-    x = rng.standard_normal(M.shape[1])
-    np.testing.assert_allclose(_emulate_band(t, left, h, W, x), M @ x, rtol=1e-12, atol=1e-12)
-
-
 @pytest.mark.parametrize("left", [False, True])
 def test_leaves_multi_cell_packing_replayed_on_host(left):
     """distgraph_k2tree_leaves_k<K>'s packing: the leaves' signatures of a node as 16
@@ -211,26 +124,6 @@ def test_leaves_multi_cell_packing_replayed_on_host(left):
         for o, v in acc.items():
             y[out0 + o] += v
     np.testing.assert_allclose(y, M @ x, rtol=1e-12, atol=1e-12)
-
-
-def test_band_shape_defaults():
-    """Items of about nodes / (8 SMs) nodes (2**10 .. 2**16), bands of 2 W rows within
-    48 KiB of shared memory and the tree's levels; explicit values win."""
-    from distgraph.backends.gpu.k2tree_spmv import band_shape
-    from distgraph.generators import from_spec
-
-    t = K2Tree.from_graph(from_spec("kron:12"))
-    nL = int(t.level_sizes()[t.levels - 2])
-    h, W = band_shape(t, 4, sms=132)
-    assert W == 1 << 10 and h == 11  # a small graph: the smallest items
-    h, W = band_shape(t, 4, sms=1)
-    assert W == 1 << (max(nL // 8, 1).bit_length() - 1) and h == min(W.bit_length(), t.levels)
-    assert band_shape(t, 8, sms=1, band_log2=30)[0] == t.levels
-    assert band_shape(t, 8, sms=1, band_log2=3, band_nodes=77) == (3, 77)
-    big = K2Tree.from_coo([0, (1 << 20) - 1], [0, (1 << 20) - 1], (1 << 20, 1 << 20))
-    assert band_shape(big, 4, sms=1, band_nodes=1 << 16)[0] == 13  # 2**13 float32 = 32 KiB
-    assert band_shape(big, 8, sms=1, band_nodes=1 << 16)[0] == 12
-    assert band_shape(big, 1, sms=1, band_nodes=1 << 16)[0] == 15
 
 
 @pytest.mark.parametrize("tile", [4, 7, 64, 1 << 20])
@@ -320,10 +213,9 @@ def test_gpu_matches_cpu_every_configuration():
 @pytest.mark.gpu
 @pytest.mark.parametrize("tile", [4, 7, 16, 300, 1 << 20])
 def test_gpu_block_and_thread_kernels_every_tile(tile):
-    """The block kernels (default), the band kernel (cached frontier, one vector: the
-    default there; bands from one 4 x 4 block to the whole matrix, items from 1 node
-    up) and the one-thread-per-node kernels give the scipy product for every tile
-    (bounded and greedy plans), direction, semiring and batch width."""
+    """The block kernels (default; single vectors with 1, 2, 4 (default) or 8 chunks of
+    256 nodes per block) and the one-thread-per-node kernels give the scipy product for
+    every tile (bounded and greedy plans), direction, semiring and batch width."""
     from distgraph import semiring
     from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
 
@@ -334,22 +226,18 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
     A = sp.csr_array(D)
     P = A.astype(np.float64)
     t = K2Tree.from_scipy(A, top_nodes=16)
-    for kernels, cached, compact, per_step, band in (
-            ("block", False, True, 1, None), ("block", False, True, 2, None), ("thread", False, True, 1, None),
-            ("block", True, True, 1, None), ("block", True, False, 1, None), ("thread", True, True, 1, None),
-            ("auto", True, True, 1, None), ("band", True, False, 1, None), ("band", True, True, 1, (2, 1)),
-            ("band", True, True, 1, (4, 37)), ("band", True, False, 1, (30, 1 << 20)),
-            ("block", False, True, 1, 1), ("block", False, True, 1, 2), ("block", False, True, 1, 8),
-            ("block", True, True, 1, 1), ("block", True, False, 1, 2), ("block", True, True, 1, 8)):
+    for kernels, cached, compact, per_step, K in (
+            ("block", False, True, 1, 4), ("block", False, True, 2, 4), ("thread", False, True, 1, 4),
+            ("block", True, True, 1, 4), ("block", True, False, 1, 4), ("thread", True, True, 1, 4),
+            ("auto", True, True, 1, 4), ("block", False, True, 1, 1), ("block", False, True, 1, 2),
+            ("block", False, True, 1, 8), ("block", True, True, 1, 1), ("block", True, False, 1, 2),
+            ("block", True, True, 1, 8)):
         if (cached and tile != 1 << 20) or (per_step == 2 and tile < 16):
             continue
-        if isinstance(band, tuple):
-            kw = dict(band_log2=band[0], band_nodes=band[1])
-        else:  # K chunks of 256 nodes per block in the single-vector leaves (default 4)
-            kw = dict(chunks_per_block=band) if band else {}
+        kw = {} if K == 4 else dict(chunks_per_block=K)  # 4: the default
         dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, kernels=kernels, bounded_tiles=tile != 7,
                           compact_frontier=compact, levels_per_step=per_step, **kw)
-        assert dm.block == (kernels != "thread") and dm.band == (kernels == "band")
+        assert dm.block == (kernels != "thread") and dm.chunks_per_block == K
         assert dm.compact == (cached and compact and kernels != "thread")
         for B in (1, 3, 128):
             for left in (False, True):
@@ -537,9 +425,10 @@ def test_runner_kernel_names_exist_and_options_validated_without_gpu():
     assert used and used <= defined, sorted(used - defined)
     assert "warp" not in KERNELS and "distgraph_k2tree_leaves_warp" not in defined
     t = K2Tree.from_coo([0, 1], [1, 0], (4, 4))
-    assert "hash" not in KERNELS and "distgraph_k2tree_leaves_hash" not in defined
-    for removed in ("warp", "hash"):
-        with pytest.raises(InvalidArgumentError, match=f"kernels must be one of auto, block, band, thread; got '{removed}'"):
+    for removed in ("hash", "band"):
+        assert removed not in KERNELS and f"distgraph_k2tree_leaves_{removed}" not in defined
+    for removed in ("warp", "hash", "band"):
+        with pytest.raises(InvalidArgumentError, match=f"kernels must be one of auto, block, thread; got '{removed}'"):
             DeviceMatrix(t, kernels=removed)
 
 
@@ -549,10 +438,7 @@ def test_runner_kernel_names_exist_and_options_validated_without_gpu():
     (dict(tile=2.0**20), "tile must be an integer >= 4"),
     (dict(offsets="dir"), "offsets must be 'directory' or 'scan'; got 'dir'"),
     (dict(csr=(np.array([0, 0]), np.zeros(0, np.int32))), "exactly one of tree= and csr="),
-    (dict(kernels="band"), "kernels='band' needs the cached frontier"),
-    (dict(kernels="band", offsets="scan"), "kernels='band' needs directory offsets and sample=256"),
-    (dict(cached_frontier=True, band_log2=1), "band_log2 must be an integer >= 2; got 1"),
-    (dict(cached_frontier=True, band_nodes=0), "band_nodes must be a positive integer; got 0"),
+    (dict(kernels="block", offsets="scan"), "kernels='block' needs directory offsets and sample=256"),
     (dict(chunks_per_block=3), r"chunks_per_block must be one of \(1, 2, 4, 8\); got 3"),
 ])
 def test_device_matrix_arguments_refused_before_cupy(kw, msg):

@@ -30,15 +30,11 @@ Defaults (the fastest configuration measured, ``benchmarks/results/k2tree_gpu.js
   nodes plus 32-bit offsets, 4 bytes per node instead of 8 (:func:`split_frontier`),
   as fast as the 8-byte codes.
 * ``levels_per_step=1``.
-* With the cached frontier, single-vector products (``kernels="auto"`` or ``"band"``)
-  run the *band* kernel: the nodes of level L-2 are visited grouped by bands of
-  ``2**h`` rows (columns for a left product; :func:`band_index`, built once per
-  direction at the first product), a block per item of at most ``W`` nodes of one
-  band combines its updates in shared memory and adds each row of the band to ``y``
-  once (coalesced), instead of one scattered atomic per row of every 4 x 4 block:
-  on Kronecker graphs, where every 4 x 4 block holds one arc, that was one atomic per
-  arc. ``h`` and ``W`` from :func:`band_shape` (``band_log2``/``band_nodes`` override
-  them). ``kernels="block"`` keeps the block kernel there.
+* ``chunks_per_block=4``: single-vector leaves (tree-only and k2+F) with 4 aligned
+  chunks of 256 nodes per block, each step of the chain of dependent loads (signatures,
+  codes and directory; block scans; the leaves' signatures; x) done for the 4 nodes of a
+  thread at once (``distgraph_k2tree_leaves_k4``): k2+F right products on kron:20
+  0.62 ms instead of 0.73 with one chunk per block (K = 2: 0.63, K = 8: 0.71).
 
 Options kept for comparison, not faster on the benchmark's graphs (single right
 and left products, time relative to the default): ``levels_per_step=2`` (two levels
@@ -46,9 +42,13 @@ per launch, the middle level never written; tree-only 0.96-1.18x, 1.13-1.18x on 
 20-22, but about half the tile buffers: 0.61-1.0x the default's device bytes, e.g.
 road-FLA 21.9 MB instead of 35.8 MB, below cuSPARSE's 25.8 MB: the choice when memory
 is the limit). Removed after measurement: ``kernels="warp"`` (updates of a warp
-combined with ``__match_any_sync``, 1.14-3.15x the time on every graph) and
+combined with ``__match_any_sync``, 1.14-3.15x the time on every graph),
 ``kernels="hash"`` (updates of a block combined in a shared-memory hash table,
-0.96-1.41x; rows ``k2_warp``/``k2F_warp``/``k2_hash``/``k2F_hash`` of the results).
+0.96-1.41x) and ``kernels="band"`` (k2+F nodes grouped by bands of rows, updates
+combined per band in shared memory and added to ``y`` once per row and block, so no
+scattered atomics: 0.98-1.07x the one-chunk block kernel on kron 20-23, 1.18x the
+4-chunk one on kron:20; rows ``k2_warp``/``k2F_warp``/``k2_hash``/``k2F_hash``/
+``k2F_band*`` of the results).
 Offsets from a scan per tile (``offsets="scan"``) use the thread kernels.
 
 Floating-point plus_times results depend on the order in which atomics land (within
@@ -62,15 +62,14 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from .loader import get_module, import_cupy
 
-__all__ = ["DeviceMatrix", "plan_tiles", "buffer_levels", "memory_plan", "tree_from_csr", "split_frontier",
-           "band_index", "band_shape"]
+__all__ = ["DeviceMatrix", "plan_tiles", "buffer_levels", "memory_plan", "tree_from_csr", "split_frontier"]
 
 THREADS = 256
 BLOCK = 256  # nodes per block of the _blk kernels = the directory sample they need
-KERNELS = ("auto", "block", "band", "thread")
-BAND_SHARED = 48 * 1024  # bytes of shared memory of a band kernel block (no opt-in needed)
-BAND_TASK = 32  # nodes per warp task of the band kernel
-CHUNKS_PER_BLOCK = (1, 2, 4, 8)  # K of distgraph_k2tree_leaves_k<K> (1: distgraph_k2tree_leaves_blk)
+KERNELS = ("auto", "block", "thread")
+CHUNKS_PER_BLOCK = (1, 2, 4, 8)  # K of the single-vector leaves: their kernels
+LEAVES_K = {1: "distgraph_k2tree_leaves_blk", 2: "distgraph_k2tree_leaves_k2", 4: "distgraph_k2tree_leaves_k4",
+            8: "distgraph_k2tree_leaves_k8"}
 _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
             np.dtype(np.bool_): "unsigned char"}
 
@@ -213,83 +212,6 @@ def _split_frontier(tree, F):
     return base, delta.astype(np.uint32)
 
 
-def band_shape(tree, itemsize, *, sms=132, band_log2=None, band_nodes=None):
-    """``(h, W)`` of the band kernel: bands of ``2**h`` rows (columns), items of at most
-    ``W`` nodes of level L-2.
-
-    By default ``W`` is the power of two near ``nodes / (8 * sms)`` (eight items per
-    SM), between 2**10 and 2**16, and ``h = log2(W) + 1``, at most what fits in
-    ``BAND_SHARED`` bytes of shared memory (2**13 rows of float32) and at most the
-    tree's ``levels``; at least 2 (one 4 x 4 block)."""
-    nL = int(np.diff(tree.level_start)[tree.levels - 2]) if tree.num_nodes else 0
-    if band_nodes is None:
-        want = max(nL // max(8 * int(sms), 1), 1)
-        W = 1 << int(min(max(int(want).bit_length() - 1, 10), 16))
-    else:
-        W = int(band_nodes)
-    hmax = int(BAND_SHARED // int(itemsize)).bit_length() - 1
-    h = int(band_log2) if band_log2 is not None else W.bit_length()  # log2(W) + 1
-    h = max(2, min(h, hmax, tree.levels))
-    return h, W
-
-
-def band_index(tree, left: bool, h: int, W: int) -> dict:
-    """The work list of the band kernel (``distgraph_k2tree_leaves_band``): the nodes of
-    level L-2 grouped by band of ``2**h`` rows (``left``: columns), in items of at most
-    ``W`` nodes.
-
-    Level L-2 in level order is sorted by Morton code, so the nodes under one node of
-    level L-h (a ``2**h x 2**h`` square, code prefix ``code >> 2 (h - 2)``) are a
-    contiguous range that lies in one band. The squares are ordered by band (stable: by
-    code within a band), their ranges concatenated per band and cut at every ``W``
-    nodes of a band: pieces (``seg_lo``/``seg_hi``, offsets from the first node of the
-    level), items (``item_seg``: first piece; ``item_band``) and ``seg_task``, the
-    exclusive prefix of ``ceil(len / 32)`` over the pieces (the warp tasks). All uint32.
-    """
-    if not 2 <= h <= tree.levels:
-        raise InvalidArgumentError(f"h must be between 2 and the tree's levels ({tree.levels}); got {h!r}")
-    if not isinstance(W, (int, np.integer)) or W < 1:
-        raise InvalidArgumentError(f"W must be a positive integer; got {W!r}")
-    from ...formats.k2tree import _compact
-
-    tree.with_frontier()
-    F = tree.frontier
-    nL = int(F.shape[0])
-    u32 = np.uint32
-    if nL == 0:
-        z = np.zeros(1, u32)
-        return {"item_seg": z, "item_band": np.zeros(0, u32), "seg_lo": np.zeros(0, u32),
-                "seg_hi": np.zeros(0, u32), "seg_task": z.copy(), "h": h, "W": int(W)}
-    pre = F >> np.uint64(2 * (h - 2))
-    brk = np.flatnonzero(pre[1:] != pre[:-1]) + 1
-    sq_lo = np.concatenate([[0], brk]).astype(np.int64)
-    sq_hi = np.append(brk, nL).astype(np.int64)
-    sq = pre[sq_lo]
-    del pre, brk
-    band = (_compact(sq) if left else _compact(sq >> np.uint64(1))).astype(np.int64)
-    order = np.argsort(band, kind="stable")
-    sq_lo, sq_hi, band = sq_lo[order], sq_hi[order], band[order]
-    P = np.concatenate([[0], np.cumsum(sq_hi - sq_lo)])  # start of each square, band-major
-    first = np.flatnonzero(np.diff(band, prepend=-1))  # first square of each band
-    b_start = P[first]
-    b_end = np.append(b_start[1:], P[-1])
-    per = -(-(b_end - b_start) // W)  # items per band
-    rep = np.repeat(np.arange(first.shape[0]), per)
-    k = np.arange(rep.shape[0]) - np.repeat(np.cumsum(per) - per, per)
-    item_start = b_start[rep] + k * W
-    cuts = np.union1d(P[:-1], item_start)  # pieces: cut at squares and at items
-    ends = np.append(cuts[1:], P[-1])
-    j = np.searchsorted(P, cuts, side="right") - 1  # the square of each piece
-    lo = sq_lo[j] + (cuts - P[j])
-    hi = lo + (ends - cuts)
-    tasks = -(-(hi - lo) // BAND_TASK)
-    seg_task = np.concatenate([[0], np.cumsum(tasks)])
-    item_seg = np.append(np.searchsorted(cuts, item_start), cuts.shape[0])
-    return {"item_seg": item_seg.astype(u32), "item_band": band[first][rep].astype(u32),
-            "seg_lo": lo.astype(u32), "seg_hi": hi.astype(u32), "seg_task": seg_task.astype(u32),
-            "h": int(h), "W": int(W)}
-
-
 def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=False, vectors=0,
                 compact_frontier=False, levels_per_step=1):
     """The device bytes of a product on ``tree``, before anything is allocated: the
@@ -325,14 +247,13 @@ def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=Fals
 class DeviceMatrix:
     """One rank's block on the GPU (a k2-tree, or a CSR ``(indptr, indices)``).
 
-    Options as in the module docstring; ``kernels`` one of ``KERNELS`` ("band": the
-    band kernel for single vectors, which needs the cached frontier; "auto" picks it
-    there); ``band_log2`` / ``band_nodes``: the band height ``h`` and item size ``W``
-    of :func:`band_shape` (default: from the tree's size and the GPU's SM count)."""
+    Options as in the module docstring; ``kernels`` one of ``KERNELS``;
+    ``chunks_per_block``: ``K`` of the single-vector leaves (1, 2, 4 or 8 aligned
+    chunks of 256 nodes per block; 1 is ``distgraph_k2tree_leaves_blk``)."""
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
-                 levels_per_step=1, band_log2=None, band_nodes=None, chunks_per_block=4):
+                 levels_per_step=1, chunks_per_block=4):
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
         if offsets not in ("directory", "scan"):
@@ -347,24 +268,14 @@ class DeviceMatrix:
         self.cached = bool(cached_frontier)
         # block kernels: directory offsets with one sample per block of BLOCK nodes
         can_block = tree is not None and (self.use_dir or self.cached) and tree.sample == BLOCK
-        if kernels in ("block", "band") and not can_block:
+        if kernels == "block" and not can_block:
             raise InvalidArgumentError(f"kernels={kernels!r} needs directory offsets and sample={BLOCK}")
-        if kernels == "band" and not self.cached:
-            raise InvalidArgumentError("kernels='band' needs the cached frontier (cached_frontier=True)")
-        if band_log2 is not None and (not isinstance(band_log2, (int, np.integer)) or band_log2 < 2):
-            raise InvalidArgumentError(f"band_log2 must be an integer >= 2; got {band_log2!r}")
-        if band_nodes is not None and (not isinstance(band_nodes, (int, np.integer)) or band_nodes < 1):
-            raise InvalidArgumentError(f"band_nodes must be a positive integer; got {band_nodes!r}")
         if chunks_per_block not in CHUNKS_PER_BLOCK:
             raise InvalidArgumentError(f"chunks_per_block must be one of {CHUNKS_PER_BLOCK}; got {chunks_per_block!r}")
         self.chunks_per_block = int(chunks_per_block)
         cp = import_cupy()
         self.cp = cp
         self.block = can_block and kernels != "thread"
-        # single-vector products with the cached frontier: the band kernel
-        self.band = self.block and self.cached and kernels == "band"
-        self.band_log2, self.band_nodes = band_log2, band_nodes
-        self._bands = {}
         self.arrays = {}
         if csr is not None:
             ip, ix = csr
@@ -429,12 +340,10 @@ class DeviceMatrix:
 
     def nbytes(self) -> dict:
         """Device bytes held by this matrix: ``matrix`` (tree, directory, top codes and
-        cached frontier, the band kernel's work lists once built, or CSR) and ``scratch``
-        (frontier buffers, scan offsets)."""
+        cached frontier, or CSR) and ``scratch`` (frontier buffers, scan offsets)."""
         top = f"codes{self.tree.top_level}" if self.tree is not None and not self.cached else None
         mat = sum(int(v.nbytes) for k, v in self.arrays.items()
-                  if k in ("sig", "dir", "frontier", "frontier_base", "frontier_delta", "indptr", "indices", top)
-                  or k.startswith("band"))
+                  if k in ("sig", "dir", "frontier", "frontier_base", "frontier_delta", "indptr", "indices", top))
         tot = sum(int(v.nbytes) for v in self.arrays.values())
         return {"matrix": mat, "scratch": tot - mat}
 
@@ -538,12 +447,9 @@ class DeviceMatrix:
         sig, dr = a["sig"], a["dir"]
         null = np.uint64(0)  # a null pointer: codes come from `src`
         delta, base = (a["frontier_delta"], a["frontier_base"]) if self.compact else (null, null)
-        if self.band and B == 1 and self.steps:
-            self._run_band(mod, xd, y, left, delta, base)
-            return
         K = self.chunks_per_block if B == 1 else 1
         if K > 1:
-            leaves = mod.get_function(f"distgraph_k2tree_leaves_k{K}")
+            leaves = mod.get_function(LEAVES_K[K])
         for st in self.steps:
             level, g0, n, pos = st[1], st[2], st[3], st[4]
             src = self.bufs[level][pos:pos + n]
@@ -561,39 +467,6 @@ class DeviceMatrix:
                 leaves(grid, (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n), xd, y, np.int32(B),
                                         np.int32(1 if left else 0)))
 
-    def band_arrays(self, left: bool, itemsize: int) -> dict:
-        """The band kernel's work list for ``left`` products of elements of ``itemsize``
-        bytes (:func:`band_index`, built and uploaded at the first such product)."""
-        cp = self.cp
-        if not hasattr(self, "_sms"):
-            self._sms = int(cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)["multiProcessorCount"])
-        h, W = band_shape(self.tree, itemsize, sms=self._sms, band_log2=self.band_log2, band_nodes=self.band_nodes)
-        key = (bool(left), h, W)
-        if key not in self._bands:
-            idx = band_index(self.tree, left, h, W)
-            dev = {}
-            for f in ("item_seg", "item_band", "seg_lo", "seg_hi", "seg_task"):
-                dev[f] = self.arrays[f"band{int(left)}_{h}_{W}_{f}"] = cp.asarray(idx[f])
-            dev["h"], dev["W"], dev["items"] = h, W, int(idx["item_band"].shape[0])
-            self._bands[key] = dev
-        return self._bands[key]
-
-    def _run_band(self, mod, xd, y, left, delta, base):
-        """One launch of ``distgraph_k2tree_leaves_band`` over the whole level L-2."""
-        item = np.dtype(xd.dtype).itemsize
-        bd = self.band_arrays(left, item)
-        if bd["items"] == 0:
-            return
-        a = self.arrays
-        L = self.tree.levels
-        gL = int(self.tree.level_start[L - 2])
-        codes = a.get("frontier", np.uint64(0))  # the 8-byte frontier, when not compact
-        f = mod.get_function("distgraph_k2tree_leaves_band")
-        nout = self.tree.shape[1] if left else self.tree.shape[0]
-        f((bd["items"],), (BLOCK,), (a["sig"], a["dir"], codes, delta, base, np.int64(gL), np.int64(gL // BLOCK),
-                                     bd["item_seg"], bd["item_band"], bd["seg_lo"], bd["seg_hi"], bd["seg_task"],
-                                     np.int32(bd["h"]), np.int64(nout), xd, y, np.int32(1 if left else 0)),
-          shared_mem=(1 << bd["h"]) * item)
 
 
 def tree_from_csr(indptr, indices, shape=None, **kw):
