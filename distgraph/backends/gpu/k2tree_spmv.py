@@ -191,10 +191,15 @@ def split_frontier(tree):
         return _SPLIT[1]
     out = _split_frontier(tree, F)
     _SPLIT[0], _SPLIT[1], _SPLIT[2] = weakref.ref(F), out, int(tree.level_start[tree.levels - 2])
+    weakref.finalize(F, _forget_split)  # the split is not kept beyond its frontier
     return out
 
 
 _SPLIT = [None, None, None]  # (weakref to the last frontier, its split, its first node)
+
+
+def _forget_split():
+    _SPLIT[0] = _SPLIT[1] = _SPLIT[2] = None
 
 
 def _split_frontier(tree, F):
@@ -466,7 +471,6 @@ class DeviceMatrix:
             else:
                 leaves(grid, (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n), xd, y, np.int32(B),
                                         np.int32(1 if left else 0)))
-
 
 
 def tree_from_csr(indptr, indices, shape=None, **kw):
