@@ -2,8 +2,9 @@
 
 Tests without ``@pytest.mark.gpu`` run in CI, without a GPU: the replay of the host's
 tile plan (``plan_tiles``) and of the single-vector leaves' cell packing with numpy,
-using the kernels' offset formulas; the compact frontier and the memory plan; nvcc compiles of every semiring x element type; the
-runner's argument checks and kernel names. The others need a GPU.
+using the kernels' offset formulas; the compact frontier and the memory plan; nvcc
+compiles of every semiring x element type; the runner's argument checks and kernel
+names. The others need a GPU.
 """
 
 import numpy as np
@@ -410,7 +411,7 @@ def test_kernel_variants_compile_sm90(semiring_code, value_t, tmp_path):
 def test_runner_kernel_names_exist_and_options_validated_without_gpu():
     """Every kernel the host runner asks for is an ``extern "C" __global__`` of
     kernels/k2tree_spmv.cu (a removed kernel cannot stay referenced), and a kernel
-    family that does not exist (``"warp"``: measured slower everywhere and removed) is
+    family that does not exist (``"warp"``, ``"hash"``, ``"band"``: measured and removed) is
     refused before CuPy is needed, naming the choices."""
     import inspect
     import re
@@ -430,7 +431,8 @@ def test_runner_kernel_names_exist_and_options_validated_without_gpu():
     for removed in ("hash", "band"):
         assert removed not in KERNELS and f"distgraph_k2tree_leaves_{removed}" not in defined
     for removed in ("warp", "hash", "band"):
-        with pytest.raises(InvalidArgumentError, match=f"kernels must be one of auto, block, thread; got '{removed}'"):
+        msg = f"kernels must be one of auto, block, thread; got '{removed}'"
+        with pytest.raises(InvalidArgumentError, match=msg):
             DeviceMatrix(t, kernels=removed)
 
 

@@ -276,7 +276,8 @@ class DeviceMatrix:
         if kernels == "block" and not can_block:
             raise InvalidArgumentError(f"kernels={kernels!r} needs directory offsets and sample={BLOCK}")
         if chunks_per_block not in CHUNKS_PER_BLOCK:
-            raise InvalidArgumentError(f"chunks_per_block must be one of {CHUNKS_PER_BLOCK}; got {chunks_per_block!r}")
+            raise InvalidArgumentError(f"chunks_per_block must be one of {CHUNKS_PER_BLOCK}; "
+                                       f"got {chunks_per_block!r}")
         self.chunks_per_block = int(chunks_per_block)
         cp = import_cupy()
         self.cp = cp
