@@ -150,7 +150,7 @@ def bench_gpu(g, limit, reorder="auto", check=True, **kw):
     rate = done * g.m / el
     return {"preprocess_s": prep, "mode": r.mode, "kappa": r.kappa, "grid": r.info["grid"], "groups": r.groups,
             "schedule": r.schedule, "slots": r.slots, "symmetric": r.symmetric,
-            "shared_dbits": bool(getattr(r, "shared_dbits", False)),
+            "shared_dbits": bool(getattr(r, "shared_dbits", False)), "prefetch": bool(getattr(r, "prefetch", False)),
             "reorder": r.info["reorder"], "bvss": r.info["bvss"], "sources_run": int(done),
             "sources_total": int(sources.size), "seconds": el, "total_s": total, "extrapolated": bool(done < sources.size),
             "edge_visits_per_s_per_gpu": rate, "vs_blest_per_gpu": rate / BLEST_RATE,
@@ -269,7 +269,17 @@ def count_events(g, kappas=(32, 64, 256), seed=0):
 
 
 def variant_kwargs(v):
-    """GpuMSBFS keywords of a --variants label (None: unknown label)."""
+    """GpuMSBFS keywords of a --variants label, tokens joined by '+' (None: an unknown token)."""
+    if "+" in v:
+        kw = {}
+        for t in v.split("+"):
+            one = variant_kwargs(t)
+            if one is None:
+                return None
+            kw.update(one)
+        return kw
+    if v == "pf":
+        return {"prefetch": True}
     if v.startswith("k") and v[1:].isdigit():
         return {"kappa": int(v[1:])}
     if v.startswith("grid") and v[4:].isdigit():
@@ -458,7 +468,8 @@ def main(argv=None):
     ap.add_argument("--variants", default=os.environ.get("BENCH_GPU_CLOSENESS_VARIANTS_GPU", ""),
                     help="extra GPU rows on graphs of the block schedule, e.g. 'k32,k64,k128,grid4,nosym,mb4,sdb,sdbmb4' "
                          "(kN: kappa N; gridN: groups=N, the grid-wide schedule; nosym: per-vertex sums; mbN: "
-                         "min_blocks N; sdb: shared_dbits; sdbmbN: both)")
+                         "min_blocks N; sdb: shared_dbits; sdbmbN: both; pf: prefetch; tokens join with '+', "
+                         "e.g. sdb+pf+mb3)")
     ap.add_argument("--variant-limit", type=float, default=10.0, help="seconds of each variant (extrapolated)")
     ap.add_argument("--merge", default=None, help="an earlier gpu_closeness.json: graphs and modes not run now "
                                                   "are kept from it (marked 'from_earlier_run')")
@@ -558,7 +569,8 @@ def main(argv=None):
                     try:
                         vr = bench_gpu(g, a.variant_limit, reorder, check=False, **kw)
                         row.setdefault("variants", {})[v] = {k: vr[k] for k in (
-                            "kappa", "schedule", "groups", "slots", "symmetric", "shared_dbits", "sources_run", "seconds",
+                            "kappa", "schedule", "groups", "slots", "symmetric", "shared_dbits", "prefetch",
+                            "sources_run", "seconds",
                             "total_s",
                             "extrapolated", "edge_visits_per_s_per_gpu", "vs_blest_per_gpu", "levels_per_launch")}
                     except Exception as e:

@@ -86,6 +86,9 @@
 #ifndef DG_MS_BLOCK
 #define DG_MS_BLOCK 256
 #endif
+#ifndef DG_MS_PREFETCH
+#define DG_MS_PREFETCH 0  // block mode: software-pipelined stage 1 (dg_ms_stage1_prefetch)
+#endif
 #ifndef DG_MS_MINB
 #define DG_MS_MINB 2  // blocks per SM the persistent kernel is compiled for (2: 10% faster than 3-4, kron:18)
 #endif
@@ -263,6 +266,121 @@ __device__ __forceinline__ void dg_ms_stage1(const int4 *__restrict__ row_ids, c
         dg_ms_flush_row(u.y, M1, rho, Vn, mark);
         dg_ms_flush_row(u.z, M2, rho, Vn, mark);
         dg_ms_flush_row(u.w, M3, rho, Vn, mark);
+    }
+}
+
+// ---- Stage 1, software-pipelined (block mode with DG_MS_PREFETCH).  dg_ms_vss is the loop body of
+// dg_ms_stage1 above, kept apart so that the grid kernels measured with dg_ms_stage1 compile as
+// before (one shared body changed their register counts); merge them once both are measured.
+// The work on one queued VSS `vss` of slice set ss: fv = the frontier element of vertex
+// lane of ss (lanes 0-7; zero in lanes 8-31), u, mk = this lane's 4 row ids and slice masks,
+// aw = act[ss] (warp-uniform).
+template <class Mark>
+__device__ __forceinline__ void dg_ms_vss(unsigned (&fv)[DG_MS_WORDS], const int4 u, const unsigned mk,
+                                          const unsigned (&aw)[DG_MS_WORDS], unsigned *Vn, const Mark &mark,
+                                          dg_i64 rho, int tc_ratio, unsigned lane) {
+    unsigned M0[DG_MS_WORDS], M1[DG_MS_WORDS], M2[DG_MS_WORDS], M3[DG_MS_WORDS];
+    unsigned fany = 0u;
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) {
+        fany |= fv[j];
+        M0[j] = M1[j] = M2[j] = M3[j] = 0u;
+    }
+    const unsigned fmask = __ballot_sync(DG_FULL_MASK, fany != 0u) & 0xffu;  // frontier vertices of ss
+    int nact = 0;
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) nact += __popc(aw[j]);
+    if (nact > tc_ratio * __popc(fmask)) {
+        // many active BFSs: OR whole elements of the frontier vertices (CUDA cores)
+        for (unsigned fb = fmask; fb; fb &= fb - 1u) {
+            const int b = __ffs(fb) - 1;
+            const bool r0 = (mk >> b) & 1u, r1 = (mk >> (8 + b)) & 1u, r2 = (mk >> (16 + b)) & 1u,
+                       r3 = (mk >> (24 + b)) & 1u;
+#pragma unroll
+            for (int j = 0; j < DG_MS_WORDS; ++j) {
+                const unsigned v = __shfl_sync(DG_FULL_MASK, fv[j], b);
+                if (r0) M0[j] |= v;
+                if (r1) M1[j] |= v;
+                if (r2) M2[j] |= v;
+                if (r3) M3[j] |= v;
+            }
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) {
+            unsigned B = aw[j];
+            while (B) {
+                const int c = __ffs(B) - 1;
+                B &= B - 1u;
+                const unsigned alpha = __ballot_sync(DG_FULL_MASK, (fv[j] >> c) & 1u) & 0xffu;
+                int d0, d1, d2, d3;
+                dg_ms_products(mk, alpha, lane, d0, d1, d2, d3);
+                const unsigned bit = 1u << c;
+                if (d0) M0[j] |= bit;
+                if (d1) M1[j] |= bit;
+                if (d2) M2[j] |= bit;
+                if (d3) M3[j] |= bit;
+            }
+        }
+    }
+    dg_ms_flush_row(u.x, M0, rho, Vn, mark);
+    dg_ms_flush_row(u.y, M1, rho, Vn, mark);
+    dg_ms_flush_row(u.z, M2, rho, Vn, mark);
+    dg_ms_flush_row(u.w, M3, rho, Vn, mark);
+}
+
+// The inputs of dg_ms_vss for queue entry q.
+__device__ __forceinline__ void dg_ms_vss_load(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
+                                               const unsigned *F, const unsigned *act, const int2 q, dg_i64 rho,
+                                               unsigned lane, unsigned (&fv)[DG_MS_WORDS], int4 &u, unsigned &mk,
+                                               unsigned (&aw)[DG_MS_WORDS]) {
+    const dg_i64 vss = q.x, ss = q.y;
+    if (lane < 8u) {
+        dg_ms_load(F + ((dg_i64)lane * rho + ss) * DG_MS_WORDS, fv);  // lanes 8-31 issue no load
+    } else {
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) fv[j] = 0u;
+    }
+    u = row_ids[vss * 32 + lane];
+    mk = masks[vss * 32 + lane];
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) aw[j] = act[ss * DG_MS_WORDS + j];  // the same address in every lane
+}
+
+// Stage 1 software-pipelined: the queue entry two VSSs
+// ahead and the inputs of the next VSS are loaded before the current one is worked on, so a
+// warp waits for device memory about once per VSS (its Vn reads) instead of three times.
+template <class Mark>
+__device__ __forceinline__ void dg_ms_stage1_prefetch(const int4 *__restrict__ row_ids,
+                                                      const unsigned *__restrict__ masks, const unsigned *F,
+                                                      const unsigned *act, unsigned *Vn, const Mark &mark,
+                                                      const int2 *qc, dg_i64 nq, dg_i64 rho, int tc_ratio,
+                                                      dg_i64 warp, dg_i64 nwarps, unsigned lane) {
+    dg_i64 w = warp;
+    if (w >= nq) return;  // warp-uniform
+    unsigned fv[DG_MS_WORDS], aw[DG_MS_WORDS];
+    int4 u;
+    unsigned mk;
+    dg_ms_vss_load(row_ids, masks, F, act, qc[w], rho, lane, fv, u, mk, aw);
+    int2 qn = w + nwarps < nq ? qc[w + nwarps] : make_int2(0, 0);
+    for (; w < nq; w += nwarps) {
+        const bool more = w + nwarps < nq;  // warp-uniform
+        const int2 qnn = w + 2 * nwarps < nq ? qc[w + 2 * nwarps] : make_int2(0, 0);
+        unsigned fv2[DG_MS_WORDS], aw2[DG_MS_WORDS];
+        int4 u2 = make_int4(0, 0, 0, 0);
+        unsigned mk2 = 0u;
+        if (more) dg_ms_vss_load(row_ids, masks, F, act, qn, rho, lane, fv2, u2, mk2, aw2);
+        dg_ms_vss(fv, u, mk, aw, Vn, mark, rho, tc_ratio, lane);
+        if (more) {
+#pragma unroll
+            for (int j = 0; j < DG_MS_WORDS; ++j) {
+                fv[j] = fv2[j];
+                aw[j] = aw2[j];
+            }
+            u = u2;
+            mk = mk2;
+        }
+        qn = qnn;
     }
 }
 
@@ -825,8 +943,13 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
                 s_an[l & 1] = 0u;
             }
             // ---- stage 1 of level l
+#if DG_MS_PREFETCH
+            dg_ms_stage1_prefetch(row_ids, masks, F, act, Vn, mark, Q + (l & 1) * qcap, nq, rho, tc_ratio, warp,
+                                  nwarps, lane);
+#else
             dg_ms_stage1(row_ids, masks, F, act, Vn, mark, Q + (l & 1) * qcap, nq, rho, tc_ratio, warp, nwarps,
                          lane);
+#endif
             __syncthreads();
         }
         // ---- clean the slot for the next batch: sets still active (no VSS to push), Vc, Vn

@@ -89,18 +89,22 @@ def test_blocks_per_vertex_equal_cpu(name, kappa, slots):
 @pytest.mark.parametrize("name", sorted(GRAPHS))
 @pytest.mark.parametrize("kappa", [32, 256])
 @pytest.mark.parametrize("slots", [1, None])
-def test_blocks_shared_dirty_bits(name, kappa, slots):
-    # the dirty bits in shared memory: per vertex, per source and symmetric sums as before
+@pytest.mark.parametrize("opts", [(True, False), (False, True), (True, True)], ids=["sdb", "pf", "sdb+pf"])
+def test_blocks_options(name, kappa, slots, opts):
+    # dirty bits in shared memory, software-pipelined stage 1: per vertex, per source and
+    # symmetric sums as before
     g = GRAPHS[name]
-    r = _runner(g, kappa=kappa, slots=slots, shared_dbits=True, symmetric=not g.directed)
-    assert r.shared_dbits
+    sdb, pf = opts
+    r = _runner(g, kappa=kappa, slots=slots, shared_dbits=sdb, prefetch=pf, symmetric=not g.directed)
+    assert r.shared_dbits == sdb and r.prefetch == pf
     srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
     assert _same(_sums(g, srcs, False, r), _sums(g, srcs, False))
     rng = np.random.default_rng(6)
     some = rng.integers(0, g.n, 200).astype(np.int64)
     assert _same(_sums(g, some, True, r, batch_size=100), _sums(g, some, True, batch_size=100))
-    r = _runner(g, kappa=kappa, slots=slots, shared_dbits=True, min_blocks=4)
-    assert _same(_sums(g, some, False, r), _sums(g, some, False))
+    if sdb and pf:  # and with 4 blocks per SM (64 registers)
+        r = _runner(g, kappa=kappa, slots=slots, shared_dbits=sdb, prefetch=pf, min_blocks=4)
+        assert _same(_sums(g, some, False, r), _sums(g, some, False))
 
 
 @pytest.mark.gpu

@@ -461,6 +461,9 @@ class GpuMSBFS:
         ``groups="blocks"``: keep each block's dirty bits (one per slice set) in shared
         memory instead of device memory when they fit in :data:`SHARED_DBITS_MAX` bytes
         (stage 1 then marks a slice set without a round trip to device memory).
+    prefetch : bool
+        ``groups="blocks"``: software-pipelined stage 1 (a warp loads the next VSS's
+        frontier words while it works on the current one; ``DG_MS_PREFETCH``).
 
     Attributes
     ----------
@@ -474,7 +477,7 @@ class GpuMSBFS:
 
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
-                 groups=None, slots=None, symmetric=False, shared_dbits=False):
+                 groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -554,6 +557,7 @@ class GpuMSBFS:
         self.slots = 0
         self.symmetric = False
         self.shared_dbits = False
+        self.prefetch = False
         if mode == "replicated":
             pick = auto_schedule(int(t2ptr[-1])) if groups == "auto" else groups
             if pick == "blocks":
@@ -678,6 +682,9 @@ class GpuMSBFS:
         if min_blocks is not None:
             defs["DG_MS_MINB"] = int(min_blocks)
         if self.schedule == "blocks":
+            self.prefetch = bool(prefetch)
+            if self.prefetch:
+                defs["DG_MS_PREFETCH"] = 1
             mod = get_module("msbfs", defines=defs)
             self._blocks = mod.get_function("distgraph_msbfs_blocks")
             self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, BLOCK)))
@@ -692,7 +699,7 @@ class GpuMSBFS:
             self._dbits = cp.zeros(S * self._dbw, cp.uint32)
             self._lists = cp.zeros(S * 3 * rho1, cp.int32)
             self._Q = cp.zeros(S * 2 * self._qcap * 2, cp.int32)
-            self.info.update({"slots": S, "shared_dbits": self.shared_dbits})
+            self.info.update({"slots": S, "shared_dbits": self.shared_dbits, "prefetch": self.prefetch})
         elif mode == "replicated":
             mod = get_module("msbfs", defines=defs, cooperative=True)
             self._persistent = mod.get_function("distgraph_msbfs_persistent")
