@@ -4,7 +4,8 @@ with NVSHMEM puts (several PEs share the one test GPU in limited MPG: correctnes
 Run on 1, 2 and 4 PEs:
     mpirun -n 4 python tests/mpi_pytest.py --with-mpi tests/test_nvshmem_closeness.py
 Sums and closeness must equal the CPU backend's exactly, and replicated mode (batches
-dealt to ranks) must agree with partitioned mode (every rank runs every batch).
+dealt to ranks; block and grid schedules) must agree with partitioned mode (every rank runs
+every batch).
 Assertions are made on gathered results, on every rank, so no rank waits alone.
 """
 
@@ -116,3 +117,26 @@ def test_real_graph_partitioned(gpu_ctx, data_dir):
     got = _sums(g, srcs, False, gpu_ctx, r, batch_size=128)
     r.close()
     assert _all(comm, _same(got, ref))
+
+
+@pytest.mark.parametrize("name", ["kron9", "grid", "kron8_dir"])
+@pytest.mark.parametrize("groups", ["blocks", 2])
+def test_closeness_replicated_schedules_over_ranks(gpu_ctx, name, groups):
+    # replicated mode, batches dealt to ranks: the block schedule (symmetric sums on the
+    # undirected graphs: each rank adds its sources' own sums, the reduction completes them)
+    # and the grid schedule equal the CPU backend
+    from distgraph.algorithms.closeness import closeness
+    from distgraph.runtime.config import config
+
+    comm = MPI.COMM_WORLD
+    g = _graphs()[name]
+    a = closeness(g, backend="cpu", comm=comm, progress=False, batch_size=64)
+    old = config.gpu_msbfs_groups
+    config.gpu_msbfs_groups = groups
+    try:
+        b = closeness(g, backend="gpu", comm=comm, progress=False, batch_size=64)
+    finally:
+        config.gpu_msbfs_groups = old
+    ok = np.array_equal(a.farness, b.farness) and np.array_equal(a.reach, b.reach)
+    ok &= np.array_equal(a.harmonic, b.harmonic) and np.array_equal(a.closeness, b.closeness, equal_nan=True)
+    assert _all(comm, ok)
