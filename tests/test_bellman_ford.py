@@ -349,6 +349,16 @@ def test_cli_outputs_and_negative_cycle(tmp_path, data_dir):
     assert "negative cycle" in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
+def test_cli_delta(data_dir):
+    from distgraph.testing import run_cli
+
+    res = run_cli("sssp", data_dir / "minnesota.mtx.gz", "--source", 3, "--backend", "cpu", "--delta", "2",
+                  "--verify")
+    assert res.returncode == 0, res.stderr
+    res = run_cli("sssp", data_dir / "minnesota.mtx.gz", "--source", 3, "--backend", "cpu", "--delta", "-1")
+    assert res.returncode != 0 and "delta" in res.stderr and "-1" in res.stderr, res.stderr
+
+
 def test_cli_long_negative_cycle_in_input_ids(tmp_path):
     """A cycle of more than 12 vertices in input ids: the first 12 then "... (N vertices)"; the
     CLI used to close it after 12 ("... -> 1011 -> 1000 ...") as if it ended there."""

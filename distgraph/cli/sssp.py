@@ -4,6 +4,11 @@
     mpiexec -n 4 distgraph sssp kron:16:weights=uniform --mode async --queue bwd --verify
     distgraph sssp road-NY.gr.xz --source 1 --backend gpu --mode async     # queue kernel on a GPU
     distgraph sssp road-NY.gr.xz --source 1 --backend gpu                  # round-based CuPy
+    distgraph sssp road-FLA.gr.xz --backend gpu --mode async --queue bwd --delta 1000
+
+On GPUs, ``--mode rounds`` (the default) is the faster on low-diameter graphs (Kronecker,
+urand) and ``--mode async`` on high-diameter ones (road networks: 17-42x the rounds on
+road-FLA, benchmarks/results/sssp_gpu.json).
 
 Distances are written in vertex order (the input ids of a SNAP/CSV list are the
 ``vertex`` column of a .csv output); unreached vertices hold ``inf`` (float weights) or the
@@ -37,6 +42,10 @@ def add_arguments(p) -> None:
     s.add_argument("--queue", choices=QUEUES, default="bq", help="queue of the async mode (Broker Queue or BWD)")
     s.add_argument("--remote", choices=REMOTES, default="atomic",
                    help="remote relaxation of the async mode: atomic minimum + enqueue, or enqueue")
+    s.add_argument("--delta", type=float, default=None,
+                   help="GPU async mode on one rank: near-far bucket width (vertices below a threshold first; "
+                        "0 or inf: off; default: from the mean weight and degree); only a priority, the "
+                        "result does not depend on it; ignored elsewhere")
 
 
 def run(args) -> int:
@@ -60,7 +69,7 @@ def run(args) -> int:
         try:
             r = bellman_ford(g, src, predecessors=args.predecessors is not None, mode=args.mode,
                              queue=args.queue, remote=args.remote, backend=args.backend, comm=comm,
-                             verify=args.verify)
+                             verify=args.verify, delta=args.delta)
         except NegativeCycleError as e:
             if g.labels is None:
                 raise
