@@ -97,9 +97,12 @@ def _out(size):
             np.zeros(size, np.uint64))
 
 
-def bench_gpu(g, limit, reorder="auto", check=True, **kw):
+def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, **kw):
     """The GPU runner as ``closeness()`` makes it (``make_runner(..., all_sources=True)``:
-    symmetric sums on undirected graphs), kappa 256 unless ``kw`` says otherwise."""
+    symmetric sums on undirected graphs), kappa 256 unless ``kw`` says otherwise.  ``check``:
+    the first batch's sums against the CPU backend; ``same_as``: against these arrays (the
+    first batch of another GPU row with the same sums); the first batch's sums are returned
+    under the key ``_first`` (not written to the JSON)."""
     import cupy as cp
 
     from distgraph.backends.cpu.bits import normalize_limbs
@@ -132,6 +135,10 @@ def bench_gpu(g, limit, reorder="auto", check=True, **kw):
             ref = full
         exact = all(np.array_equal(np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64))
                     for a, b in zip(out, ref))
+    same = None
+    if same_as is not None:
+        same = all(np.array_equal(np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64))
+                   for a, b in zip(out, same_as))
     cp.cuda.Device().synchronize()
     r.info["launches"] = r.info["levels"] = r.info["bottom_up_levels"] = 0
     acc = _out(g.n)
@@ -156,6 +163,7 @@ def bench_gpu(g, limit, reorder="auto", check=True, **kw):
             "edge_visits_per_s_per_gpu": rate, "vs_blest_per_gpu": rate / BLEST_RATE,
             "levels_per_launch": r.info["levels"] / max(r.info["launches"] * r.groups, 1),  # per kappa sources
             "bottom_up_levels": r.info["bottom_up_levels"], "first_batch_exact_vs_cpu": exact,
+            "first_batch_same_as_default": same, "_first": out,
             "device_bytes": r.plan.total}
 
 
@@ -471,6 +479,8 @@ def main(argv=None):
                          "min_blocks N; sdb: shared_dbits; sdbmbN: both; pf: prefetch; tokens join with '+', "
                          "e.g. sdb+pf+mb3)")
     ap.add_argument("--variant-limit", type=float, default=10.0, help="seconds of each variant (extrapolated)")
+    ap.add_argument("--no-check", action="store_true", help="skip the CPU check of the first batch (variants are "
+                                                             "still compared with the default GPU row)")
     ap.add_argument("--merge", default=None, help="an earlier gpu_closeness.json: graphs and modes not run now "
                                                   "are kept from it (marked 'from_earlier_run')")
     ap.add_argument("--events", default=None, help="graph,...: count events per batch on the CPU (count_events) "
@@ -544,7 +554,8 @@ def main(argv=None):
             g = load(spec)
             row.update({"n": g.n, "m": g.m, "read_s": time.perf_counter() - t0})
             reorder = a.reorder if spec.startswith("kron:") else "auto"
-            row["gpu"] = bench_gpu(g, a.time_limit, reorder)
+            row["gpu"] = bench_gpu(g, a.time_limit, reorder, check=not a.no_check)
+            first = row["gpu"].pop("_first")
             print(spec, "gpu", json.dumps(row["gpu"], default=float), flush=True)
             results["graphs"][spec] = row
             path.write_text(json.dumps(results, indent=1, default=float))
@@ -567,12 +578,17 @@ def main(argv=None):
                     if kw is None:
                         continue
                     try:
-                        vr = bench_gpu(g, a.variant_limit, reorder, check=False, **kw)
+                        sym = kw.get("symmetric", row["gpu"]["symmetric"]) == row["gpu"]["symmetric"] and \
+                            not isinstance(kw.get("groups"), int)
+                        vr = bench_gpu(g, a.variant_limit, reorder, check=False, same_as=first if sym else None,
+                                       **kw)
+                        vr.pop("_first")
                         row.setdefault("variants", {})[v] = {k: vr[k] for k in (
                             "kappa", "schedule", "groups", "slots", "symmetric", "shared_dbits", "prefetch",
                             "sources_run", "seconds",
                             "total_s",
-                            "extrapolated", "edge_visits_per_s_per_gpu", "vs_blest_per_gpu", "levels_per_launch")}
+                            "extrapolated", "edge_visits_per_s_per_gpu", "vs_blest_per_gpu", "levels_per_launch",
+                            "first_batch_same_as_default")}
                     except Exception as e:
                         row.setdefault("variants", {})[v] = {"error": repr(e)}
                     print(spec, "variant", v, json.dumps(row["variants"][v], default=float), flush=True)
