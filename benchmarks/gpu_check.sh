@@ -14,6 +14,9 @@
 # The device tool brings back at most 8 files, so on the device run e.g.
 #   bash benchmarks/gpu_check.sh /tmp/res bfs; tar czf $OUT/res.tar.gz -C /tmp/res .
 # and unpack the results here into benchmarks/results/<name>/.
+# GPU_CHECK_PARALLEL=1: one pytest process per GPU test file, all at once, beside the NVSHMEM
+# runs (one GPU is shared: most of a test file's time is compiling kernels and host work, so
+# the whole check takes about the longest file instead of the sum); logs per file.
 set -uo pipefail
 OUTDIR=${1:?usage: gpu_check.sh OUTDIR [NAME ...]}; shift || true
 mkdir -p "$OUTDIR"
@@ -24,6 +27,15 @@ status=0
 for name in "${names[@]}"; do
   tag=${name:-all}
   gtests=$(ls tests/test_gpu_${name}*.py 2>/dev/null)
+  pids=()
+  if [ -n "$gtests" ] && [ "${GPU_CHECK_PARALLEL:-0}" = 1 ]; then
+    for f in $gtests; do
+      t=$(basename "$f" .py)
+      "$PY" -m pytest -q -rs --junitxml="$OUTDIR/junit-$t.xml" "$f" > "$OUTDIR/pytest-$t.log" 2>&1 &
+      pids+=($!)
+    done
+    gtests=""
+  fi
   if [ -n "$gtests" ]; then
     "$PY" -m pytest -q -rs --junitxml="$OUTDIR/junit-gpu-$tag.xml" $gtests 2>&1 | tee "$OUTDIR/pytest-gpu-$tag.log" | tail -25
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
@@ -39,6 +51,10 @@ for name in "${names[@]}"; do
       [ "${PIPESTATUS[0]}" = 0 ] || status=1
     done
   fi
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  for f in "$OUTDIR"/pytest-test_gpu_*.log; do
+    [ -e "$f" ] && echo "$(basename "$f"): $(tail -1 "$f")"
+  done
   [ "${GPU_CHECK_BENCH:-1}" = 0 ] && continue   # tests only
   for b in benchmarks/gpu_"${name}"*.py; do
     [ -e "$b" ] || continue
