@@ -15,7 +15,8 @@
 // Encodings
 //   sig[]      uint8, two 4-bit signatures per byte, node g = (sig[g>>1] >> 4*(g&1)) & 15,
 //              level order (the bitstring T of the paper).
-//   dir[]      uint32: dir[i] = first child (global node id) of node i*S; any node adds
+//   dir[]      dir_t (uint32; uint64 with -DDIR_T="unsigned long long" for trees of
+//              2^32 nodes or more): dir[i] = first child (global node id) of node i*S; any node adds
 //              the popcount of the signatures between node (g/S)*S and g.
 //   codes[]    uint64 Morton codes of the nodes of a tile (row bits odd, column bits
 //              even, two bits b1 b0 per level below the root).
@@ -77,8 +78,12 @@
 #ifndef VALUE_T
 #define VALUE_T float
 #endif
+#ifndef DIR_T  // the directory's entries: 32-bit up to 2^32 nodes, 64-bit past that
+#define DIR_T unsigned int
+#endif
 
 typedef VALUE_T value_t;
+typedef DIR_T dir_t;
 typedef unsigned long long u64;
 typedef long long i64;
 
@@ -167,7 +172,7 @@ __device__ __forceinline__ i64 compact(u64 v) {
 
 // First child of node g from the sampled directory (Sec. 3.2): the sample of its block
 // plus the popcount of the signatures before it in the block, 8 at a time.
-__device__ __forceinline__ i64 first_child(const unsigned char *sig, const unsigned int *dir, int S, i64 g) {
+__device__ __forceinline__ i64 first_child(const unsigned char *sig, const dir_t *dir, int S, i64 g) {
     i64 b = g / S;
     i64 c = dir[b];
     i64 h = b * S;
@@ -184,7 +189,7 @@ extern "C" __global__ void distgraph_k2tree_fanout(const unsigned char *sig, i64
     if (t < n) fan[t] = __popc(nib(sig, g0 + t));
 }
 
-extern "C" __global__ void distgraph_k2tree_expand(const unsigned char *sig, const unsigned int *dir, int S,
+extern "C" __global__ void distgraph_k2tree_expand(const unsigned char *sig, const dir_t *dir, int S,
                                                    int use_dir, const int *scan, const u64 *in, i64 g0, i64 n,
                                                    i64 child0, u64 *out) {
     i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -198,7 +203,7 @@ extern "C" __global__ void distgraph_k2tree_expand(const unsigned char *sig, con
         if ((s >> b) & 1) out[o++] = code | (u64)b;
 }
 
-extern "C" __global__ void distgraph_k2tree_leaves(const unsigned char *sig, const unsigned int *dir, int S,
+extern "C" __global__ void distgraph_k2tree_leaves(const unsigned char *sig, const dir_t *dir, int S,
                                                    int use_dir, const int *scan, const u64 *codes, i64 g0, i64 n,
                                                    i64 leaf0, const value_t *__restrict__ x, value_t *y, int B,
                                                    int left) {
@@ -348,7 +353,7 @@ __device__ __forceinline__ void visit_block(const unsigned char *sig, u64 code, 
         if (any[o]) Semiring::flush(&y[(out0 + o) * B + k], acc[o]);
 }
 
-extern "C" __global__ void distgraph_k2tree_expand_blk(const unsigned char *sig, const unsigned int *dir,
+extern "C" __global__ void distgraph_k2tree_expand_blk(const unsigned char *sig, const dir_t *dir,
                                                        const u64 *in, i64 g0, i64 n, i64 child0, u64 *out) {
     i64 blk = g0 / DG_K2_BLOCK + blockIdx.x;
     i64 g = blk * DG_K2_BLOCK + threadIdx.x;
@@ -369,10 +374,10 @@ extern "C" __global__ void distgraph_k2tree_expand_blk(const unsigned char *sig,
 // signatures of [A, c_hi), A = c_lo rounded down to a directory sample (at most 1279
 // nodes, 5 per thread), and a second block scan from dir[A / 256] gives each child's
 // first child.
-extern "C" __global__ void distgraph_k2tree_expand2_blk(const unsigned char *sig, const unsigned int *dir,
+extern "C" __global__ void distgraph_k2tree_expand2_blk(const unsigned char *sig, const dir_t *dir,
                                                         const u64 *in, i64 g0, i64 n, i64 gchild0, u64 *out) {
     __shared__ unsigned char s_sig1[5 * DG_K2_BLOCK];
-    __shared__ unsigned int s_fc1[5 * DG_K2_BLOCK];
+    __shared__ dir_t s_fc1[5 * DG_K2_BLOCK];
     __shared__ int s_total;
     i64 blk = g0 / DG_K2_BLOCK + blockIdx.x;
     i64 g = blk * DG_K2_BLOCK + threadIdx.x;
@@ -391,13 +396,13 @@ extern "C" __global__ void distgraph_k2tree_expand2_blk(const unsigned char *sig
         loc[k] = e < cnt ? nib(sig, A + e) : 0;
         sum += __popc(loc[k]);
     }
-    int run = block_exclusive_scan(sum) + (int)dir[A / DG_K2_BLOCK];
+    i64 run = (i64)block_exclusive_scan(sum) + (i64)dir[A / DG_K2_BLOCK];
 #pragma unroll
     for (int k = 0; k < 5; ++k) {
         int e = 5 * threadIdx.x + k;
         if (e < cnt) {
             s_sig1[e] = (unsigned char)loc[k];
-            s_fc1[e] = (unsigned int)run;
+            s_fc1[e] = (dir_t)run;
         }
         run += __popc(loc[k]);
     }
@@ -419,13 +424,13 @@ extern "C" __global__ void distgraph_k2tree_expand2_blk(const unsigned char *sig
     }
 }
 
-extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig, const unsigned int *dir,
+extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig, const dir_t *dir,
                                                        const u64 *codes, const unsigned int *delta,
                                                        const u64 *base, i64 g0, i64 n,
                                                        const value_t *__restrict__ x, value_t *y, int B,
                                                        int left) {
     __shared__ u64 s_code[DG_K2_BLOCK];
-    __shared__ unsigned int s_leaf[DG_K2_BLOCK];
+    __shared__ dir_t s_leaf[DG_K2_BLOCK];
     __shared__ unsigned char s_sig[DG_K2_BLOCK];
     i64 blk = g0 / DG_K2_BLOCK + blockIdx.x;
     i64 g = blk * DG_K2_BLOCK + threadIdx.x;
@@ -445,7 +450,7 @@ extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig,
     // touch adjacent entries of the n x B rows of x and y
     int t = threadIdx.x;
     s_sig[t] = mine ? (unsigned char)s : 0;
-    s_leaf[t] = (unsigned int)leaf;
+    s_leaf[t] = (dir_t)leaf;
     s_code[t] = mine ? node_code(codes, delta, base, g - g0) : 0;
     __syncthreads();
     for (int p = t; p < DG_K2_BLOCK * B; p += DG_K2_BLOCK) {
@@ -473,7 +478,7 @@ extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig,
 // chunk - g0 / 256).
 template <int K, bool LEFT>
 __device__ __forceinline__ void leaves_multi(const unsigned char *__restrict__ sig,
-                                             const unsigned int *__restrict__ dir, const u64 *__restrict__ codes,
+                                             const dir_t *__restrict__ dir, const u64 *__restrict__ codes,
                                              const unsigned int *__restrict__ delta, const u64 *__restrict__ base,
                                              i64 g0, i64 n, const value_t *__restrict__ x,
                                              value_t *__restrict__ y) {
@@ -565,7 +570,7 @@ __device__ __forceinline__ void leaves_multi(const unsigned char *__restrict__ s
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_k2(const unsigned char *__restrict__ sig,
-                                                      const unsigned int *__restrict__ dir,
+                                                      const dir_t *__restrict__ dir,
                                                       const u64 *__restrict__ codes,
                                                       const unsigned int *__restrict__ delta,
                                                       const u64 *__restrict__ base, i64 g0, i64 n,
@@ -578,7 +583,7 @@ extern "C" __global__ void distgraph_k2tree_leaves_k2(const unsigned char *__res
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_k4(const unsigned char *__restrict__ sig,
-                                                      const unsigned int *__restrict__ dir,
+                                                      const dir_t *__restrict__ dir,
                                                       const u64 *__restrict__ codes,
                                                       const unsigned int *__restrict__ delta,
                                                       const u64 *__restrict__ base, i64 g0, i64 n,
@@ -591,7 +596,7 @@ extern "C" __global__ void distgraph_k2tree_leaves_k4(const unsigned char *__res
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_k8(const unsigned char *__restrict__ sig,
-                                                      const unsigned int *__restrict__ dir,
+                                                      const dir_t *__restrict__ dir,
                                                       const u64 *__restrict__ codes,
                                                       const unsigned int *__restrict__ delta,
                                                       const u64 *__restrict__ base, i64 g0, i64 n,

@@ -258,6 +258,41 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
 
 
 @pytest.mark.gpu
+def test_gpu_64bit_directory_same_products():
+    """A tree of 2**32 nodes or more keeps an int64 directory (kron:24: about 4.7e9
+    nodes); the runner then compiles the kernels with a 64-bit dir_t. Forced here on a
+    small tree, every kernel family (tree-only leaves with 4 and 1 chunks per block, two
+    levels per launch, thread kernels, scan offsets, the cached frontier compact and
+    full, batches) gives the products of the 32-bit directory."""
+    import dataclasses
+
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+
+    rng = np.random.default_rng(21)
+    D = rng.random((700, 500)) < 0.01
+    D[:10] |= rng.random((10, 500)) < 0.5
+    A = sp.csr_array(D)
+    t = K2Tree.from_scipy(A, top_nodes=16)
+    t64 = dataclasses.replace(t, directory=t.directory.astype(np.int64))
+    for kw in (dict(tile=64), dict(tile=64, chunks_per_block=1), dict(tile=64, levels_per_step=2),
+               dict(tile=64, kernels="thread"), dict(tile=64, offsets="scan"), dict(cached_frontier=True),
+               dict(cached_frontier=True, compact_frontier=False, chunks_per_block=1)):
+        d32, d64 = DeviceMatrix(t, **kw), DeviceMatrix(t64, **kw)
+        assert not d32.dir64 and d64.dir64 and d64.arrays["dir"].dtype == np.uint64
+        for B in (1, 3):
+            for left in (False, True):
+                k = A.shape[0] if left else A.shape[1]
+                x = _x(k, B, "plus_times", np.float64, 31)
+                np.testing.assert_allclose(d64.multiply(x, semiring.plus_times, left),
+                                           d32.multiply(x, semiring.plus_times, left), rtol=1e-12, atol=1e-12)
+                for sr in ("lor_land", "min_plus"):
+                    xs = _x(k, B, sr, np.float64, 32)
+                    S = getattr(semiring, sr)
+                    assert np.array_equal(d64.multiply(xs, S, left), d32.multiply(xs, S, left)), (kw, sr, B, left)
+
+
+@pytest.mark.gpu
 def test_gpu_csr_kernels_every_width():
     from distgraph import semiring
     from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
@@ -389,10 +424,13 @@ def test_memory_plan_before_allocation():
         plan.check(free=1000)
 
 
-@pytest.mark.parametrize("semiring_code,value_t", [(1, "unsigned char"), (2, "double"), (0, "long long")])
-def test_kernel_variants_compile_sm90(semiring_code, value_t, tmp_path):
+@pytest.mark.parametrize("semiring_code,value_t,dir_t", [(1, "unsigned char", None), (2, "double", None),
+                                                         (0, "long long", None), (0, "float", "unsigned long long"),
+                                                         (2, "double", "unsigned long long")])
+def test_kernel_variants_compile_sm90(semiring_code, value_t, dir_t, tmp_path):
     """Each semiring / element type the runner compiles (test_kernels_compile builds the
-    defaults) compiles for sm_90 with nvcc, without a GPU; skipped without nvcc."""
+    defaults), and the 64-bit directory of trees of 2**32 nodes or more, compiles for
+    sm_90 with nvcc, without a GPU; skipped without nvcc."""
     import os
     import shutil
     import subprocess
@@ -402,8 +440,9 @@ def test_kernel_variants_compile_sm90(semiring_code, value_t, tmp_path):
     if nvcc is None:
         pytest.skip("nvcc not found")
     src = Path(__file__).resolve().parent.parent / "kernels" / "k2tree_spmv.cu"
+    extra = [f"-DDIR_T={dir_t}"] if dir_t else []
     r = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-cubin", f"-DSEMIRING={semiring_code}",
-                        f"-DVALUE_T={value_t}", str(src), "-o", str(tmp_path / "k.cubin")],
+                        f"-DVALUE_T={value_t}", *extra, str(src), "-o", str(tmp_path / "k.cubin")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
 

@@ -51,6 +51,9 @@ scattered atomics: 0.98-1.07x the one-chunk block kernel on kron 20-23, 1.18x th
 ``k2F_band*`` of the results).
 Offsets from a scan per tile (``offsets="scan"``) use the thread kernels.
 
+A tree of 2**32 nodes or more (kron:24: about 4.7e9) has an int64 directory; its kernels
+are compiled with a 64-bit ``dir_t`` (``-DDIR_T``), the rest is unchanged.
+
 Floating-point plus_times results depend on the order in which atomics land (within
 rounding of the CPU result); lor_land and min_plus are exact.
 """
@@ -299,8 +302,8 @@ class DeviceMatrix:
                     raise InvalidArgumentError(f"csr_width must be a power of two <= 32; got {csr_width!r}")
                 self.csr_width = int(csr_width)
             return
-        if tree.directory.dtype != np.uint32:
-            raise InvalidArgumentError(f"a k2-tree of {tree.num_nodes} nodes (2**32 or more) is not supported on the GPU")
+        # a tree of 2**32 nodes or more has a 64-bit directory (int64): kernels with a 64-bit dir_t
+        self.dir64 = tree.directory.dtype != np.uint32
         if tree.sample % 2:
             raise InvalidArgumentError(f"sample must be even; got {tree.sample}")
         split = split_frontier(tree) if (self.cached and self.block and compact_frontier) else None
@@ -314,7 +317,7 @@ class DeviceMatrix:
         self.plan.check()  # before allocating anything
         a = self.arrays
         a["sig"] = cp.asarray(np.concatenate([tree.sig, np.zeros(4, np.uint8)]))  # word reads stay in bounds
-        a["dir"] = cp.asarray(tree.directory)
+        a["dir"] = cp.asarray(np.asarray(tree.directory, np.uint64) if self.dir64 else tree.directory)
         if tree.num_nodes == 0:
             self.steps = []
             return
@@ -354,7 +357,10 @@ class DeviceMatrix:
         return {"matrix": mat, "scratch": tot - mat}
 
     def _module(self, sr, dtype):
-        return get_module("k2tree_spmv", defines={"SEMIRING": sr.code, "VALUE_T": _VALUE_T[np.dtype(dtype)]})
+        defines = {"SEMIRING": sr.code, "VALUE_T": _VALUE_T[np.dtype(dtype)]}
+        if getattr(self, "dir64", False):
+            defines["DIR_T"] = "unsigned long long"
+        return get_module("k2tree_spmv", defines=defines)
 
     def multiply(self, x, sr, left=False, out=None):
         """``y`` (host numpy, or the device array ``out``) of one product; ``x`` is an
