@@ -1,5 +1,6 @@
 """GPU multi-source BFS, block schedule (``groups="blocks"``: one thread block per
-kappa-source batch, ``distgraph_msbfs_blocks`` in kernels/msbfs.cu).
+kappa-source batch, ``distgraph_msbfs_blocks`` in kernels/msbfs.cu; runs too small for the
+blocks go to a grid-schedule companion).
 
 The sums must equal the CPU backend's exactly: every kappa; one block running every batch
 in turn (``slots=1``: the slot must be left clean after each batch), a few blocks, all
@@ -123,6 +124,29 @@ def test_blocks_each_batch_and_reuse(name):
 
         normalize_limbs(out[2], out[3], out[4])
         assert _same(out, _sums(g, srcs, False)), k
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["kron10", "kron9_dir", "grid_37x29", "undirected_disconnected"])
+def test_blocks_small_runs_on_the_grid(name):
+    # runs wanted back at once (no deferring) with fewer batches than half the blocks go to
+    # the grid-schedule companion: per vertex, per source, and symmetric (each BFS's own sums
+    # added at its source; the total over all sources is the per-vertex sum)
+    g = GRAPHS[name]
+    srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    for sym in (False, True) if not g.directed else (False,):
+        r = _runner(g, kappa=64, symmetric=sym)
+        assert r.slots >= 4
+        tot = tuple(np.zeros(g.n, t) for t in (np.uint64, np.int64, np.uint64, np.uint64, np.uint64))
+        for lo in range(0, srcs.size, 100):
+            r.run(srcs[lo:lo + 100], False, tot)
+        from distgraph.backends.cpu.bits import normalize_limbs
+
+        normalize_limbs(tot[2], tot[3], tot[4])
+        assert r.info["grid_runs"] == -(-srcs.size // 100)
+        assert _same(tot, _sums(g, srcs, False)), sym
+        some = srcs[::3][:150]
+        assert _same(_sums(g, some, True, r, batch_size=100), _sums(g, some, True, batch_size=100))
 
 
 @pytest.mark.gpu

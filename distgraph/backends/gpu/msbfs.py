@@ -508,7 +508,7 @@ class GpuMSBFS:
         self.kappa = int(kappa)
         self.W = words(kappa)
         self.rho = (n + SIGMA - 1) // SIGMA
-        self.info = {"kappa": self.kappa, "launches": 0, "levels": 0, "bottom_up_levels": 0}
+        self.info = {"kappa": self.kappa, "launches": 0, "levels": 0, "bottom_up_levels": 0, "grid_runs": 0}
         window = config.gpu_bfs_window if window is None else window
         # ---- reorder + BVSS of H (cached with the ordering, as the GPU BFS does)
         from .bfs import _cached_preprocess
@@ -587,6 +587,13 @@ class GpuMSBFS:
             else:
                 self.use_bu = False
                 self.symmetric = bool(symmetric)
+                # runs too small to occupy the blocks go to a grid-schedule runner of the same graph
+                self._companion = None
+                self._companion_kw = dict(hptr=hptr, hidx=hidx, tptr=tptr, tidx=tidx, kappa=kappa,
+                                          mode="replicated", reorder=reorder, window=window, bu_ratio=bu_ratio,
+                                          announce=False, cache_dir=cache_dir, tc_ratio=tc_ratio,
+                                          bu_heavy=bu_heavy, min_blocks=min_blocks,
+                                          groups=auto_groups(int(t2ptr[-1])))
         if self.schedule == "grid":
             self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts,
                                    groups=ng)
@@ -845,7 +852,10 @@ class GpuMSBFS:
         ``out`` is left alone; :meth:`drain` adds them to the host later (one transfer for
         the whole run instead of one per batch; the driver defers when there is no
         checkpoint to keep up to date).  With several groups, deferred sources may wait
-        for the next batch so that every launch runs all its groups.
+        for the next batch so that every launch runs all its groups; with the block
+        schedule, until every block gets a few batches.  A run that is not deferred and
+        would keep fewer than half the blocks busy runs on a grid-schedule runner of the
+        same graph (made at first use).
         """
         cp = self._cp
         src = np.asarray(sources, dtype=np.int64)
@@ -877,6 +887,21 @@ class GpuMSBFS:
                 return
             self._launch_sources(internal, False, self._deferred)
             return
+        if self.schedule == "blocks" and -(-k // self.kappa) < max(self.slots // 2, 1):
+            # a run whose sums are wanted now (checkpoint, per-source sums) that would keep
+            # few blocks busy: the grid schedule spreads its BFSs over the whole GPU
+            comp = self._grid_companion()
+            if comp is not None:
+                self.info["grid_runs"] += 1
+                if per_source or not self.symmetric:
+                    comp.run(src, per_source, out)
+                    return
+                # symmetric sums: each BFS's own sums, added at its source
+                part = tuple(np.zeros(k, a.dtype) for a in out)
+                comp.run(src, True, part)
+                for a, b in zip(out, part):
+                    np.add.at(a, src, b)
+                return
         sums = self._sum_arrays(k if per_source else self.n)
         self._launch_sources(internal, per_source, sums)
         self._add_to_host(sums, per_source, out, reduce=self.collective)
@@ -905,6 +930,20 @@ class GpuMSBFS:
             else:
                 self._run_stepwise(hi - lo, int(per_source), part)
             self.info["launches"] += 1
+
+    def _grid_companion(self):
+        """The grid-schedule runner of the same graph (made at first use, on this rank alone:
+        replicated mode runs no collectives), or None when it does not fit the GPU."""
+        if self._companion is None:
+            from mpi4py import MPI
+
+            from ...runtime.context import get_context
+
+            try:
+                self._companion = GpuMSBFS(ctx=get_context(MPI.COMM_SELF, self.ctx.backend), **self._companion_kw)
+            except DeviceMemoryError:
+                self._companion = False
+        return self._companion or None
 
     def _launch_blocks(self, internal, per_source, sums):
         """One launch of the block schedule: ``ceil(k / kappa)`` batches dealt to the blocks by
