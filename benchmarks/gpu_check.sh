@@ -16,7 +16,8 @@
 # and unpack the results here into benchmarks/results/<name>/.
 # GPU_CHECK_PARALLEL=1: one pytest process per GPU test file, all at once, beside the NVSHMEM
 # runs (one GPU is shared: most of a test file's time is compiling kernels and host work, so
-# the whole check takes about the longest file instead of the sum); logs per file.
+# the whole check takes about the longest file instead of the sum); logs per file. With several
+# GPUs the files are dealt over them (CUDA_VISIBLE_DEVICES); the NVSHMEM runs see every GPU.
 set -uo pipefail
 OUTDIR=${1:?usage: gpu_check.sh OUTDIR [NAME ...]}; shift || true
 mkdir -p "$OUTDIR"
@@ -29,10 +30,13 @@ for name in "${names[@]}"; do
   gtests=$(ls tests/test_gpu_${name}*.py 2>/dev/null)
   pids=()
   if [ -n "$gtests" ] && [ "${GPU_CHECK_PARALLEL:-0}" = 1 ]; then
+    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); [ "$ngpu" -ge 1 ] || ngpu=1
+    i=0
     for f in $gtests; do
       t=$(basename "$f" .py)
-      "$PY" -m pytest -q -rs --junitxml="$OUTDIR/junit-$t.xml" "$f" > "$OUTDIR/pytest-$t.log" 2>&1 &
-      pids+=($!)
+      CUDA_VISIBLE_DEVICES=$((i % ngpu)) "$PY" -m pytest -q -rs --junitxml="$OUTDIR/junit-$t.xml" "$f" \
+        > "$OUTDIR/pytest-$t.log" 2>&1 &
+      pids+=($!); i=$((i + 1))
     done
     gtests=""
   fi

@@ -14,7 +14,8 @@
 # Rank counts are the powers of two up to the GPUs nvidia-smi lists. Plots are made afterwards
 # from the JSON (`distgraph scale --collect OUTDIR/closeness-replicated/runs --output ...`), since
 # the device host has no matplotlib. Each step has its own time limit (STUDY_STEP_S, default 150 s),
-# so one slow step does not take the others' results with it.
+# so one slow step does not take the others' results with it. STUDY_PARTS picks the steps
+# (default "replicated partitioned queue sssp").
 set -uo pipefail
 OUTDIR=${1:?usage: multi_gpu_study.sh OUTDIR [GRAPH]}; GRAPH=${2:-kron:20}
 mkdir -p "$OUTDIR"
@@ -28,16 +29,22 @@ echo "GPUs: $G; rank counts: $ranks" | tee "$OUTDIR/study.log"
 nvidia-smi topo -m > "$OUTDIR/topology.txt" 2>&1
 launcher="$PWD/launch/distgraph-mpirun --mpiexec $MPIRUN -n {n}"
 status=0
+PARTS=" ${STUDY_PARTS:-replicated partitioned queue sssp} "
 for mode in replicated partitioned; do
+  [[ $PARTS == *" $mode "* ]] || continue
   DISTGRAPH_GPU_MSBFS_MODE=$mode timeout "$STEP" "$PY" -m distgraph scale closeness "$GRAPH" --ranks "$ranks" \
     --output "$OUTDIR/closeness-$mode" --no-plots --launcher "$launcher" --args --backend gpu --no-progress \
     2>&1 | tee -a "$OUTDIR/study.log" | tail -15
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 done
-QUEUE_BENCH_BUDGET=${QUEUE_BENCH_BUDGET:-40} timeout "$STEP" "$PY" benchmarks/gpu_queue_bench.py --outdir "$OUTDIR" --pes "${pes[@]}" \
-  2>&1 | tee -a "$OUTDIR/study.log" | tail -15
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
-timeout "$STEP" "$PY" benchmarks/gpu_sssp.py --outdir "$OUTDIR" --graphs "" --pes "$ranks" --pes-graph "$GRAPH" \
-  2>&1 | tee -a "$OUTDIR/study.log" | tail -15
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+if [[ $PARTS == *" queue "* ]]; then
+  QUEUE_BENCH_BUDGET=${QUEUE_BENCH_BUDGET:-40} timeout "$STEP" "$PY" benchmarks/gpu_queue_bench.py --outdir "$OUTDIR" \
+    --pes "${pes[@]}" 2>&1 | tee -a "$OUTDIR/study.log" | tail -15
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+if [[ $PARTS == *" sssp "* ]]; then
+  timeout "$STEP" "$PY" benchmarks/gpu_sssp.py --outdir "$OUTDIR" --graphs "" --pes "$ranks" --pes-graph "$GRAPH" \
+    2>&1 | tee -a "$OUTDIR/study.log" | tail -15
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
 exit $status
