@@ -350,7 +350,7 @@ class _Kernels:
         params = self.sigs[name]
         impl = getattr(self, name.replace("distgraph_msbfs_", "k_"))
 
-        def launch(grid, block, args):
+        def launch(grid, block, args, shared_mem=0):
             assert len(args) == len(params), (name, len(args), len(params))
             for a, (ptr, typ, pname) in zip(args, params):
                 if ptr:
@@ -486,6 +486,103 @@ class _Kernels:
                 h1[c] += np.uint64(qv * (rf >> 32))
                 h2[c] += np.uint64(qv * (rf & 0xFFFFFFFF))
 
+    def k_blocks(self, row_ids, masks, real_ptrs, n, srcs, nsrcs, nbatches, per_source, tc_ratio, F, Vc, Vn, act,
+                 dbits, dbw, shared_dbits, lists, Q, qcap, far, reach, h0, h1, h2, nxt, stats):
+        # the block schedule: batches taken from the counter, batch b on slot b % slots (the
+        # kernel's blocks run them at once); stage 2 over the listed dirty sets and the sets
+        # active at the previous level; every slot must be clean when a batch starts and
+        # after it ends (the kernel zeroes only Vc and Vn)
+        rho = (n + 7) // 8
+        W, K, r1 = self.W, 32 * self.W, max(rho, 1)
+        nhw = 8 * rho * W
+        S = F.size // max(nhw, 1)
+        assert S >= 1 and Vc.size == S * nhw and act.size == S * r1 * W and lists.size == S * 3 * r1
+        assert shared_dbits or dbits.size == S * dbw
+        assert dbw * 32 >= rho
+        while int(nxt[0]) < nbatches:
+            bt = int(nxt[0])
+            nxt[0] += 1
+            slot = bt % S
+            f, vc, vn = (a[slot * nhw:(slot + 1) * nhw] for a in (F, Vc, Vn))
+            ac = act[slot * r1 * W:(slot + 1) * r1 * W]
+            db = np.zeros(dbw, np.uint32) if shared_dbits else dbits[slot * dbw:(slot + 1) * dbw]
+            assert not (f.any() or vc.any() or vn.any() or ac.any() or db.any()), "slot not clean"
+            Fe, Ce, Ne, Ae = self._el(f), self._el(vc), self._el(vn), self._el(ac)
+            nsrc = int(nsrcs[bt])
+            bs = srcs[bt * K:bt * K + nsrc].astype(np.int64)
+            mark = np.zeros(r1, np.uint8)
+            self.k_seed(bs.astype(np.int32), nsrc, n, vn, mark)
+            q = np.zeros((qcap, 2), np.int32)
+            aold = []
+            lvl = 0
+            while True:
+                dl = np.flatnonzero(mark).tolist()
+                for ss in dl:
+                    db[ss >> 5] |= np.uint32(1 << (ss & 31))
+                for ss in aold:  # active at the previous level, not dirty now: cleared
+                    if not (int(db[ss >> 5]) >> (ss & 31)) & 1:
+                        Ae[ss] = 0
+                        Fe[np.arange(8) * rho + ss] = 0
+                rf = _recip_fixed(lvl) if lvl >= 2 else 0
+                cnt = np.zeros(K, np.int64)
+                anew, nq = [], 0
+                for ss in dl:
+                    A = np.zeros(W, np.uint32)
+                    for b in range(8):
+                        u = ss * 8 + b
+                        if u >= n:
+                            break
+                        i = b * rho + ss
+                        nx = Ne[i].copy()
+                        diff = Ce[i] ^ nx
+                        Fe[i] = diff
+                        A |= diff
+                        p = int(np.bitwise_count(diff).sum())
+                        if per_source:
+                            cnt += np.unpackbits(diff.view(np.uint8), bitorder="little").astype(np.int64)
+                        if p:
+                            Ce[i] = nx
+                            if not per_source:
+                                far[u] += np.uint64(lvl * p)
+                                reach[u] += np.uint64(p)
+                                if lvl == 1:
+                                    h0[u] += np.uint64(p)
+                                elif lvl >= 2:
+                                    h1[u] += np.uint64(p * (rf >> 32))
+                                    h2[u] += np.uint64(p * (rf & 0xFFFFFFFF))
+                    Ae[ss] = A
+                    if A.any():
+                        anew.append(ss)
+                        for v in range(real_ptrs[ss], real_ptrs[ss + 1]):
+                            q[nq] = (v, ss)
+                            nq += 1
+                for ss in dl:
+                    db[ss >> 5] = 0
+                    mark[ss] = 0
+                if per_source:
+                    for c in np.flatnonzero(cnt[:nsrc]).tolist():
+                        at = bt * K + c if per_source == 1 else int(bs[c])
+                        qv = int(cnt[c])
+                        far[at] += np.uint64(lvl * qv)
+                        reach[at] += np.uint64(qv)
+                        if lvl == 1:
+                            h0[at] += np.uint64(qv)
+                        elif lvl >= 2:
+                            h1[at] += np.uint64(qv * (rf >> 32))
+                            h2[at] += np.uint64(qv * (rf & 0xFFFFFFFF))
+                aold = anew
+                lvl += 1
+                if nq == 0:
+                    break
+                self.k_stage1(row_ids, masks, n, f, ac, vn, mark, q.reshape(-1), nq, tc_ratio)
+            for ss in aold:  # still active, no VSS to push: cleared
+                Ae[ss] = 0
+                Fe[np.arange(8) * rho + ss] = 0
+            assert not (f.any() or ac.any() or db.any()), "batch left state behind"
+            vc[:] = 0
+            vn[:] = 0
+            stats[0] += lvl - 1
+
     def k_persistent(self, row_ids, masks, real_ptrs, t_indptr, t_indices, h_indptr, n, srcs, nsrcs, per_source,
                      use_bu, bu_ratio, F, Vc, Vn, act, wasact, dirty, Q, qcap, ctr, cnt, far, reach, h0, h1, h2, G,
                      heavy, nheavy, bu_heavy, tc_ratio, stats, ngroups, bar):
@@ -558,17 +655,23 @@ def _fake_runner(ctx, g, **kw):
     tptr, tidx, _ = g.csc()
     kw.setdefault("announce", False)
     kw.setdefault("cache_dir", False)
+    if kw.get("mode") == "blocks":  # the block schedule of replicated mode (the default on small graphs)
+        kw["mode"] = "replicated"
+        kw.setdefault("groups", "blocks")
+    elif kw.get("mode") == "replicated":  # the grid-wide persistent kernel
+        kw.setdefault("groups", 1)
     return GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=ctx, **kw)
 
 
 def test_signatures_parsed():
     s = _signatures()
     assert set(s) == {"distgraph_msbfs_" + k for k in
-                      ("persistent", "seed", "stage1", "bottom_up", "stage2", "build_queue", "flush_sources")}
+                      ("persistent", "seed", "stage1", "bottom_up", "stage2", "build_queue", "flush_sources",
+                       "blocks")}
     assert len(s["distgraph_msbfs_persistent"]) == 35
 
 
-@pytest.mark.parametrize("mode", ["replicated", "stepwise"])
+@pytest.mark.parametrize("mode", ["replicated", "blocks", "stepwise"])
 @pytest.mark.parametrize("name,kappa,bu,reorder", [("kron7", 32, 0, "none"), ("kron7_dir", 64, 4, "none"),
                                                    ("grid", 128, 2**30, "rcm"),
                                                    ("random_dir_disconnected", 256, 4, "none"),
@@ -583,9 +686,9 @@ def test_host_code_with_fake_cupy(fake_gpu, mode, name, kappa, bu, reorder):
         got = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=per_source, batch_size=100,
                           ctx=fake_gpu, progress=False, runner=r)[:5]
         _assert_same(got, ref)
-    if bu == 2**30:
+    if bu == 2**30 and mode != "blocks":
         assert r.info["bottom_up_levels"] > 0
-    assert r.info["mode"] == mode and r.plan.total > 0
+    assert r.info["mode"] == ("replicated" if mode == "blocks" else mode) and r.plan.total > 0
 
 
 @pytest.mark.parametrize("groups", [1, 3])
@@ -623,6 +726,58 @@ def test_host_code_with_fake_cupy_groups_checkpointed(fake_gpu, tmp_path):
     again = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=False, batch_size=40, ctx=fake_gpu,
                         progress=False, runner=r, store=CheckpointStore(tmp_path / "ck", {"t": 1}, resume=True))[:5]
     _assert_same(again, ref)
+
+
+@pytest.mark.parametrize("name", ["kron7", "kron7_dir", "grid", "random_dir_disconnected", "path4", "star_dir"])
+@pytest.mark.parametrize("slots", [1, 3, None])
+@pytest.mark.parametrize("kappa", [32, 128])
+def test_host_code_with_fake_cupy_blocks(fake_gpu, name, slots, kappa):
+    """The block schedule: sources held until drain (deferred), batches dealt to slots
+    (each slot clean before and after a batch), symmetric sums on undirected graphs (total
+    over every source with arcs), the options (shared dirty bits, prefetch)."""
+    g = GRAPHS[name]
+    tptr, tidx, _ = g.csc()
+    allsrc = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    for sym, sdb, pf in ((False, False, False), (not g.directed, True, True)):
+        r = _fake_runner(fake_gpu, g, kappa=kappa, mode="blocks", slots=slots, symmetric=sym, shared_dbits=sdb,
+                         prefetch=pf, reorder="none")
+        assert r.schedule == "blocks" and r.symmetric == sym and r.shared_dbits == sdb and r.prefetch == pf
+        assert slots is None or r.slots == slots
+        got = run_batches(g.indptr, g.indices, tptr, tidx, allsrc, per_source=False, batch_size=40, ctx=fake_gpu,
+                          progress=False, runner=r)[:5]
+        _assert_same(got, _cpu_sums(g, allsrc, False))
+        some = np.arange(0, g.n, 3, dtype=np.int64)
+        got = run_batches(g.indptr, g.indices, tptr, tidx, some, per_source=True, batch_size=64, ctx=fake_gpu,
+                          progress=False, runner=r)[:5]
+        _assert_same(got, _cpu_sums(g, some, True))
+        assert r.info["launches"] > 0 and r.info["bottom_up_levels"] == 0
+
+
+@pytest.mark.parametrize("name", ["kron7", "kron7_dir", "grid"])
+def test_host_code_with_fake_cupy_blocks_checkpointed(fake_gpu, tmp_path, name):
+    """With a checkpoint nothing is deferred: runs of a few batches go to the grid-schedule
+    companion (symmetric sums per source, added at the sources), bigger ones to the blocks;
+    a resume from the stored batches gives the same sums."""
+    from distgraph.runtime.checkpoint import CheckpointStore
+
+    g = GRAPHS[name]
+    tptr, tidx, _ = g.csc()
+    srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    ref = _cpu_sums(g, srcs, False)
+    for slots in (None, 1):
+        r = _fake_runner(fake_gpu, g, kappa=32, mode="blocks", slots=slots, symmetric=not g.directed,
+                         reorder="none")
+        store = CheckpointStore(tmp_path / f"ck{slots}", {"t": 1})
+        got = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=False, batch_size=40, ctx=fake_gpu,
+                          progress=False, runner=r, store=store)[:5]
+        _assert_same(got, ref)
+        nb = -(-srcs.size // 40)
+        # 40 sources = 2 batches of 32: the companion with 16 slots, the blocks with 1
+        assert r.info["grid_runs"] == (nb if slots is None else 0)
+        again = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=False, batch_size=40, ctx=fake_gpu,
+                            progress=False, runner=r,
+                            store=CheckpointStore(tmp_path / f"ck{slots}", {"t": 1}, resume=True))[:5]
+        _assert_same(again, ref)
 
 
 def test_plan_raises_before_allocating():

@@ -935,12 +935,18 @@ class GpuMSBFS:
         """The grid-schedule runner of the same graph (made at first use, on this rank alone:
         replicated mode runs no collectives), or None when it does not fit the GPU."""
         if self._companion is None:
+            import dataclasses
+            import types
+
             from mpi4py import MPI
 
-            from ...runtime.context import get_context
-
+            # this rank alone, on the device it is bound to (get_context(COMM_SELF) would rebind
+            # the device by the node rank of COMM_SELF, 0)
+            one = {"comm": MPI.COMM_SELF, "rank": 0, "size": 1}
+            ctx = dataclasses.replace(self.ctx, **one) if dataclasses.is_dataclass(self.ctx) else \
+                types.SimpleNamespace(**{**vars(self.ctx), **one})
             try:
-                self._companion = GpuMSBFS(ctx=get_context(MPI.COMM_SELF, self.ctx.backend), **self._companion_kw)
+                self._companion = GpuMSBFS(ctx=ctx, **self._companion_kw)
             except DeviceMemoryError:
                 self._companion = False
         return self._companion or None
