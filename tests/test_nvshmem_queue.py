@@ -119,11 +119,12 @@ def test_history_single_segment(pg, comm, kind):
     b.reset()
     small = b.history(kind, 0, 4, 1, 3, mode=0) if pg.n_pes <= 2 else None
     b.close()
-    # drain check: every enqueued value dequeued at most once, none invented
-    errs = check_history([e[:5] for e in ev])
+    # drain check: every enqueued value dequeued at most once, none invented; real-time order
+    # only among events timed by one GPU's clock (PEs on several GPUs: clocks not in step)
+    errs = check_history([e[:5] for e in ev], domains=[e[6] for e in ev])
     if kind == "bwd":
         errs = [x for x in errs if not x.startswith("VWit")]  # BWD's EMPTY may be spurious
     ok = not errs and all(e[5] in (0, 1, 2) for e in ev)
-    if small is not None and kind == "bq":
+    if small is not None and kind == "bq" and len({e[6] for e in small}) == 1:
         ok &= check_linearizable([e[:5] for e in small], capacity=8)
     assert _all(comm, ok), errs[:5]

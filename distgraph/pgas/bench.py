@@ -167,7 +167,12 @@ class GpuQueueBench:
 
     def history(self, kind: str, seg: int, threads: int, blocks: int, per: int, mode: int = 0,
                 base: int | None = None) -> list:
-        """Run the history recorder; the events of all PEs (on every PE), times in ns."""
+        """Run the history recorder; the events of all PEs (on every PE), times in ns.
+
+        Each event is ``(t_invoke, t_response, "enq"|"deq", value, ok, status, clock)``:
+        ``clock`` numbers the GPU whose ``%globaltimer`` timed it (PEs on one GPU share it);
+        pass ``[e[6] for e in events]`` as ``domains`` to :func:`check_history`.
+        """
         cp = self.cp
         n = threads * blocks * per
         rec = cp.zeros(5 * max(n, 1), cp.int64)
@@ -178,8 +183,10 @@ class GpuQueueBench:
             np.int32(seg), np.int32(per), np.int64(base), np.int32(mode), rec))
         self._sync()
         r = rec.get()[:5 * n].reshape(-1, 5)
+        buses = self.comm.allgather(self.cp.cuda.Device().pci_bus_id)
+        clock = sorted(set(buses)).index(buses[rank])
         ev = [(int(a), int(b), "enq" if op == 0 else "deq", int(v) if (op == 0 or st == 0) else None,
-               bool(st == 0), int(st)) for a, b, op, v, st in r]
+               bool(st == 0), int(st), clock) for a, b, op, v, st in r]
         allev = self.comm.allgather(ev)
         return [e for part in allev for e in part]
 

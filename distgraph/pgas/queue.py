@@ -353,7 +353,7 @@ class BrokerQueue:
 # op "enq" (value: the item, result True/False in a 5th field) or "deq" (value: item or None).
 # ---------------------------------------------------------------------------------------
 
-def check_history(events) -> list[str]:
+def check_history(events, domains=None) -> list[str]:
     """FIFO-queue violations in a history with distinct enqueued values (empty list: none).
 
     The four patterns of Henzinger, Sezgin and Vafeiadis (CONCUR 2013), whose absence makes a
@@ -363,33 +363,45 @@ def check_history(events) -> list[str]:
     dequeue whose whole interval is covered by values certainly in the queue).
     Events: ``(t_invoke, t_response, "enq", value, ok)`` and ``(t_invoke, t_response, "deq", value)``
     with ``value`` None for EMPTY; failed (FULL) enqueues are ignored.
+
+    ``domains``, optional, one key per event: the clock that timed it. Times of different
+    clocks cannot be compared (each GPU's ``%globaltimer`` runs on its own: PEs on two GPUs
+    disagree by more than an operation lasts), so the real-time patterns (VFresh's "before",
+    VOrd, VWit) are then only checked among events of one clock; a value dequeued that no
+    one enqueued, and VRepet, are checked across all.
     """
+    dom = list(domains) if domains is not None else [0] * len(events)
+    if len(dom) != len(events):
+        raise ValueError(f"domains must have one key per event; got {len(dom)} for {len(events)} events")
     enq, deq, empties, errs = {}, {}, [], []
-    for e in events:
+    for e, d in zip(events, dom):
         if e[2] == "enq":
             if len(e) < 5 or e[4]:
                 if e[3] in enq:
                     errs.append(f"value {e[3]} enqueued twice (values must be distinct)")
-                enq[e[3]] = (e[0], e[1])
+                enq[e[3]] = (e[0], e[1], d)
         elif e[3] is None:
-            empties.append((e[0], e[1]))
+            empties.append((e[0], e[1], d))
         else:
             if e[3] in deq:
                 errs.append(f"VRepet: value {e[3]} dequeued twice")
-            deq[e[3]] = (e[0], e[1])
-    for v, (i, r) in deq.items():
-        if v not in enq or enq[v][0] > r:
-            errs.append(f"VFresh: value {v} dequeued but never enqueued before")
+            deq[e[3]] = (e[0], e[1], d)
+    for v, (i, r, d) in deq.items():
+        if v not in enq:
+            errs.append(f"VFresh: value {v} dequeued but never enqueued")
+        elif enq[v][2] == d and enq[v][0] > r:
+            errs.append(f"VFresh: value {v} dequeued (response at {r}) before its enqueue began ({enq[v][0]})")
     inf = float("inf")
     vals = sorted(enq, key=lambda v: enq[v][1])
     for a, b in itertools.permutations(vals, 2):
-        if enq[a][1] < enq[b][0] and b in deq:
-            da = deq.get(a, (inf, inf))
-            if deq[b][1] < da[0]:
+        if enq[a][2] == enq[b][2] and enq[a][1] < enq[b][0] and b in deq:
+            da = deq.get(a, (inf, inf, deq[b][2]))
+            if da[2] == deq[b][2] and deq[b][1] < da[0]:
                 errs.append(f"VOrd: enq({a}) precedes enq({b}) but deq({b}) precedes deq({a})")
-    for (i, r) in empties:
-        # Values certainly in the queue over (enq response, deq invocation).
-        spans = sorted((enq[v][1], deq.get(v, (inf, inf))[0]) for v in enq)
+    for (i, r, d) in empties:
+        # Values certainly in the queue over (enq response, deq invocation), on this clock.
+        spans = sorted((enq[v][1], deq.get(v, (inf, inf, d))[0]) for v in enq
+                       if enq[v][2] == d and deq.get(v, (0, 0, d))[2] == d)
         t = i
         for lo, hi in spans:
             if lo < t and hi > t:
