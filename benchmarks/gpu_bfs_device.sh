@@ -19,7 +19,7 @@ OUTDIR=${1:?usage: gpu_bfs_device.sh OUTDIR [LIMIT]}
 LIMIT=${2:-228}
 T0=$(date +%s)
 el() { echo $(( $(date +%s) - T0 )); }
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 . benchmarks/gpu_env.sh "$OUTDIR" || exit 1
 # the real graphs of tests/test_gpu_bfs.py (carry .cache/k2data; skipped without them)
 [ -d .cache/k2data ] && export DISTGRAPH_DATA=$PWD/.cache/k2data

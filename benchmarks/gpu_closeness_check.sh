@@ -15,7 +15,7 @@
 set -uo pipefail
 OUTDIR=${1:?usage: gpu_closeness_check.sh OUTDIR PKG}; PKG=${2:?}
 mkdir -p "$OUTDIR"
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 . benchmarks/gpu_env.sh "$OUTDIR" || exit 1
 pack() { tar czf "$PKG" -C "$OUTDIR" . ; }
 timeout "${T_GPU:-150}" "$PY" -m pytest -q -rfs --junitxml="$OUTDIR/junit-gpu-msbfs.xml" tests/test_gpu_msbfs.py \

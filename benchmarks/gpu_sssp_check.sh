@@ -14,7 +14,7 @@
 set -uo pipefail
 OUTDIR=${1:?usage: gpu_sssp_check.sh OUTDIR PKG [gpu_sssp.py options]}; PKG=${2:?}; shift 2
 mkdir -p "$OUTDIR"
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 . benchmarks/gpu_env.sh "$OUTDIR" || exit 1
 export DISTGRAPH_HANG_TIMEOUT=${DISTGRAPH_HANG_TIMEOUT:-30}
 pack() { tar czf "$PKG.part" -C "$OUTDIR" . && mv -f "$PKG.part" "$PKG"; }

