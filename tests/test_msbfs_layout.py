@@ -853,3 +853,86 @@ def test_partitioned_error_on_one_rank_raised_on_all(fake_gpu, monkeypatch):
     r.close()
     oks = comm.allgather(msg == "batch 0 failed on rank 0")
     assert all(oks), oks
+
+
+@pytest.mark.mpi
+def test_blocks_schedule_agreed_over_ranks(fake_gpu):
+    """Replicated mode, groups="auto" on a small graph: the block schedule (symmetric sums:
+    each BFS's farness added at its source) and the grid schedule (per-vertex sums) give the
+    same totals only over *all* sources, so every rank must pick the same one.  Here rank 1
+    has room for one grid-wide state copy but not for the blocks' copies; before, rank 1 fell
+    back to the grid schedule alone while rank 0 kept the blocks, and the sums added over the
+    ranks were wrong (and the checkpoint identity, taken on rank 0, said "per source")."""
+    import sys
+
+    from distgraph.backends.gpu.memory import HEADROOM
+    from distgraph.backends.gpu.msbfs import msbfs_plan
+
+    comm = MPI.COMM_WORLD
+    ctx = types.SimpleNamespace(size=comm.Get_size(), rank=comm.Get_rank(), comm=comm, local_size=1)
+    g = GRAPHS["kron7"]
+    assert not g.directed
+    tptr, tidx, _ = g.csc()
+    b = build_bvss(g)
+    grid = msbfs_plan(g.n, b, 32, bottom_up=True, t_arcs=g.m).total
+    blocks = msbfs_plan(g.n, b, 32, bottom_up=False, slots=4).total   # the fake GPU has 4 SMs
+    free = int(grid / HEADROOM) + 1
+    assert blocks > HEADROOM * free
+    if comm.Get_rank() == 1:
+        sys.modules["cupy"].cuda.runtime.memGetInfo = lambda: (free, free)
+    r = _fake_runner(ctx, g, kappa=32, mode="replicated", groups="auto", symmetric=True, reorder="none")
+    schedules = comm.allgather((r.schedule, r.symmetric))
+    srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    ref = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=False, batch_size=32,
+                      ctx=get_context(comm, "cpu"), progress=False)[:5]
+    got = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=False, batch_size=32, ctx=ctx,
+                      progress=False, runner=r)[:5]
+    same = all(np.array_equal(np.asarray(a).astype(np.uint64), np.asarray(c).astype(np.uint64))
+               for a, c in zip(got, ref))
+    oks = comm.allgather(bool(same))
+    assert all(oks), (oks, schedules)
+    assert len(set(schedules)) == 1, schedules
+
+
+@pytest.mark.parametrize("name", ["kron7", "kron7_dir"])
+def test_closeness_checkpoint_sums_kind_with_fake_cupy(fake_gpu, monkeypatch, tmp_path, name):
+    """closeness(backend="gpu") of all vertices through the host code (fake CuPy): a run
+    stopped after two batches resumes to the CPU backend's result; on an undirected graph
+    the block schedule stores symmetric (per-source) sums, and a resume on the grid schedule
+    (per-vertex sums) is refused, and the other way round; a directed graph stores
+    per-vertex sums under both schedules, so either resumes the other."""
+    import distgraph.algorithms.msbfs as msbfs_mod
+    import distgraph.runtime.context as context
+    from distgraph.algorithms.closeness import closeness
+    from distgraph.errors import CheckpointError
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(context, "get_context",
+                        lambda comm=None, backend=None: context.Context(MPI.COMM_SELF, 0, 1, 0, 1, "gpu", 0))
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
+    monkeypatch.setattr(config, "gpu_msbfs_kappa", 32)
+    g = GRAPHS[name]
+    ref = closeness(g, backend="cpu", batch_size=32, progress=False)
+
+    def stop(b):
+        if len(stopped) == 2:
+            raise RuntimeError("stopped")
+        stopped.append(b)
+
+    for first, second in (("blocks", 1), (1, "blocks")):
+        ck = tmp_path / f"ck-{name}-{first}"
+        stopped = []
+        monkeypatch.setattr(config, "gpu_msbfs_groups", first)
+        monkeypatch.setattr(msbfs_mod, "_BATCH_HOOK", stop)
+        with pytest.raises(RuntimeError, match="stopped"):
+            closeness(g, backend="gpu", batch_size=32, checkpoint=ck, progress=False)
+        monkeypatch.setattr(msbfs_mod, "_BATCH_HOOK", None)
+        monkeypatch.setattr(config, "gpu_msbfs_groups", second)
+        if not g.directed:
+            with pytest.raises(CheckpointError, match="sums"):
+                closeness(g, backend="gpu", batch_size=32, checkpoint=ck, resume=True, progress=False)
+            monkeypatch.setattr(config, "gpu_msbfs_groups", first)
+        got = closeness(g, backend="gpu", batch_size=32, checkpoint=ck, resume=True, progress=False)
+        for a, b in ((got.farness, ref.farness), (got.reach, ref.reach), (got.harmonic, ref.harmonic),
+                     (got.closeness, ref.closeness)):
+            np.testing.assert_array_equal(a, b)

@@ -582,7 +582,12 @@ class GpuMSBFS:
                     break
                 S = max(S // 2, sms)
             self.slots = S
-            if err is not None and groups == "auto":  # one grid-wide launch at a time may still fit
+            fits = err is None
+            if size > 1 and groups == "auto":
+                # every rank must pick the same schedule: symmetric sums (blocks) and per-vertex
+                # sums (grid) add up to the result only over all sources, not mixed across ranks
+                fits = all(ctx.comm.allgather(fits))
+            if not fits and groups == "auto":  # one grid-wide launch at a time may still fit
                 self.schedule, self.slots, err = "grid", 0, None
             else:
                 self.use_bu = False
