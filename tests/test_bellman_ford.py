@@ -918,3 +918,27 @@ def test_gpu_near_far_delta_and_start_state():
     st = Q(0.75, True)._ph0(finf)
     assert gbf.from_keys(st[:1], np.float64)[0] == 0.75 and st[6] == np.float64(0.75).view(np.int64)
     assert st.tolist()[1:6] == [0, 0, 0, finf, finf] and st[7] == finf
+
+
+def test_gpu_near_far_delta_past_int64_is_off():
+    """A delta the int64 threshold cannot hold (integer weights: ``--delta 1e19``, or the
+    default on weights near 2**62) is off, as inf is; it used to overflow building the
+    kernel's start state (OverflowError in ``_ph0``), and a Python int past int64 failed in
+    ``np.isfinite`` (TypeError). A float default that overflows to inf is off too. No GPU."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    class Q(gbf.QueueSSSP):
+        def __init__(self, delta, isf):
+            self.delta, self.isf = delta, isf
+
+    imax = np.iinfo(np.int64).max
+    ind = np.array([0, 1, 1], np.int64)
+    w = np.array([5], np.int64)
+    for big in (1e19, 2 ** 63 - 1, 2 ** 63, 10 ** 30, 10 ** 400):
+        d = gbf._pick_delta(ind, w, False, big)
+        assert d == 0, big
+        assert Q(d, False)._ph0(imax).tolist() == [imax, 0, 0, 0, imax, imax, 0, imax]
+    assert gbf._pick_delta(ind, w, False, 2 ** 62) == 2 ** 62  # still fits: kept
+    assert gbf._pick_delta(ind, np.array([2 ** 62], np.int64), False, None) == 0  # default past int64
+    assert gbf._pick_delta(ind, np.array([1e308]), True, None) == 0  # float default overflows to inf
+    assert gbf._pick_delta(ind, w.astype(np.float64), True, 10 ** 400) == np.finfo(np.float64).max

@@ -107,9 +107,11 @@ SPLIT = 4096
 _MAX_TASKS = 1024
 #: Default near-far delta: this many times mean |w| * max(1, 32 / mean degree) (Davidson et
 #: al.'s heuristic, delta = w * 32 / degree, at least one mean weight): wide buckets where few
-#: arcs leave a vertex (road graphs). 4 was the fastest factor of 0, 1, 4 with kept vertices
-#: on road-FLA and Kronecker 20 in the sweep of benchmarks/results/sssp_gpu.json (1 and 0.25
-#: scan fewer arcs but pay ~0.2-0.5 ms per phase change: a phase waits for its longest chain).
+#: arcs leave a vertex (road graphs). In the sweep of benchmarks/results/sssp_gpu.json (kept
+#: vertices, idle 2048 ns) 4 was the fastest of the factors 0, 1, 4 on road-FLA shifted (44.9
+#: ms; 0: 52.9) and Kronecker 20 (29.8 / 27.4 ms; 0: 30.1 / 30.5), but not on road-FLA
+#: uniform (61.5 ms; 0, no near-far: 58.4). 1 and 0.25 (previous call) scan fewer arcs but
+#: pay ~0.2-0.5 ms per phase change: a phase waits for its longest chain.
 DELTA_FACTOR = 4.0
 
 
@@ -119,11 +121,13 @@ def _check_delta(delta):
 
 
 def _pick_delta(indptr, ww, isf, delta):
-    """The near-far delta in the weights' units (0: off); ``delta`` the caller's value."""
+    """The near-far delta in the weights' units (0: off); ``delta`` the caller's value.
+    A delta that is not finite, or not below 2**63 - 1 with integer weights (an int64
+    threshold cannot exceed it: nothing would ever go far), is off too."""
     if delta is not None:
-        if not np.isfinite(delta) or delta == 0:
-            return 0
-        return float(delta) if isf else max(int(np.ceil(delta)), 1)
+        if delta == 0 or (not isinstance(delta, (int, np.integer)) and not np.isfinite(delta)):
+            return 0  # (np.isfinite refuses Python ints past int64)
+        return float(min(delta, float(np.finfo(np.float64).max))) if isf else _int_delta(delta)
     n = indptr.shape[0] - 1
     m = int(indptr[-1] - indptr[0]) if n else 0
     if m == 0:
@@ -132,7 +136,16 @@ def _pick_delta(indptr, ww, isf, delta):
     a = a[np.isfinite(a)]
     wmean = float(a.mean()) if a.size else 1.0
     d = DELTA_FACTOR * max(wmean, 1e-300 if isf else 1.0) * max(1.0, 32.0 * n / m)
-    return d if isf else max(int(np.ceil(d)), 1)
+    if not np.isfinite(d):
+        return 0
+    return d if isf else _int_delta(d)
+
+
+def _int_delta(d):
+    """An integer delta (rounded up, at least 1), 0 (off) from 2**63 - 1 on: the kernel's
+    threshold and delta are int64 (a larger value overflowed building its start state)."""
+    v = max(int(d) if isinstance(d, (int, np.integer)) else int(np.ceil(d)), 1)
+    return 0 if v >= np.iinfo(np.int64).max else v
 
 
 def _grid(cp, kernel, block):
@@ -209,8 +222,9 @@ class QueueSSSP:
     sleep of an idle warp between looks at the queue (it doubles from 32 ns). ``split``: a
     vertex of more out-arcs is scanned in chunks of ``split`` arcs by several warps (0: one
     warp scans it). ``keep``, ``idle_ns`` and ``split`` are attributes a run reads (a
-    benchmark may change them between runs; ``split`` not above the one the queue was sized
-    for).
+    benchmark may change them between runs; a nonzero ``split`` not below the one the queue
+    was sized for, whose capacity has room for ``2 * arcs // split`` chunks, none when sized
+    with 0).
     """
 
     def __init__(self, graph, weights, comm, *, queue="bq", remote="atomic", use_nvshmem=None,
