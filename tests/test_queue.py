@@ -237,3 +237,47 @@ def test_cli_queue_bench_cpu(comm, capsys):
         runs = [json.loads(line) for line in out.splitlines()]
         ok &= [r["workload"] for r in runs] == ["enqdeq", "mixed"] and all(r["verified"] for r in runs)
     assert _all(comm, ok)
+
+
+def test_gpu_history_clock_is_per_host_and_bus():
+    """GpuQueueBench.history tags each event with its GPU's clock; two PEs on two nodes whose
+    GPUs have the same PCI bus id (0000:1B:00.0 on every node of a cluster) have two clocks.
+    Keyed by the bus id alone they shared one, and check_history compared their unrelated
+    %globaltimer stamps (the false VFresh of 58a0cb2). No GPU: a stand-in CuPy and a
+    2-rank stand-in communicator (this process as rank 0, then as rank 1, of two hosts)."""
+    from types import SimpleNamespace
+
+    from distgraph.pgas.bench import GpuQueueBench
+
+    bus = "0000:1B:00.0"
+
+    class Arr(np.ndarray):
+        def get(self):
+            return np.asarray(self)
+
+    class Comm:
+        def Get_rank(self):
+            return 0
+
+        def allgather(self, x):
+            if isinstance(x, list):  # the events: rank 1's are its own, none here
+                return [x, []]
+            if isinstance(x, tuple):  # (host, bus id): rank 1 on another node, same bus id
+                return [x, (x[0] + "~", x[1])]  # another host name, sorted after this one
+            return [x, x]  # a bus id alone: both ranks report the same
+
+    def kernel(grid, block, args):
+        rec = args[-1]
+        rec[:5] = (10, 20, 0, 7, 0)  # one enqueue of 7 by rank 0's only thread
+
+    cp = SimpleNamespace(zeros=lambda n, dt: np.zeros(n, dt).view(Arr), int64=np.int64,
+                         cuda=SimpleNamespace(Device=lambda: SimpleNamespace(pci_bus_id=bus)))
+    b = SimpleNamespace(cp=cp, comm=Comm(), _sync=lambda: None, fn=lambda name: kernel, _head=())
+    ev = GpuQueueBench.history(b, "bq", 0, 1, 1, 1)
+    assert ev == [(10, 20, "enq", 7, True, 0, 0)]  # rank 0's clock: 0 of two
+    # the clock numbering must tell rank 1 apart: call again as if this process were rank 1
+    b.comm.Get_rank = lambda: 1
+    b.comm.allgather = lambda x: ([[], x] if isinstance(x, list) else
+                                  [("", x[1]), x] if isinstance(x, tuple) else [x, x])
+    ev1 = GpuQueueBench.history(b, "bq", 0, 1, 1, 1, base=0)
+    assert ev1[0][6] == 1, ev1  # two clocks: rank 1's events are not timed by rank 0's clock

@@ -170,7 +170,8 @@ class GpuQueueBench:
         """Run the history recorder; the events of all PEs (on every PE), times in ns.
 
         Each event is ``(t_invoke, t_response, "enq"|"deq", value, ok, status, clock)``:
-        ``clock`` numbers the GPU whose ``%globaltimer`` timed it (PEs on one GPU share it);
+        ``clock`` numbers the GPU (host name and PCI bus id) whose ``%globaltimer`` timed it
+        (PEs on one GPU share it);
         pass ``[e[6] for e in events]`` as ``domains`` to :func:`check_history`.
         """
         cp = self.cp
@@ -183,8 +184,11 @@ class GpuQueueBench:
             np.int32(seg), np.int32(per), np.int64(base), np.int32(mode), rec))
         self._sync()
         r = rec.get()[:5 * n].reshape(-1, 5)
-        buses = self.comm.allgather(self.cp.cuda.Device().pci_bus_id)
-        clock = sorted(set(buses)).index(buses[rank])
+        # a GPU is its host and PCI bus id: GPUs of two nodes often share a bus id
+        from mpi4py import MPI
+
+        gpus = self.comm.allgather((MPI.Get_processor_name(), self.cp.cuda.Device().pci_bus_id))
+        clock = sorted(set(gpus)).index(gpus[rank])
         ev = [(int(a), int(b), "enq" if op == 0 else "deq", int(v) if (op == 0 or st == 0) else None,
                bool(st == 0), int(st), clock) for a, b, op, v, st in r]
         allev = self.comm.allgather(ev)
