@@ -342,21 +342,30 @@ def merge(new_path, into_path):
     the new entry, with the configurations only the old entry had (their times, the
     cuSPARSE times of that run and their ratios) prepended to its list ``earlier``
     (commit and date of the old run); other graphs are kept as they were (with their
-    run's commit and date); the top-level fields are the new run's."""
+    run's commit and date); the top-level fields are the new run's. A graph whose new run
+    failed (no times) keeps its old entry, with the failure under ``failed_later``."""
     new = json.load(open(new_path))
     old = json.load(open(into_path)) if os.path.exists(into_path) else {"graphs": []}
     stamp = {"commit": old.get("commit"), "date": old.get("date")}
     by_name = {g["graph"]: g for g in old.get("graphs", [])}
-    for g in new["graphs"]:
+    for i, g in enumerate(new["graphs"]):
         prev = by_name.pop(g["graph"], None)
         g.setdefault("commit", new.get("commit"))
         g.setdefault("date", new.get("date"))
+        if prev and "time_ms" in prev and "time_ms" not in g:
+            prev.setdefault("commit", stamp["commit"])
+            prev.setdefault("date", stamp["date"])
+            prev["failed_later"] = {k: g.get(k) for k in ("commit", "date", "error")}
+            new["graphs"][i] = prev
+            continue
         if prev and "time_ms" in prev and "time_ms" in g:
             keep = {k: v for k, v in prev["time_ms"].items() if k not in g["time_ms"]}
             earlier = list(prev.get("earlier", []))
             if keep:
+                # ratio keys are CONFIG_PRODUCT (and k2_batch_scan): a prefix test took
+                # k2F_k1_right for a ratio of k2F
                 ratios = {k: v for k, v in prev.get("ratio_time_vs_cusparse", {}).items()
-                          if any(k.startswith(c + "_") for c in keep)}
+                          if k.rsplit("_", 1)[0] in keep or (k == "k2_batch_scan" and "k2" in keep)}
                 earlier.insert(0, {"commit": prev.get("commit", stamp["commit"]),
                                    "date": prev.get("date", stamp["date"]), "time_ms": keep,
                                    "cusparse_ms": prev["time_ms"].get("cusparse"),

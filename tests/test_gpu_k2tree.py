@@ -483,6 +483,8 @@ def test_runner_kernel_names_exist_and_options_validated_without_gpu():
     (dict(csr=(np.array([0, 0]), np.zeros(0, np.int32))), "exactly one of tree= and csr="),
     (dict(kernels="block", offsets="scan"), "kernels='block' needs directory offsets and sample=256"),
     (dict(chunks_per_block=3), r"chunks_per_block must be one of \(1, 2, 4, 8\); got 3"),
+    (dict(chunks_per_block=True), r"chunks_per_block must be one of \(1, 2, 4, 8\); got True"),
+    (dict(chunks_per_block=4.0), r"chunks_per_block must be one of \(1, 2, 4, 8\); got 4.0"),
 ])
 def test_device_matrix_arguments_refused_before_cupy(kw, msg):
     """A tile below 4 codes cannot hold one node's children: the kernels would write past
@@ -496,3 +498,41 @@ def test_device_matrix_arguments_refused_before_cupy(kw, msg):
     if "tile" in kw:
         with pytest.raises(InvalidArgumentError, match=msg):
             plan_tiles(t, kw["tile"])
+
+
+def test_benchmark_merge_keeps_old_numbers_of_a_failed_rerun(tmp_path, monkeypatch):
+    """benchmarks/gpu_k2tree_bench.py --merge: a graph whose new run failed (an error, no
+    times) keeps its old entry (it used to be replaced by the error, the old numbers lost),
+    the failure noted under failed_later; configurations the new run did not redo go to
+    'earlier' with only their own cuSPARSE ratios (a prefix test also took k2F_k1_right
+    for a ratio of k2F)."""
+    import importlib.util
+    import json
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"
+    monkeypatch.syspath_prepend(str(bench))
+    spec = importlib.util.spec_from_file_location("gpu_k2tree_bench", bench / "gpu_k2tree_bench.py")
+    kb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kb)
+    sys.modules.pop("_common", None)
+    old = {"commit": "A", "date": "d1", "graphs": [
+        {"graph": "kron:24", "time_ms": {"k2F": {"right": 1.0}}, "ratio_time_vs_cusparse": {"k2F_right": 2.0}},
+        {"graph": "kron:20", "time_ms": {"cusparse": {"right": 0.3}, "k2F": {"right": 0.6}, "k2F_k1": {"right": 0.7}},
+         "ratio_time_vs_cusparse": {"k2F_right": 2.0, "k2F_k1_right": 2.3}}]}
+    new = {"commit": "B", "date": "d2", "graphs": [
+        {"graph": "kron:24", "error": "DeviceMemoryError: does not fit"},
+        {"graph": "kron:20", "time_ms": {"cusparse": {"right": 0.31}, "k2F_k1": {"right": 0.72}},
+         "ratio_time_vs_cusparse": {"k2F_k1_right": 2.32}}]}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    kb.merge(str(tmp_path / "new.json"), str(tmp_path / "old.json"))
+    out = {g["graph"]: g for g in json.loads((tmp_path / "old.json").read_text())["graphs"]}
+    k24 = out["kron:24"]
+    assert k24["time_ms"] == {"k2F": {"right": 1.0}} and k24["commit"] == "A"
+    assert k24["failed_later"] == {"commit": "B", "date": "d2", "error": "DeviceMemoryError: does not fit"}
+    k20 = out["kron:20"]
+    assert k20["commit"] == "B" and k20["time_ms"]["k2F_k1"] == {"right": 0.72}
+    assert k20["earlier"] == [{"commit": "A", "date": "d1", "time_ms": {"k2F": {"right": 0.6}},
+                               "cusparse_ms": {"right": 0.3}, "ratio_time_vs_cusparse": {"k2F_right": 2.0}}]

@@ -278,7 +278,8 @@ class DeviceMatrix:
         can_block = tree is not None and (self.use_dir or self.cached) and tree.sample == BLOCK
         if kernels == "block" and not can_block:
             raise InvalidArgumentError(f"kernels={kernels!r} needs directory offsets and sample={BLOCK}")
-        if chunks_per_block not in CHUNKS_PER_BLOCK:
+        if (not isinstance(chunks_per_block, (int, np.integer)) or isinstance(chunks_per_block, bool)
+                or chunks_per_block not in CHUNKS_PER_BLOCK):  # (True == 1 and 4.0 == 4 are in the tuple)
             raise InvalidArgumentError(f"chunks_per_block must be one of {CHUNKS_PER_BLOCK}; "
                                        f"got {chunks_per_block!r}")
         self.chunks_per_block = int(chunks_per_block)
