@@ -936,3 +936,28 @@ def test_closeness_checkpoint_sums_kind_with_fake_cupy(fake_gpu, monkeypatch, tm
         for a, b in ((got.farness, ref.farness), (got.reach, ref.reach), (got.harmonic, ref.harmonic),
                      (got.closeness, ref.closeness)):
             np.testing.assert_array_equal(a, b)
+
+
+def test_gpu_closeness_benchmark_checks_the_timed_schedule(fake_gpu, monkeypatch):
+    """benchmarks/gpu_closeness.py bench_gpu (fake CuPy): the warm-up and the checked first
+    batch run the block schedule that the timed loop runs (deferred, then drained); before,
+    with kappa 256 a batch of 512 sources went to the grid-schedule companion, so the row's
+    first_batch_exact_vs_cpu said nothing of the block kernel, which was not warmed up."""
+    import sys
+
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+
+    sys.path.insert(0, str(_CU.parent.parent / "benchmarks"))
+    try:
+        import gpu_closeness as bench
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(bench, "_ctx", lambda backend: fake_gpu if backend == "gpu" else _self_ctx())
+    used = []
+    real = GpuMSBFS._grid_companion
+    monkeypatch.setattr(GpuMSBFS, "_grid_companion", lambda self: used.append(1) or real(self))
+    g = gen.kronecker(10, 8, seed=1)
+    row = bench.bench_gpu(g, 60.0, "none", cache_dir=False)
+    assert row["schedule"] == "blocks" and row["symmetric"] and row["kappa"] == 256
+    assert row["first_batch_exact_vs_cpu"] is True and not row["extrapolated"]
+    assert not used
