@@ -43,7 +43,9 @@ workers run the NVSHMEM kernel (all four remote relaxation / queue variants) on
 ``--pes-graph`` with several PEs sharing the one GPU (limited MPG: the ratios show the
 protocol's cost and check correctness; they are not multi-GPU scaling).
 Writes DIR/gpu_sssp.json with commit, device and date (``--merge FILE`` keeps the rows of
-an earlier file that this run does not redo, each marked with its ``measured_at_commit``).
+an earlier file that this run does not redo, each marked with its ``measured_at_commit``, as
+are the ``pes`` rows; a row whose rerun failed keeps its old numbers, the failure under
+``failed_later``).
 """
 
 from __future__ import annotations
@@ -388,14 +390,19 @@ def main(argv=None):
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "cupy": cp.__version__, "trials": a.trials, "command": " ".join(sys.argv),
                "scipy_bellman_ford_reference": scipy_reference(), "runs": [], "pes": {}}
+    redone = {}  # (graph, weights): the merged file's row that this run measures again
     if a.merge:
         old = json.loads(Path(a.merge).read_text())
         ours = {(g, w) for g in a.graphs.split(",") for w in a.weights.split(",")}
         results["merged_from"] = {k: old.get(k) for k in ("commit", "date", "device")}
-        results["runs"] = [r for r in old.get("runs", []) if (r["graph"], r["weights"]) not in ours]
-        for r in results["runs"]:
+        for r in old.get("runs", []):
             r.setdefault("measured_at_commit", old.get("commit"))
+        results["runs"] = [r for r in old.get("runs", []) if (r["graph"], r["weights"]) not in ours]
+        redone = {(r["graph"], r["weights"]): r for r in old.get("runs", []) if (r["graph"], r["weights"]) in ours}
         results["pes"] = dict(old.get("pes", {}))
+        for r in results["pes"].values():  # one pes_commit cannot date rows of two runs
+            if isinstance(r, dict):
+                r.setdefault("measured_at_commit", old.get("pes_commit", old.get("commit")))
         if old.get("pes"):
             results["pes_commit"] = old.get("pes_commit", old.get("commit"))
     save = lambda: path.write_text(json.dumps(results, indent=1, default=float))  # noqa: E731
@@ -411,7 +418,12 @@ def main(argv=None):
                 row["error"] = repr(e)[:2000]
                 print("  error", row["error"], flush=True)
             rows.append(row)
-            results["runs"].append(row)
+            prev = redone.get((spec, wk))
+            if "error" in row and prev is not None:  # a failed rerun does not erase the old numbers
+                prev["failed_later"] = {"commit": results["commit"], "error": row["error"]}
+                results["runs"].append(prev)
+            else:
+                results["runs"].append(row)
             save()
     if a.wait_for:
         t0 = time.monotonic()
@@ -460,6 +472,7 @@ def main(argv=None):
     for p in [int(x) for x in a.pes.split(",") if x]:
         for wk in [x for x in a.pes_weights.split(",") if x]:
             r = mpirun_json(p, ["--worker-pes", a.pes_graph, wk, "--trials", str(a.pes_trials)], 240)
+            r["measured_at_commit"] = results["commit"]
             results["pes"][f"{p}_{wk}"] = r
             results["pes_commit"] = results["commit"]
             print("pes", p, wk, json.dumps(r, default=float)[:600], flush=True)

@@ -942,3 +942,39 @@ def test_gpu_near_far_delta_past_int64_is_off():
     assert gbf._pick_delta(ind, np.array([2 ** 62], np.int64), False, None) == 0  # default past int64
     assert gbf._pick_delta(ind, np.array([1e308]), True, None) == 0  # float default overflows to inf
     assert gbf._pick_delta(ind, w.astype(np.float64), True, 10 ** 400) == np.finfo(np.float64).max
+
+
+def test_gpu_sssp_benchmark_merge_keeps_dates_and_numbers(tmp_path, monkeypatch):
+    """benchmarks/gpu_sssp.py --merge: the kept ``pes`` rows of the earlier file are dated
+    with their own commit (one top-level pes_commit, overwritten by the new run, dated them
+    all to it), and a graph whose rerun failed keeps its earlier row (it used to be dropped
+    for the error row), the failure under failed_later. No GPU: a stand-in cupy module, the
+    mpirun of the PE rows replaced."""
+    import importlib.util
+    import json
+    import sys
+    import types
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"
+    monkeypatch.syspath_prepend(str(bench))
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(__version__="0-stand-in"))
+    monkeypatch.setenv("DISTGRAPH_COMMIT", "NEW")
+    spec = importlib.util.spec_from_file_location("gpu_sssp_bench", bench / "gpu_sssp.py")
+    gs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gs)
+    monkeypatch.setattr(gs, "mpirun_json", lambda n, args, timeout: {"pes": n, "bwd_atomic": {"time_s": 0.02}})
+    old = {"commit": "OLD", "pes_commit": "OLDPES", "runs": [
+        {"graph": "nosuch:1", "weights": "uniform", "cpu_1rank": {"time_s": 1.0}},
+        {"graph": "kron:9", "weights": "uniform", "cpu_1rank": {"time_s": 2.0}}],
+        "pes": {"1_uniform": {"pes": 1, "bwd_atomic": {"time_s": 0.03}}}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    gs.main(["--outdir", str(tmp_path), "--merge", str(tmp_path / "old.json"), "--graphs", "nosuch:1",
+             "--weights", "uniform", "--cpu-ranks", "0", "--pes", "2", "--pes-weights", "uniform"])
+    out = json.loads((tmp_path / "gpu_sssp.json").read_text())
+    assert out["pes"]["1_uniform"]["measured_at_commit"] == "OLDPES"
+    assert out["pes"]["2_uniform"]["measured_at_commit"] == "NEW"
+    runs = {r["graph"]: r for r in out["runs"]}
+    assert runs["kron:9"]["measured_at_commit"] == "OLD"
+    assert runs["nosuch:1"]["cpu_1rank"] == {"time_s": 1.0} and runs["nosuch:1"]["measured_at_commit"] == "OLD"
+    assert runs["nosuch:1"]["failed_later"]["commit"] == "NEW"
