@@ -10,7 +10,7 @@
 # 2. the queue benchmarks EnqDeq and Mixed, BQ and BWD, on 1..G PEs (one per GPU):
 #    OUTDIR/queue_gpu.json;
 # 3. Bellman-Ford (queue kernel, NVSHMEM) on 1..G PEs on kron:20, uniform and shifted weights:
-#    OUTDIR/sssp_gpu.json (its "pes" rows).
+#    OUTDIR/gpu_sssp.json (its "pes" rows; the file benchmarks/gpu_sssp.py writes).
 # Rank counts are the powers of two up to the GPUs nvidia-smi lists. Plots are made afterwards
 # from the JSON (`distgraph scale --collect OUTDIR/closeness-replicated/runs --output ...`), since
 # the device host has no matplotlib. Each step has its own time limit (STUDY_STEP_S, default 150 s),
