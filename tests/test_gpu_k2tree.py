@@ -404,6 +404,31 @@ def test_split_frontier_rebuilds_the_codes(spec):
     assert plan.items["k2tree.cached frontier"] == delta.nbytes + base.nbytes
 
 
+def test_split_frontier_kept_for_its_frontier_only():
+    """split_frontier keeps the last frontier's split while that frontier lives: a second
+    call on the same tree returns it, the frontier's death drops it; an older frontier
+    dying does not drop a newer one's (its finalizer used to clear whatever was kept)."""
+    import gc
+
+    from distgraph.backends.gpu import k2tree_spmv as ks
+
+    rng = np.random.default_rng(5)
+
+    def tree():
+        return K2Tree.from_coo(rng.integers(0, 2000, 5000), rng.integers(0, 2000, 5000), (2000, 2000))
+
+    a, b = tree(), tree()
+    ks.split_frontier(a)
+    sb = ks.split_frontier(b)
+    assert ks.split_frontier(b) is sb
+    del a
+    gc.collect()
+    assert ks.split_frontier(b) is sb  # still kept: a's frontier was not b's
+    del b
+    gc.collect()
+    assert ks._SPLIT == [None, None, None]
+
+
 def test_memory_plan_before_allocation():
     from distgraph.backends.gpu.k2tree_spmv import memory_plan
     from distgraph.errors import DeviceMemoryError

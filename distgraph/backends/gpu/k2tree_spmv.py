@@ -193,16 +193,20 @@ def split_frontier(tree):
     if _SPLIT[0] is not None and _SPLIT[0]() is F and _SPLIT[2] == int(tree.level_start[tree.levels - 2]):
         return _SPLIT[1]
     out = _split_frontier(tree, F)
-    _SPLIT[0], _SPLIT[1], _SPLIT[2] = weakref.ref(F), out, int(tree.level_start[tree.levels - 2])
-    weakref.finalize(F, _forget_split)  # the split is not kept beyond its frontier
+    ref = weakref.ref(F)
+    _SPLIT[0], _SPLIT[1], _SPLIT[2] = ref, out, int(tree.level_start[tree.levels - 2])
+    weakref.finalize(F, _forget_split, ref)  # the split is not kept beyond its frontier
     return out
 
 
 _SPLIT = [None, None, None]  # (weakref to the last frontier, its split, its first node)
 
 
-def _forget_split():
-    _SPLIT[0] = _SPLIT[1] = _SPLIT[2] = None
+def _forget_split(ref):
+    """Drop the kept split if it is still that of the frontier ``ref`` (an older frontier
+    dying must not drop a newer one's)."""
+    if _SPLIT[0] is ref:
+        _SPLIT[0] = _SPLIT[1] = _SPLIT[2] = None
 
 
 def _split_frontier(tree, F):
