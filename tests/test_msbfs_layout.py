@@ -961,3 +961,19 @@ def test_gpu_closeness_benchmark_checks_the_timed_schedule(fake_gpu, monkeypatch
     assert row["schedule"] == "blocks" and row["symmetric"] and row["kappa"] == 256
     assert row["first_batch_exact_vs_cpu"] is True and not row["extrapolated"]
     assert not used
+
+
+def test_blocks_plan_is_the_allocated_state(fake_gpu):
+    """The block schedule's plan (info["device_bytes"], what the benchmark JSON records) is
+    the plan of the slots allocated after the kernel's occupancy trimmed them (fake GPU: 4
+    SMs, 4 blocks per SM at 64 registers: 32 planned, 16 allocated); before, it stayed the
+    plan of the untrimmed count (on the H200 1056 instead of 264 copies, about 4x)."""
+    from distgraph.backends.gpu.msbfs import msbfs_plan
+
+    g = GRAPHS["kron7"]
+    r = _fake_runner(fake_gpu, g, kappa=32, mode="blocks", reorder="none")
+    assert r.schedule == "blocks" and r.slots == 16
+    state = sum(a.nbytes for a in (r._F, r._Vc, r._Vn, r._act, r._dbits, r._lists, r._Q))
+    want = msbfs_plan(g.n, build_bvss(g), 32, bottom_up=False, slots=r.slots)
+    assert r.plan.total == want.total and r.info["device_bytes"] == want.total
+    assert state <= want.total < 2 * state + 10**6

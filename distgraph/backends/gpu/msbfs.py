@@ -700,6 +700,9 @@ class GpuMSBFS:
             mod = get_module("msbfs", defines=defs)
             self._blocks = mod.get_function("distgraph_msbfs_blocks")
             self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, BLOCK)))
+            # the plan of what is allocated (the check above was for the untrimmed count)
+            self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=self.slots)
+            self.info["device_bytes"] = self.plan.total
             rho1 = max(self.rho, 1)
             S = self.slots
             self._dbw = rho1 // 32 + 1
