@@ -978,3 +978,39 @@ def test_gpu_sssp_benchmark_merge_keeps_dates_and_numbers(tmp_path, monkeypatch)
     assert runs["kron:9"]["measured_at_commit"] == "OLD"
     assert runs["nosuch:1"]["cpu_1rank"] == {"time_s": 1.0} and runs["nosuch:1"]["measured_at_commit"] == "OLD"
     assert runs["nosuch:1"]["failed_later"]["commit"] == "NEW"
+
+
+def test_gpu_queue_capacity_same_on_every_pe(monkeypatch):
+    """The queue segments are symmetric (NVSHMEM allocates the same size on every PE and a
+    remote enqueue indexes the owner's ring with its own capacity), so the default capacity
+    must not depend on the rank: its room for the arc chunks of large vertices counted this
+    rank's arcs, and on a graph whose hub owns rank 0's block (15292 arcs there, none on
+    rank 1) the PEs asked for 32768 and 16384 slots. No GPU: the device half of the
+    constructor and CuPy are stood in for, on a 2-rank stand-in communicator."""
+    import types
+
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.backends.gpu import loader
+    from distgraph.runtime import context
+
+    n = 15293  # hub 0 -> 1..n-1: maxnl + 1088 = 16380, two slots short of 2**14 on rank 1
+    g = Graph.from_edges(np.zeros(n - 1, np.int64), np.arange(1, n), np.ones(n - 1, np.int64), n=n, directed=True)
+    monkeypatch.setattr(loader, "import_cupy", lambda: types.SimpleNamespace(asarray=np.asarray))
+    monkeypatch.setattr(context, "get_context", lambda comm, backend: None)
+    monkeypatch.setattr(gbf.QueueSSSP, "_init_device", lambda self, *a: None)
+
+    class Comm:
+        def __init__(self, rank):
+            self.rank = rank
+
+        def Get_size(self):
+            return 2
+
+        def Get_rank(self):
+            return self.rank
+
+        def allgather(self, x):
+            return [x, x]
+
+    caps = [gbf.QueueSSSP(g, g.weights, Comm(r)).capacity for r in (0, 1)]
+    assert caps[0] == caps[1] == 32768, caps

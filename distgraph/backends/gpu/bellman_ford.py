@@ -273,7 +273,10 @@ class QueueSSSP:
             # room for every own vertex, plus the near-far scan tasks of one phase change
             need = maxnl + _MAX_TASKS + 64 if remote == "atomic" or size == 1 else 4 * maxnl + (1 << 16)
             if self.split:
-                need += 2 * (int(self.indptr[-1]) // self.split)  # arc chunks of large vertices
+                # arc chunks of large vertices, from the largest block's arcs: the segments are
+                # symmetric (this rank's arcs gave PEs of one run different capacities)
+                arcs = int(np.diff(np.asarray(graph.indptr, np.int64)[self.part.offsets]).max())
+                need += 2 * (arcs // self.split)
             capacity = 1 << max(int(need - 1).bit_length(), 6)
         self.capacity = int(capacity)
         self.d_indptr = cp.asarray(self.indptr.astype(np.int64))
