@@ -404,6 +404,9 @@ def main(argv=None):
                    help="merge the results file NEW into INTO (by graph; configurations of INTO that NEW "
                         "did not run are kept under 'earlier' with their commit) and exit")
     a = p.parse_args(argv)
+    unknown = sorted((set(a.configs) | set(a.big_configs)) - set(DEFAULT_CONFIGS))
+    if unknown:  # a misspelt configuration used to be skipped without a word
+        p.error(f"unknown configuration(s) {', '.join(unknown)}; known: {' '.join(DEFAULT_CONFIGS)}")
     if a.merge:
         merge(*a.merge)
         return 0

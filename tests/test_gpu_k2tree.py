@@ -561,3 +561,21 @@ def test_benchmark_merge_keeps_old_numbers_of_a_failed_rerun(tmp_path, monkeypat
     assert k20["commit"] == "B" and k20["time_ms"]["k2F_k1"] == {"right": 0.72}
     assert k20["earlier"] == [{"commit": "A", "date": "d1", "time_ms": {"k2F": {"right": 0.6}},
                                "cusparse_ms": {"right": 0.3}, "ratio_time_vs_cusparse": {"k2F_right": 2.0}}]
+
+
+def test_benchmark_refuses_unknown_configurations(monkeypatch, capsys):
+    """benchmarks/gpu_k2tree_bench.py --configs / --big-configs: a misspelt name is an error
+    naming it (it used to be skipped without a word, its rows silently missing)."""
+    import importlib.util
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"
+    monkeypatch.syspath_prepend(str(bench))
+    spec = importlib.util.spec_from_file_location("gpu_k2tree_bench", bench / "gpu_k2tree_bench.py")
+    kb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kb)
+    for args in (["--configs", "k2F", "k2F_kk"], ["--big-configs", "k2f"]):
+        with pytest.raises(SystemExit) as e:
+            kb.main(args)
+        assert e.value.code == 2
+        assert "unknown configuration(s) " + args[-1] in capsys.readouterr().err
