@@ -66,7 +66,8 @@ class Config:
     #: 1 measured fastest on the H200, benchmarks/results/gpu_closeness_profile.json).
     gpu_msbfs_bu_ratio: int = 1
     #: GPU closeness: 256-source launches one persistent kernel runs at once, or "blocks" (one thread
-    #: block per batch; "auto": blocks up to 2^22 arcs, then 2 or 1).
+    #: block per batch; "auto": blocks up to 2^22 arcs, then 1; 4 or 2 only in the grid-schedule companion
+    #: that takes the block schedule's small runs wanted at once: checkpoint, per-source sums).
     gpu_msbfs_groups: str = "auto"
 
 

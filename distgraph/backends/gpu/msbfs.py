@@ -445,8 +445,10 @@ class GpuMSBFS:
         once, each on ``1/groups`` of the grid with its own state and barrier; ``"blocks"``:
         one thread block per ``kappa``-source batch, as many batches at once as there are
         resident blocks (``slots``), no bottom-up levels; ``"auto"``: :func:`auto_schedule`
-        (blocks up to :data:`BLOCKS_ARCS` arcs, then 2 or 1 groups; falls back to 1 when the
-        extra state does not fit); None: ``config.gpu_msbfs_groups``.
+        (blocks up to :data:`BLOCKS_ARCS` arcs, then 1 group, since :func:`auto_groups` gives 4
+        or 2 only below that size, which the grid-schedule companion of small runs uses; the
+        grid schedule with 1 group when the blocks' state does not fit on some rank); None:
+        ``config.gpu_msbfs_groups``.
     slots : int or None
         ``groups="blocks"``: blocks (state copies) of the kernel; None: every block that
         can be resident, fewer if their state does not fit.
