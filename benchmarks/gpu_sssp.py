@@ -170,16 +170,25 @@ def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials, keeps=(
 
     for queue in queues:
         name = f"gpu_queue_{queue}"
+        r = None
         try:
             r = QueueSSSP(g, w, MPI.COMM_SELF, queue=queue)
             auto = r.delta
             r.run(s, confirm)  # warm-up (kernel compile / load)
             row[name] = record(*best(lambda: r.run(s, confirm), trials))
-            if factors:
-                sweep = []
-                dflt = (r.keep, r.idle_ns, r.split)
+        except Exception as e:  # one runner failing must not lose the others' numbers
+            row[name] = {"error": repr(e)[:2000]}
+        if factors and "time_s" in row[name]:
+            # a failing sweep run keeps the defaults' row and the sweep's runs so far
+            sweep = row[name + "_sweep"] = []
+            try:
                 maxdeg = int(np.diff(g.indptr).max()) if g.n else 0
                 on = [x for x in splits if x > 0]
+                if on and min(on) < r.split:  # the queue holds 2 * arcs / split chunks: size it anew
+                    r.close()
+                    r = None
+                    r = QueueSSSP(g, w, MPI.COMM_SELF, queue=queue, split=min(on))
+                    r.run(s, confirm)
                 for split in splits:
                     if on and split not in on[:1] and maxdeg <= min(on):
                         continue  # no vertex is split at any of these sizes: same runs again
@@ -193,13 +202,11 @@ def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials, keeps=(
                                 sweep.append(rec)
                                 if f == 0 and not keep and idle == 2048 and (split == 0 or maxdeg <= split):
                                     row[name + "_fifo"] = rec
-                r.set_delta(None)
-                r.keep, r.idle_ns, r.split = dflt
-                row[name + "_sweep"] = sweep
+            except Exception as e:
+                row[name + "_sweep_error"] = repr(e)[:2000]
+        if r is not None:
             r.close()
-            del r
-        except Exception as e:  # one runner failing must not lose the others' numbers
-            row[name] = {"error": repr(e)[:2000]}
+        del r
         print(f"  {name} {json.dumps(row[name], default=float)[:300]}", flush=True)
     try:
         r = RoundsSSSP(g, w, MPI.COMM_SELF)

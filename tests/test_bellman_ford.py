@@ -1014,3 +1014,71 @@ def test_gpu_queue_capacity_same_on_every_pe(monkeypatch):
 
     caps = [gbf.QueueSSSP(g, g.weights, Comm(r)).capacity for r in (0, 1)]
     assert caps[0] == caps[1] == 32768, caps
+
+
+def test_gpu_sssp_benchmark_sweep_failure_keeps_the_defaults_row(monkeypatch):
+    """benchmarks/gpu_sssp.py's schedule sweep: a sweep run that fails (here: chunks of 64
+    arcs on a queue sized for 4096, which a real queue may not hold) used to replace the
+    defaults' measured row by the error, the sweep's runs with it; now the defaults' row
+    and the sweep so far stay, the failure under ..._sweep_error, and a sweep with chunks
+    smaller than the default gets a runner whose queue is sized for them. No GPU: stand-in
+    runners and cupy."""
+    import importlib.util
+    import sys
+    import types
+    from pathlib import Path
+
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.errors import DistgraphError
+
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"
+    monkeypatch.syspath_prepend(str(bench))
+    fake_cp = types.SimpleNamespace(__version__="0", cuda=types.SimpleNamespace(
+        Device=lambda: types.SimpleNamespace(synchronize=lambda: None)))
+    monkeypatch.setitem(sys.modules, "cupy", fake_cp)
+    spec = importlib.util.spec_from_file_location("gpu_sssp_bench2", bench / "gpu_sssp.py")
+    gs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gs)
+    g = Graph.from_edges(np.zeros(99, np.int64), np.arange(1, 100), np.ones(99, np.int64), n=100)
+    ref = np.r_[0, np.ones(99, np.int64)]
+    monkeypatch.setattr(gs, "case", lambda spec, weights: (g, 0, g, None))
+    gs._REF[("star", "uniform")] = ref
+    made = []
+
+    class Runner:
+        def __init__(self, graph, w, comm, queue="bq", split=4096):
+            self.delta, self.keep, self.idle_ns, self.split, self.sized = 5, True, 2048, split, split
+            made.append(split)
+
+        def set_delta(self, d):
+            self.delta = d
+
+        def run(self, s, confirm):
+            if 0 < self.split < self.sized:
+                raise DistgraphError("the GPU Bellman-Ford queue stalled")
+            return ref, None, {"relaxations": 99, "delta": self.delta, "split": self.split}, None
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(gbf, "QueueSSSP", Runner)
+    monkeypatch.setattr(gbf, "RoundsSSSP", Runner)
+    row = {"graph": "star", "weights": "uniform", "cpu_1rank": {"time_s": 1.0}}
+    gs.gpu_part("star", "uniform", 1, row, ["bwd"], [0.0, 1.0], 1, keeps=(True,), idles=(2048,), splits=(64, 0))
+    assert row["gpu_queue_bwd"]["same_as_cpu"] and "time_s" in row["gpu_queue_bwd"]
+    assert made[:2] == [4096, 64]  # the defaults' runner, then one sized for chunks of 64 arcs
+    assert [(x["split"], x["factor"]) for x in row["gpu_queue_bwd_sweep"]] == [(64, 0.0), (64, 1.0), (0, 0.0),
+                                                                             (0, 1.0)]
+    assert "gpu_queue_bwd_sweep_error" not in row
+
+    class Failing(Runner):
+        def run(self, s, confirm):
+            if self.delta != 5:
+                raise DistgraphError("the GPU Bellman-Ford queue stalled")
+            return super().run(s, confirm)
+
+    monkeypatch.setattr(gbf, "QueueSSSP", Failing)
+    row = {"graph": "star", "weights": "uniform", "cpu_1rank": {"time_s": 1.0}}
+    gs.gpu_part("star", "uniform", 1, row, ["bwd"], [0.0, 1.0], 1, keeps=(True,), idles=(2048,), splits=(4096, 0))
+    assert "time_s" in row["gpu_queue_bwd"] and "stalled" in row["gpu_queue_bwd_sweep_error"]
+    assert row["gpu_queue_bwd_sweep"] == []
