@@ -186,6 +186,18 @@ def _merge_kernels():
     return _MERGE_KERNELS
 
 
+def _real_ptrs(per_ss, ns):
+    """``realPtrs`` (first virtual slice set of each slice set) from the slices per slice set,
+    and the number of virtual slice sets; refuses more than :data:`MAX_VSS`."""
+    real_ptrs = np.zeros(ns + 1, dtype=np.int64)
+    np.cumsum((per_ss + TAU - 1) // TAU, out=real_ptrs[1:])
+    nv = int(real_ptrs[-1])
+    if nv > MAX_VSS:
+        raise GraphValueError(f"BVSS would need {nv} virtual slice sets; at most {MAX_VSS} fit the kernels' "
+                              "32-bit lane offsets (vss * 32 + lane)")
+    return real_ptrs, nv
+
+
 def build_bvss(graph) -> BVSS:
     """Build the BVSS of ``A = G^T`` for a :class:`~distgraph.graph.Graph`.
 
@@ -220,17 +232,11 @@ def build_bvss(graph) -> BVSS:
     ip = np.ascontiguousarray(graph.indptr, dtype=np.int64)
     ix = np.ascontiguousarray(graph.indices)
     per_ss = count(ip, ix, n, ns)
-    nv_per_ss = (per_ss + TAU - 1) // TAU
-    real_ptrs = np.zeros(ns + 1, dtype=np.int64)
-    np.cumsum(nv_per_ss, out=real_ptrs[1:])
-    nv = int(real_ptrs[-1])
-    if nv > MAX_VSS:
-        raise GraphValueError(f"BVSS would need {nv} virtual slice sets; at most {MAX_VSS} fit the kernels' "
-                              "32-bit lane offsets (vss * 32 + lane)")
+    real_ptrs, nv = _real_ptrs(per_ss, ns)
     row_ids = np.zeros(nv * TAU, dtype=np.int32)
     masks = np.zeros(nv * TAU, dtype=np.uint8)
     fill(ip, ix, n, ns, real_ptrs, TAU, row_ids, masks)
-    v2r = np.repeat(np.arange(ns, dtype=np.int32), nv_per_ss)
+    v2r = np.repeat(np.arange(ns, dtype=np.int32), np.diff(real_ptrs))
     return BVSS(n, m, row_ids, masks, real_ptrs.astype(np.int32), v2r, int(per_ss.sum()))
 
 
@@ -273,13 +279,7 @@ def build_bvss_numpy(graph) -> BVSS:
     del sk
     nslices = int(first.shape[0])
     per_ss = np.bincount(slice_ss, minlength=ns)
-    nv_per_ss = (per_ss + TAU - 1) // TAU
-    real_ptrs = np.zeros(ns + 1, dtype=np.int64)
-    np.cumsum(nv_per_ss, out=real_ptrs[1:])
-    nv = int(real_ptrs[-1])
-    if nv > MAX_VSS:
-        raise GraphValueError(f"BVSS would need {nv} virtual slice sets; at most {MAX_VSS} fit the kernels' "
-                              "32-bit lane offsets (vss * 32 + lane)")
+    real_ptrs, nv = _real_ptrs(per_ss, ns)
     ss_first_slice = np.zeros(ns + 1, dtype=np.int64)
     np.cumsum(per_ss, out=ss_first_slice[1:])
     # position of each slice: first position of its slice set + its rank inside it
@@ -288,7 +288,7 @@ def build_bvss_numpy(graph) -> BVSS:
     masks = np.zeros(nv * TAU, dtype=np.uint8)
     row_ids[pos] = slice_row
     masks[pos] = slice_mask
-    v2r = np.repeat(np.arange(ns, dtype=np.int32), nv_per_ss)
+    v2r = np.repeat(np.arange(ns, dtype=np.int32), np.diff(real_ptrs))
     return BVSS(n, m, row_ids, masks, real_ptrs.astype(np.int32), v2r, nslices)
 
 
