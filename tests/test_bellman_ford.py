@@ -1082,3 +1082,53 @@ def test_gpu_sssp_benchmark_sweep_failure_keeps_the_defaults_row(monkeypatch):
     gs.gpu_part("star", "uniform", 1, row, ["bwd"], [0.0, 1.0], 1, keeps=(True,), idles=(2048,), splits=(4096, 0))
     assert "time_s" in row["gpu_queue_bwd"] and "stalled" in row["gpu_queue_bwd_sweep_error"]
     assert row["gpu_queue_bwd_sweep"] == []
+
+
+def test_gpu_sssp_benchmark_pe_rows_say_their_schedule_and_free(monkeypatch, capsys):
+    """benchmarks/gpu_sssp.py --worker-pes: each variant's row records delta and phases (one
+    PE runs the near-far priority, several PEs a FIFO queue: a 1-PE row is not the same
+    schedule as an N-PE one), and a variant that fails still frees its symmetric arrays
+    (they leaked into the next variants' heap). No GPU: stand-in runner, PGAS and context."""
+    import importlib.util
+    import json
+    import sys
+    import types
+    from pathlib import Path
+
+    import distgraph.pgas
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.errors import DistgraphError
+    from distgraph.runtime import context
+
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"
+    monkeypatch.syspath_prepend(str(bench))
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(__version__="0"))
+    spec = importlib.util.spec_from_file_location("gpu_sssp_bench3", bench / "gpu_sssp.py")
+    gs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gs)
+    g = Graph.from_edges([0, 1], [1, 2], np.array([2, -1], np.int64), n=3)
+    monkeypatch.setattr(gs, "case", lambda spec, weights: (g, 0, g, None))
+    monkeypatch.setattr(context, "get_context", lambda comm, backend: None)
+    monkeypatch.setattr(distgraph.pgas, "get_pgas", lambda comm, backend: types.SimpleNamespace(
+        limited_mpg=False, finalize=lambda: None))
+    closed = []
+
+    class Runner:
+        def __init__(self, graph, w, comm, queue, remote, use_nvshmem):
+            self.name = f"{queue}_{remote}"
+
+        def run(self, s, confirm):
+            if self.name == "bq_enqueue":
+                raise DistgraphError("the GPU Bellman-Ford queue stalled")
+            return np.array([0, 2, 1]), None, {"relaxations": 2, "items": 3, "launches": 1, "delta": 7,
+                                               "phases": 2, "keep": True, "split": 4096}, None
+
+        def close(self):
+            closed.append(self.name)
+
+    monkeypatch.setattr(gbf, "QueueSSSP", Runner)
+    gs.worker_pes("tiny", "shifted", 1)
+    res = json.loads(capsys.readouterr().out.split("RESULT-JSON ")[1])
+    assert res["bq_atomic"]["same_as_cpu"] and res["bq_atomic"]["delta"] == 7 and res["bq_atomic"]["phases"] == 2
+    assert "stalled" in res["bq_enqueue"]["error"]
+    assert closed == ["bq_atomic", "bq_enqueue", "bwd_atomic", "bwd_enqueue"]
