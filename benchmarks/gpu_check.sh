@@ -14,7 +14,8 @@
 # The device tool brings back at most 8 files, so on the device run e.g.
 #   bash benchmarks/gpu_check.sh /tmp/res bfs; tar czf $OUT/res.tar.gz -C /tmp/res .
 # and unpack the results here into benchmarks/results/<name>/.
-# GPU_CHECK_PARALLEL=1: one pytest process per GPU test file, all at once, beside the NVSHMEM
+# T_TEST (default 600): seconds one pytest run of GPU tests may take (a hung test file must
+# not eat the device time). GPU_CHECK_PARALLEL=1: one pytest process per GPU test file, all at once, beside the NVSHMEM
 # runs (one GPU is shared: most of a test file's time is compiling kernels and host work, so
 # the whole check takes about the longest file instead of the sum); logs per file. With several
 # GPUs the files are dealt over them (CUDA_VISIBLE_DEVICES); the NVSHMEM runs see every GPU.
@@ -34,14 +35,14 @@ for name in "${names[@]}"; do
     i=0
     for f in $gtests; do
       t=$(basename "$f" .py)
-      CUDA_VISIBLE_DEVICES=$((i % ngpu)) "$PY" -m pytest -q -rs --junitxml="$OUTDIR/junit-$t.xml" "$f" \
+      CUDA_VISIBLE_DEVICES=$((i % ngpu)) timeout -k 10 "${T_TEST:-600}" "$PY" -m pytest -q -rs --junitxml="$OUTDIR/junit-$t.xml" "$f" \
         > "$OUTDIR/pytest-$t.log" 2>&1 &
       pids+=($!); i=$((i + 1))
     done
     gtests=""
   fi
   if [ -n "$gtests" ]; then
-    "$PY" -m pytest -q -rs --junitxml="$OUTDIR/junit-gpu-$tag.xml" $gtests 2>&1 | tee "$OUTDIR/pytest-gpu-$tag.log" | tail -25
+    timeout -k 10 "${T_TEST:-600}" "$PY" -m pytest -q -rs --junitxml="$OUTDIR/junit-gpu-$tag.xml" $gtests 2>&1 | tee "$OUTDIR/pytest-gpu-$tag.log" | tail -25
     [ "${PIPESTATUS[0]}" = 0 ] || status=1
   fi
   ntests=$(ls tests/test_nvshmem_${name}*.py 2>/dev/null)

@@ -26,7 +26,8 @@ def sh(c):
     try: return subprocess.run(c, shell=True, capture_output=True, text=True, timeout=30).stdout.strip()
     except Exception as e: return str(e)
 json.dump({"commit": os.environ.get("DISTGRAPH_COMMIT") or sh("git rev-parse HEAD 2>/dev/null") or "unknown",
-           "dirty": bool(sh("git status --porcelain 2>/dev/null")),
+           # the device copy's .git is the session's base, not this tree: dirty is unknown there
+           "dirty": None if os.environ.get("DISTGRAPH_COMMIT") else bool(sh("git status --porcelain 2>/dev/null")),
            "device": sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "host_cpus": os.cpu_count(), "python": platform.python_version()}, open(sys.argv[1], "w"), indent=1)
