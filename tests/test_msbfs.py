@@ -125,3 +125,58 @@ def test_mpi_identical_to_one_rank(comm):
     ok = (np.array_equal(r.levels, one.levels) and np.array_equal(r.distance_sum, one.distance_sum)
           and np.array_equal(r.reach, one.reach) and np.array_equal(r.harmonic, one.harmonic))
     assert all(comm.allgather(ok))
+
+
+class _ScipyRunner:
+    """A stand-in GPU runner: per-vertex sums of its sources' BFSs by scipy, added into
+    ``out`` or, with ``defer``, kept until ``drain`` (as GpuMSBFS does)."""
+
+    collective = False
+
+    def __init__(self, g, defers):
+        self.A = g.to_scipy()
+        self.defers = defers
+        self.kept = np.zeros(g.n, np.uint64), np.zeros(g.n, np.int64)
+        self.out_sizes = []
+
+    def run(self, src, per_source, out, defer=False):
+        self.out_sizes.append(out[0].shape[0])
+        d = shortest_path(self.A, unweighted=True, indices=src)
+        fin = np.isfinite(d)
+        far = np.where(fin, d, 0).sum(axis=0).astype(np.uint64)
+        reach = fin.sum(axis=0).astype(np.int64)
+        tgt = self.kept if defer else out
+        tgt[0][:] += far
+        tgt[1][:] += reach
+
+    def drain(self, far, reach, h0, h1, h2):
+        far += self.kept[0]
+        reach += self.kept[1]
+
+
+@pytest.mark.parametrize("defers", [False, True])
+def test_deferring_runner_skips_per_batch_arrays(tmp_path, defers):
+    from distgraph.algorithms.msbfs import run_batches
+    from distgraph.runtime.checkpoint import CheckpointStore
+    from distgraph.runtime.context import get_context
+
+    rng = np.random.default_rng(4)
+    g = Graph.from_edges(rng.integers(0, 300, 900), rng.integers(0, 300, 900), n=300, directed=True)
+    tptr, tidx, _ = g.csc()
+    ctx = get_context(None, "cpu")
+    srcs = np.arange(g.n, dtype=np.int64)
+    ref = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=False, batch_size=64, ctx=ctx,
+                      progress=False)
+    r = _ScipyRunner(g, defers)
+    got = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=False, batch_size=64, ctx=ctx,
+                      progress=False, runner=r)
+    np.testing.assert_array_equal(got[0], ref[0])
+    np.testing.assert_array_equal(got[1], ref[1])
+    # a runner that promises to leave `out` alone gets empty arrays; any other the full ones
+    assert set(r.out_sizes) == ({0} if defers else {g.n})
+    # with a checkpoint the sums are wanted per batch: full arrays, nothing deferred
+    r = _ScipyRunner(g, defers)
+    got = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=False, batch_size=64, ctx=ctx,
+                      progress=False, runner=r, store=CheckpointStore(tmp_path / "ck", {"t": 1}))
+    np.testing.assert_array_equal(got[0], ref[0])
+    assert set(r.out_sizes) == {g.n} and not r.kept[1].any()

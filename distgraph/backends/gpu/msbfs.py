@@ -538,6 +538,9 @@ class GpuMSBFS:
             mode = "replicated" if fits or size == 1 else "partitioned"
         self.mode = mode
         self.collective = mode == "partitioned"
+        #: run(..., defer=True) with per-vertex sums leaves ``out`` alone (run_batches then
+        #: passes empty arrays and skips its per-batch merge)
+        self.defers = True
         parts = size if mode == "partitioned" else 1
         self.use_bu = bu_ratio > 0 and parts == 1
         self.bu_ratio = int(bu_ratio)
