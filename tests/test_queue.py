@@ -118,6 +118,61 @@ def test_validation(pg):
         BrokerQueue(8, kind="lifo", pgas=pg)
 
 
+def test_arguments_must_agree_stand_in_pes():
+    """The segments are symmetric, so the arguments are compared over the PEs before any
+    allocation. No MPI: a stand-in PGAS of 2 PEs whose other PE asked for another capacity,
+    kind or an invalid capacity."""
+    from types import SimpleNamespace
+
+    def stand_in(other):  # this process is PE 0; PE 1 passed ``other`` to the check
+        def allgather(x):
+            return [x, other]
+        return SimpleNamespace(n_pes=2, my_pe=0, comm=SimpleNamespace(allgather=allgather))
+
+    good = (None, (8, "<i8", 1, "bq", "distributed"))
+    with pytest.raises(InvalidArgumentError, match=r"^capacity must be the same on every PE .*; "
+                                                   r"got 8 on PE 0, 16 on PE 1$"):
+        BrokerQueue(8, pgas=stand_in((None, (16, "<i8", 1, "bq", "distributed"))))
+    with pytest.raises(InvalidArgumentError, match=r"^kind must be the same on every PE .*; "
+                                                   r"got 'bq' on PE 0, 'bwd' on PE 1$"):
+        BrokerQueue(8, pgas=stand_in((None, (8, "<i8", 1, "bwd", "distributed"))))
+    with pytest.raises(InvalidArgumentError, match=r"^capacity must be a power of two >= 2; got 12 \(on PE 1\)$"):
+        BrokerQueue(8, pgas=stand_in(("capacity must be a power of two >= 2; got 12", None)))
+    with pytest.raises(InvalidArgumentError, match=r"^capacity must be a power of two >= 2; got 12 \(on PE 0\)$"):
+        BrokerQueue(12, pgas=stand_in(good))
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("case", ["capacity", "kind", "invalid on the last PE"])
+def test_arguments_must_agree_on_every_pe(pg, comm, case):
+    """Another capacity or kind on one PE: the same error on every PE, before any allocation
+    (MPI-RMA allocated windows of different sizes, a remote enqueue used the wrong capacity;
+    an invalid capacity on one PE raised there while the others waited in the allocation)."""
+    size, me = comm.Get_size(), comm.Get_rank()
+    if size == 1:
+        pytest.skip("needs several ranks")
+    args = {"capacity": 8, "kind": "bq"}
+    if case == "capacity":
+        args["capacity"] = 8 if me == 0 else 16
+        want = "capacity must be the same on every PE (the queue's segments are symmetric); got 8 on PE 0, 16 on PE 1"
+    elif case == "kind":
+        args["kind"] = "bwd" if me == size - 1 else "bq"
+        want = f"kind must be the same on every PE (the queue's segments are symmetric); got 'bq' on PE 0, 'bwd' on PE {size - 1}"
+    else:
+        args["capacity"] = 12 if me == size - 1 else 8
+        want = f"capacity must be a power of two >= 2; got 12 (on PE {size - 1})"
+    try:
+        with BrokerQueue(pgas=pg, **args):
+            msg = None
+    except InvalidArgumentError as e:
+        msg = str(e)
+    msgs = comm.allgather(msg)
+    assert msgs == [want] * size, msgs
+    with BrokerQueue(8, pgas=pg) as q:  # nothing left half-allocated: the PGAS works on
+        ok = q.enqueue(me, pe=me) and q.dequeue(pe=me) == me
+    assert _all(comm, ok)
+
+
 @pytest.mark.mpi
 def test_validation_on_a_queue(pg, comm):
     n = 0

@@ -64,13 +64,65 @@ KINDS = ("bq", "bwd")
 LAYOUTS = ("distributed", "centralized")
 
 
+def _check_args(capacity, dtype, width, kind, layout) -> tuple:
+    """This PE's arguments, validated, as ``(capacity, dtype, width, kind, layout)``."""
+    expect(isinstance(capacity, (int, np.integer)) and not isinstance(capacity, bool) and capacity >= 2
+           and capacity & (capacity - 1) == 0, "capacity", "a power of two >= 2", capacity)
+    expect(isinstance(width, (int, np.integer)) and not isinstance(width, bool) and width >= 1,
+           "width", "a positive integer", width)
+    expect(kind in KINDS, "kind", f"one of {KINDS}", kind)
+    expect(layout in LAYOUTS, "layout", f"one of {LAYOUTS}", layout)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    expect(dt is not None, "dtype", "a numpy dtype", dtype)
+    return int(capacity), dt.str, int(width), kind, layout
+
+
+def _check_symmetric(pgas, capacity, dtype, width, kind, layout) -> None:
+    """Validate the arguments on every PE and check that they agree (collective).
+
+    The segments are symmetric: every PE allocates the same arrays, and an operation on a
+    remote segment indexes the owner's ring with this PE's capacity and width (different
+    capacities: NVSHMEM allocations of different sizes, items written into wrong slots; a
+    different kind on the GPU: another kernel's protocol). A bad or mismatched argument on
+    one PE raises the same error on every PE, before any allocation (not a hang in the
+    first collective allocation, or a corrupted queue)."""
+    err, args = None, None
+    try:
+        args = _check_args(capacity, dtype, width, kind, layout)
+    except InvalidArgumentError as e:
+        err = e
+    if pgas.n_pes == 1:
+        if err is not None:
+            raise err
+        return
+    seen = pgas.comm.allgather((None if err is None else str(err), args))
+    bad = [pe for pe, (e, _) in enumerate(seen) if e is not None]
+    if bad:  # the lowest failing PE's message, on every PE
+        raise InvalidArgumentError(f"{seen[bad[0]][0]} (on PE {bad[0]})") from err
+    for i, name in enumerate(("capacity", "dtype", "width", "kind", "layout")):
+        vals = [a[i] for _, a in seen]
+        if any(v != vals[0] for v in vals):
+            first = {}
+            for pe, v in enumerate(vals):
+                first.setdefault(v, pe)
+            got = ", ".join(f"{v!r} on PE {pe}" for v, pe in first.items())
+            raise InvalidArgumentError(
+                f"{name} must be the same on every PE (the queue's segments are symmetric); got {got}")
+
+
 class BrokerQueue:
     """A BQ or BWD whose segments live in the symmetric heaps of the PEs (collective).
 
     Parameters
     ----------
     capacity : int
-        Slots per segment, a power of two >= 2.
+        Slots per segment, a power of two >= 2. It and the other arguments but ``pgas`` must
+        be the same on every PE: they are compared over the PEs before any allocation, and a
+        bad or differing one raises the same :class:`~distgraph.errors.InvalidArgumentError`
+        on every PE.
     dtype : numpy dtype, default int64
         Element type of the items.
     width : int, default 1
@@ -99,15 +151,11 @@ class BrokerQueue:
 
     def __init__(self, capacity: int, dtype="int64", width: int = 1, kind: str = "bq",
                  layout: str = "distributed", pgas=None):
-        expect(isinstance(capacity, (int, np.integer)) and capacity >= 2 and capacity & (capacity - 1) == 0,
-               "capacity", "a power of two >= 2", capacity)
-        expect(isinstance(width, (int, np.integer)) and width >= 1, "width", "a positive integer", width)
-        expect(kind in KINDS, "kind", f"one of {KINDS}", kind)
-        expect(layout in LAYOUTS, "layout", f"one of {LAYOUTS}", layout)
         if pgas is None:
             from . import get_pgas
 
             pgas = get_pgas()
+        _check_symmetric(pgas, capacity, dtype, width, kind, layout)
         self.pg = pgas
         self.capacity = int(capacity)
         self.width = int(width)
