@@ -929,7 +929,8 @@ def test_closeness_checkpoint_sums_kind_with_fake_cupy(fake_gpu, monkeypatch, tm
         monkeypatch.setattr(msbfs_mod, "_BATCH_HOOK", None)
         monkeypatch.setattr(config, "gpu_msbfs_groups", second)
         if not g.directed:
-            with pytest.raises(CheckpointError, match="sums"):
+            # the refusal says which setting resumes the checkpoint (the checkpointed run's)
+            with pytest.raises(CheckpointError, match=f"sums: .*DISTGRAPH_GPU_MSBFS_GROUPS={first}[, ]"):
                 closeness(g, backend="gpu", batch_size=32, checkpoint=ck, resume=True, progress=False)
             monkeypatch.setattr(config, "gpu_msbfs_groups", first)
         got = closeness(g, backend="gpu", batch_size=32, checkpoint=ck, resume=True, progress=False)

@@ -188,9 +188,18 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
                         "num_sources": int(sources.size), "per_source": per_source,
                         "distances": "incoming" if incoming else "outgoing", "convention": convention,
                         "batch_size": bs, "order": "degree" if runner is None else "input"}
+            hints = {}
             if getattr(runner, "symmetric", False):  # batches hold per-source sums (GpuMSBFS docs)
                 identity["sums"] = "per source"
-            store = CheckpointStore(checkpoint, identity, comm=ctx.comm, resume=resume)
+                hints["sums"] = ("the checkpoint holds per-vertex sums, which the grid schedule keeps; "
+                                 "resume with DISTGRAPH_GPU_MSBFS_GROUPS=1, or start a new checkpoint directory")
+            elif runner is not None and not per_source and not graph.directed:
+                hints["sums"] = ("the checkpoint holds the block schedule's per-source sums; this run took the "
+                                 "grid schedule (DISTGRAPH_GPU_MSBFS_GROUPS, or 'auto' found the blocks' state "
+                                 "too large for some rank's GPU: more ranks per GPU or less free memory); "
+                                 "resume with DISTGRAPH_GPU_MSBFS_GROUPS=blocks on as many "
+                                 "ranks per GPU as the checkpointed run, or start a new checkpoint directory")
+            store = CheckpointStore(checkpoint, identity, comm=ctx.comm, resume=resume, hints=hints)
 
         far, reach, h0, h1, h2, _ = run_batches(hptr, hidx, tptr, tidx, sources, per_source=per_source,
                                                 batch_size=bs, ctx=ctx, store=store, progress=progress,

@@ -93,6 +93,9 @@ class CheckpointStore:
     resume : bool
         ``False`` refuses a directory that already holds a run; ``True`` continues it
         (or starts a new one when the directory is empty).
+    hints : dict or None
+        ``{identity key: advice}``: appended to the refusal when that key differs (what
+        to change so that the run matches the checkpoint).
 
     Raises
     ------
@@ -100,11 +103,12 @@ class CheckpointStore:
         The directory holds another run, or a run while ``resume`` is false.
     """
 
-    def __init__(self, directory, identity: dict, comm=None, resume: bool = False):
+    def __init__(self, directory, identity: dict, comm=None, resume: bool = False, hints: dict | None = None):
         from .abort import collective_raise
 
         self.directory = os.fspath(directory)
         self.identity = dict(identity, format=FORMAT)
+        self.hints = dict(hints or {})
         self.comm = comm
         self.rank = 0 if comm is None else comm.Get_rank()
         err = None
@@ -136,7 +140,7 @@ class CheckpointStore:
             diff = sorted(k for k in set(stored) | set(ident) if stored.get(k) != ident.get(k))
             if diff:
                 detail = "; ".join(f"{k}: checkpoint has {stored.get(k)!r}, this run has {ident.get(k)!r}"
-                                   for k in diff)
+                                   + (f" ({self.hints[k]})" if k in self.hints else "") for k in diff)
                 raise CheckpointError(
                     f"checkpoint in {self.directory} belongs to another run ({detail}); "
                     "resume with the same graph and options, or use another directory")
