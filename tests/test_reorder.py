@@ -166,3 +166,40 @@ def test_reorder_graph_maps_back(method):
 def test_reorder_graph_rejects_unknown():
     with pytest.raises(InvalidArgumentError, match="reorder must be one of"):
         reorder_graph(grid(3, 3), "metis")
+
+
+def _jaccard_cases():
+    from distgraph.generators import kronecker as kron
+
+    rng = np.random.default_rng(5)
+    s, d = rng.integers(0, 1003, 6000), rng.integers(0, 900, 6000)   # heads 900..1002 never hit
+    directed = Graph.from_edges(s, d, n=1003, directed=True)         # n not a multiple of the window
+    return [("kron10", kron(10, seed=3), 2**16, "5b946afbd1ae8c3e"),
+            ("kron10_w64", kron(10, seed=3), 64, "7ed2ef0fe70daf05"),
+            ("grid_shuf_w48", _shuffled(grid(31, 33), 1), 48, "e7efa3eb6fd532aa"),
+            ("dir1003_w64", directed, 64, "4da0656c33f9b357"),
+            ("dir1003_w8", directed, 8, "a31df63159ab9ec0"),
+            ("one", Graph.from_edges([0], [0], n=1, directed=True), 8, "af5570f5a1810b7a")]
+
+
+def test_jaccard_int32_stamps_give_the_int64_result(monkeypatch):
+    """Jaccard's per-thread row stamps (one scratch of n entries per thread: 17 GB at 2**27
+    vertices and 16 threads in int64) are int32 when the slice-set ids fit; the orders are
+    those of the int64 stamps (hashes taken before the change) and of int64 forced."""
+    import hashlib
+
+    import distgraph.formats.reorder as ro
+
+    assert ro._stamp_dtype(2**27, 2**16, 8) == np.int32
+    assert ro._stamp_dtype(2**31 - 9, 2**31, 8) == np.int32       # one window: 2**28 + 1 ids
+    assert ro._stamp_dtype(2**33 - 16, 8, 8) == np.int32          # 2**30 - 2 windows of 2 ids
+    assert ro._stamp_dtype(2**33, 8, 8) == np.int64               # 2**31 ids
+    cases = _jaccard_cases()
+    got = {}
+    for name, g, w, want in cases:
+        got[name] = jaccard_windows(g, w)
+        assert hashlib.sha256(np.ascontiguousarray(got[name], np.int64).tobytes()).hexdigest()[:16] == want, name
+        assert _is_perm(got[name], g.n)
+    monkeypatch.setattr(ro, "_stamp_dtype", lambda n, window, sigma: np.int64)
+    for name, g, w, _ in cases:
+        np.testing.assert_array_equal(jaccard_windows(g, w), got[name])

@@ -203,11 +203,12 @@ def _jaccard_kernel():
                 inter[touched[t]] = 0
 
     @nb.njit(cache=True, parallel=True)
-    def _all(n, window, sigma, ip, ix, tip, tix, nthreads):
+    def _all(n, window, sigma, ip, ix, tip, tix, nthreads, stamps):
+        # stamps: (nthreads, n) zeros, one row per thread (int32 when the set ids fit)
         slot_of = np.empty(n, np.int64)
         nwin = (n + window - 1) // window
         for t in nb.prange(nthreads):
-            stamp = np.zeros(n, np.int64)
+            stamp = stamps[t]
             inter = np.zeros(window, np.int64)
             assigned = np.zeros(window, np.bool_)
             Q = np.empty(window, np.int64)
@@ -254,7 +255,18 @@ def jaccard_windows(graph, window: int = 2**16, *, sigma: int = 8) -> np.ndarray
     ix = graph.indices
     kern = _jaccard_kernel()
     nthreads = max(1, min(nb.get_num_threads(), (n + window - 1) // window))
-    return kern(n, int(window), int(sigma), graph.indptr, ix, tip, tix, nthreads)
+    # each thread marks the rows a slice set covers with the set's id in a scratch of n
+    # entries: int32 when every id fits (n < 2**31 windows of any size), half the memory
+    # (2**27 vertices, 16 threads: 8.6 GB instead of 17.2)
+    stamps = np.zeros((nthreads, n), _stamp_dtype(n, int(window), sigma))
+    return kern(n, int(window), int(sigma), graph.indptr, ix, tip, tix, nthreads, stamps)
+
+
+def _stamp_dtype(n: int, window: int, sigma: int):
+    """dtype of Jaccard's per-thread row stamps: int32 when the largest slice-set id,
+    ``nwin * (window // sigma + 1)``, fits it, else int64."""
+    nwin = (n + window - 1) // window
+    return np.int32 if nwin * (window // sigma + 1) < 2**31 - 1 else np.int64
 
 
 # ------------------------------------------------------------------- update divergence
