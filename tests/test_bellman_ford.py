@@ -144,6 +144,11 @@ def test_validation_messages():
         bellman_ford(g, 0, remote="cas")
     with pytest.raises(InvalidArgumentError, match="delta must be None or a number >= 0"):
         bellman_ford(g, 0, delta=-2)
+    # NumPy numbers that are not real: a complex one compares (it passed, ignored on the CPU
+    # and a TypeError in the GPU's delta pick), a timedelta64 is an np.integer
+    for bad in (1j, np.complex128(1), np.complex64(2 + 1j), np.timedelta64(3), np.float64("nan")):
+        with pytest.raises(InvalidArgumentError, match=r"delta must be None or a number >= 0 .*; got "):
+            bellman_ford(g, 0, delta=bad, backend="cpu")
     assert bellman_ford(g, 0, delta=5, backend="cpu").distance.tolist() == [0, 1, 2]  # a GPU-only knob
     try:
         import cupy  # noqa: F401
@@ -878,6 +883,7 @@ def test_gpu_queue_arguments_validated_before_the_device():
                     ({"remote": "cas"}, "remote must be"), ({"grid": 0}, "grid must be"),
                     ({"timeout": -1}, "timeout must be"), ({"delta": -1}, "delta must be"),
                     ({"delta": float("nan")}, "delta must be"), ({"delta": True}, "delta must be"),
+                    ({"delta": np.complex128(1)}, "delta must be"), ({"delta": np.timedelta64(1)}, "delta must be"),
                     ({"keep": 1}, "keep must be True or False"), ({"idle_ns": 8}, "idle_ns must be"),
                     ({"idle_ns": 1.5}, "idle_ns must be"), ({"split": 16}, "split must be 0")):
         with pytest.raises(InvalidArgumentError, match=msg):

@@ -109,3 +109,28 @@ def test_negative_cycle_on_every_rank(pg, remote):
     assert _all(comm, ok)
     with pytest.raises(NegativeCycleError):
         bellman_ford(g, int(cyc[0]), backend="gpu", mode="async", remote=remote, comm=comm)
+
+
+def test_delta_ignored_on_several_pes(pg):
+    """The near-far priority runs on one PE only: on several PEs a delta (given, or set
+    between runs) is ignored, stats say delta 0 and no phases, and the distances are the
+    CPU's. On one PE the delta is used as given (integer weights: as is)."""
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    comm = MPI.COMM_WORLD
+    several = comm.Get_size() > 1
+    g = _graphs()["kron10_shifted"]
+    w = _arc_weights(g, None)
+    c = bellman_ford(g, 5, comm=MPI.COMM_SELF, backend="cpu")
+    r = bellman_ford(g, 5, backend="gpu", mode="async", delta=3, comm=comm)
+    ok = np.array_equal(r.distance, c.distance)
+    ok &= (r.stats["delta"] == 0 and r.stats["phases"] is None) if several else r.stats["delta"] == 3
+    q = QueueSSSP(g, w, comm, use_nvshmem=True, delta=3)
+    try:
+        q.set_delta(2)
+        d, _, st, _ = q.run(5, lambda cy: cycle_weight(g, cy, w) < 0)
+    finally:
+        q.close()
+    ok &= np.array_equal(d, c.distance)
+    ok &= (st["delta"] == 0 and st["phases"] is None) if several else st["delta"] == 2
+    assert _all(comm, ok)

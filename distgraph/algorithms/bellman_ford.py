@@ -315,8 +315,9 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
     expect(mode in MODES, "mode", f"one of {MODES}", mode)
     expect(queue in QUEUES, "queue", f"one of {QUEUES}", queue)
     expect(remote in REMOTES, "remote", f"one of {REMOTES}", remote)
-    expect(delta is None or (isinstance(delta, (int, float, np.number)) and not isinstance(delta, bool) and delta >= 0),
-           "delta", "None or a number >= 0 (0 or inf: no near-far)", delta)
+    from ..backends.gpu.bellman_ford import _check_delta  # NumPy only at import: no GPU needed
+
+    _check_delta(delta)
     comm = comm if comm is not None else MPI.COMM_WORLD
     backend = _resolve_backend(backend, comm)
     source = int(source)

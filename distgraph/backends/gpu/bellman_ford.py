@@ -116,8 +116,12 @@ DELTA_FACTOR = 4.0
 
 
 def _check_delta(delta):
-    expect(delta is None or (isinstance(delta, (int, float, np.number)) and not isinstance(delta, bool)
-                             and delta >= 0), "delta", "None or a number >= 0 (0 or inf: no near-far)", delta)
+    """``delta`` is None or a real number >= 0 (the check of :func:`~distgraph.algorithms.
+    bellman_ford.bellman_ford` too): a bool, NaN, a complex number (a NumPy complex is an
+    ``np.number``, and compares) and a ``timedelta64`` (an ``np.integer``) are refused."""
+    expect(delta is None or (isinstance(delta, (int, float, np.integer, np.floating))
+                             and not isinstance(delta, (bool, np.timedelta64)) and delta >= 0),
+           "delta", "None or a number >= 0 (0 or inf: no near-far)", delta)
 
 
 def _pick_delta(indptr, ww, isf, delta):
