@@ -13,63 +13,23 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from distgraph import generators as gen
 from distgraph.graph import Graph
+
+from _msbfs_cases import graphs, runner, same as _same, sums as _sums
 
 pytestmark = pytest.mark.gpu
 
 
-def _ctx():
-    from distgraph.runtime.context import get_context
-
-    return get_context(MPI.COMM_SELF, "gpu")
-
-
-def _sums(g, sources, per_source, runner=None, batch_size=512):
-    from distgraph.algorithms.msbfs import run_batches
-    from distgraph.runtime.context import get_context
-
-    ctx = get_context(MPI.COMM_SELF, "gpu" if runner is not None else "cpu")
-    tptr, tidx, _ = g.csc()
-    return run_batches(g.indptr, g.indices, tptr, tidx, np.asarray(sources, np.int64), per_source=per_source,
-                       batch_size=batch_size, ctx=ctx, progress=False, runner=runner)[:5]
-
-
 def _runner(g, **kw):
-    from distgraph.backends.gpu.msbfs import GpuMSBFS
-
-    tptr, tidx, _ = g.csc()
-    kw.setdefault("cache_dir", False)
-    kw.setdefault("announce", False)
     if kw.get("mode") == "blocks":  # the block schedule of replicated mode (the default on small graphs)
         kw["mode"] = "replicated"
         kw.setdefault("groups", "blocks")
     elif kw.get("mode") == "replicated":  # the grid-wide persistent kernel
         kw.setdefault("groups", 1)
-    return GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx(), **kw)
+    return runner(g, **kw)
 
 
-def _same(a, b):
-    return all(np.array_equal(np.asarray(x).astype(np.uint64), np.asarray(y).astype(np.uint64))
-               for x, y in zip(a, b))
-
-
-def _graphs():
-    rng = np.random.default_rng(3)
-    n = 1003
-    s, d = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
-    keep = s < 800
-    return {
-        "path4": Graph.from_edges([0, 1, 2], [1, 2, 3], directed=False),
-        "kron10": gen.kronecker(10, 8, seed=5),
-        "kron9_dir": gen.kronecker(9, 6, seed=6, directed=True),
-        "grid_37x29": gen.grid(37, 29),
-        "random_dir_disconnected": Graph.from_edges(s[keep], d[keep], n=n, directed=True),
-        "isolated_only": Graph.from_edges([], [], n=21, directed=True),
-    }
-
-
-GRAPHS = _graphs()
+GRAPHS = graphs()
 
 
 @pytest.mark.parametrize("name", sorted(GRAPHS))

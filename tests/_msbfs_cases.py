@@ -1,0 +1,64 @@
+"""Helpers shared by the GPU multi-source BFS tests (test_gpu_msbfs.py, test_gpu_msbfs_blocks.py):
+the small graphs, the sums of the shared driver ``run_batches`` (CPU backend, or a GPU
+runner), a GPU runner with the tests' defaults, and exact comparison of the sums."""
+
+import numpy as np
+from mpi4py import MPI
+
+from distgraph import generators as gen
+from distgraph.graph import Graph
+
+
+def ctx(backend="gpu"):
+    from distgraph.runtime.context import get_context
+
+    return get_context(MPI.COMM_SELF, backend)
+
+
+def sums(g, sources, per_source, runner=None, batch_size=512):
+    """The first five outputs of ``run_batches`` (farness, reach, harmonic limbs): through
+    ``runner`` on the GPU, or the CPU backend when it is None."""
+    from distgraph.algorithms.msbfs import run_batches
+
+    tptr, tidx, _ = g.csc()
+    return run_batches(g.indptr, g.indices, tptr, tidx, np.asarray(sources, np.int64), per_source=per_source,
+                       batch_size=batch_size, ctx=ctx("gpu" if runner is not None else "cpu"), progress=False,
+                       runner=runner)[:5]
+
+
+def runner(g, **kw):
+    """A ``GpuMSBFS`` of ``g`` without kernel cache or announcement (unless ``kw`` says)."""
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+
+    tptr, tidx, _ = g.csc()
+    kw.setdefault("cache_dir", False)
+    kw.setdefault("announce", False)
+    return GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=ctx(), **kw)
+
+
+def same(a, b):
+    """The sums ``a`` and ``b`` are equal, array by array, as uint64."""
+    return all(np.array_equal(np.asarray(x).astype(np.uint64), np.asarray(y).astype(np.uint64))
+               for x, y in zip(a, b))
+
+
+def graphs(undirected_disconnected=False):
+    """Literal and generated graphs: n not a multiple of 8, disconnected, directed,
+    isolated vertices; with ``undirected_disconnected`` also an undirected graph of 701
+    vertices, 101 or more of them isolated (drawn after the others: they stay the same)."""
+    rng = np.random.default_rng(3)
+    n = 1003
+    s, d = rng.integers(0, n, 3000), rng.integers(0, n, 3000)
+    keep = s < 800
+    out = {
+        "path4": Graph.from_edges([0, 1, 2], [1, 2, 3], directed=False),
+        "kron10": gen.kronecker(10, 8, seed=5),
+        "kron9_dir": gen.kronecker(9, 6, seed=6, directed=True),
+        "grid_37x29": gen.grid(37, 29),
+        "random_dir_disconnected": Graph.from_edges(s[keep], d[keep], n=n, directed=True),
+    }
+    if undirected_disconnected:
+        u, v = rng.integers(0, 600, 900), rng.integers(0, 600, 900)
+        out["undirected_disconnected"] = Graph.from_edges(u, v, n=701, directed=False)
+    out["isolated_only"] = Graph.from_edges([], [], n=21, directed=True)
+    return out
