@@ -62,3 +62,16 @@ def graphs(undirected_disconnected=False):
         out["undirected_disconnected"] = Graph.from_edges(u, v, n=701, directed=False)
     out["isolated_only"] = Graph.from_edges([], [], n=21, directed=True)
     return out
+
+
+def closeness_pair(g, **kw):
+    """``closeness(g, **kw)`` of the CPU backend and of the GPU backend, on COMM_SELF."""
+    from distgraph.algorithms.closeness import closeness
+
+    return tuple(closeness(g, backend=b, comm=MPI.COMM_SELF, progress=False, **kw) for b in ("cpu", "gpu"))
+
+
+def closeness_same(a, b):
+    """Farness, reach, harmonic sums and closeness (NaN where undefined) of ``a`` and ``b`` equal."""
+    return (np.array_equal(a.farness, b.farness) and np.array_equal(a.reach, b.reach)
+            and np.array_equal(a.harmonic, b.harmonic) and np.array_equal(a.closeness, b.closeness, equal_nan=True))

@@ -15,7 +15,7 @@ from mpi4py import MPI
 
 from distgraph.graph import Graph
 
-from _msbfs_cases import graphs, runner, same as _same, sums as _sums
+from _msbfs_cases import closeness_pair, closeness_same, graphs, runner, same as _same, sums as _sums
 
 pytestmark = pytest.mark.gpu
 
@@ -121,17 +121,9 @@ def test_real_graphs(data_dir, name):
 @pytest.mark.parametrize("convention", ["networkx", "networkit", "igraph", "harmonic"])
 @pytest.mark.parametrize("name", ["kron9_dir", "random_dir_disconnected", "grid_37x29"])
 def test_closeness_gpu_equals_cpu(name, convention):
-    from distgraph.algorithms.closeness import closeness
-
     g = GRAPHS[name]
-    a = closeness(g, convention=convention, backend="cpu", comm=MPI.COMM_SELF, progress=False)
-    b = closeness(g, convention=convention, backend="gpu", comm=MPI.COMM_SELF, progress=False)
-    assert np.array_equal(a.farness, b.farness) and np.array_equal(a.reach, b.reach)
-    assert np.array_equal(a.harmonic, b.harmonic)
-    assert np.array_equal(a.closeness, b.closeness, equal_nan=True)
-    verts = [0, 5, 5, g.n - 1]
-    a = closeness(g, vertices=verts, convention=convention, backend="cpu", comm=MPI.COMM_SELF, progress=False)
-    b = closeness(g, vertices=verts, convention=convention, backend="gpu", comm=MPI.COMM_SELF, progress=False)
+    assert closeness_same(*closeness_pair(g, convention=convention))
+    a, b = closeness_pair(g, vertices=[0, 5, 5, g.n - 1], convention=convention)
     assert np.array_equal(a.closeness, b.closeness, equal_nan=True) and np.array_equal(a.farness, b.farness)
 
 

@@ -18,7 +18,7 @@ from mpi4py import MPI
 
 from distgraph.graph import Graph
 
-from _msbfs_cases import ctx as _ctx, graphs, runner, same as _same, sums as _sums
+from _msbfs_cases import closeness_pair, closeness_same, ctx as _ctx, graphs, runner, same as _same, sums as _sums
 
 
 def _runner(g, **kw):
@@ -170,11 +170,8 @@ def test_closeness_blocks_equals_cpu(name, convention, tmp_path):
     r = make_runner(g.indptr, g.indices, tptr, tidx, ctx=_ctx(), all_sources=True)
     assert r.schedule == "blocks" and r.symmetric == (not g.directed)
     assert not make_runner(g.indptr, g.indices, tptr, tidx, ctx=_ctx()).symmetric
-    a = closeness(g, convention=convention, backend="cpu", comm=MPI.COMM_SELF, progress=False)
-    b = closeness(g, convention=convention, backend="gpu", comm=MPI.COMM_SELF, progress=False)
-    assert np.array_equal(a.farness, b.farness) and np.array_equal(a.reach, b.reach)
-    assert np.array_equal(a.harmonic, b.harmonic)
-    assert np.array_equal(a.closeness, b.closeness, equal_nan=True)
+    a, b = closeness_pair(g, convention=convention)
+    assert closeness_same(a, b)
     # with a checkpoint (one run() per batch of 64, no deferring)
     c = closeness(g, convention=convention, backend="gpu", comm=MPI.COMM_SELF, progress=False, batch_size=64,
                   checkpoint=tmp_path / "ck")
