@@ -1022,6 +1022,47 @@ def test_gpu_queue_capacity_same_on_every_pe(monkeypatch):
     assert caps[0] == caps[1] == 32768, caps
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("case", ["capacity invalid on one rank", "queue", "remote", "capacity"])
+def test_gpu_queue_arguments_checked_on_every_rank(comm, case):
+    """QueueSSSP's arguments are checked on every rank together, before CuPy or any
+    collective: a bad one on one rank raised there while the others went on into the
+    collectives (a hang on GPUs; here they failed later, without CuPy), and a queue, remote
+    protocol or capacity that differs between the ranks was not noticed (the BrokerQueue
+    compares its own capacity and kind, but only once the graph is set up). Every rank
+    gets the same error."""
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    size, me = comm.Get_size(), comm.Get_rank()
+    if size == 1:
+        pytest.skip("needs several ranks")
+    last = size - 1
+    kw = {"use_nvshmem": True}
+    why = "(one queue-driven run over the ranks)"
+    if case == "capacity invalid on one rank":
+        kw["capacity"] = 100 if me == last else 128
+        want = f"capacity must be None or a power of two >= 64 (queue slots per PE); got 100 (on rank {last})"
+    elif case == "queue":
+        kw["queue"] = "bwd" if me == last else "bq"
+        want = f"queue must be the same on every rank {why}; got 'bq' on rank 0, 'bwd' on rank {last}"
+    elif case == "remote":
+        kw["remote"] = "enqueue" if me == 0 else "atomic"
+        want = f"remote must be the same on every rank {why}; got 'enqueue' on rank 0, 'atomic' on rank 1"
+    else:
+        kw["capacity"] = None if me == 0 else 1 << 10
+        want = f"capacity must be the same on every rank {why}; got None on rank 0, 1024 on rank 1"
+    g = Graph.from_edges([0, 1], [1, 2], [1, 2])
+    try:
+        QueueSSSP(g, g.weights, comm, **kw)
+        msg = "no error"
+    except InvalidArgumentError as e:
+        msg = str(e)
+    except Exception as e:  # noqa: BLE001 - reported, so that every rank reaches the allgather
+        msg = f"{type(e).__name__}: {e}"
+    msgs = comm.allgather(msg)
+    assert msgs == [want] * size, msgs
+
+
 def test_gpu_sssp_benchmark_sweep_failure_keeps_the_defaults_row(monkeypatch):
     """benchmarks/gpu_sssp.py's schedule sweep: a sweep run that fails (here: chunks of 64
     arcs on a queue sized for 4096, which a real queue may not hold) used to replace the

@@ -127,7 +127,7 @@ def test_arguments_must_agree_stand_in_pes():
     def stand_in(other):  # this process is PE 0; PE 1 passed ``other`` to the check
         def allgather(x):
             return [x, other]
-        return SimpleNamespace(n_pes=2, my_pe=0, comm=SimpleNamespace(allgather=allgather))
+        return SimpleNamespace(n_pes=2, my_pe=0, comm=SimpleNamespace(allgather=allgather, Get_size=lambda: 2))
 
     good = (None, (8, "<i8", 1, "bq", "distributed"))
     with pytest.raises(InvalidArgumentError, match=r"^capacity must be the same on every PE .*; "

@@ -64,8 +64,8 @@ KINDS = ("bq", "bwd")
 LAYOUTS = ("distributed", "centralized")
 
 
-def _check_args(capacity, dtype, width, kind, layout) -> tuple:
-    """This PE's arguments, validated, as ``(capacity, dtype, width, kind, layout)``."""
+def _check_args(capacity, dtype, width, kind, layout) -> dict:
+    """This PE's arguments, validated, by name (the dtype as its ``str``)."""
     expect(isinstance(capacity, (int, np.integer)) and not isinstance(capacity, bool) and capacity >= 2
            and capacity & (capacity - 1) == 0, "capacity", "a power of two >= 2", capacity)
     expect(isinstance(width, (int, np.integer)) and not isinstance(width, bool) and width >= 1,
@@ -77,7 +77,7 @@ def _check_args(capacity, dtype, width, kind, layout) -> tuple:
     except TypeError:
         dt = None
     expect(dt is not None, "dtype", "a numpy dtype", dtype)
-    return int(capacity), dt.str, int(width), kind, layout
+    return {"capacity": int(capacity), "dtype": dt.str, "width": int(width), "kind": kind, "layout": layout}
 
 
 def _check_symmetric(pgas, capacity, dtype, width, kind, layout) -> None:
@@ -89,28 +89,15 @@ def _check_symmetric(pgas, capacity, dtype, width, kind, layout) -> None:
     different kind on the GPU: another kernel's protocol). A bad or mismatched argument on
     one PE raises the same error on every PE, before any allocation (not a hang in the
     first collective allocation, or a corrupted queue)."""
-    err, args = None, None
+    from ..runtime.abort import collective_check
+
+    err, args = None, {}
     try:
         args = _check_args(capacity, dtype, width, kind, layout)
     except InvalidArgumentError as e:
         err = e
-    if pgas.n_pes == 1:
-        if err is not None:
-            raise err
-        return
-    seen = pgas.comm.allgather((None if err is None else str(err), args))
-    bad = [pe for pe, (e, _) in enumerate(seen) if e is not None]
-    if bad:  # the lowest failing PE's message, on every PE
-        raise InvalidArgumentError(f"{seen[bad[0]][0]} (on PE {bad[0]})") from err
-    for i, name in enumerate(("capacity", "dtype", "width", "kind", "layout")):
-        vals = [a[i] for _, a in seen]
-        if any(v != vals[0] for v in vals):
-            first = {}
-            for pe, v in enumerate(vals):
-                first.setdefault(v, pe)
-            got = ", ".join(f"{v!r} on PE {pe}" for v, pe in first.items())
-            raise InvalidArgumentError(
-                f"{name} must be the same on every PE (the queue's segments are symmetric); got {got}")
+    collective_check(pgas.comm if pgas.n_pes > 1 else None, err, args,
+                     "the queue's segments are symmetric", unit="PE")
 
 
 class BrokerQueue:

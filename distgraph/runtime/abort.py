@@ -5,6 +5,8 @@ Under SPMD, an exception on one rank while the others sit in a collective is a h
 so that an uncaught exception prints ``distgraph: rank R: ErrorType: message`` on
 one line and calls ``MPI_Abort``. :func:`collective_raise` is the polite variant for
 errors found on some ranks only: every rank learns of the first error and raises it.
+:func:`collective_check` does the same for argument checks, and also compares values that
+must be the same on every rank.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import sys
 import traceback
 
-__all__ = ["install_abort_hook", "abort", "collective_raise", "format_error"]
+__all__ = ["install_abort_hook", "abort", "collective_raise", "collective_check", "format_error"]
 
 
 def format_error(exc: BaseException) -> str:
@@ -70,3 +72,32 @@ def collective_raise(comm, exc: BaseException | None) -> None:
     if exc is not None and comm.Get_rank() == first:
         raise exc
     raise err
+
+
+def collective_check(comm, err: BaseException | None, values: dict, why: str = "", unit: str = "rank") -> None:
+    """Every rank calls this with its own argument check's error (or None) and ``values``,
+    the (picklable, comparable) arguments that must be the same on every rank, in the same
+    order everywhere; one ``allgather``. Raises the same
+    :class:`~distgraph.errors.InvalidArgumentError` on every rank: the lowest failing rank's
+    message with ``(on rank R)``, else for the first value that differs ``NAME must be the
+    same on every rank (WHY); got V on rank 0, W on rank 1`` (each value with the first rank
+    that has it). ``unit`` names the ranks in the messages (``"PE"`` for a PGAS)."""
+    from ..errors import InvalidArgumentError
+
+    if comm is None or comm.Get_size() == 1:
+        if err is not None:
+            raise err
+        return
+    seen = comm.allgather((None if err is None else str(err), None if err is not None else list(values.values())))
+    bad = [r for r, (e, _) in enumerate(seen) if e is not None]
+    if bad:
+        raise InvalidArgumentError(f"{seen[bad[0]][0]} (on {unit} {bad[0]})") from err
+    for i, name in enumerate(values):
+        vals = [v[i] for _, v in seen]
+        if any(v != vals[0] for v in vals):
+            first: dict = {}
+            for r, v in enumerate(vals):
+                first.setdefault(v, r)
+            got = ", ".join(f"{v!r} on {unit} {r}" for v, r in first.items())
+            why = f" ({why})" if why else ""
+            raise InvalidArgumentError(f"{name} must be the same on every {unit}{why}; got {got}")

@@ -64,7 +64,7 @@ import time
 
 import numpy as np
 
-from ...errors import DistgraphError, GraphValueError, expect
+from ...errors import DistgraphError, GraphValueError, InvalidArgumentError, expect
 
 __all__ = ["QueueSSSP", "RoundsSSSP", "rounds_cupy", "run_queue", "run_rounds", "to_keys", "from_keys"]
 
@@ -211,7 +211,9 @@ def _finish_host(graph, w, wdt, comm, part, lo, hi, indptr, indices, ww, source,
 class QueueSSSP:
     """The queue-driven GPU Bellman-Ford on one graph (device arrays kept for several runs).
 
-    Collective over ``comm`` (one PE per rank). ``use_nvshmem`` defaults to
+    Collective over ``comm`` (one PE per rank); the arguments are checked on every rank
+    together, and ``queue``, ``remote``, ``capacity`` and ``use_nvshmem`` must be the same
+    on every rank (else every rank raises the same error). ``use_nvshmem`` defaults to
     ``comm.Get_size() > 1``; True runs the NVSHMEM kernel even on one PE (for tests).
     ``capacity``: queue slots per PE (a power of two; default: room for every own vertex,
     and four times that plus 2**16 with ``remote="enqueue"``, whose items are not
@@ -237,23 +239,34 @@ class QueueSSSP:
         from ..cpu.bellman_ford import _neg_bound, _setup
         from .loader import import_cupy
 
-        # validated before touching the device: a bad value used to surface as an unknown
-        # kernel name, or a queue indexed with a mask that is not one (capacity 100)
-        expect(queue in ("bq", "bwd"), "queue", "'bq' or 'bwd'", queue)
-        expect(remote in ("atomic", "enqueue"), "remote", "'atomic' or 'enqueue'", remote)
-        expect(capacity is None or (isinstance(capacity, (int, np.integer)) and capacity >= 64
-                                    and capacity & (capacity - 1) == 0),
-               "capacity", "None or a power of two >= 64 (queue slots per PE)", capacity)
-        expect(grid is None or (isinstance(grid, (int, np.integer)) and grid >= 1), "grid",
-               "None or a positive number of blocks", grid)
-        expect(timeout is None or (isinstance(timeout, (int, float, np.number)) and timeout > 0), "timeout",
-               "None or a positive number of seconds", timeout)
-        _check_delta(delta)
-        expect(isinstance(keep, (bool, np.bool_)), "keep", "True or False", keep)
-        expect(isinstance(idle_ns, (int, np.integer)) and not isinstance(idle_ns, bool) and 32 <= idle_ns <= 1 << 20,
-               "idle_ns", "an int in [32, 2**20] (nanoseconds)", idle_ns)
-        expect(isinstance(split, (int, np.integer)) and not isinstance(split, bool) and (split == 0 or split >= 32),
-               "split", "0 (off) or an int >= 32 (arcs per chunk of a large vertex)", split)
+        # validated before touching the device (a bad value used to surface as an unknown
+        # kernel name, or a queue indexed with a mask that is not one: capacity 100), on
+        # every rank together (an error on one rank only left the others waiting in the
+        # first collective); queue, remote protocol and capacity the same on every rank
+        from ...runtime.abort import collective_check
+
+        err = None
+        try:
+            expect(queue in ("bq", "bwd"), "queue", "'bq' or 'bwd'", queue)
+            expect(remote in ("atomic", "enqueue"), "remote", "'atomic' or 'enqueue'", remote)
+            expect(capacity is None or (isinstance(capacity, (int, np.integer)) and capacity >= 64
+                                        and capacity & (capacity - 1) == 0),
+                   "capacity", "None or a power of two >= 64 (queue slots per PE)", capacity)
+            expect(grid is None or (isinstance(grid, (int, np.integer)) and grid >= 1), "grid",
+                   "None or a positive number of blocks", grid)
+            expect(timeout is None or (isinstance(timeout, (int, float, np.number)) and timeout > 0), "timeout",
+                   "None or a positive number of seconds", timeout)
+            _check_delta(delta)
+            expect(isinstance(keep, (bool, np.bool_)), "keep", "True or False", keep)
+            expect(isinstance(idle_ns, (int, np.integer)) and not isinstance(idle_ns, bool)
+                   and 32 <= idle_ns <= 1 << 20, "idle_ns", "an int in [32, 2**20] (nanoseconds)", idle_ns)
+            expect(isinstance(split, (int, np.integer)) and not isinstance(split, bool) and (split == 0 or split >= 32),
+                   "split", "0 (off) or an int >= 32 (arcs per chunk of a large vertex)", split)
+        except InvalidArgumentError as e:
+            err = e
+        collective_check(comm, err, {"queue": queue, "remote": remote, "capacity": capacity,
+                                     "use_nvshmem": comm.Get_size() > 1 if use_nvshmem is None else bool(use_nvshmem)},
+                         "one queue-driven run over the ranks")
         self.keep, self.idle_ns, self.split = bool(keep), int(idle_ns), int(split)
         t0 = time.perf_counter()
         cp = import_cupy()
