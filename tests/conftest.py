@@ -38,3 +38,22 @@ def comm():
     from mpi4py import MPI
 
     return MPI.COMM_WORLD
+
+
+@pytest.fixture
+def bench_script(monkeypatch):
+    """``load(script, name)``: a script of ``benchmarks/`` run as module ``name`` (not put in
+    ``sys.modules``), with ``benchmarks/`` on ``sys.path`` for the test (the scripts import
+    ``_common``). Stand-ins the script imports (``cupy``) go into ``sys.modules`` before."""
+    import importlib.util
+
+    bench = ROOT / "benchmarks"
+    monkeypatch.syspath_prepend(str(bench))
+
+    def load(script: str, name: str):
+        spec = importlib.util.spec_from_file_location(name, bench / script)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    return load

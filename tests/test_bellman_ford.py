@@ -950,25 +950,19 @@ def test_gpu_near_far_delta_past_int64_is_off():
     assert gbf._pick_delta(ind, w.astype(np.float64), True, 10 ** 400) == np.finfo(np.float64).max
 
 
-def test_gpu_sssp_benchmark_merge_keeps_dates_and_numbers(tmp_path, monkeypatch):
+def test_gpu_sssp_benchmark_merge_keeps_dates_and_numbers(tmp_path, monkeypatch, bench_script):
     """benchmarks/gpu_sssp.py --merge: the kept ``pes`` rows of the earlier file are dated
     with their own commit (one top-level pes_commit, overwritten by the new run, dated them
     all to it), and a graph whose rerun failed keeps its earlier row (it used to be dropped
     for the error row), the failure under failed_later. No GPU: a stand-in cupy module, the
     mpirun of the PE rows replaced."""
-    import importlib.util
     import json
     import sys
     import types
-    from pathlib import Path
 
-    bench = Path(__file__).resolve().parent.parent / "benchmarks"
-    monkeypatch.syspath_prepend(str(bench))
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(__version__="0-stand-in"))
     monkeypatch.setenv("DISTGRAPH_COMMIT", "NEW")
-    spec = importlib.util.spec_from_file_location("gpu_sssp_bench", bench / "gpu_sssp.py")
-    gs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gs)
+    gs = bench_script("gpu_sssp.py", "gpu_sssp_bench")
     monkeypatch.setattr(gs, "mpirun_json", lambda n, args, timeout: {"pes": n, "bwd_atomic": {"time_s": 0.02}})
     old = {"commit": "OLD", "pes_commit": "OLDPES", "runs": [
         {"graph": "nosuch:1", "weights": "uniform", "cpu_1rank": {"time_s": 1.0}},
@@ -1063,29 +1057,23 @@ def test_gpu_queue_arguments_checked_on_every_rank(comm, case):
     assert msgs == [want] * size, msgs
 
 
-def test_gpu_sssp_benchmark_sweep_failure_keeps_the_defaults_row(monkeypatch):
+def test_gpu_sssp_benchmark_sweep_failure_keeps_the_defaults_row(monkeypatch, bench_script):
     """benchmarks/gpu_sssp.py's schedule sweep: a sweep run that fails (here: chunks of 64
     arcs on a queue sized for 4096, which a real queue may not hold) used to replace the
     defaults' measured row by the error, the sweep's runs with it; now the defaults' row
     and the sweep so far stay, the failure under ..._sweep_error, and a sweep with chunks
     smaller than the default gets a runner whose queue is sized for them. No GPU: stand-in
     runners and cupy."""
-    import importlib.util
     import sys
     import types
-    from pathlib import Path
 
     from distgraph.backends.gpu import bellman_ford as gbf
     from distgraph.errors import DistgraphError
 
-    bench = Path(__file__).resolve().parent.parent / "benchmarks"
-    monkeypatch.syspath_prepend(str(bench))
     fake_cp = types.SimpleNamespace(__version__="0", cuda=types.SimpleNamespace(
         Device=lambda: types.SimpleNamespace(synchronize=lambda: None)))
     monkeypatch.setitem(sys.modules, "cupy", fake_cp)
-    spec = importlib.util.spec_from_file_location("gpu_sssp_bench2", bench / "gpu_sssp.py")
-    gs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gs)
+    gs = bench_script("gpu_sssp.py", "gpu_sssp_bench2")
     g = Graph.from_edges(np.zeros(99, np.int64), np.arange(1, 100), np.ones(99, np.int64), n=100)
     ref = np.r_[0, np.ones(99, np.int64)]
     monkeypatch.setattr(gs, "case", lambda spec, weights: (g, 0, g, None))
@@ -1131,28 +1119,22 @@ def test_gpu_sssp_benchmark_sweep_failure_keeps_the_defaults_row(monkeypatch):
     assert row["gpu_queue_bwd_sweep"] == []
 
 
-def test_gpu_sssp_benchmark_pe_rows_say_their_schedule_and_free(monkeypatch, capsys):
+def test_gpu_sssp_benchmark_pe_rows_say_their_schedule_and_free(monkeypatch, capsys, bench_script):
     """benchmarks/gpu_sssp.py --worker-pes: each variant's row records delta and phases (one
     PE runs the near-far priority, several PEs a FIFO queue: a 1-PE row is not the same
     schedule as an N-PE one), and a variant that fails still frees its symmetric arrays
     (they leaked into the next variants' heap). No GPU: stand-in runner, PGAS and context."""
-    import importlib.util
     import json
     import sys
     import types
-    from pathlib import Path
 
     import distgraph.pgas
     from distgraph.backends.gpu import bellman_ford as gbf
     from distgraph.errors import DistgraphError
     from distgraph.runtime import context
 
-    bench = Path(__file__).resolve().parent.parent / "benchmarks"
-    monkeypatch.syspath_prepend(str(bench))
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(__version__="0"))
-    spec = importlib.util.spec_from_file_location("gpu_sssp_bench3", bench / "gpu_sssp.py")
-    gs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gs)
+    gs = bench_script("gpu_sssp.py", "gpu_sssp_bench3")
     g = Graph.from_edges([0, 1], [1, 2], np.array([2, -1], np.int64), n=3)
     monkeypatch.setattr(gs, "case", lambda spec, weights: (g, 0, g, None))
     monkeypatch.setattr(context, "get_context", lambda comm, backend: None)

@@ -525,22 +525,16 @@ def test_device_matrix_arguments_refused_before_cupy(kw, msg):
             plan_tiles(t, kw["tile"])
 
 
-def test_benchmark_merge_keeps_old_numbers_of_a_failed_rerun(tmp_path, monkeypatch):
+def test_benchmark_merge_keeps_old_numbers_of_a_failed_rerun(tmp_path, bench_script):
     """benchmarks/gpu_k2tree_bench.py --merge: a graph whose new run failed (an error, no
     times) keeps its old entry (it used to be replaced by the error, the old numbers lost),
     the failure noted under failed_later; configurations the new run did not redo go to
     'earlier' with only their own cuSPARSE ratios (a prefix test also took k2F_k1_right
     for a ratio of k2F)."""
-    import importlib.util
     import json
     import sys
-    from pathlib import Path
 
-    bench = Path(__file__).resolve().parent.parent / "benchmarks"
-    monkeypatch.syspath_prepend(str(bench))
-    spec = importlib.util.spec_from_file_location("gpu_k2tree_bench", bench / "gpu_k2tree_bench.py")
-    kb = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(kb)
+    kb = bench_script("gpu_k2tree_bench.py", "gpu_k2tree_bench")
     sys.modules.pop("_common", None)
     old = {"commit": "A", "date": "d1", "graphs": [
         {"graph": "kron:24", "time_ms": {"k2F": {"right": 1.0}}, "ratio_time_vs_cusparse": {"k2F_right": 2.0}},
@@ -563,17 +557,10 @@ def test_benchmark_merge_keeps_old_numbers_of_a_failed_rerun(tmp_path, monkeypat
                                "cusparse_ms": {"right": 0.3}, "ratio_time_vs_cusparse": {"k2F_right": 2.0}}]
 
 
-def test_benchmark_refuses_unknown_configurations(monkeypatch, capsys):
+def test_benchmark_refuses_unknown_configurations(capsys, bench_script):
     """benchmarks/gpu_k2tree_bench.py --configs / --big-configs: a misspelt name is an error
     naming it (it used to be skipped without a word, its rows silently missing)."""
-    import importlib.util
-    from pathlib import Path
-
-    bench = Path(__file__).resolve().parent.parent / "benchmarks"
-    monkeypatch.syspath_prepend(str(bench))
-    spec = importlib.util.spec_from_file_location("gpu_k2tree_bench", bench / "gpu_k2tree_bench.py")
-    kb = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(kb)
+    kb = bench_script("gpu_k2tree_bench.py", "gpu_k2tree_bench")
     for args in (["--configs", "k2F", "k2F_kk"], ["--big-configs", "k2f"]):
         with pytest.raises(SystemExit) as e:
             kb.main(args)
