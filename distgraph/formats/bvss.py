@@ -37,6 +37,7 @@ GPUs" (BLEST), arXiv:2606.05081, 2026, Sec. 3.1 (BVSS) and Fig. 1.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from dataclasses import dataclass
@@ -125,14 +126,9 @@ class BVSS:
                    int(d["num_slices"]))
 
 
-_MERGE_KERNELS = None
-
-
+@functools.cache
 def _merge_kernels():
     """The two numba passes of :func:`build_bvss` (compiled on first use)."""
-    global _MERGE_KERNELS
-    if _MERGE_KERNELS is not None:
-        return _MERGE_KERNELS
     import numba as nb
 
     @nb.njit(cache=True, inline="always")
@@ -182,8 +178,7 @@ def _merge_kernels():
             e = np.empty(8, np.int64)
             _merge(ip, ix, n, s, p, e, row_ids, masks, np.int64(real_ptrs[s]) * tau, True)
 
-    _MERGE_KERNELS = (_count, _fill)
-    return _MERGE_KERNELS
+    return _count, _fill
 
 
 def _real_ptrs(per_ss, ns):

@@ -23,6 +23,8 @@ E. Cuthill and J. McKee, "Reducing the bandwidth of sparse symmetric matrices", 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..errors import expect
@@ -117,13 +119,8 @@ def rcm(graph) -> np.ndarray:
 
 
 # ----------------------------------------------------------------- Jaccard with windows
-_JACCARD_KERNEL = None
-
-
+@functools.cache
 def _jaccard_kernel():
-    global _JACCARD_KERNEL
-    if _JACCARD_KERNEL is not None:
-        return _JACCARD_KERNEL
     import numba as nb
 
     @nb.njit(cache=True, inline="always")
@@ -220,7 +217,6 @@ def _jaccard_kernel():
                         inter, assigned, Q, touched)
         return slot_of
 
-    _JACCARD_KERNEL = _all
     return _all
 
 
@@ -270,45 +266,40 @@ def _stamp_dtype(n: int, window: int, sigma: int):
 
 
 # ------------------------------------------------------------------- update divergence
-_UDIV_KERNEL = None
-
-
+@functools.cache
 def _udiv_kernel():
-    global _UDIV_KERNEL
-    if _UDIV_KERNEL is None:
-        import numba as nb
+    import numba as nb
 
-        @nb.njit(cache=True, parallel=True)
-        def _per_vss(row_ids, masks, nv, tau, theta):
-            out = np.empty(nv, np.float64)
-            for v in nb.prange(nv):
-                base = v * tau
-                acc = 0.0
-                ncol = 0
-                for c in range(theta):       # column c: slices 4t + c of the lanes t
-                    k = 0
-                    s1 = 0.0
-                    for t in range(tau // theta):
-                        i = base + t * theta + c
-                        if masks[i] != 0:
-                            k += 1
-                            s1 += row_ids[i]
-                    if k == 0:
-                        continue
-                    mean = s1 / k
-                    s2 = 0.0
-                    for t in range(tau // theta):
-                        i = base + t * theta + c
-                        if masks[i] != 0:
-                            dlt = row_ids[i] - mean
-                            s2 += dlt * dlt
-                    acc += np.sqrt(s2 / k)
-                    ncol += 1
-                out[v] = acc / max(ncol, 1)
-            return out
+    @nb.njit(cache=True, parallel=True)
+    def _per_vss(row_ids, masks, nv, tau, theta):
+        out = np.empty(nv, np.float64)
+        for v in nb.prange(nv):
+            base = v * tau
+            acc = 0.0
+            ncol = 0
+            for c in range(theta):       # column c: slices 4t + c of the lanes t
+                k = 0
+                s1 = 0.0
+                for t in range(tau // theta):
+                    i = base + t * theta + c
+                    if masks[i] != 0:
+                        k += 1
+                        s1 += row_ids[i]
+                if k == 0:
+                    continue
+                mean = s1 / k
+                s2 = 0.0
+                for t in range(tau // theta):
+                    i = base + t * theta + c
+                    if masks[i] != 0:
+                        dlt = row_ids[i] - mean
+                        s2 += dlt * dlt
+                acc += np.sqrt(s2 / k)
+                ncol += 1
+            out[v] = acc / max(ncol, 1)
+        return out
 
-        _UDIV_KERNEL = _per_vss
-    return _UDIV_KERNEL
+    return _per_vss
 
 
 def update_divergence(bvss) -> float:
@@ -355,44 +346,39 @@ def update_divergence_numpy(bvss) -> float:
 
 
 # ------------------------------------------------------------------------- relabeling
-_PERMUTE_KERNEL = None
-
-
+@functools.cache
 def _permute_kernel():
-    global _PERMUTE_KERNEL
-    if _PERMUTE_KERNEL is None:
-        import numba as nb
+    import numba as nb
 
-        @nb.njit(cache=True, parallel=True)
-        def _rows(ip, ix, new_id, old_of_new, new_ip, out_ix, gather):
-            # new row r = old row old_of_new[r], heads renamed and sorted (stable, so
-            # repeated arcs keep their order); gather[q] = old position of new arc q
-            for r in nb.prange(old_of_new.shape[0]):
-                o = old_of_new[r]
-                p0 = ip[o]
-                q0 = new_ip[r]
-                d = ip[o + 1] - p0
-                if d <= 48:  # insertion sort
-                    for k in range(d):
-                        v = new_id[ix[p0 + k]]
-                        j = k
-                        while j > 0 and out_ix[q0 + j - 1] > v:
-                            out_ix[q0 + j] = out_ix[q0 + j - 1]
-                            gather[q0 + j] = gather[q0 + j - 1]
-                            j -= 1
-                        out_ix[q0 + j] = v
-                        gather[q0 + j] = p0 + k
-                else:
-                    keys = np.empty(d, np.int64)
-                    for k in range(d):
-                        keys[k] = new_id[ix[p0 + k]]
-                    order = np.argsort(keys, kind="mergesort")
-                    for k in range(d):
-                        out_ix[q0 + k] = keys[order[k]]
-                        gather[q0 + k] = p0 + order[k]
+    @nb.njit(cache=True, parallel=True)
+    def _rows(ip, ix, new_id, old_of_new, new_ip, out_ix, gather):
+        # new row r = old row old_of_new[r], heads renamed and sorted (stable, so
+        # repeated arcs keep their order); gather[q] = old position of new arc q
+        for r in nb.prange(old_of_new.shape[0]):
+            o = old_of_new[r]
+            p0 = ip[o]
+            q0 = new_ip[r]
+            d = ip[o + 1] - p0
+            if d <= 48:  # insertion sort
+                for k in range(d):
+                    v = new_id[ix[p0 + k]]
+                    j = k
+                    while j > 0 and out_ix[q0 + j - 1] > v:
+                        out_ix[q0 + j] = out_ix[q0 + j - 1]
+                        gather[q0 + j] = gather[q0 + j - 1]
+                        j -= 1
+                    out_ix[q0 + j] = v
+                    gather[q0 + j] = p0 + k
+            else:
+                keys = np.empty(d, np.int64)
+                for k in range(d):
+                    keys[k] = new_id[ix[p0 + k]]
+                order = np.argsort(keys, kind="mergesort")
+                for k in range(d):
+                    out_ix[q0 + k] = keys[order[k]]
+                    gather[q0 + k] = p0 + order[k]
 
-        _PERMUTE_KERNEL = _rows
-    return _PERMUTE_KERNEL
+    return _rows
 
 
 def permute_graph(graph, new_id: np.ndarray):
