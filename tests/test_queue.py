@@ -114,6 +114,11 @@ def test_ring_wraps_many_times_with_batches(pg, comm):
 def test_validation(pg):
     with pytest.raises(InvalidArgumentError, match="capacity must be a power of two"):
         BrokerQueue(12, pgas=pg)
+    from distgraph.pgas.bench import GpuQueueBench
+
+    for cap in (100, 1.0 * 64, True):  # the kernels index slot pos & (N - 1); checked before CuPy
+        with pytest.raises(InvalidArgumentError, match="capacity must be a power of two >= 2; got"):
+            GpuQueueBench(cap, nvshmem=False)
     with pytest.raises(InvalidArgumentError, match="kind must be"):
         BrokerQueue(8, kind="lifo", pgas=pg)
 

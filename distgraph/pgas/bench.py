@@ -59,6 +59,9 @@ class GpuQueueBench:
     """The GPU queue kernels on one queue (see the module docstring)."""
 
     def __init__(self, capacity: int, nvshmem: bool = True, pgas=None, comm=None):
+        # the kernels take slot pos & (N - 1): without NVSHMEM nothing else checks it
+        expect(isinstance(capacity, (int, np.integer)) and not isinstance(capacity, bool) and capacity >= 2
+               and capacity & (capacity - 1) == 0, "capacity", "a power of two >= 2", capacity)
         import cupy
 
         from mpi4py import MPI
