@@ -94,3 +94,34 @@ def test_lazy_kernel_is_compiled_without_the_direct_code(tmp_path):
     regs = {k: int(v) for k, v in regs.items()}
     assert regs["distgraph_bfs_lazy"] < regs["distgraph_bfs_persistent"], regs
     assert regs["distgraph_bfs_direct"] <= 64 and regs["distgraph_bfs_persistent"] <= 64, regs  # 4 blocks/SM
+
+
+@pytest.mark.parametrize("reorder", ["rcm", "none"])
+def test_plan_counts_the_id_map_of_a_reordering(monkeypatch, reorder):
+    """With a reordering the engine holds the id map to the caller's ids on the device (8n,
+    int64) and gathers the levels through it (4n): both are in the plan it checks and
+    records (before, neither was counted)."""
+    import types
+
+    import distgraph.backends.gpu.bfs as bfs_mod
+    from distgraph.backends.gpu.memory import bfs_plan as real_plan
+
+    plans = []
+
+    class Stop(Exception):
+        pass
+
+    def plan(*a, **kw):
+        plans.append(real_plan(*a, **kw))
+        raise Stop
+
+    monkeypatch.setattr(bfs_mod, "import_cupy", lambda: types.SimpleNamespace())
+    monkeypatch.setattr(bfs_mod, "bfs_plan", plan)
+    g = Graph.from_edges(np.arange(99), np.arange(1, 100), directed=False)  # n = 100
+    with pytest.raises(Stop):
+        bfs_mod.GpuBFS(g, reorder=reorder, cache_dir=False, variant="plain")
+    items = plans[0].items
+    if reorder == "none":
+        assert "id map (caller ids)" not in items and "levels in caller ids" not in items
+    else:
+        assert items["id map (caller ids)"] == 8 * 100 and items["levels in caller ids"] == 4 * 100

@@ -639,7 +639,7 @@ class _Kernels:
 def fake_gpu(monkeypatch, tmp_path):
     import sys
 
-    from distgraph.backends.gpu import loader
+    from distgraph.backends.gpu import bfs, loader  # noqa: F401 (bfs binds import_cupy at import: not the fake)
 
     cp = _fake_cupy()
     monkeypatch.setitem(sys.modules, "cupy", cp)
@@ -878,6 +878,7 @@ def test_blocks_schedule_agreed_over_ranks(fake_gpu):
     blocks = msbfs_plan(g.n, b, 32, bottom_up=False, slots=4).total   # the fake GPU has 4 SMs
     free = int(grid / HEADROOM) + 1
     assert blocks > HEADROOM * free
+    sys.modules["cupy"].cuda.Device().id = comm.Get_rank()   # one GPU per rank (none shared)
     if comm.Get_rank() == 1:
         sys.modules["cupy"].cuda.runtime.memGetInfo = lambda: (free, free)
     r = _fake_runner(ctx, g, kappa=32, mode="replicated", groups="auto", symmetric=True, reorder="none")
@@ -978,3 +979,160 @@ def test_blocks_plan_is_the_allocated_state(fake_gpu):
     want = msbfs_plan(g.n, build_bvss(g), 32, bottom_up=False, slots=r.slots)
     assert r.plan.total == want.total and r.info["device_bytes"] == want.total
     assert state <= want.total < 2 * state + 10**6
+
+
+class _TrackedArr(_FakeArr):
+    """A fake device array whose fancy-indexed results (gathers on the device) count as
+    allocations too."""
+
+    def __getitem__(self, key):
+        out = super().__getitem__(key)
+        if isinstance(key, np.ndarray) and key.dtype.kind in "iu" and isinstance(out, _TrackedArr):
+            _ALLOC.track(out)
+        return out
+
+
+class _Alloc:
+    """Live and peak bytes of the fake device arrays (freed when the array object dies)."""
+
+    def __init__(self):
+        self.live = self.peak = 0
+
+    def track(self, a):
+        import weakref
+
+        nb = int(a.nbytes)
+        self.live += nb
+        self.peak = max(self.peak, self.live)
+        weakref.finalize(a, self._free, nb)
+        return a
+
+    def _free(self, nb):
+        self.live -= nb
+
+
+_ALLOC = _Alloc()
+
+
+@pytest.mark.parametrize("name", ["kron7", "grid", "random_dir_disconnected"])
+@pytest.mark.parametrize("mode, groups, bu", [("replicated", "blocks", 0), ("replicated", 1, 1),
+                                              ("replicated", 2, 0), ("stepwise", None, 1)])
+def test_plan_counts_what_the_runner_allocates(fake_gpu, monkeypatch, name, mode, groups, bu):
+    """The memory plan (the one printed, checked and recorded as info["device_bytes"]) covers
+    the peak of the device arrays the runner allocates -- with a reordering (the id map and
+    the sums gathered back to the caller's ids) and the deferred per-vertex sums -- within a
+    few hundred bytes.  Before, the id map (8n), the gathered sums (40n) and the deferred sums
+    (40n) were allocated outside the plan."""
+    import gc
+    import sys
+
+    global _ALLOC
+    _ALLOC = _Alloc()
+    cp = sys.modules["cupy"]
+    monkeypatch.setattr(cp, "zeros", lambda n, dtype=np.float64: _ALLOC.track(np.zeros(n, dtype).view(_TrackedArr)))
+    monkeypatch.setattr(cp, "asarray", lambda a, dtype=None: _ALLOC.track(np.array(a, dtype=dtype).view(_TrackedArr)))
+    g = GRAPHS[name]
+    tptr, tidx, _ = g.csc()
+    kw = {} if groups is None else {"groups": groups}
+    r = _fake_runner(fake_gpu, g, kappa=32, mode=mode, bu_ratio=bu, reorder="rcm", window=64, **kw)
+    assert r.new_id is not None and r.schedule == ("blocks" if groups == "blocks" else "grid")
+    # after construction: everything but what runs allocate (sums, deferred sums, one array
+    # gathered to the caller's ids, the launches' source lists), to the byte but for a few
+    # one-entry stand-ins
+    gc.collect()
+    later = 5 * 8 * 512 + 5 * 8 * g.n + 8 * g.n + (16 * r.slots * 32 if r.slots else 4 * 32 * r.groups + 4 * r.groups)
+    assert abs(_ALLOC.live - (r.plan.total - later)) <= 64, (_ALLOC.live, r.plan.total - later, r.plan.items)
+    # the grid-schedule companion of short block-schedule runs is a runner of its own
+    monkeypatch.setattr(type(r), "_grid_companion", lambda self: None)
+    srcs = np.arange(g.n, dtype=np.int64)
+    big = np.resize(srcs[::-1], 512)          # a full per-source batch (sources repeat)
+    for per_source, defer, some, step in ((False, False, srcs, 40), (False, True, srcs, 40),
+                                          (True, False, big, 512)):
+        ref = _cpu_sums(g, some, per_source)
+        out = [np.zeros(some.shape[0] if per_source else g.n, np.uint64) for _ in range(5)]
+        out[1] = out[1].astype(np.int64)
+        for lo in range(0, some.shape[0], step):
+            part = [a[lo:lo + step] for a in out] if per_source else out
+            r.run(some[lo:lo + step], per_source, part, defer=defer)
+        if defer:
+            r.drain(*out)
+        normalize_limbs(out[2], out[3], out[4])
+        if per_source or not r.symmetric:
+            _assert_same(tuple(out), ref)
+    gc.collect()
+    assert r.plan.total == r.info["device_bytes"]
+    assert _ALLOC.peak <= r.plan.total, (_ALLOC.peak, r.plan.items)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("groups", ["blocks", 1])
+def test_allocation_failure_on_one_rank_raised_on_all(fake_gpu, groups):
+    """Replicated mode on 2 ranks: the plan passed the memory check, then an allocation fails
+    on rank 1 only (cupy's OutOfMemoryError, a MemoryError; e.g. ranks sharing a GPU) -- the
+    block schedule's per-block state, or the grid schedule's Vc.  Every rank raises a
+    DeviceMemoryError that says what was asked and what to try; before, rank 1 raised and
+    rank 0 went on into the driver's next collective (a hang)."""
+    import sys
+
+    from distgraph.errors import DeviceMemoryError
+
+    comm = MPI.COMM_WORLD
+    if comm.Get_size() < 2:
+        pytest.skip("needs 2 ranks")
+    ctx = types.SimpleNamespace(size=comm.Get_size(), rank=comm.Get_rank(), comm=comm, local_size=1)
+    cp = sys.modules["cupy"]
+    cp.cuda.Device().id = comm.Get_rank()
+    g = GRAPHS["kron7"]
+    W, nhat = 1, 16 * 8
+    big = (16 if groups == "blocks" else 1) * nhat * W   # the state arrays F, Vc, Vn
+
+    class OutOfMemoryError(MemoryError):
+        pass
+
+    real = cp.zeros
+
+    def zeros(n, dtype=np.float64):
+        if comm.Get_rank() == 1 and n == big:
+            raise OutOfMemoryError(f"Out of memory allocating {4 * n:,} bytes (allocated so far: 42 bytes).")
+        return real(n, dtype)
+
+    cp.zeros = zeros
+    try:
+        _fake_runner(ctx, g, kappa=32, mode="replicated", groups=groups, reorder="none")
+        msg = None
+    except DeviceMemoryError as e:
+        msg = str(e)
+    finally:
+        cp.zeros = real
+    msgs = comm.allgather(msg)
+    assert all(m is not None and "rank 1" in m and f"Out of memory allocating {4 * big:,} bytes" in m
+               and "fewer ranks per GPU" in m and "DISTGRAPH_GPU_MSBFS_GROUPS=1" in m for m in msgs), msgs
+
+
+@pytest.mark.mpi
+def test_block_schedule_sized_for_the_ranks_sharing_the_gpu(fake_gpu):
+    """Ranks bound to one GPU (one node, same device) each allocate their own plan: the
+    block schedule halves its state copies until they fit this rank's share of the free
+    memory, not all of it (before, every rank sized its copies to 95% of the free memory
+    and together they did not fit)."""
+    import sys
+
+    from distgraph.backends.gpu.memory import HEADROOM
+    from distgraph.backends.gpu.msbfs import msbfs_plan
+    from distgraph.errors import DeviceMemoryError
+
+    comm = MPI.COMM_WORLD
+    p = comm.Get_size()
+    ctx = types.SimpleNamespace(size=p, rank=comm.Get_rank(), comm=comm, local_size=p)
+    g = GRAPHS["kron7"]
+    b = build_bvss(g)
+    full = msbfs_plan(g.n, b, 32, bottom_up=False, slots=32).total   # 4 SMs x 8: the untrimmed count
+    free = int(full / HEADROOM) + 1
+    sys.modules["cupy"].cuda.runtime.memGetInfo = lambda: (free, free)
+    r = _fake_runner(ctx, g, kappa=32, mode="blocks", reorder="none")
+    assert r._share == p
+    assert p * r.plan.total <= HEADROOM * free and (r.slots < 16 or p == 1), (r.slots, r.plan.total, free)
+    # a plan that cannot fit the share says so
+    sys.modules["cupy"].cuda.runtime.memGetInfo = lambda: (free // 8, free // 8)
+    with pytest.raises(DeviceMemoryError, match="ranks share the GPU" if p > 1 else "free on device"):
+        _fake_runner(ctx, g, kappa=32, mode="blocks", slots=16, reorder="none")

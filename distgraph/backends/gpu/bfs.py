@@ -193,7 +193,7 @@ class GpuBFS:
                 g2 = permute_graph(graph, new_id) if new_id is not None else graph
             t_ip, t_ix, _ = g2.csc()
             self.info["transpose_s"] = time.perf_counter() - t0
-        plan = bfs_plan(self.n, b, None if t_ix is None else int(t_ix.shape[0]))
+        plan = bfs_plan(self.n, b, None if t_ix is None else int(t_ix.shape[0]), reordered=new_id is not None)
         plan.check()
         self.info["device_bytes"] = plan.total
         # ---- upload

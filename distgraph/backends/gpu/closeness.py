@@ -51,7 +51,8 @@ def make_runner(hptr, hidx, tptr, tidx, *, ctx, kappa=None, mode=None, bu_ratio=
     BackendUnavailableError
         No CuPy / GPU, or partitioned mode without nvshmem4py.
     DeviceMemoryError
-        The plan of the chosen mode does not fit (raised before allocating), with hints.
+        The plan of the chosen mode does not fit this rank's share of the GPU (raised before
+        allocating), with hints; or an allocation failed anyway (raised on every rank).
     """
     import numpy as np
 

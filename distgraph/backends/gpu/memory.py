@@ -61,13 +61,17 @@ class MemoryPlan:
             raise DeviceMemoryError(msg)
 
 
-def bfs_plan(n: int, bvss, transpose_arcs: int | None) -> MemoryPlan:
-    """Plan of the BVSS BFS engine (``transpose_arcs=None``: no CSR of G^T on the device)."""
+def bfs_plan(n: int, bvss, transpose_arcs: int | None, *, reordered: bool = False) -> MemoryPlan:
+    """Plan of the BVSS BFS engine (``transpose_arcs=None``: no CSR of G^T on the device;
+    ``reordered``: the id map to the caller's ids and the levels gathered through it)."""
     nw = (n + 31) // 32
     items = {"bvss.row_ids": bvss.row_ids.nbytes, "bvss.masks": bvss.masks.nbytes,
              "bvss.real_ptrs": bvss.real_ptrs.nbytes, "bvss.virtual_to_real": bvss.virtual_to_real.nbytes,
              "level": 4 * n, "bitmaps (3 frontier, 2 visited)": 5 * 4 * nw,
              "work queues": 3 * 8 * max(bvss.num_vss, 1), "counters": 128, "slice-set claims": 4 * ((n + 7) // 8)}
+    if reordered:
+        items["id map (caller ids)"] = 8 * n
+        items["levels in caller ids"] = 4 * n
     if transpose_arcs is not None:
         items["transpose.indptr"] = 8 * (n + 1)
         items["transpose.indices"] = 4 * transpose_arcs

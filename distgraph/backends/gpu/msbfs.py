@@ -342,32 +342,57 @@ def emulate_batch(n, sources, kappa, *, per_source, bvss_parts, bounds, t_indptr
 
 
 # ============================================================================ memory plan
+def _bvss_device_bytes(bvss) -> int:
+    """Bytes of the BVSS arrays GpuMSBFS uploads (row ids, masks, real pointers; no
+    virtual-to-real map), as allocated (an empty BVSS gets one VSS of zeros)."""
+    if not bvss.num_vss:
+        return 5 * TAU + int(bvss.real_ptrs.nbytes)
+    return int(bvss.row_ids.nbytes + bvss.masks.nbytes + bvss.real_ptrs.nbytes)
+
+
 def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, parts: int = 1,
-               bvss_bytes: int | None = None, batch: int = 512, groups: int = 1, slots: int = 0) -> MemoryPlan:
+               bvss_bytes: int | None = None, batch: int = 512, groups: int = 1, slots: int = 0,
+               reordered: bool = False, deferred: bool = True, heavy: int | None = None) -> MemoryPlan:
     """Device memory of one rank: BVSS (or its part), kappa-bit state (one copy per group of
-    concurrent launches, or per block with ``slots`` > 0: ``groups="blocks"``), queues, sums."""
+    concurrent launches, or per block with ``slots`` > 0: ``groups="blocks"``), queues, sums.
+
+    Also counted: the per-vertex sums a deferred run keeps on the device (``deferred``,
+    5 x 8n, allocated at the first deferred batch), and with a reordering (``reordered``)
+    the id map to the caller's ids (8n) and one sum array gathered through it at a time
+    (8n).  ``heavy``: vertices of the bottom-up heavy list (None: every vertex)."""
+    rho1 = max((n + SIGMA - 1) // SIGMA, 1)
+    extra = {}
+    if deferred:
+        extra["deferred sums (5 x n)"] = 5 * 8 * n
+    if reordered:
+        extra["id map + one gathered sum array"] = 8 * n + 8 * n
+    bv = int(_bvss_device_bytes(bvss) if bvss_bytes is None else bvss_bytes)
     if slots:
         W = words(kappa)
-        rho1 = max((n + SIGMA - 1) // SIGMA, 1)
         nhat = rho1 * SIGMA
-        items = {"bvss": int(bvss.nbytes if bvss_bytes is None else bvss_bytes),
+        items = {"bvss": bv,
                  "frontier F, visited Vc, Vn": slots * 3 * 4 * W * nhat,
                  "activeSets, dirty bits and lists": slots * (4 * W * rho1 + 4 * (rho1 // 32 + 1) + 12 * rho1),
                  "VSS queues": slots * 2 * 8 * max(bvss.num_vss, 1),
-                 "sources, sums (far, reach, 3 harmonic limbs)": 4 * slots * kappa * 4 + 5 * 8 * max(n, batch)}
+                 "sources, sums (far, reach, 3 harmonic limbs)": 4 * slots * kappa * 4 + 5 * 8 * max(n, batch),
+                 "counters, launch sources": rho1 + 8 * kappa + 256 + 8 * W + 80, **extra}
         hints = ["a smaller kappa (fewer state words per vertex)", "groups=1 (one state copy for the whole GPU)"]
         return MemoryPlan(f"GPU closeness (kappa={kappa}, one block per batch, {slots} blocks)", items, tuple(hints))
     W = words(kappa)
     rho = (n + SIGMA - 1) // SIGMA
     nhat = rho * SIGMA
     g = max(int(groups), 1)
-    items = {"bvss" + (f" (1/{parts})" if parts > 1 else ""): int(bvss.nbytes if bvss_bytes is None else bvss_bytes),
-             "frontier F": g * 4 * W * nhat, "visited Vc, Vn": g * 2 * 4 * W * nhat,
-             "activeSets, wasact, dirtySets": g * (4 * W * rho + 2 * rho),
+    items = {"bvss" + (f" (1/{parts})" if parts > 1 else ""): bv,
+             "frontier F, visited Vc, Vn": g * 3 * 4 * W * nhat,
+             "activeSets, wasact, dirtySets": g * (4 * W * rho1 + 2 * rho1),
              "VSS queues": g * 2 * 8 * max(bvss.num_vss, 1),
-             "sums (far, reach, 3 harmonic limbs)": 5 * 8 * max(n, batch)}
+             "sums (far, reach, 3 harmonic limbs)": 5 * 8 * max(n, batch),
+             "counters, launch sources": g * (256 + 12 * kappa + 16 + 8 * W) + 36, **extra}
     if bottom_up:
-        items["transpose CSR + out-degrees"] = 8 * (n + 1) + 4 * t_arcs + 8 * (n + 1)
+        items["transpose CSR + out-degrees, heavy list"] = (8 * (n + 1) + 4 * max(t_arcs, 1) + 8 * (n + 1)
+                                                            + 4 * max(n if heavy is None else heavy, 1))
+    else:
+        items["counters, launch sources"] += 16   # one-entry stand-ins for the bottom-up arrays
     hints = ["a smaller kappa (fewer state words per vertex)",
              "mode='partitioned' over more GPUs (each holds a part of the BVSS)",
              "reorder='jaccard' (a smaller BVSS on scale-free graphs)"]
@@ -404,6 +429,25 @@ def _grid_size(cp, kernel, block: int) -> int:
         regs = max(int(getattr(kernel, "num_regs", 64)), 1)
         per_sm = max(1, min(65536 // (-(-regs * 32 // 256) * 256 * (block // 32)), 2048 // block))
     return int(sms * max(per_sm, 1))
+
+
+def _ranks_sharing_gpu(ctx, cp) -> int:
+    """How many ranks of ``ctx`` (this one included) are bound to this rank's GPU: ranks of
+    one node (``COMM_TYPE_SHARED``) with the same PCI bus id (the device index where CuPy
+    has none).  Collective."""
+    from mpi4py import MPI
+
+    dev = cp.cuda.Device()
+    try:
+        key = str(dev.pci_bus_id)
+    except Exception:
+        key = f"device {dev.id}"
+    node = ctx.comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        keys = node.allgather(key)
+    finally:
+        node.Free()
+    return max(keys.count(key), 1)
 
 
 # ============================================================================ GPU runner
@@ -473,13 +517,19 @@ class GpuMSBFS:
         True in partitioned mode: every rank runs every batch (the driver keeps each
         batch's sums on one rank).
     plan : MemoryPlan
+        What this rank allocates (also the deferred sums and, with a reordering, the id
+        map and one array gathered through it).  It is checked against this rank's share
+        of the free memory: the free memory over the ranks of the node bound to the same
+        GPU.  An allocation that fails anyway is raised on every rank as a
+        DeviceMemoryError (replicated and stepwise modes; partitioned mode's symmetric
+        arrays are allocated collectively by NVSHMEM, which reports its own failures).
     info : dict
         Mode, kappa, preprocessing times, BVSS summary, levels and launches run.
     """
 
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
-                 groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False):
+                 groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False, _is_companion=False):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -526,10 +576,14 @@ class GpuMSBFS:
             g2 = permute_graph(graph, self.new_id) if self.new_id is not None else graph
         # ---- mode
         size = ctx.size
+        # ranks bound to the same GPU each allocate their own plan: each may use its share of
+        # the free memory (collective, as construction is on several ranks)
+        self._share = _ranks_sharing_gpu(ctx, cp) if size > 1 else 1
+        self._plan_kw = dict(reordered=self.new_id is not None, deferred=not _is_companion)
         if mode == "auto":
-            plan = msbfs_plan(n, bvss, kappa, bottom_up=bu_ratio > 0, t_arcs=int(tptr[-1]))
+            plan = msbfs_plan(n, bvss, kappa, bottom_up=bu_ratio > 0, t_arcs=int(tptr[-1]), **self._plan_kw)
             try:
-                plan.check()
+                self._check(plan)
                 fits = True
             except DeviceMemoryError:
                 fits = False
@@ -576,9 +630,9 @@ class GpuMSBFS:
             sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
             S = int(slots) if slots is not None else sms * 8
             while True:
-                self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=S)
+                self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=S, **self._plan_kw)
                 try:
-                    self.plan.check()
+                    self._check(self.plan)
                     err = None
                     break
                 except DeviceMemoryError as e:
@@ -603,19 +657,22 @@ class GpuMSBFS:
                                           mode="replicated", reorder=reorder, window=window, bu_ratio=bu_ratio,
                                           announce=False, cache_dir=cache_dir, tc_ratio=tc_ratio,
                                           bu_heavy=bu_heavy, min_blocks=min_blocks,
-                                          groups=auto_groups(int(t2ptr[-1])))
+                                          groups=auto_groups(int(t2ptr[-1])), _is_companion=True)
+        tdeg = np.diff(t2ptr)
+        nheavy = int(np.count_nonzero(tdeg > int(bu_heavy)))
         if self.schedule == "grid":
             self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts,
-                                   groups=ng)
+                                   groups=ng, heavy=nheavy, **self._plan_kw)
             try:
-                self.plan.check()
+                self._check(self.plan)
             except DeviceMemoryError as e:
                 err = e
         if err is not None and groups == "auto" and ng > 1:  # one launch at a time may still fit
             ng = 1
-            self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts)
+            self.plan = msbfs_plan(n, bvss, kappa, bottom_up=self.use_bu, t_arcs=int(t2ptr[-1]), parts=parts,
+                                   heavy=nheavy, **self._plan_kw)
             try:
-                self.plan.check()
+                self._check(self.plan)
                 err = None
             except DeviceMemoryError as e:
                 err = e
@@ -634,57 +691,13 @@ class GpuMSBFS:
         if announce and ctx.rank == 0:
             print(f"distgraph closeness (GPU): mode {mode}, kappa {kappa}, {parts} part(s); per-GPU plan "
                   f"{format_bytes(self.plan.total)} ({self.plan.describe()})", file=sys.stderr)
-        # ---- upload
-        self._row_ids = cp.asarray(bvss.row_ids) if bvss.num_vss else cp.zeros(TAU, cp.int32)
-        self._masks = cp.asarray(bvss.masks) if bvss.num_vss else cp.zeros(TAU, cp.uint8)
-        self._real_ptrs = cp.asarray(bvss.real_ptrs)
-        self._qcap = max(bvss.num_vss, 1)
-        if self.use_bu:
-            self._t_ip = cp.asarray(t2ptr.astype(np.int64, copy=False))
-            self._t_ix = cp.asarray(t2idx.astype(np.int32, copy=False)) if t2idx.shape[0] else cp.zeros(1, cp.int32)
-            self._h_ip = cp.asarray(g2.indptr.astype(np.int64, copy=False))
-            tdeg = np.diff(t2ptr)
-            heavy = np.flatnonzero(tdeg > self.bu_heavy)
-            heavy = heavy[np.argsort(-tdeg[heavy], kind="stable")].astype(np.int32)
-        else:
-            self._t_ip = self._h_ip = cp.zeros(1, cp.int64)
-            self._t_ix = cp.zeros(1, cp.int32)
-            heavy = np.zeros(0, np.int32)
-        self._nheavy = int(heavy.shape[0])
-        self._heavy = cp.asarray(heavy) if heavy.shape[0] else cp.zeros(1, cp.int32)
-        self.info["heavy_vertices"] = self._nheavy
-        self._m_in = int(t2ptr[-1])
+        # ---- upload.  Every rank allocates what its plan counts; an allocation that fails
+        # anyway (another process, or more ranks on this GPU than _share saw) is raised on
+        # every rank (_agree), not on one while the others wait in the next collective.  In
+        # partitioned mode the symmetric arrays (NVSHMEM) are allocated collectively: a
+        # failure there is NVSHMEM's to report (symmetric heap too small on every PE alike).
         nhat, W = self.rho * SIGMA, self.W
         self._pgas = None
-        if mode == "partitioned":
-            from ...pgas import get_pgas
-
-            self._pgas = get_pgas(ctx.comm, "gpu")
-            self._symF = self._pgas.array((nhat * W,), "uint32")
-            self._symA = self._pgas.array((max(self.rho, 1) * W,), "uint32")
-            self._symW = self._pgas.array((max(self.rho, 1),), "uint8")
-            self._F, self._act, self._wasact = self._symF.local, self._symA.local, self._symW.local
-        elif self.schedule == "blocks":  # per-block state: allocated once the kernel's occupancy is known
-            ng = 0
-            self._F = self._act = None
-            self._wasact = cp.zeros(1, cp.uint8)
-        else:  # one copy per group (the persistent kernel offsets them by its group)
-            self._F = cp.zeros(ng * nhat * W, cp.uint32)
-            self._act = cp.zeros(ng * max(self.rho, 1) * W, cp.uint32)
-            self._wasact = cp.zeros(ng * max(self.rho, 1), cp.uint8)
-        if ng:
-            self._Vc = cp.zeros(ng * nhat * W, cp.uint32)
-            self._Vn = cp.zeros(ng * nhat * W, cp.uint32)
-            self._Q = cp.zeros(ng * 2 * self._qcap * 2, cp.int32)
-        self._dirty = cp.zeros(max(ng, 1) * max(self.rho, 1), cp.uint8)
-        self._ctr = cp.zeros(max(ng, 1) * 32, cp.int64)
-        self._cnt = cp.zeros(max(ng, 1) * self.kappa, cp.uint32)
-        self._srcs = cp.zeros(max(ng, 1) * self.kappa, cp.int32)
-        self._nsrcs = cp.zeros(max(ng, 1), cp.int32)
-        self._bar = cp.zeros(2 * max(ng, 1), cp.uint32)
-        self._G = cp.zeros(max(ng, 1) * 2 * W, cp.uint32)
-        self._next = cp.zeros(1, cp.uint32)   # batch counter of the block schedule
-        self._stats = cp.zeros(4, cp.int64)   # levels, bottom-up levels (persistent kernel)
         self._stats_seen = np.zeros(4, np.int64)
         self._prof = None
         self._sums = None
@@ -692,45 +705,149 @@ class GpuMSBFS:
         self._held = None      # deferred sources waiting for a launch of `groups` groups
         self._pending = False
         self._new_id_dev = None
-        # ---- kernels
-        from .loader import get_module
+        err = None
+        try:
+            self._row_ids = cp.asarray(bvss.row_ids) if bvss.num_vss else cp.zeros(TAU, cp.int32)
+            self._masks = cp.asarray(bvss.masks) if bvss.num_vss else cp.zeros(TAU, cp.uint8)
+            self._real_ptrs = cp.asarray(bvss.real_ptrs)
+            self._qcap = max(bvss.num_vss, 1)
+            if self.use_bu:
+                self._t_ip = cp.asarray(t2ptr.astype(np.int64, copy=False))
+                self._t_ix = (cp.asarray(t2idx.astype(np.int32, copy=False)) if t2idx.shape[0] else
+                              cp.zeros(1, cp.int32))
+                self._h_ip = cp.asarray(g2.indptr.astype(np.int64, copy=False))
+                heavy = np.flatnonzero(tdeg > self.bu_heavy)
+                heavy = heavy[np.argsort(-tdeg[heavy], kind="stable")].astype(np.int32)
+            else:
+                self._t_ip = self._h_ip = cp.zeros(1, cp.int64)
+                self._t_ix = cp.zeros(1, cp.int32)
+                heavy = np.zeros(0, np.int32)
+            self._nheavy = int(heavy.shape[0])
+            self._heavy = cp.asarray(heavy) if heavy.shape[0] else cp.zeros(1, cp.int32)
+            self.info["heavy_vertices"] = self._nheavy
+            self._m_in = int(t2ptr[-1])
+            if self.new_id is not None:   # caller ids of the sums (plan: "id map")
+                self._new_id_dev = cp.asarray(self.new_id)
+        except Exception as e:
+            err = self._device_error(e)
+        self._agree(err)
+        try:
+            if mode == "partitioned":
+                from ...pgas import get_pgas
 
-        defs = {"DG_MS_WORDS": W, "DG_MS_BLOCK": BLOCK}
-        if min_blocks is not None:
-            defs["DG_MS_MINB"] = int(min_blocks)
-        if self.schedule == "blocks":
-            self.prefetch = bool(prefetch)
-            if self.prefetch:
-                defs["DG_MS_PREFETCH"] = 1
-            mod = get_module("msbfs", defines=defs)
-            self._blocks = mod.get_function("distgraph_msbfs_blocks")
-            self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, BLOCK)))
-            # the plan of what is allocated (the check above was for the untrimmed count)
-            self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=self.slots)
-            self.info["device_bytes"] = self.plan.total
-            rho1 = max(self.rho, 1)
-            S = self.slots
-            self._dbw = rho1 // 32 + 1
-            self.shared_dbits = bool(shared_dbits) and 4 * self._dbw <= SHARED_DBITS_MAX
-            self._F = cp.zeros(S * nhat * W, cp.uint32)
-            self._Vc = cp.zeros(S * nhat * W, cp.uint32)
-            self._Vn = cp.zeros(S * nhat * W, cp.uint32)
-            self._act = cp.zeros(S * rho1 * W, cp.uint32)
-            self._dbits = cp.zeros(S * self._dbw, cp.uint32)
-            self._lists = cp.zeros(S * 3 * rho1, cp.int32)
-            self._Q = cp.zeros(S * 2 * self._qcap * 2, cp.int32)
-            self.info.update({"slots": S, "shared_dbits": self.shared_dbits, "prefetch": self.prefetch})
-        elif mode == "replicated":
-            mod = get_module("msbfs", defines=defs, cooperative=True)
-            self._persistent = mod.get_function("distgraph_msbfs_persistent")
-            self.grid = max(_grid_size(cp, self._persistent, BLOCK) // ng, 1) * ng  # whole groups
-        else:
-            mod = get_module("msbfs", defines=defs)
-            self._k = {name: mod.get_function(f"distgraph_msbfs_{name}")
-                       for name in ("seed", "stage1", "bottom_up", "stage2", "build_queue", "flush_sources")}
-            self.grid = int(cp.cuda.Device().attributes["MultiProcessorCount"]) * 8
+                self._pgas = get_pgas(ctx.comm, "gpu")
+                self._symF = self._pgas.array((nhat * W,), "uint32")
+                self._symA = self._pgas.array((max(self.rho, 1) * W,), "uint32")
+                self._symW = self._pgas.array((max(self.rho, 1),), "uint8")
+                self._F, self._act, self._wasact = self._symF.local, self._symA.local, self._symW.local
+            elif self.schedule == "blocks":  # per-block state: allocated once the kernel's occupancy is known
+                ng = 0
+                self._F = self._act = None
+                self._wasact = cp.zeros(1, cp.uint8)
+            else:  # one copy per group (the persistent kernel offsets them by its group)
+                self._F = cp.zeros(ng * nhat * W, cp.uint32)
+                self._act = cp.zeros(ng * max(self.rho, 1) * W, cp.uint32)
+                self._wasact = cp.zeros(ng * max(self.rho, 1), cp.uint8)
+            if ng:
+                self._Vc = cp.zeros(ng * nhat * W, cp.uint32)
+                self._Vn = cp.zeros(ng * nhat * W, cp.uint32)
+                self._Q = cp.zeros(ng * 2 * self._qcap * 2, cp.int32)
+            self._dirty = cp.zeros(max(ng, 1) * max(self.rho, 1), cp.uint8)
+            self._ctr = cp.zeros(max(ng, 1) * 32, cp.int64)
+            self._cnt = cp.zeros(max(ng, 1) * self.kappa, cp.uint32)
+            self._srcs = cp.zeros(max(ng, 1) * self.kappa, cp.int32)
+            self._nsrcs = cp.zeros(max(ng, 1), cp.int32)
+            self._bar = cp.zeros(2 * max(ng, 1), cp.uint32)
+            self._G = cp.zeros(max(ng, 1) * 2 * W, cp.uint32)
+            self._next = cp.zeros(1, cp.uint32)   # batch counter of the block schedule
+            self._stats = cp.zeros(4, cp.int64)   # levels, bottom-up levels (persistent kernel)
+            # ---- kernels
+            from .loader import get_module
+
+            defs = {"DG_MS_WORDS": W, "DG_MS_BLOCK": BLOCK}
+            if min_blocks is not None:
+                defs["DG_MS_MINB"] = int(min_blocks)
+            if self.schedule == "blocks":
+                self.prefetch = bool(prefetch)
+                if self.prefetch:
+                    defs["DG_MS_PREFETCH"] = 1
+                mod = get_module("msbfs", defines=defs)
+                self._blocks = mod.get_function("distgraph_msbfs_blocks")
+                self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, BLOCK)))
+                # the plan of what is allocated (the check above was for the untrimmed count)
+                self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=self.slots, **self._plan_kw)
+                self.info["device_bytes"] = self.plan.total
+                rho1 = max(self.rho, 1)
+                S = self.slots
+                self._dbw = rho1 // 32 + 1
+                self.shared_dbits = bool(shared_dbits) and 4 * self._dbw <= SHARED_DBITS_MAX
+                self._F = cp.zeros(S * nhat * W, cp.uint32)
+                self._Vc = cp.zeros(S * nhat * W, cp.uint32)
+                self._Vn = cp.zeros(S * nhat * W, cp.uint32)
+                self._act = cp.zeros(S * rho1 * W, cp.uint32)
+                self._dbits = cp.zeros(S * self._dbw, cp.uint32)
+                self._lists = cp.zeros(S * 3 * rho1, cp.int32)
+                self._Q = cp.zeros(S * 2 * self._qcap * 2, cp.int32)
+                self.info.update({"slots": S, "shared_dbits": self.shared_dbits, "prefetch": self.prefetch})
+            elif mode == "replicated":
+                mod = get_module("msbfs", defines=defs, cooperative=True)
+                self._persistent = mod.get_function("distgraph_msbfs_persistent")
+                self.grid = max(_grid_size(cp, self._persistent, BLOCK) // ng, 1) * ng  # whole groups
+            else:
+                mod = get_module("msbfs", defines=defs)
+                self._k = {name: mod.get_function(f"distgraph_msbfs_{name}")
+                           for name in ("seed", "stage1", "bottom_up", "stage2", "build_queue", "flush_sources")}
+                self.grid = int(cp.cuda.Device().attributes["MultiProcessorCount"]) * 8
+        except Exception as e:
+            err = self._device_error(e)
+        try:
+            self._agree(err)
+        except BaseException:
+            self.close()   # collective in partitioned mode: every rank raises here
+            raise
         self.info["grid"] = [self.grid, BLOCK]
         self.info.update({"tc_ratio": self.tc_ratio, "bu_heavy": self.bu_heavy})
+
+    # ------------------------------------------------------------------ memory
+    def _check(self, plan) -> None:
+        """``plan.check()`` against this rank's share of the free device memory (the free
+        memory divided by the ranks bound to this GPU, :func:`_ranks_sharing_gpu`)."""
+        cp = self._cp
+        free_dev, _ = cp.cuda.runtime.memGetInfo()
+        free = int(free_dev) + int(cp.get_default_memory_pool().free_bytes())
+        dev = cp.cuda.Device().id
+        if self._share > 1:
+            plan.hints = (f"fewer ranks per GPU ({self._share} ranks use this one, each planning with 1/"
+                          f"{self._share} of its free memory)",) + tuple(plan.hints)
+            plan.check(free=free // self._share,
+                       device=f"{dev} for this rank (1/{self._share} of {format_bytes(free)}: {self._share} "
+                              f"ranks share the GPU)")
+        else:
+            plan.check(free=free, device=dev)
+
+    def _device_error(self, e: Exception) -> Exception:
+        """A failed device allocation as a DeviceMemoryError that says what was asked and
+        what to try (other errors as they are)."""
+        text = str(e)
+        if isinstance(e, DeviceMemoryError) or not (isinstance(e, MemoryError) or "out of memory" in text.lower()
+                                                    or "MemoryAllocation" in text):
+            return e
+        share = f"; {self._share} ranks share this GPU" if self._share > 1 else ""
+        return DeviceMemoryError(
+            f"GPU closeness: a device allocation failed on rank {self.ctx.rank} ({type(e).__name__}: {text}) "
+            f"although the plan, {format_bytes(self.plan.total)} ({self.plan.describe()}), passed the check of "
+            f"the free memory{share}: another process or rank took memory meanwhile; try fewer ranks per GPU, "
+            "DISTGRAPH_GPU_MSBFS_GROUPS=1 (one state copy instead of one per block of the block schedule), "
+            "or a smaller DISTGRAPH_GPU_MSBFS_KAPPA")
+
+    def _agree(self, err) -> None:
+        """Raise ``err`` -- or another rank's -- on every rank (collective with several)."""
+        if self.ctx.size > 1:
+            from ...runtime.abort import collective_raise
+
+            collective_raise(self.ctx.comm, err)
+        elif err is not None:
+            raise err
 
     # ------------------------------------------------------------------ batches
     def _reset(self):
@@ -743,6 +860,7 @@ class GpuMSBFS:
     def _sum_arrays(self, size):
         cp = self._cp
         if self._sums is None or self._sums[0].shape[0] != size:
+            self._sums = None   # the old arrays go before the new ones come (the plan holds one set)
             self._sums = tuple(cp.zeros(size, cp.uint64) for _ in range(5))
         else:
             for a in self._sums:
@@ -1009,8 +1127,10 @@ class GpuMSBFS:
         if not per_source and self.new_id is not None:
             if self._new_id_dev is None:
                 self._new_id_dev = cp.asarray(self.new_id)
-            sums = [a[self._new_id_dev] for a in sums]   # back to the caller's ids, on the device
-        host = [a.get() for a in sums]
+            # back to the caller's ids, on the device, one array at a time (the plan's 8n)
+            host = [a[self._new_id_dev].get() for a in sums]
+        else:
+            host = [a.get() for a in sums]
         if reduce and self.ctx.size > 1:
             from mpi4py import MPI
 
@@ -1026,7 +1146,10 @@ class GpuMSBFS:
     def close(self) -> None:
         """Free the symmetric arrays (partitioned mode; collective)."""
         if self._pgas is not None:
-            for a in (self._symF, self._symA, self._symW):
-                self._pgas.free(a)
+            syms = [getattr(self, k, None) for k in ("_symF", "_symA", "_symW")]
+            # after a failed construction: free only when every rank holds all three
+            if all(self.ctx.comm.allgather(all(a is not None for a in syms))):
+                for a in syms:
+                    self._pgas.free(a)
             self._pgas = None
 
