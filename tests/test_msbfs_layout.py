@@ -1127,7 +1127,8 @@ def test_block_schedule_sized_for_the_ranks_sharing_the_gpu(fake_gpu):
     g = GRAPHS["kron7"]
     b = build_bvss(g)
     full = msbfs_plan(g.n, b, 32, bottom_up=False, slots=32).total   # 4 SMs x 8: the untrimmed count
-    free = int(full / HEADROOM) + 1
+    least = msbfs_plan(g.n, b, 32, bottom_up=False, slots=4).total   # one copy per SM: the fewest
+    free = int(max(full, 1.05 * p * least) / HEADROOM) + 1           # the fewest fit every rank's share
     sys.modules["cupy"].cuda.runtime.memGetInfo = lambda: (free, free)
     r = _fake_runner(ctx, g, kappa=32, mode="blocks", reorder="none")
     assert r._share == p
