@@ -1161,3 +1161,67 @@ def test_gpu_sssp_benchmark_pe_rows_say_their_schedule_and_free(monkeypatch, cap
     assert res["bq_atomic"]["same_as_cpu"] and res["bq_atomic"]["delta"] == 7 and res["bq_atomic"]["phases"] == 2
     assert "stalled" in res["bq_enqueue"]["error"]
     assert closed == ["bq_atomic", "bq_enqueue", "bwd_atomic", "bwd_enqueue"]
+
+
+# --------------------------------------------------------------------------- mode="auto"
+def test_auto_mode_on_cpu_is_rounds():
+    g = uniform_weights(kronecker(8, 6, seed=2), 1, 9, seed=3)
+    a = bellman_ford(g, 0, mode="auto", backend="cpu", predecessors=True)
+    r = bellman_ford(g, 0, mode="rounds", backend="cpu", predecessors=True)
+    assert a.stats["mode"] == "rounds" and a.stats["auto"] == {"chose": "rounds"}
+    assert np.array_equal(a.distance, r.distance) and np.array_equal(a.predecessor, r.predecessor)
+    assert bellman_ford(g, 0, backend="cpu").stats["mode"] == "rounds"   # auto is the default
+
+
+class _FakeRounds:
+    """Stands in for the GPU RoundsSSSP: 'settles' after `need` rounds."""
+
+    need = 10
+    calls = []
+
+    def __init__(self, graph, weights, comm):
+        self.graph = graph
+
+    def run(self, source, confirm, predecessors=False, max_rounds=None):
+        _FakeRounds.calls.append(max_rounds)
+        if max_rounds is not None and max_rounds < self.graph.n and self.need > max_rounds:
+            self.last_stats = {"relaxations": 7}
+            return None
+        return np.zeros(self.graph.n), None, {"mode": "rounds"}, None
+
+
+class _Comm:
+    def __init__(self, size):
+        self.size = size
+
+    def Get_size(self):
+        return self.size
+
+
+@pytest.mark.parametrize("need,size,nvshmem,chose,cap", [
+    (10, 1, False, "rounds", 64),      # settles within the cap
+    (500, 1, False, "async", 64),      # does not: the queue kernel from scratch
+    (500, 2, True, "async", 64),       # several PEs with NVSHMEM: the same
+    (500, 2, False, "rounds", 1000),   # several ranks without nvshmem4py: rounds to the end
+])
+def test_gpu_auto_glue(monkeypatch, need, size, nvshmem, chose, cap):
+    """run_auto's choice, with the GPU parts replaced (the parts themselves are GPU-tested)."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    queued = []
+
+    def fake_queue(graph, weights, source, comm, confirm, **kw):
+        queued.append(kw)
+        return np.ones(graph.n), None, {"mode": "async"}, None
+
+    monkeypatch.setattr(gbf, "RoundsSSSP", _FakeRounds)
+    monkeypatch.setattr(gbf, "run_queue", fake_queue)
+    monkeypatch.setattr(gbf, "_nvshmem_available", lambda: nvshmem)
+    monkeypatch.setattr(_FakeRounds, "need", need)
+    monkeypatch.setattr(_FakeRounds, "calls", [])
+    g = Graph.from_edges(np.arange(999), np.arange(1, 1000), n=1000)
+    d, p, stats, cycle = gbf.run_auto(g, None, 0, _Comm(size), lambda c: True, queue="bwd", delta=5.0)
+    assert stats["mode"] == chose and stats["auto"]["chose"] == chose and stats["auto"]["max_rounds"] == cap
+    assert _FakeRounds.calls == [cap]
+    assert (queued == [{"queue": "bwd", "remote": "atomic", "predecessors": False, "delta": 5.0}]) == (chose == "async")
+    assert d[0] == (1 if chose == "async" else 0)

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.gpu
 
 DTYPES = [np.int32, np.int64, np.float32, np.float64]
 # (mode, queue): the CuPy rounds baseline and the queue kernel with either queue
-VARIANTS = [("rounds", "bq"), ("async", "bq"), ("async", "bwd")]
-VIDS = ["rounds", "bq", "bwd"]
+VARIANTS = [("rounds", "bq"), ("async", "bq"), ("async", "bwd"), ("auto", "bwd")]
+VIDS = ["rounds", "bq", "bwd", "auto"]
 
 
 def gpu(g, s, variant, **kw):
@@ -307,3 +307,18 @@ def test_near_far_one_block_and_negative_cycle():
         finally:
             q.close()
         assert found is not None and cycle_weight(gc, found, w) < 0 and st["launches"] >= 1
+
+
+def test_auto_picks_rounds_on_kronecker_and_the_queue_on_a_grid():
+    """mode="auto": Kronecker settles within the rounds' cap, a long grid does not (its
+    hop diameter is far above 64), and both equal the CPU backend."""
+    from distgraph.generators import grid
+
+    g = uniform_weights(kronecker(10, 8, seed=3), 1, 255, seed=4)
+    r = bellman_ford(g, 0, backend="gpu", mode="auto")
+    assert r.stats["mode"] == "rounds" and r.stats["auto"]["chose"] == "rounds"
+    assert np.array_equal(r.distance, bellman_ford(g, 0, backend="cpu").distance)
+    g = potential_shift(uniform_weights(grid(200, 4), 1, 255, seed=5), seed=6)
+    r = bellman_ford(g, 0, backend="gpu", mode="auto")
+    assert r.stats["mode"] == "async" and r.stats["auto"]["chose"] == "async"
+    assert np.array_equal(r.distance, bellman_ford(g, 0, backend="cpu").distance)

@@ -6,9 +6,10 @@
     distgraph sssp road-NY.gr.xz --source 1 --backend gpu                  # round-based CuPy
     distgraph sssp road-FLA.gr.xz --backend gpu --mode async --queue bwd --delta 1000
 
-On GPUs, ``--mode rounds`` (the default) is the faster on low-diameter graphs (Kronecker,
-urand) and ``--mode async`` on high-diameter ones (road networks: 17-42x the rounds on
-road-FLA, benchmarks/results/sssp_gpu.json).
+On GPUs, ``--mode rounds`` is the faster on low-diameter graphs (Kronecker, urand) and
+``--mode async`` on high-diameter ones (road networks: 17-42x the rounds on road-FLA,
+benchmarks/results/sssp_gpu.json); ``--mode auto`` (the default) runs the rounds for at most
+64 rounds and then, if they have not settled, the queue kernel.
 
 Distances are written in vertex order (the input ids of a SNAP/CSV list are the
 ``vertex`` column of a .csv output); unreached vertices hold ``inf`` (float weights) or the
@@ -38,7 +39,9 @@ def add_arguments(p) -> None:
     s = p.add_argument_group("sssp")
     s.add_argument("--predecessors", "-p", metavar="PRED", default=None,
                    help="also write the shortest-path tree (predecessor input ids, -1 for none) to PRED")
-    s.add_argument("--mode", choices=MODES, default="rounds", help="round-synchronous or queue-driven")
+    s.add_argument("--mode", choices=MODES, default="auto",
+                   help="round-synchronous, queue-driven, or auto: rounds on CPUs; on GPUs rounds while they "
+                        "settle within DISTGRAPH_GPU_SSSP_AUTO_ROUNDS (64), else the queue kernel")
     s.add_argument("--queue", choices=QUEUES, default="bq", help="queue of the async mode (Broker Queue or BWD)")
     s.add_argument("--remote", choices=REMOTES, default="atomic",
                    help="remote relaxation of the async mode: atomic minimum + enqueue, or enqueue")
@@ -88,19 +91,21 @@ def run(args) -> int:
     best = min(times)
     reached = int(np.count_nonzero(r.reached))
     summary = {"command": "sssp", "graph": args.graph, "source": int(ids[src]), "vertices": g.n, "arcs": g.m,
-               "reached": reached, "mode": args.mode, "backend": r.stats.get("backend", "cpu"),
+               "reached": reached, "mode": r.stats.get("mode", args.mode), "backend": r.stats.get("backend", "cpu"),
                "ranks": comm.Get_size(), "time_read_s": t_read,
                "time_s": best, "times_s": times, "gteps": g.m / best / 1e9 if best > 0 else None,
                "relaxations": r.stats.get("relaxations"), "rounds": r.stats.get("rounds"),
                "verified": bool(args.verify)}
-    if args.mode == "async":
+    if summary["mode"] == "async":
         summary.update(queue=args.queue, remote=args.remote)
+    if "auto" in r.stats:
+        summary["auto"] = r.stats["auto"]
     if args.json:
         print_json(_Root(comm), summary)
     elif comm.Get_rank() == 0:
         print(f"sssp from {summary['source']}: {reached:,} of {g.n:,} vertices reached; "
               f"best of {len(times)} {best:.4f} s ({summary['gteps']:.4f} GTEPS) on {comm.Get_size()} rank(s), "
-              f"backend {summary['backend']}, mode {args.mode}" + (", verified" if args.verify else ""))
+              f"backend {summary['backend']}, mode {summary['mode']}" + (", verified" if args.verify else ""))
     return 0
 
 

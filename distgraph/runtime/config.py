@@ -69,6 +69,9 @@ class Config:
     #: block per batch; "auto": blocks up to 2^22 arcs, then 1; 4 or 2 only in the grid-schedule companion
     #: that takes the block schedule's small runs wanted at once: checkpoint, per-source sums).
     gpu_msbfs_groups: str = "auto"
+    #: Bellman-Ford ``mode="auto"`` on GPUs: round-based for at most this many rounds, then the
+    #: queue-driven kernel from scratch (Kronecker 20-22 need 11-12 rounds, road-FLA 1973).
+    gpu_sssp_auto_rounds: int = 64
 
 
 def _convert(name: str, typ, raw: str):

@@ -677,19 +677,26 @@ class RoundsSSSP:
     def close(self):
         pass
 
-    def run(self, source, confirm, predecessors=False):
+    def run(self, source, confirm, predecessors=False, max_rounds=None):
+        """``(dist, pred, stats, cycle)``; with ``max_rounds`` (fewer than n), None when the
+        rounds had not settled by then (nothing concluded: the caller goes on another way)."""
         from mpi4py import MPI
 
         from ..cpu.bellman_ford import cycle_from_pred, find_pred_cycle
 
         t0 = time.perf_counter()
         n = self.graph.n
+        capped = max_rounds is not None and int(max_rounds) < n
         dist, pred, info = rounds_cupy(self.d_indptr, self.d_indices, self.d_w, source, n=n,
-                                       bound=self.bound if self.has_neg else None, track_pred=self.has_neg)
+                                       bound=self.bound if self.has_neg else None, track_pred=self.has_neg,
+                                       max_rounds=int(max_rounds) if capped else None)
         self.cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
         stats = {"mode": "rounds", "backend": "gpu", "rounds": info["rounds"], "relaxations": info["relaxations"],
                  "time_setup_s": self.setup_s, "time_run_s": t_run}
+        if capped and info["status"] == "cycle":  # still changing after max_rounds: not settled
+            self.last_stats = stats
+            return None
         if info["status"] != "done":
             p = pred.get()
             v = find_pred_cycle(p)
@@ -713,3 +720,41 @@ class RoundsSSSP:
 def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
     """:class:`RoundsSSSP` for one source."""
     return RoundsSSSP(graph, weights, comm).run(source, confirm, predecessors)
+
+
+def _nvshmem_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("nvshmem") is not None
+
+
+def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomic", predecessors=False,
+             delta=None, max_rounds=None):
+    """``mode="auto"``: the round-based CuPy Bellman-Ford for at most ``max_rounds``
+    rounds (default ``config.gpu_sssp_auto_rounds``), which settles low-diameter graphs
+    (Kronecker: 11-12 rounds) at the rounds' speed; if it has not settled, the queue-driven
+    kernel from scratch, which is 17-42x faster than the rounds on road networks (road-FLA
+    needs 1973 rounds). A negative cycle ends the rounds early ("below" the bound) or
+    leaves them unsettled; either way it is found and confirmed as in the chosen mode.
+    On several ranks without nvshmem4py the rounds run to the end (the queue kernel would
+    need it). The same choice on every rank: the rounds are replicated and deterministic.
+    ``stats["auto"]`` says what ran.
+    """
+    from ...runtime.config import config
+
+    cap = int(config.gpu_sssp_auto_rounds if max_rounds is None else max_rounds)
+    multi = comm.Get_size() > 1
+    if multi and not _nvshmem_available():
+        cap = graph.n  # no queue kernel to go on with: rounds to the end
+    t0 = time.perf_counter()
+    r = RoundsSSSP(graph, weights, comm)
+    res = r.run(source, confirm, predecessors, max_rounds=cap)
+    if res is not None:
+        res[2]["auto"] = {"max_rounds": cap, "chose": "rounds"}
+        return res
+    tried = {"max_rounds": cap, "chose": "async", "rounds_s": time.perf_counter() - t0,
+             "rounds_relaxations": r.last_stats["relaxations"]}
+    dist, pred, stats, cycle = run_queue(graph, weights, source, comm, confirm, queue=queue, remote=remote,
+                                         predecessors=predecessors, delta=delta)
+    stats["auto"] = tried
+    return dist, pred, stats, cycle
