@@ -743,8 +743,7 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
     from ...runtime.config import config
 
     cap = int(config.gpu_sssp_auto_rounds if max_rounds is None else max_rounds)
-    multi = comm.Get_size() > 1
-    if multi and not _nvshmem_available():
+    if comm.Get_size() > 1 and not all(comm.allgather(_nvshmem_available())):
         cap = graph.n  # no queue kernel to go on with: rounds to the end
     t0 = time.perf_counter()
     r = RoundsSSSP(graph, weights, comm)
@@ -754,6 +753,7 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
         return res
     tried = {"max_rounds": cap, "chose": "async", "rounds_s": time.perf_counter() - t0,
              "rounds_relaxations": r.last_stats["relaxations"]}
+    del r  # its device copy of the graph, before the queue kernel makes its own
     dist, pred, stats, cycle = run_queue(graph, weights, source, comm, confirm, queue=queue, remote=remote,
                                          predecessors=predecessors, delta=delta)
     stats["auto"] = tried
