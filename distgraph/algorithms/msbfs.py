@@ -271,7 +271,7 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
     # Without a checkpoint to keep current, a runner may keep per-vertex sums on its device
     # until drain() below. One that promises to leave `out` alone then (``runner.defers``)
     # gets empty arrays and no per-batch merge: 5 arrays of n allocated, added and
-    # normalized per batch cost ~10-18 ms on the host, 20-37 s for kron:20's 2048 batches,
+    # normalized per batch cost 17 ms on the host, 35 s for kron:20's 2048 batches,
     # several times the GPU's own time.
     defer = runner is not None and store is None
     deferred = defer and not per_source and not want_levels and bool(getattr(runner, "defers", False))
