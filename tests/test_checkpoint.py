@@ -152,7 +152,8 @@ def test_cli_killed_process_resumes(tmp_path):
     # a fresh singleton MPI process, even when the test itself runs under mpiexec
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PMI_", "PMIX_", "HYDRA_", "MPI_", "OMPI_"))}
     env["NUMBA_NUM_THREADS"] = "1"
-    p = subprocess.Popen(base + ["--checkpoint", str(ck), "--output", str(out1)], env=env,
+    # saves after every batch (--checkpoint-interval 0), so the kill below finds part files
+    p = subprocess.Popen(base + ["--checkpoint", str(ck), "--checkpoint-interval", "0", "--output", str(out1)], env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     import glob

@@ -33,9 +33,10 @@ pytestmark = [
     pytest.mark.slow,
 ]
 
-# The closeness job: long enough (hundreds of batches) to be interrupted twice mid-run.
+# The closeness job: long enough (hundreds of batches) to be interrupted twice mid-run; saving
+# after every batch (--checkpoint-interval 0) so that the test sees each run's part file appear.
 CLOSENESS_GRAPH = "kron:11"
-CLOSENESS_ARGS = ["--batch-size", "4", "--backend", "cpu", "--no-progress"]
+CLOSENESS_ARGS = ["--batch-size", "4", "--backend", "cpu", "--no-progress", "--checkpoint-interval", "0"]
 
 
 def _sh(*args, env=None, timeout=120):
@@ -221,6 +222,9 @@ def test_closeness_template_requeued_twice_resumes_bit_identical(slurm, referenc
     log = log_of(slurm, jobid, "closeness")
     assert int(st["Restarts"]) == 2
     assert "time limit near: requeueing" in log and log.count("resuming from") == 2, log
+    # the time-limit path passed SIGUSR1 to the ranks, which saved and stopped before the requeue
+    assert "asking the ranks to save the checkpoint and stop" in log, log
+    assert "stopped by SIGUSR1 after saving the checkpoint" in log and "closeness exited 138" in log, log
     parts = sorted(p.name for p in ckpt.glob("part-*.npz"))
     assert len(sessions(ckpt)) == 3, f"{parts}\n{log}"  # the work was split over three runs of the job ...
     got = np.load(out / "closeness.npy")

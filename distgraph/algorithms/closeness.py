@@ -94,7 +94,7 @@ def closeness_from_sums(farness, reach, harmonic, n: int, convention: str) -> np
 
 
 def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm=None, batch_size=None,
-              checkpoint=None, resume=False, progress=None) -> ClosenessResult:
+              checkpoint=None, resume=False, checkpoint_interval=None, progress=None) -> ClosenessResult:
     """Exact closeness centrality, distributed over MPI ranks.
 
     Parameters
@@ -111,9 +111,16 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
     batch_size : int or None
         Sources per bit-parallel batch, 1..512 (default ``config.msbfs_batch``).
     checkpoint : str or os.PathLike or None
-        Directory in which every finished batch is stored durably.
+        Directory in which the finished batches are stored durably: every
+        ``checkpoint_interval`` seconds, at the end, when a batch fails (then the error is
+        raised) and at the next batch boundary after ``SIGTERM`` or ``SIGUSR1`` (then
+        :class:`~distgraph.runtime.checkpoint.CheckpointInterrupted` is raised); see
+        :mod:`distgraph.runtime.checkpoint`.
     resume : bool
         Continue the run stored in ``checkpoint`` (bit-identical result).
+    checkpoint_interval : float or None
+        Seconds between a rank's saves, ``0``: after every batch (default
+        ``config.checkpoint_interval``, ``DISTGRAPH_CHECKPOINT_INTERVAL``, 60).
     progress : bool or None
         Progress bar with ETA on rank 0 (None: ``config.progress``).
 
@@ -128,9 +135,12 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
     TypeError
         ``graph`` is not a :class:`~distgraph.Graph`.
     InvalidArgumentError
-        Unknown convention, vertex id out of range, bad batch size.
+        Unknown convention, vertex id out of range, bad batch size or checkpoint interval.
     CheckpointError
         ``checkpoint`` holds another run, or a run while ``resume`` is false.
+    CheckpointInterrupted
+        (a ``CheckpointError``) ``SIGTERM`` or ``SIGUSR1`` arrived during a checkpointed run;
+        every rank saved its finished batches: resume to continue.
     BackendUnavailableError
         ``backend="gpu"`` without CuPy or a GPU (or, partitioned mode, without nvshmem4py).
     DeviceMemoryError
@@ -199,7 +209,8 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
                                  "too large for some rank's GPU: more ranks per GPU or less free memory); "
                                  "resume with DISTGRAPH_GPU_MSBFS_GROUPS=blocks on as many "
                                  "ranks per GPU as the checkpointed run, or start a new checkpoint directory")
-            store = CheckpointStore(checkpoint, identity, comm=ctx.comm, resume=resume, hints=hints)
+            store = CheckpointStore(checkpoint, identity, comm=ctx.comm, resume=resume, hints=hints,
+                                    interval=checkpoint_interval)
 
         far, reach, h0, h1, h2, _ = run_batches(hptr, hidx, tptr, tidx, sources, per_source=per_source,
                                                 batch_size=bs, ctx=ctx, store=store, progress=progress,

@@ -12,14 +12,16 @@ so the reduction over threads and ranks gives bit-identical results for any numb
 of either, whichever rank ran which batch.
 
 :func:`run_batches` is the shared driver (also used by closeness): it skips batches
-a checkpoint already holds, stores each finished batch durably, and draws a
-progress bar on rank 0.
+a checkpoint already holds, stores the finished batches durably (every
+``store.interval`` seconds, at the end, on an error and after SIGTERM/SIGUSR1: see
+:mod:`distgraph.runtime.checkpoint`), and draws a progress bar on rank 0.
 """
 
 from __future__ import annotations
 
 import os
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,8 +33,8 @@ __all__ = ["msbfs", "MSBFSResult", "run_batches", "check_batch_size"]
 
 MAX_BATCH = 512
 
-# Test hook: called as _BATCH_HOOK(batch_id) on each rank after a batch is merged and
-# checkpointed (tests raise from it to simulate a job killed mid-way).
+# Test hook: called as _BATCH_HOOK(batch_id) on each rank after a batch is merged (and
+# checkpointed when a save was due; tests raise from it to simulate a job killed mid-way).
 _BATCH_HOOK = None
 
 #: Deal batches to ranks first come, first served when they share one node (False, ranks
@@ -192,7 +194,10 @@ def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size
 
     An exception on one rank (a failing batch or checkpoint write, an unreadable
     checkpoint, memory) is raised on every rank once all have stopped, so no rank is
-    left waiting in a collective; batches already stored stay in the checkpoint.
+    left waiting in a collective; every rank first saves the batches it finished.
+    With a ``store``, SIGTERM and SIGUSR1 make each rank that gets one save at its next
+    batch boundary and stop (:class:`~distgraph.runtime.checkpoint.CheckpointInterrupted`,
+    raised on every rank like an error).
     """
     if runner is not None:
         return _run_batches(hptr, hidx, tptr, tidx, sources, per_source=per_source, batch_size=batch_size,
@@ -267,6 +272,22 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
     batches = dealer if dealer is not None else mine.tolist()
     free = list(range(nthreads))
     finished = []
+    unsaved = [0]  # batches merged since this rank's last save
+    stop = None
+    if store is not None:
+        from ..runtime.checkpoint import CheckpointInterrupted, StopSignals
+
+        stop = StopSignals()
+
+    def boundary():
+        # after each batch: save when the interval is up or a stop signal came (each
+        # rank for itself: a save is rank-local), then stop on that signal
+        if stop.signum is not None or (unsaved[0] and store.due()):
+            if unsaved[0]:
+                store.save(finished, acc)
+                unsaved[0] = 0
+            if stop.signum is not None:
+                raise CheckpointInterrupted(stop.signum)
 
     # Without a checkpoint to keep current, a runner may keep per-vertex sums on its device
     # until drain() below. One that promises to leave `out` alone then (``runner.defers``)
@@ -308,7 +329,8 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
         finished.append(int(b))
         free.append(slot)
         if store is not None:
-            store.save(finished, acc)
+            unsaved[0] += 1
+            boundary()
         if _BATCH_HOOK is not None:
             _BATCH_HOOK(int(b))
 
@@ -321,7 +343,7 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
                    desc=f"{desc} batches ({'all ranks' if dynamic else f'rank 0 of {ctx.size}'})", rank=ctx.rank,
                    enabled=progress)
     err = None
-    with bar:
+    with bar, (stop if stop is not None else nullcontext()):
         try:
             if nthreads == 1:
                 collective = getattr(runner, "collective", False)
@@ -333,6 +355,11 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
                         continue
                     if i % ctx.size != ctx.rank:
                         free.append(res[3])  # run by every rank; kept by the rank it is dealt to
+                        if store is not None:
+                            try:
+                                boundary()  # a stop signal here stops every rank below
+                            except Exception as e:
+                                err = e
                     else:
                         try:
                             merge(res)
@@ -364,6 +391,14 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
                 dealer.stop()
         if dealer is not None and err is None:
             advance()  # this rank's dealer is exhausted: every batch is dealt
+        if unsaved[0]:
+            # the end of this rank's batches, or an error (here or, through the dealer or
+            # the collective runner's vote, on another rank): keep what is finished
+            try:
+                store.save(finished, acc)
+                unsaved[0] = 0
+            except Exception as e:
+                err = err or e
 
     # a rank that failed stops taking batches; the others finish the batches they hold
     # (with a dealer, they take no new ones; with a collective runner, all stop before

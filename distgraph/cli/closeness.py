@@ -5,8 +5,12 @@
     mpiexec -n 8 distgraph closeness big.dgraph --checkpoint ckpt/ --resume --output c.npy
 
 Values are written in vertex order (the ``vertex`` column of a .csv holds input ids),
-or in the order of ``--vertices``. ``--checkpoint DIR`` stores every finished batch;
-after a kill, the same command with ``--resume`` continues to a bit-identical result.
+or in the order of ``--vertices``. ``--checkpoint DIR`` stores the finished batches
+every ``--checkpoint-interval`` seconds (default ``DISTGRAPH_CHECKPOINT_INTERVAL``, 60; 0:
+after every batch), at the end and on an error; after a kill, the same command with
+``--resume`` continues to a bit-identical result. With ``--checkpoint``, SIGTERM or SIGUSR1
+makes every rank save at its next batch boundary and exit with 128 + the signal's number
+(143, 138): what Slurm's requeue, preemption and ``deploy/slurm/closeness.sbatch`` rely on.
 """
 
 from __future__ import annotations
@@ -34,7 +38,12 @@ def add_arguments(p) -> None:
                    help="only these vertices: input ids in a text file (whitespace separated) or a .npy")
     c.add_argument("--batch-size", "-k", type=int, default=None,
                    help="sources per bit-parallel batch, 1..512 (default: DISTGRAPH_MSBFS_BATCH or 512)")
-    c.add_argument("--checkpoint", metavar="DIR", default=None, help="store every finished batch in DIR")
+    c.add_argument("--checkpoint", metavar="DIR", default=None,
+                   help="store the finished batches in DIR (also at the end, on an error, and at the next batch "
+                        "boundary after SIGTERM/SIGUSR1, which then exits with 128 + the signal number)")
+    c.add_argument("--checkpoint-interval", metavar="SECONDS", type=float, default=None,
+                   help="seconds between a rank's checkpoint saves; 0: after every batch "
+                        "(default: DISTGRAPH_CHECKPOINT_INTERVAL or 60)")
     c.add_argument("--resume", action="store_true", help="continue the run stored in --checkpoint DIR")
     pr = c.add_mutually_exclusive_group()
     pr.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
@@ -85,21 +94,30 @@ class _Ids:
 
 def run(args) -> int:
     from ..algorithms.closeness import closeness, verify_closeness
+    from ..errors import InvalidArgumentError
+    from ..runtime.checkpoint import CheckpointInterrupted
 
     ctx = context_from_args(args)
     if args.resume and not args.checkpoint:
-        from ..errors import InvalidArgumentError
-
         raise InvalidArgumentError("--resume needs --checkpoint DIR")
+    if args.checkpoint_interval is not None and not args.checkpoint:
+        raise InvalidArgumentError("--checkpoint-interval needs --checkpoint DIR")
     t0 = time.perf_counter()
     g = load_graph(args, ctx.comm)
     t_read = time.perf_counter() - t0
     verts, in_ids = (None, g.input_ids()) if args.vertices is None else _read_vertices(args.vertices, g)
     ctx.comm.Barrier()
     t = time.perf_counter()
-    r = closeness(g, vertices=verts, convention=args.convention, backend=args.backend, comm=ctx.comm,
-                  batch_size=args.batch_size, checkpoint=args.checkpoint, resume=args.resume,
-                  progress=args.progress)
+    try:
+        r = closeness(g, vertices=verts, convention=args.convention, backend=args.backend, comm=ctx.comm,
+                      batch_size=args.batch_size, checkpoint=args.checkpoint, resume=args.resume,
+                      checkpoint_interval=args.checkpoint_interval, progress=args.progress)
+    except CheckpointInterrupted as e:  # raised on every rank, each saved first: no abort needed
+        if ctx.rank == 0:
+            import sys
+
+            print(f"distgraph closeness: {e} (checkpoint {args.checkpoint})", file=sys.stderr, flush=True)
+        return 128 + e.signum
     elapsed = time.perf_counter() - t
     verified = None
     if args.verify:

@@ -8,10 +8,21 @@ Layout of a checkpoint directory::
                                   this rank finished in this session, and the sums of
                                   their partial results (exact integers)
 
-A rank rewrites its own part file after every finished batch: written to
-``*.tmp``, flushed, fsync'ed, then renamed over the old one (``os.replace`` is
-atomic), so a kill at any moment leaves either the old or the new file, never a torn
-one. A part file holds only batches done in its session; files of earlier sessions
+A rank rewrites its own part file when it saves: written to ``*.tmp``, flushed,
+fsync'ed, then renamed over the old one (``os.replace`` is atomic), so a kill at any
+moment leaves either the old or the new file, never a torn one. The batch driver
+(:func:`distgraph.algorithms.msbfs.run_batches`) saves after a finished batch once
+``interval`` seconds have passed since this rank's last save (``0``: after every
+batch; default ``DISTGRAPH_CHECKPOINT_INTERVAL``, 60 s), at the end of the run, when
+a batch or anything else fails (what was finished before is saved, then the error is
+raised), and at the first batch boundary after a ``SIGTERM`` or ``SIGUSR1``
+(:class:`StopSignals`; then :class:`CheckpointInterrupted` is raised on every rank).
+The decisions are each rank's own: a save writes only that rank's part file and has
+no collective step, so ranks that save at different moments never wait for each
+other (and first-come dealing keeps ranks out of step on purpose). A kill loses at
+most the batches a rank finished in the last ``interval`` seconds.
+
+A part file holds only batches done in its session; files of earlier sessions
 are never touched again, so the batch sets of all part files are disjoint. On resume
 the sums of all part files are added (integers: the order does not matter) and the
 batches they list are skipped; :class:`~distgraph.errors.CheckpointError` is raised
@@ -28,15 +39,67 @@ import glob
 import hashlib
 import json
 import os
+import signal
+import threading
+import time
 import uuid
 
 import numpy as np
 
 from ..errors import CheckpointError
 
-__all__ = ["CheckpointStore", "graph_checksum", "array_checksum"]
+__all__ = ["CheckpointStore", "CheckpointInterrupted", "StopSignals", "graph_checksum", "array_checksum"]
 
 FORMAT = 1
+
+#: the clock of the save interval (tests replace it)
+_clock = time.monotonic
+
+
+class CheckpointInterrupted(CheckpointError):
+    """A checkpointed run stopped by ``SIGTERM`` or ``SIGUSR1`` (:class:`StopSignals`)
+    after every rank saved what it had finished: run again with ``resume=True``
+    (``--resume``) to continue. ``signum`` is the signal."""
+
+    def __init__(self, signum: int):
+        self.signum = int(signum)
+        super().__init__(f"stopped by {signal.Signals(self.signum).name} after saving the checkpoint; "
+                         "run again with resume=True (--resume) to continue")
+
+    def __reduce__(self):  # raised on every rank: pickled by collective_raise
+        return type(self), (self.signum,)
+
+
+class StopSignals:
+    """While active (a ``with`` block, main thread only), ``SIGTERM`` and ``SIGUSR1`` only
+    set :attr:`signum` instead of ending the process; the batch driver then saves the
+    checkpoint at the next batch boundary and raises :class:`CheckpointInterrupted`.
+    Slurm sends ``SIGTERM`` to every task on preemption, requeue, cancel and at the
+    time limit (``SIGKILL`` follows ``KillWait`` seconds later), and ``SIGUSR1`` where
+    the job asks for it (``deploy/slurm/closeness.sbatch``). The previous handlers are
+    restored on exit. Outside the main thread nothing is installed."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+    def __init__(self):
+        self.signum = None
+        self._old = {}
+
+    def _handler(self, signum, frame):
+        if self.signum is None:
+            self.signum = signum
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for s in self.SIGNALS:
+                self._old[s] = signal.signal(s, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        self._old.clear()
+        return False
 
 
 def array_checksum(*arrays) -> str:
@@ -96,6 +159,10 @@ class CheckpointStore:
     hints : dict or None
         ``{identity key: advice}``: appended to the refusal when that key differs (what
         to change so that the run matches the checkpoint).
+    interval : float or None
+        Seconds between this rank's saves during a run (:meth:`due`); ``0`` saves after
+        every batch. Default ``config.checkpoint_interval`` (``DISTGRAPH_CHECKPOINT_INTERVAL``,
+        60). Not part of the run's identity: a run may resume with another interval.
 
     Raises
     ------
@@ -103,9 +170,24 @@ class CheckpointStore:
         The directory holds another run, or a run while ``resume`` is false.
     """
 
-    def __init__(self, directory, identity: dict, comm=None, resume: bool = False, hints: dict | None = None):
+    def __init__(self, directory, identity: dict, comm=None, resume: bool = False, hints: dict | None = None,
+                 interval: float | None = None):
         from .abort import collective_raise
+        from .config import config
 
+        given = config.checkpoint_interval if interval is None else interval
+        try:
+            interval = float(given)
+        except (TypeError, ValueError):
+            interval = float("nan")
+        if not interval >= 0:  # also NaN
+            from ..errors import InvalidArgumentError
+
+            raise InvalidArgumentError(f"checkpoint interval must be a number of seconds >= 0; got {given!r}")
+        self.interval = interval
+        #: durable writes of this rank's part file so far
+        self.saves = 0
+        self._last = _clock()
         self.directory = os.fspath(directory)
         self.identity = dict(identity, format=FORMAT)
         self.hints = dict(hints or {})
@@ -177,7 +259,15 @@ class CheckpointStore:
             raise CheckpointError(f"checkpoint in {self.directory} counts batch {dup} twice; it is corrupt")
         return done, sums
 
+    def due(self) -> bool:
+        """Whether ``interval`` seconds have passed since this rank's last save (or since
+        the store was opened); always true for interval 0. Rank-local, no communication."""
+        return self.interval <= 0 or _clock() - self._last >= self.interval
+
     def save(self, batches, arrays: dict) -> None:
-        """Durably replace this rank's part file of this session."""
+        """Durably replace this rank's part file of this session (rank-local: no
+        collective, any rank may save at any moment)."""
         payload = dict(arrays, batches=np.asarray(batches, dtype=np.int64))
         _write_atomic(self.path, lambda f: np.savez(f, **payload))
+        self.saves += 1
+        self._last = _clock()

@@ -48,6 +48,10 @@ class Config:
     msbfs_batch: int = 512
     #: GPU index override (-1: local rank modulo visible GPUs).
     device: int = -1
+    #: Checkpointed runs (closeness --checkpoint): seconds between a rank's durable saves; a run also
+    #: saves at its end, on an error and after SIGTERM/SIGUSR1. 0: after every batch (kron:20 on a GPU:
+    #: 2048 writes of 40 MB, more than the computation).
+    checkpoint_interval: float = 60.0
     #: Seconds a test or a run may wait on a peer before declaring a hang (0: forever).
     hang_timeout: float = 0.0
     #: GPU BFS (BLEST): update divergence above which lazy updates (Alg. 3) are used.
