@@ -20,6 +20,16 @@ Each entry of ``y`` is thus accumulated by one rank, in increasing index order, 
 the result is bit-identical for any number of ranks, any tile size, either offset
 source, with or without the cached frontier, and equal to the CSR product.
 
+Reordering (``reorder="degree"`` or ``"rcm"``, or a reordered
+:class:`~distgraph.formats.k2tree.K2Tree`): the blocks hold the matrix with its
+vertices renumbered (``A'[perm[i], perm[j]] = A[i, j]``, smaller trees where the ids
+were scrambled, see :mod:`distgraph.formats.k2tree`), and ``x`` and ``y`` stay in the
+caller's ids: on one rank the backend's wrappers gather ``x`` before and ``y`` after
+the product; on several, the plan does, around the row or column blocks of ``A'``.
+Within a row the contributions then arrive in the stored column order: results equal
+the unreordered ones up to floating-point rounding (exactly for lor_land, min_plus and
+integer-valued vectors).
+
 ``format="csr"`` runs the same products on CSR row blocks (CSC column blocks for the
 left product): the baseline a user would otherwise pick.
 
@@ -46,18 +56,23 @@ OFFSETS = ("directory", "scan")
 class _Pattern:
     """The Boolean input as CSR (rows) and, on demand, CSC (columns), int64 ids."""
 
-    def __init__(self, A):
-        from ..formats.k2tree import K2Tree
+    def __init__(self, A, reorder=None):
+        from ..formats.k2tree import K2Tree, _no_reorder
         from ..graph.core import Graph
 
         self.tree = None
         self.graph = None
+        self.perm = None  # new_id: the pattern below is in the stored (renumbered) ids
         self._csr = self._csc = None
         if isinstance(A, Graph):
             self.graph = A
             self.shape = (A.n, A.n)
         elif isinstance(A, K2Tree):
+            if not _no_reorder(reorder):
+                raise InvalidArgumentError("reorder is an option of the tree's build (K2Tree.from_graph(..., "
+                                           "reorder=...)), not of a plan on a K2Tree")
             self.tree = A
+            self.perm = A.perm
             self.shape = tuple(A.shape)
         else:
             import scipy.sparse as sp
@@ -70,7 +85,27 @@ class _Pattern:
             C.sort_indices()
             self._csr = (C.indptr.astype(np.int64), C.indices)
             self.shape = tuple(int(s) for s in C.shape)
+        if not _no_reorder(reorder) and self.tree is None:
+            self._renumber(reorder)
 
+    def _renumber(self, reorder):
+        """Replace the pattern by its renumbered copy (``self.perm`` = new_id)."""
+        from ..formats.k2tree import _new_ids
+
+        if isinstance(reorder, str) and reorder in ("degree", "rcm") and self.graph is not None:
+            from ..formats.reorder import degree_order, rcm
+
+            new_id = degree_order(self.graph) if reorder == "degree" else rcm(self.graph)
+        else:
+            ip, ix = self.csr()
+            rows = np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(ip))
+            new_id = _new_ids(reorder, rows, np.asarray(ix), self.shape)
+        ip, ix = self.csr()
+        rows = np.repeat(new_id[: self.shape[0]], np.diff(ip))
+        self._csr = _coo_to_csr(rows, new_id[np.asarray(ix, np.int64)], self.shape[0])
+        self._csc = None
+        self.graph = None
+        self.perm = new_id
     @property
     def nnz(self) -> int:
         return int(self.csr()[0][-1])
@@ -80,7 +115,7 @@ class _Pattern:
             if self.graph is not None:
                 self._csr = (self.graph.indptr, self.graph.indices)
             else:
-                r, c = self.tree.to_coo()
+                r, c = self.tree.to_coo(raw=True)
                 self._csr = _coo_to_csr(r, c, self.shape[0])
         return self._csr
 
@@ -134,6 +169,11 @@ class SpMVPlan:
         Keep the codes of the last internal level (k2+F): faster, 8 bytes per node.
     sample : int
         Directory sample ``S``.
+    reorder : {None, "none", "degree", "rcm"} or array_like of int, optional
+        Renumber the vertices of a square matrix before building the blocks (see
+        :meth:`~distgraph.formats.k2tree.K2Tree.from_coo`); ``x`` and ``y`` stay in
+        the caller's ids. A :class:`~distgraph.formats.k2tree.K2Tree` input brings
+        its own permutation (build it with ``reorder=``).
     comm : mpi4py communicator, optional
         Default ``MPI.COMM_WORLD``.
     backend : {"cpu", "gpu", "auto"}, optional
@@ -151,7 +191,7 @@ class SpMVPlan:
     """
 
     def __init__(self, A, *, format="k2tree", tile=DEFAULT_TILE, offsets="directory", cached_frontier=False,
-                 sample=256, comm=None, backend=None):
+                 sample=256, comm=None, backend=None, reorder=None):
         if format not in FORMATS:
             raise InvalidArgumentError(f"format must be one of {', '.join(FORMATS)}; got {format!r}")
         if offsets not in OFFSETS:
@@ -164,8 +204,12 @@ class SpMVPlan:
         self.comm, self.rank, self.size, self.backend = ctx.comm, ctx.rank, ctx.size, ctx.backend
         self.format, self.tile, self.offsets = format, int(tile), offsets
         self.cached_frontier, self.sample = bool(cached_frontier), int(sample)
-        self._pattern = _Pattern(A)
+        self._pattern = _Pattern(A, reorder)
         self.shape = self._pattern.shape
+        # one rank, k2-tree: the tree carries the permutation and the backend gathers;
+        # else the plan gathers around the blocks of the renumbered matrix
+        self._perm = self._pattern.perm
+        self._plan_gathers = self._perm is not None and not (self.size == 1 and format == "k2tree")
         self._blocks = {}
         self._parts = {}
 
@@ -198,7 +242,9 @@ class SpMVPlan:
             if self.size == 1 and pat.tree is not None:
                 tree = pat.tree
                 if tree.sample != self.sample:
-                    tree = K2Tree.from_coo(*tree.to_coo(), tree.shape, sample=self.sample)
+                    perm = tree.perm
+                    tree = K2Tree.from_coo(*tree.to_coo(raw=True), tree.shape, sample=self.sample)
+                    tree.perm = perm
             else:
                 ip, ix = pat.csc() if left else pat.csr()
                 a, b = int(ip[lo]), int(ip[hi])
@@ -206,6 +252,7 @@ class SpMVPlan:
                 minor = np.asarray(ix[a:b], dtype=np.int64)
                 if self.size == 1:
                     tree = K2Tree.from_coo(major, minor, self.shape, sample=self.sample)
+                    tree.perm = pat.perm  # stored ids: the backend gathers
                 elif left:
                     tree = K2Tree.from_coo(minor, major, (nrows, hi - lo), sample=self.sample)
                 else:
@@ -266,6 +313,8 @@ class SpMVPlan:
             raise InvalidArgumentError(f"x must hold numbers; got dtype {x.dtype}")
         one = x.ndim == 1
         x2 = sr.prepare(x.reshape(kin, -1))
+        if self._plan_gathers:
+            x2 = x2[self._pattern_inverse()]
         B = x2.shape[1]
         blk = self._block(left)
         offs = self.partition(left)
@@ -275,7 +324,17 @@ class SpMVPlan:
         else:
             self._cpu_product(blk, x2, ylocal, sr, left)
         y = self._allgather(ylocal, kout, left)
+        if self._plan_gathers:
+            y = y[self._perm]
         return y[:, 0] if one else y
+
+    def _pattern_inverse(self):
+        inv = getattr(self, "_inv", None)
+        if inv is None:
+            inv = np.empty_like(self._perm)
+            inv[self._perm] = np.arange(self._perm.shape[0], dtype=self._perm.dtype)
+            self._inv = inv
+        return inv
 
     def _cpu_product(self, blk, x2, y, sr, left):
         from ..backends.cpu import k2tree_spmv as K
@@ -338,7 +397,7 @@ class SpMVPlan:
 
 # ========================================================== public functions
 def spmv(A, x=None, *, semiring="plus_times", left=False, format="k2tree", tile=DEFAULT_TILE,
-         offsets="directory", cached_frontier=False, comm=None, backend=None) -> np.ndarray:
+         offsets="directory", cached_frontier=False, comm=None, backend=None, reorder=None) -> np.ndarray:
     """Semiring product ``y = A x`` or ``y^T = x^T A`` of a Boolean matrix.
 
     Parameters
@@ -355,7 +414,7 @@ def spmv(A, x=None, *, semiring="plus_times", left=False, format="k2tree", tile=
         See :mod:`distgraph.semiring`.
     left : bool
         Left product ``x^T A`` (along the arcs of a graph) instead of ``A x``.
-    format, tile, offsets, cached_frontier, comm, backend
+    format, tile, offsets, cached_frontier, comm, backend, reorder
         See :class:`SpMVPlan`.
 
     Returns
@@ -379,7 +438,7 @@ def spmv(A, x=None, *, semiring="plus_times", left=False, format="k2tree", tile=
     if isinstance(A, SpMVPlan):
         return A.multiply(x, semiring, left)
     plan = SpMVPlan(A, format=format, tile=tile, offsets=offsets, cached_frontier=cached_frontier,
-                    comm=comm, backend=backend)
+                    comm=comm, backend=backend, reorder=reorder)
     return plan.multiply(x, semiring, left)
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import expect
 
 __all__ = ["is_scale_free", "rcm", "jaccard_windows", "update_divergence", "update_divergence_numpy",
-           "permute_graph", "reorder_graph", "REORDERINGS"]
+           "permute_graph", "reorder_graph", "REORDERINGS", "degree_order", "pattern_order"]
 
 REORDERINGS = ("auto", "jaccard", "rcm", "none")
 
@@ -116,6 +116,50 @@ def rcm(graph) -> np.ndarray:
     new_id = np.empty(graph.n, dtype=np.int64)
     new_id[order] = np.arange(graph.n, dtype=np.int64)
     return new_id
+
+
+# ------------------------------------------------------------------ degree order
+def _order_to_new_id(order: np.ndarray) -> np.ndarray:
+    new_id = np.empty(order.shape[0], dtype=np.int64)
+    new_id[order] = np.arange(order.shape[0], dtype=np.int64)
+    return new_id
+
+
+def degree_order(graph) -> np.ndarray:
+    """Vertices by descending degree (out + in for a directed graph; ties by id).
+
+    Used by the k2-tree (``reorder="degree"``): it gathers the rows and columns of the
+    hubs of a scale-free graph whose ids were scrambled (Kronecker graphs) into one
+    corner, so far fewer quadrants are non-empty. Returns ``new_id``.
+
+    >>> from distgraph.graph import Graph
+    >>> degree_order(Graph.from_edges([0, 1, 2], [2, 2, 0], directed=True)).tolist()
+    [1, 2, 0]
+    """
+    deg = np.diff(graph.indptr).astype(np.int64)
+    if graph.directed:
+        deg = deg + graph.in_degree().astype(np.int64)
+    return _order_to_new_id(np.argsort(-deg, kind="stable"))
+
+
+def pattern_order(rows, cols, n: int, method: str) -> np.ndarray:
+    """``new_id`` of the ``n`` vertices of the square pattern ``(rows, cols)`` by
+    ``method``: ``"degree"`` (:func:`degree_order`: row plus column counts) or
+    ``"rcm"`` (:func:`rcm` of the symmetrized pattern)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
+    if method == "degree":
+        deg = np.bincount(rows, minlength=n) + np.bincount(cols, minlength=n)
+        return _order_to_new_id(np.argsort(-deg, kind="stable"))
+    expect(method == "rcm", "method", "'degree' or 'rcm'", method)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+    A = sp.csr_matrix((np.ones(rows.shape[0], np.int8), (rows, cols)), shape=(n, n))
+    A = (A + A.T).tocsr()
+    return _order_to_new_id(reverse_cuthill_mckee(A, symmetric_mode=True).astype(np.int64))
 
 
 # ----------------------------------------------------------------- Jaccard with windows

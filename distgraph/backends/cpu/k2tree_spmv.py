@@ -26,6 +26,14 @@ batch); ``y`` is filled with the semiring's zero by the caller. A right product 
 2 min_plus; :func:`_combine`), a plain integer argument, so the compiled kernels are
 cached on disk by numba (a function-typed argument would not be).
 
+Reordered trees (``tree.perm``, :mod:`distgraph.formats.k2tree`): the wrappers
+:func:`k2_product` and :func:`k2_frontier_product` take ``x`` and ``y`` in the
+caller's ids and run the kernels on the stored ids: ``x`` (and the ``y`` accumulated
+into) gathered by the inverse permutation before, ``y`` gathered back after
+(:func:`in_stored_ids`; the kernels do not change). Within a row the contributions
+then arrive in the stored column order, so floats may differ from the CSR product by
+rounding (exact for integer-valued vectors and for lor_land/min_plus).
+
 Order of accumulation: within a row (right) or a column (left) the contributions
 arrive in increasing column (row) order, because a fixed row's cells are ordered by
 column in Z-order; the CSR kernel does the same. So every configuration (tile, offsets,
@@ -37,7 +45,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["k2_product", "k2_frontier_product", "csr_product", "scratch_layout"]
+__all__ = ["k2_product", "k2_frontier_product", "csr_product", "scratch_layout", "in_stored_ids"]
 
 from ...formats.k2tree import _M1, _M2, _M4, _M8, _M16, _M32  # Morton masks, defined once
 _U1 = np.uint64(1)
@@ -226,10 +234,31 @@ def scratch_layout(tree, tile: int):
     return off, cap
 
 
+def in_stored_ids(tree, x, y, product):
+    """``product(xs, ys)`` on the stored ids of a reordered ``tree``, in place on ``y``:
+    ``xs = x[inv]``, ``ys = y[inv]`` (``inv``: the inverse of ``tree.perm``), then
+    ``y[:] = ys[perm]``. ``x``/``y`` are ``(n, B)`` numpy (or CuPy, with ``perm`` and
+    ``inv`` on the device) arrays; the gathers are along the first axis."""
+    return _gathered(tree.perm, tree.inverse_perm, x, y, product)
+
+
+def _gathered(perm, inv, x, y, product):
+    xs = x[inv]
+    ys = y[inv]
+    product(xs, ys)
+    y[...] = ys[perm]
+    return y
+
+
 def k2_product(tree, x, y, sr, *, left=False, tile=1 << 20, offsets="directory", buf=None, layout=None):
-    """``y (+)= A x`` (or ``x^T A``) on ``tree``, tree-only, tiled; in place on ``y``."""
+    """``y (+)= A x`` (or ``x^T A``) on ``tree``, tree-only, tiled; in place on ``y``
+    (``x``, ``y`` in the caller's ids when the tree is reordered)."""
     if tree.num_nodes == 0:
         return y
+    if tree.perm is not None:
+        raw = tree.raw()
+        return in_stored_ids(tree, x, y, lambda xs, ys: k2_product(raw, xs, ys, sr, left=left, tile=tile,
+                                                                    offsets=offsets, buf=buf, layout=layout))
     off, cap = layout if layout is not None else scratch_layout(tree, tile)
     if buf is None:
         buf = np.empty(int(off[-1]), np.uint64)
@@ -241,10 +270,14 @@ def k2_product(tree, x, y, sr, *, left=False, tile=1 << 20, offsets="directory",
 
 
 def k2_frontier_product(tree, x, y, sr, *, left=False):
-    """``y (+)= A x`` (or ``x^T A``) from the cached frontier (k2+F); in place."""
+    """``y (+)= A x`` (or ``x^T A``) from the cached frontier (k2+F); in place
+    (``x``, ``y`` in the caller's ids when the tree is reordered)."""
     if tree.num_nodes == 0:
         return y
     tree.with_frontier()
+    if tree.perm is not None:
+        raw = tree.raw()
+        return in_stored_ids(tree, x, y, lambda xs, ys: k2_frontier_product(raw, xs, ys, sr, left=left))
     _frontier(tree.sig, tree.level_start, tree.levels, tree.frontier, x, y, bool(left), int(sr))
     return y
 

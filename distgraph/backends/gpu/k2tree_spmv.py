@@ -274,6 +274,12 @@ class DeviceMatrix:
             raise InvalidArgumentError("DeviceMatrix needs exactly one of tree= and csr=")
         if tree is not None:
             _check_tile(tile)
+        self.perm = None  # (perm, inverse) on the device for a reordered tree
+        if tree is not None and tree.perm is not None:
+            tree, perm, inv = tree.raw(), tree.perm, tree.inverse_perm
+            idt = np.int32 if perm.shape[0] < 2**31 else np.int64
+            cp0 = import_cupy()
+            self.perm = (cp0.asarray(perm.astype(idt)), cp0.asarray(inv.astype(idt)))
         self.tree = tree
         self.tile = int(tile)
         self.use_dir = offsets == "directory"
@@ -354,11 +360,14 @@ class DeviceMatrix:
 
     def nbytes(self) -> dict:
         """Device bytes held by this matrix: ``matrix`` (tree, directory, top codes and
-        cached frontier, or CSR) and ``scratch`` (frontier buffers, scan offsets)."""
+        cached frontier [and permutation], or CSR) and ``scratch`` (frontier buffers, scan offsets)."""
         top = f"codes{self.tree.top_level}" if self.tree is not None and not self.cached else None
         mat = sum(int(v.nbytes) for k, v in self.arrays.items()
                   if k in ("sig", "dir", "frontier", "frontier_base", "frontier_delta", "indptr", "indices", top))
         tot = sum(int(v.nbytes) for v in self.arrays.values())
+        if self.perm is not None:  # a reordered tree's permutation and its inverse
+            p = int(self.perm[0].nbytes + self.perm[1].nbytes)
+            mat, tot = mat + p, tot + p
         return {"matrix": mat, "scratch": tot - mat}
 
     def _module(self, sr, dtype):
@@ -369,17 +378,31 @@ class DeviceMatrix:
 
     def multiply(self, x, sr, left=False, out=None):
         """``y`` (host numpy, or the device array ``out``) of one product; ``x`` is an
-        ``(k, B)`` host or device array already in ``sr.output_dtype``."""
+        ``(k, B)`` host or device array already in ``sr.output_dtype``. A reordered
+        tree (``tree.perm``) takes ``x`` and gives ``y`` in the caller's ids: one
+        gather of ``x`` before and one of ``y`` after (:func:`permuted_product`);
+        :meth:`run` and :meth:`graph` work on the stored ids."""
         cp = self.cp
         xd = cp.asarray(x)
         if xd.dtype not in _VALUE_T:
             raise InvalidArgumentError(f"x dtype {xd.dtype} is not supported on the GPU")
+        if self.perm is not None:
+            y = permuted_product(self.perm[0], self.perm[1], xd,
+                                 lambda xs: self._product(xs, sr, left, None))
+            if out is not None:
+                out[...] = y
+                return out
+            return cp.asnumpy(y)
+        y = self._product(xd, sr, left, out)
+        return y if out is not None else cp.asnumpy(y)
+
+    def _product(self, xd, sr, left, out):
         B = int(xd.shape[1])
         nout = (self.tree.shape[1] if left else self.tree.shape[0]) if self.tree is not None else self.nrows
-        y = out if out is not None else cp.empty((nout, B), dtype=xd.dtype)
+        y = out if out is not None else self.cp.empty((nout, B), dtype=xd.dtype)
         y.fill(sr.zero(xd.dtype))
         self.run(xd, y, sr, left)
-        return y if out is not None else cp.asnumpy(y)
+        return y
 
     def graph(self, xd, y, sr, left):
         """A CUDA graph of one whole product into ``y`` (fill + every launch), recorded
@@ -483,6 +506,13 @@ class DeviceMatrix:
             else:
                 leaves(grid, (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n), xd, y, np.int32(B),
                                         np.int32(1 if left else 0)))
+
+
+def permuted_product(perm, inv, x, product):
+    """``product(x[inv])[perm]``: a product on the stored ids of a reordered tree with
+    ``x`` and the result in the caller's ids (``perm``: ``new_id``, ``inv`` its
+    inverse; numpy or CuPy arrays alike, gathers along the first axis)."""
+    return product(x[inv])[perm]
 
 
 def tree_from_csr(indptr, indices, shape=None, **kw):
