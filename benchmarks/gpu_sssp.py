@@ -292,6 +292,9 @@ def mpirun_json(n, args, timeout):
         line = [x for x in pr.stdout.splitlines() if x.startswith("RESULT-JSON ")]
         return json.loads(line[-1][12:]) if line else \
             {"error": f"exit status {pr.returncode}: " + (pr.stderr + pr.stdout)[-2000:]}
+    except subprocess.TimeoutExpired as e:  # keep what the ranks printed (their progress lines)
+        out = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (e.stderr, e.stdout))
+        return {"error": f"timed out after {timeout} s", "output_tail": out[-3000:]}
     except Exception as e:
         return {"error": repr(e)}
 
@@ -345,8 +348,13 @@ def worker_pes(spec, weights, trials):
             name = f"{queue}_{remote}"
             q = None
             try:
+                t0 = time.perf_counter()
                 q = QueueSSSP(g, w, comm, queue=queue, remote=remote, use_nvshmem=True)
+                t1 = time.perf_counter()
                 q.run(s, confirm)
+                if comm.Get_rank() == 0:  # progress, kept by mpirun_json if the run times out
+                    print(f"{name}: setup {t1 - t0:.2f} s, warm-up run {time.perf_counter() - t1:.3f} s",
+                          file=sys.stderr, flush=True)
                 times = []
                 for _ in range(trials):
                     comm.Barrier()
@@ -398,6 +406,7 @@ def main(argv=None):
     ap.add_argument("--pes", default=os.environ.get("BENCH_GPU_SSSP_PES", ""))
     ap.add_argument("--pes-weights", default="shifted,uniform")
     ap.add_argument("--pes-trials", type=int, default=2)
+    ap.add_argument("--pes-timeout", type=float, default=240.0, help="seconds of one --pes run (all variants)")
     ap.add_argument("--pes-graph", default=os.environ.get("BENCH_GPU_SSSP_PES_GRAPH", "kron:16"))
     ap.add_argument("--merge", metavar="FILE", default=None,
                     help="start from this earlier gpu_sssp.json: its rows for other graphs/weights/PE counts are kept")
@@ -503,7 +512,7 @@ def main(argv=None):
             save()
     for p in [int(x) for x in a.pes.split(",") if x]:
         for wk in [x for x in a.pes_weights.split(",") if x]:
-            r = mpirun_json(p, ["--worker-pes", a.pes_graph, wk, "--trials", str(a.pes_trials)], 240)
+            r = mpirun_json(p, ["--worker-pes", a.pes_graph, wk, "--trials", str(a.pes_trials)], a.pes_timeout)
             r["measured_at_commit"] = results["commit"]
             results["pes"][f"{p}_{wk}"] = r
             results["pes_commit"] = results["commit"]
