@@ -88,7 +88,7 @@ def pagerank(graph, *, alpha: float = 0.85, tol: float = 1e-6, max_iter: int = 1
     if n == 0:
         empty = np.zeros(0, np.float64)
         return (empty, 0) if return_iterations else empty
-    deg = np.diff(plan._pattern.csr()[0]).astype(np.float64)
+    deg = plan.row_counts().astype(np.float64)  # caller's ids (a reordered plan stores others)
     inv = np.zeros(n, np.float64)
     nz = deg != 0
     inv[nz] = 1.0 / deg[nz]

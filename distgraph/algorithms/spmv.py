@@ -273,6 +273,11 @@ class SpMVPlan:
         self._blocks[left] = blk
         return blk
 
+    def row_counts(self) -> np.ndarray:
+        """Non-zeros of every row (int64), in the caller's ids (out-degrees of a graph)."""
+        deg = np.diff(self._pattern.csr()[0]).astype(np.int64)
+        return deg if self._perm is None else deg[self._perm]
+
     @property
     def tree(self):
         """This rank's k2-tree for right products (the whole tree on one rank)."""
