@@ -41,6 +41,14 @@ parallel processes (``--prepare DIR``, CPU only) while the GPU does something el
 host build (numba passes after a numpy sort), and for graphs up to
 ``--gpu-build-max-arcs`` also of :func:`tree_from_csr` (Morton codes sorted on the GPU).
 Results go to OUTDIR/k2tree_gpu.json with commit, device, date.
+
+``--reorder degree|rcm`` renumbers every graph first (:mod:`distgraph.formats.reorder`,
+as ``K2Tree.from_graph(g, reorder=...)`` does): the trees, distgraph's CSR and
+cuSPARSE then all run on the renumbered matrix (compare cuSPARSE with the
+unreordered k2tree_gpu.json); ``reorder_s`` is the ordering plus the relabelling, and
+``perm_gather_ms`` the time of the two gathers a product in the caller's ids adds
+(``x[inv]`` before, ``y[perm]`` after, int32 indices; single vector and per vector of a
+batch). Results then go to OUTDIR/k2tree_gpu_reorder_<method>.json.
 """
 
 from __future__ import annotations
@@ -77,28 +85,37 @@ def _fname(spec):
 
 
 # ------------------------------------------------------------ host side
-def read_and_build(spec):
+def read_and_build(spec, reorder="none"):
     """``(graph, tree with the cached frontier, meta)`` of ``spec``, with the read,
-    build and frontier times in ``meta``."""
+    build and frontier times in ``meta``; ``reorder``: the graph renumbered first."""
     from distgraph.formats.k2tree import K2Tree
 
     t0 = time.perf_counter()
     g = load(spec)
     t_read = time.perf_counter() - t0
+    t_reorder = None
+    if reorder != "none":
+        from distgraph.formats.reorder import degree_order, permute_graph, rcm
+
+        t0 = time.perf_counter()
+        g = permute_graph(g, degree_order(g) if reorder == "degree" else rcm(g))
+        t_reorder = time.perf_counter() - t0
     t0 = time.perf_counter()
     tree = K2Tree.from_graph(g)
     t_build = time.perf_counter() - t0
     t0 = time.perf_counter()
     tree.with_frontier()
     t_frontier = time.perf_counter() - t0
-    meta = {"graph": spec, "n": g.n, "m": g.m, "directed": bool(g.directed), "read_s": t_read,
-            "build_s": t_build, "frontier_s": t_frontier}
+    meta = {"graph": spec if reorder == "none" else f"{spec}+reorder={reorder}", "n": g.n, "m": g.m,
+            "directed": bool(g.directed), "read_s": t_read, "build_s": t_build, "frontier_s": t_frontier}
+    if reorder != "none":
+        meta.update({"reorder": reorder, "reorder_s": t_reorder})
     return g, tree, meta
 
 
-def prepare_one(spec, outdir):
+def prepare_one(spec, outdir, reorder="none"):
     """Read/generate ``spec``, build its tree with the cached frontier, save both."""
-    g, tree, meta = read_and_build(spec)
+    g, tree, meta = read_and_build(spec, reorder)
     # the CSC (for the left products of the CSR kernel) is the CSR when undirected
     cip, cix = (g.csc()[0], g.csc()[1]) if g.directed else (np.zeros(0, np.int64), np.zeros(0, np.int32))
     meta.update({"shape": list(tree.shape), "levels": tree.levels, "nnz": tree.nnz, "sample": tree.sample,
@@ -111,13 +128,13 @@ def prepare_one(spec, outdir):
     return spec, time.perf_counter()
 
 
-def prepare(graphs, outdir, jobs):
+def prepare(graphs, outdir, jobs, reorder="none"):
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     os.makedirs(outdir, exist_ok=True)
     start = time.perf_counter()
     with ProcessPoolExecutor(max_workers=jobs) as ex:
-        futs = {ex.submit(prepare_one, s, outdir): s for s in graphs}
+        futs = {ex.submit(prepare_one, s, outdir, reorder): s for s in graphs}
         for f in as_completed(futs):
             s = futs[f]
             try:
@@ -148,9 +165,9 @@ def load_prepared(spec, outdir, deadline):
     return z, tree, meta
 
 
-def prepare_inline(spec):
+def prepare_inline(spec, reorder="none"):
     """What :func:`load_prepared` returns, computed here."""
-    g, tree, meta = read_and_build(spec)
+    g, tree, meta = read_and_build(spec, reorder)
     cip, cix = (g.csc()[0], g.csc()[1]) if g.directed else (g.indptr, g.indices)
     z = {"indptr": g.indptr, "indices": g.indices, "csc_indptr": cip, "csc_indices": cix}
     return z, tree, meta
@@ -211,6 +228,7 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
            "nodes_per_arc": tree.num_nodes / max(m, 1),
            "arcs_per_4x4_block": m / max(int(tree.level_sizes()[tree.levels - 2]), 1),
            "read_s": meta["read_s"], "build_s": meta["build_s"], "frontier_s": meta["frontier_s"],
+           "reorder": meta.get("reorder", "none"), "reorder_s": meta.get("reorder_s"),
            "bytes": {"tree": nb["tree"], "k2": nb["engine"], "k2F": nb["engine_f"],
                      "csr_fp32": csr_nbytes(n, m), "csr_bool": csr_nbytes(n, m, values=0)}}
     from distgraph.backends.gpu.k2tree_spmv import memory_plan
@@ -247,6 +265,12 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
                       "batch": timed(cp, lambda: A @ X, max(3, reps // 2)) / batch}}
     dev_bytes = {"cusparse": int(A.data.nbytes + A.indices.nbytes + A.indptr.nbytes)}
     errs = {}
+    if res["reorder"] != "none":  # the gathers of a product in the caller's ids (int32 indices)
+        pi = cp.asarray(np.random.default_rng(2).permutation(n).astype(np.int32))
+        res["perm_gather_ms"] = {"right": timed(cp, lambda: x[pi][pi], reps),
+                                 "batch": timed(cp, lambda: X[pi][pi], max(3, reps // 2)) / batch}
+        res["bytes"]["perm_int32_x2"] = 8 * n
+        del pi
 
     def relerr(got, key):
         r = ref[key]
@@ -400,6 +424,8 @@ def main(argv=None):
     p.add_argument("--big-arcs", type=float, default=2e8,
                    help="graphs with more arcs run only --big-configs")
     p.add_argument("--big-configs", nargs="*", default=BIG_CONFIGS)
+    p.add_argument("--reorder", choices=("none", "degree", "rcm"), default="none",
+                   help="renumber every graph first (results to k2tree_gpu_reorder_<method>.json)")
     p.add_argument("--merge", nargs=2, metavar=("NEW", "INTO"),
                    help="merge the results file NEW into INTO (by graph; configurations of INTO that NEW "
                         "did not run are kept under 'earlier' with their commit) and exit")
@@ -411,7 +437,7 @@ def main(argv=None):
         merge(*a.merge)
         return 0
     if a.prepare:
-        prepare(a.graphs, a.prepare, a.jobs)
+        prepare(a.graphs, a.prepare, a.jobs, a.reorder)
         return 0
     import cupy as cp
     import cupyx.scipy.sparse as cpsp
@@ -423,16 +449,17 @@ def main(argv=None):
            "device": sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
            "cupy": cp.__version__, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "host_loadavg": list(os.getloadavg()), "semiring": "plus_times", "vectors": "float32",
-           "batch": a.batch, "reps": a.reps, "tile": 1 << 20, "sample": 256, "graphs": [], "skipped": []}
+           "batch": a.batch, "reps": a.reps, "tile": 1 << 20, "sample": 256, "reorder": a.reorder,
+           "graphs": [], "skipped": []}
     start = time.perf_counter()
     deadline = start + a.budget
-    path = os.path.join(a.outdir, "k2tree_gpu.json")
+    path = os.path.join(a.outdir, "k2tree_gpu.json" if a.reorder == "none" else f"k2tree_gpu_reorder_{a.reorder}.json")
     for spec in a.graphs:
         if time.perf_counter() > deadline:
             out["skipped"].append(spec)
             continue
         try:
-            got = load_prepared(spec, a.prepared, deadline) if a.prepared else prepare_inline(spec)
+            got = load_prepared(spec, a.prepared, deadline) if a.prepared else prepare_inline(spec, a.reorder)
             if got is None:
                 out["skipped"].append(spec)
                 continue
