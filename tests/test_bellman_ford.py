@@ -1014,6 +1014,14 @@ def test_gpu_queue_capacity_same_on_every_pe(monkeypatch):
 
     caps = [gbf.QueueSSSP(g, g.weights, Comm(r)).capacity for r in (0, 1)]
     assert caps[0] == caps[1] == 32768, caps
+    # remote enqueue (items not deduplicated): room for a relaxation of every arc of the largest
+    # block, on every PE (4 * maxnl + 2**16 = 2**17 stalled on kron:18 over two GPUs)
+    gm = Graph.from_edges(np.repeat(np.arange(64), 4000), np.tile(np.arange(4000, 8000), 64),
+                          np.ones(64 * 4000, np.int64), n=8000, directed=True)
+    caps = [gbf.QueueSSSP(gm, gm.weights, Comm(r), remote="enqueue", split=0).capacity for r in (0, 1)]
+    # blocks [0, 33) and [33, 8000): 132000 and 124000 arcs; 132000 + 2**16 -> 2**18 (the
+    # old 4 * 7967 + 2**16 -> 2**17)
+    assert caps[0] == caps[1] == 1 << 18, caps
 
 
 @pytest.mark.mpi

@@ -216,9 +216,9 @@ class QueueSSSP:
     on every rank (else every rank raises the same error). ``use_nvshmem`` defaults to
     ``comm.Get_size() > 1``; True runs the NVSHMEM kernel even on one PE (for tests).
     ``capacity``: queue slots per PE (a power of two; default: room for every own vertex,
-    and four times that plus 2**16 with ``remote="enqueue"``, whose items are not
-    deduplicated). ``grid``: blocks (default: all co-resident ones). ``timeout``: seconds
-    one launch may take before the host aborts it and raises (default
+    and with ``remote="enqueue"`` on several PEs, whose items are not deduplicated, the larger
+    of four times that and the largest block's arcs, plus 2**16). ``grid``: blocks (default:
+    all co-resident ones). ``timeout``: seconds one launch may take before the host aborts it and raises (default
     ``DISTGRAPH_HANG_TIMEOUT`` when positive, else 600). ``delta``: the near-far bucket
     width in the weights' units (one PE without NVSHMEM only: the NVSHMEM kernel always runs
     the FIFO queue, its near-far being wrong on one PE; see ``kernels/bellman_ford.cuh``): None picks
@@ -291,13 +291,20 @@ class QueueSSSP:
         maxnl = max(int(self.part.sizes().max()), 1)
         self.far_cap = maxnl
         if capacity is None:
-            # room for every own vertex, plus the near-far scan tasks of one phase change
-            need = maxnl + _MAX_TASKS + 64 if remote == "atomic" or size == 1 else 4 * maxnl + (1 << 16)
+            # the largest block's arcs: the segments are symmetric (this rank's arcs gave PEs of
+            # one run different capacities)
+            arcs = int(np.diff(np.asarray(graph.indptr, np.int64)[self.part.offsets]).max())
+            if remote == "atomic" or size == 1:
+                # room for every own vertex, plus the near-far scan tasks of one phase change
+                need = maxnl + _MAX_TASKS + 64
+            else:
+                # remote enqueue: items (vertex, candidate) are not deduplicated, and two PEs
+                # whose segments are both full wait on each other (4 * maxnl stalled on kron:18
+                # over two H200s: 2**20 slots per PE); room for one relaxation of every arc of a
+                # block, 32 bytes a slot
+                need = max(4 * maxnl, arcs) + (1 << 16)
             if self.split:
-                # arc chunks of large vertices, from the largest block's arcs: the segments are
-                # symmetric (this rank's arcs gave PEs of one run different capacities)
-                arcs = int(np.diff(np.asarray(graph.indptr, np.int64)[self.part.offsets]).max())
-                need += 2 * (arcs // self.split)
+                need += 2 * (arcs // self.split)  # arc chunks of large vertices
             capacity = 1 << max(int(need - 1).bit_length(), 6)
         self.capacity = int(capacity)
         self.d_indptr = cp.asarray(self.indptr.astype(np.int64))
