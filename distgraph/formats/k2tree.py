@@ -386,20 +386,25 @@ class K2Tree:
                 or np.any(np.diff(indptr) < 0)):
             rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
             return cls.from_coo(rows, indices, shape, **kw)  # validates and says what is wrong
-        if not _no_reorder(kw.get("reorder")):
-            rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-            return cls.from_coo(rows, indices, shape, **kw)
-        kw.pop("reorder", None)
+        reorder = kw.pop("reorder", None)
+        new_id = None
+        if not _no_reorder(reorder):
+            if isinstance(reorder, str) or nr != nc:  # a method (on the pattern), or refused
+                rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+                return cls.from_coo(rows, indices, shape, reorder=reorder, **kw)
+            new_id = _new_ids(reorder, None, None, (nr, nc))
         unknown = set(kw) - {"sample", "top_nodes", "cached_frontier"}
         if unknown:
             raise TypeError(f"from_csr() got unexpected keyword arguments {sorted(unknown)}")
-        codes = _nb_csr_codes(indptr, indices)
+        codes = _nb_csr_codes(indptr, indices) if new_id is None else _nb_csr_codes_perm(indptr, indices, new_id)
         codes.sort()
         sample = int(kw.pop("sample", DEFAULT_SAMPLE))
         if sample < 2 or sample % 2:
             raise InvalidArgumentError(f"sample must be an even integer >= 2; got {sample}")
-        return cls._from_sorted(codes, (nr, nc), _levels_for(nr, nc), sample,
-                                kw.pop("top_nodes", DEFAULT_TOP_NODES), kw.pop("cached_frontier", False))
+        t = cls._from_sorted(codes, (nr, nc), _levels_for(nr, nc), sample,
+                             kw.pop("top_nodes", DEFAULT_TOP_NODES), kw.pop("cached_frontier", False))
+        t.perm = new_id
+        return t
 
     @classmethod
     def from_graph(cls, graph, **kw) -> "K2Tree":
@@ -651,6 +656,17 @@ def _nb_csr_codes(indptr, indices):
         r = _nb_spread(np.uint64(i)) << np.uint64(1)
         for k in range(indptr[i], indptr[i + 1]):
             out[k] = r | _nb_spread(np.uint64(indices[k]))
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def _nb_csr_codes_perm(indptr, indices, new_id):
+    """Morton codes of the non-zeros of a CSR with every id ``v`` renamed ``new_id[v]``."""
+    out = np.empty(indices.shape[0], np.uint64)
+    for i in range(indptr.shape[0] - 1):
+        r = _nb_spread(np.uint64(new_id[i])) << np.uint64(1)
+        for k in range(indptr[i], indptr[i + 1]):
+            out[k] = r | _nb_spread(np.uint64(new_id[indices[k]]))
     return out
 
 
