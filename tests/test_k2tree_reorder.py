@@ -244,3 +244,33 @@ def test_mpi_reordered_products(comm):
                     x = int_x(g.n, B, sr, seed=zlib.crc32(repr((how, sr, left, B)).encode()))
                     ok &= bool(np.array_equal(plan.multiply(x, sr, left), reference(A, x, sr, left)))
     assert _all_true(comm, ok)
+
+
+# ------------------------------------------------------------------- CLI
+ONE_RANK = pytest.mark.skipif(__import__("mpi4py.MPI").MPI.COMM_WORLD.Get_size() > 1,
+                              reason="runs the CLI in-process")
+
+
+@ONE_RANK
+def test_cli_spmv_reorder(tmp_path, capsys):
+    import json
+
+    from distgraph.cli import main
+    from distgraph.formats.binary import save as write_binary
+
+    g = kron_graph(8)
+    path = tmp_path / "g.dgraph"
+    write_binary(g, path)
+    x = int_x(g.n, 2, "plus_times", 9)
+    np.save(tmp_path / "x.npy", x)
+    out = tmp_path / "y.npy"
+    for graph in (str(path), "kron:8"):
+        for fmt in ("k2tree", "csr"):
+            assert main(["spmv", graph, "--reorder", "degree", "--format", fmt, "--x", str(tmp_path / "x.npy"),
+                         "--left", "-o", str(out), "--verify", "--json", "--backend", "cpu"]) == 0
+            s = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+            assert s["reorder"] == "degree" and s["verified"] is True
+            assert np.array_equal(np.load(out), reference(g.to_scipy(), x, "plus_times", True))
+    side = K2Tree.load(str(path) + ".k2t.npz")  # the sidecar holds the reordered tree
+    assert side.perm is not None and side.meta["source"]["reorder"] == "degree"
+    assert side.sig.nbytes < K2Tree.from_graph(g).sig.nbytes
