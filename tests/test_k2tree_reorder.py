@@ -274,3 +274,29 @@ def test_cli_spmv_reorder(tmp_path, capsys):
     side = K2Tree.load(str(path) + ".k2t.npz")  # the sidecar holds the reordered tree
     assert side.perm is not None and side.meta["source"]["reorder"] == "degree"
     assert side.sig.nbytes < K2Tree.from_graph(g).sig.nbytes
+
+
+# ------------------------------------------------------------------- GPU
+@pytest.mark.gpu
+@pytest.mark.parametrize("cached", [False, True])
+def test_gpu_reordered_products(cached):
+    """DeviceMatrix on a reordered tree (host gathers of x and y): right, left and
+    batched products, three semirings, equal to scipy; SpMVPlan on the GPU too.
+    Needs a GPU (not run in CI)."""
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+
+    g = directed_graph()
+    A = g.to_scipy()
+    t = K2Tree.from_graph(g, reorder="degree")
+    dm = DeviceMatrix(t, cached_frontier=cached)
+    assert dm.nbytes()["matrix"] > DeviceMatrix(t.raw(), cached_frontier=cached).nbytes()["matrix"]
+    for sr in SEMIRINGS:
+        for left in (False, True):
+            for B in (1, 3):
+                x = int_x(g.n, B, sr, seed=zlib.crc32(repr((sr, left, B, cached)).encode()))
+                s = semiring.get(sr)
+                x2 = s.prepare(x)
+                assert np.array_equal(dm.multiply(x2, s, left), reference(A, x, sr, left).reshape(g.n, B))
+                plan = SpMVPlan(t, cached_frontier=cached, backend="gpu")
+                assert np.array_equal(plan.multiply(x, sr, left), reference(A, x, sr, left))
