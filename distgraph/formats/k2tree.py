@@ -40,9 +40,12 @@ Reordering (``reorder="degree"`` or ``"rcm"``): the tree's size follows the clus
 of the non-zeros, and generators that scramble vertex ids (Kronecker graphs, as
 Graph500/GAP do) leave none. Sorting the vertices by degree (descending) halves the
 tree of Kronecker graphs: 28.0 -> 14.1 bits per edge on kron:20, CSR-FP32 / tree 2.3x ->
-4.6x, for about 0.1 s of ordering and a second build of the edge list; RCM gives 4.5x
-there and also helps graphs with locality (road-NY 8.5x -> 11.1x, email-Enron 6.0x ->
-6.9x) where the degree order hurts (7.0x, 5.9x). Numbers and costs:
+4.6x (kron:22: 2.0x -> 4.0x), for 0.3 s of ordering on kron:20 (a graph's build renames
+ids inside its one Morton pass, so it costs what an unordered build does); RCM gives
+4.5x there and also helps graphs with locality (road-NY 8.5x -> 11.1x, email-Enron 6.0x
+-> 6.9x) where the degree order hurts (7.0x, 5.9x). The permutation costs ``4 n`` bytes
+more as int32 (8 n with its inverse on a GPU): little beside a Kronecker tree (4.6x ->
+4.3x), more than the gain on road-NY (11.1x -> 4.1x). Default: no reordering. Numbers:
 ``benchmarks/results/k2tree_reorder_cpu.json`` (``benchmarks/k2tree_reorder.py``).
 
 A Morton code interleaves the row and column bits of a node's block, two bits
