@@ -39,7 +39,7 @@ def _verify(plan, pr, alpha, tol):
         return
     if abs(pr.sum() - 1.0) > 1e-9:
         raise VerificationError(f"PageRank values sum to {pr.sum():.12g}, not 1")
-    deg = np.diff(plan._pattern.csr()[0]).astype(np.float64)
+    deg = plan.row_counts().astype(np.float64)  # caller ids (a reordered plan too)
     z = np.divide(pr, deg, out=np.zeros(n), where=deg != 0)
     nxt = alpha * (plan.multiply(z, "plus_times", left=True) + pr[deg == 0].sum() / n) + (1 - alpha) / n
     if np.abs(nxt - pr).sum() >= n * tol:
