@@ -24,8 +24,7 @@
 // yet, and rescans them after each later improvement (5-8 scans per arc on road graphs).
 // thr is only a priority: any improvement is queued near or far, the run ends when the queue,
 // the items in flight and the far pile are all empty, negative weights need no special case.
-// delta = 0 (several PEs, the NVSHMEM build even on one PE, or asked for) turns it off:
-// thr = INT64_MAX, nothing goes far.
+// delta = 0 (several PEs, or asked for) turns it off: thr = INT64_MAX, nothing goes far.
 //
 // Kept vertices (keep != 0): a warp keeps up to 32 of the near vertices it lowered (one per
 // lane, nx) and scans them at its next turn instead of sending them through the queue; the

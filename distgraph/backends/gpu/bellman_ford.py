@@ -218,10 +218,9 @@ class QueueSSSP:
     ``capacity``: queue slots per PE (a power of two; default: room for every own vertex,
     and with ``remote="enqueue"`` on several PEs, whose items are not deduplicated, the larger
     of four times that and the largest block's arcs, plus 2**16). ``grid``: blocks (default:
-    all co-resident ones). ``timeout``: seconds one launch may take before the host aborts it and raises (default
-    ``DISTGRAPH_HANG_TIMEOUT`` when positive, else 600). ``delta``: the near-far bucket
-    width in the weights' units (one PE without NVSHMEM only: the NVSHMEM kernel always runs
-    the FIFO queue, its near-far being wrong on one PE; see ``kernels/bellman_ford.cuh``): None picks
+    all co-resident ones). ``timeout``: seconds one launch may take before the host aborts
+    it and raises (default ``DISTGRAPH_HANG_TIMEOUT`` when positive, else 600). ``delta``: the near-far bucket
+    width in the weights' units (one PE only; see ``kernels/bellman_ford.cuh``): None picks
     :data:`DELTA_FACTOR` mean weights times ``max(1, 32 / mean degree)``, 0 or inf turns the
     priority off (plain FIFO queue, as on several PEs); :meth:`set_delta` changes it
     between runs. ``keep``: a warp scans the vertices it lowered itself next (up to 32, the
@@ -284,10 +283,7 @@ class QueueSSSP:
         self.bound, self.has_neg = _neg_bound(self.ww, self.wdt, comm)
         self.isf = self.wdt.kind == "f"
         self.nl = self.hi - self.lo
-        # near-far only in the one-PE NVRTC kernel: the NVSHMEM build's gave wrong distances on
-        # one PE (126 of 1024 vertices, kron:10 shifted weights, delta 2; H200, b2f4d3e), so
-        # it runs the FIFO queue, as on several PEs
-        self.delta = _pick_delta(self.indptr, self.ww, self.isf, delta) if size == 1 and not self.nvs else 0
+        self.delta = _pick_delta(self.indptr, self.ww, self.isf, delta) if size == 1 else 0
         maxnl = max(int(self.part.sizes().max()), 1)
         self.far_cap = maxnl
         if capacity is None:
@@ -348,8 +344,8 @@ class QueueSSSP:
         self.kernel = mod.get_function(f"distgraph_bf_queue_{queue}")
         self.ctl = cp.zeros(8, cp.int64)
         self.ph = cp.zeros(8, cp.int64)
-        if comm.Get_size() > 1 or self.nvs:
-            self.far_cap = 0  # no near-far on several PEs or in the NVSHMEM build (nothing is ever put in a pile)
+        if comm.Get_size() > 1:
+            self.far_cap = 0  # no near-far on several PEs (nothing is ever put in a pile)
         self.far = cp.zeros(max(2 * self.far_cap, 1), cp.int32)
         self.grid = int(grid) if grid is not None else _grid(cp, self.kernel, BLOCK)
         self.stream = cp.cuda.Stream(non_blocking=True)
@@ -366,7 +362,7 @@ class QueueSSSP:
     def set_delta(self, delta):
         """Change the near-far delta for the next runs (one PE; see the class docstring)."""
         _check_delta(delta)
-        if self.comm.Get_size() == 1 and not self.nvs:
+        if self.comm.Get_size() == 1:
             self.delta = _pick_delta(self.indptr, self.ww, self.isf, delta)
 
     def close(self):
