@@ -98,6 +98,22 @@ def test_reorder_refuses_rectangular_and_bad_arguments():
         SpMVPlan(K2Tree.from_graph(g), reorder="degree", backend="cpu")
 
 
+@pytest.mark.parametrize("reorder", ["degree", "rcm", "perm"])
+@pytest.mark.parametrize("bad", [-1, 10])
+def test_reorder_refuses_coordinates_out_of_range(reorder, bad):
+    """As without reorder=: an InvalidArgumentError naming the range, not a numpy error or
+    (a given permutation and a negative id) a tree with the edge silently moved to n - 1."""
+    n = 10
+    perm = np.arange(n)[::-1].copy() if reorder == "perm" else reorder
+    rows, cols = np.array([0, 3, bad]), np.array([1, 2, 0])
+    with pytest.raises(InvalidArgumentError, match=r"coordinates must lie in \[0, 10\)"):
+        K2Tree.from_coo(rows, cols, (n, n), reorder=perm)
+    with pytest.raises(InvalidArgumentError, match=r"coordinates must lie in \[0, 10\)"):
+        K2Tree.from_coo(cols, rows, (n, n), reorder=perm)
+    with pytest.raises(InvalidArgumentError, match="equal length"):
+        K2Tree.from_coo(rows, cols[:2], (n, n), reorder=perm)
+
+
 # ------------------------------------------------------------------ products
 @pytest.mark.parametrize("sr", SEMIRINGS)
 @pytest.mark.parametrize("left", [False, True])

@@ -265,6 +265,7 @@ class K2Tree:
             nrows, ncols = (int(shape[0]), int(shape[1]))
             rows = np.asarray(rows)
             cols = np.asarray(cols)
+            _check_coo(rows, cols, nrows, ncols)  # before renaming: new_id[-1] would not fail
             new_id = _new_ids(reorder, rows, cols, (nrows, ncols))
             t = cls.from_coo(new_id[rows], new_id[cols], shape, sample=sample, top_nodes=top_nodes,
                              cached_frontier=cached_frontier)
@@ -280,12 +281,7 @@ class K2Tree:
             raise InvalidArgumentError(f"sample must be an even integer >= 2; got {sample}")
         rows = np.asarray(rows)
         cols = np.asarray(cols)
-        if rows.shape != cols.shape or rows.ndim != 1:
-            raise InvalidArgumentError(f"rows and cols must be 1-D of equal length; got {rows.shape} and {cols.shape}")
-        if rows.size:
-            if rows.min() < 0 or cols.min() < 0 or rows.max() >= nrows or cols.max() >= ncols:
-                raise InvalidArgumentError(f"coordinates must lie in [0, {nrows}) x [0, {ncols}); "
-                                           f"got rows {rows.min()}..{rows.max()}, cols {cols.min()}..{cols.max()}")
+        _check_coo(rows, cols, nrows, ncols)
         L = _levels_for(nrows, ncols)
         codes = morton_encode(rows, cols)
         codes.sort()
@@ -568,6 +564,15 @@ def tree_for_file(graph, graph_path, *, sample: int = DEFAULT_SAMPLE, write: boo
 
 
 REORDER_METHODS = ("none", "degree", "rcm")
+
+
+def _check_coo(rows, cols, nrows, ncols) -> None:
+    if rows.shape != cols.shape or rows.ndim != 1:
+        raise InvalidArgumentError(f"rows and cols must be 1-D of equal length; got {rows.shape} and {cols.shape}")
+    if rows.size:
+        if rows.min() < 0 or cols.min() < 0 or rows.max() >= nrows or cols.max() >= ncols:
+            raise InvalidArgumentError(f"coordinates must lie in [0, {nrows}) x [0, {ncols}); "
+                                       f"got rows {rows.min()}..{rows.max()}, cols {cols.min()}..{cols.max()}")
 
 
 def _no_reorder(reorder) -> bool:
