@@ -309,3 +309,18 @@ def test_property_k2tree_equals_csr_and_reference(nrows, ncols, density, seed, t
         np.testing.assert_allclose(y, ref, rtol=1e-12, atol=1e-12)
     else:
         assert np.array_equal(y, ref)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("fmt", ["k2tree", "csr"])
+def test_empty_graph_products(comm, fmt):
+    """A graph of no vertices gives empty products, single and batched, both directions, on
+    any number of ranks (reshape(0, -1) raised 'cannot reshape array of size 0')."""
+    g = Graph.from_edges(np.zeros(0, np.int64), np.zeros(0, np.int64), n=0)
+    plan = SpMVPlan(g, format=fmt, comm=comm, backend="cpu")
+    ok = True
+    for sr in SEMIRINGS:
+        for left in (False, True):
+            ok &= plan.multiply(None, sr, left).shape == (0,)
+            ok &= plan.multiply(np.zeros((0, 3)), sr, left).shape == (0, 3)
+    assert _all_true(comm, ok)

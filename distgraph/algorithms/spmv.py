@@ -317,7 +317,7 @@ class SpMVPlan:
         if x.dtype.kind not in "biuf":
             raise InvalidArgumentError(f"x must hold numbers; got dtype {x.dtype}")
         one = x.ndim == 1
-        x2 = sr.prepare(x.reshape(kin, -1))
+        x2 = sr.prepare(x.reshape(kin, 1 if one else x.shape[1]))  # (-1 cannot be inferred when kin = 0)
         if self._plan_gathers:
             x2 = x2[self._pattern_inverse()]
         B = x2.shape[1]
