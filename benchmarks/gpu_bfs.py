@@ -579,6 +579,79 @@ def ab_graph(spec, args, cache_dir, prep):
     return out
 
 
+LEVEL_NS = 4096  # levels a --level-profile run can time (DG_BFS_LEVEL_NS)
+LEVEL_KINDS = {0: "direct", 1: "lazy_top_down", 2: "bottom_up", 3: "tiny_block0"}
+
+
+def levels_from_stamps(ns, nq, kind, kinds=LEVEL_KINDS):
+    """The timing build's stamps (``ns[l]`` = start of level l, 0 where not stamped; the
+    stamp after the last level is the end) -> per-level rows (level, microseconds to the
+    next stamp, queue length, kind) and totals per kind. Levels that block 0 ran alone
+    (``tiny``) are not stamped one by one: their time goes to the stamped level before."""
+    ns = np.asarray(ns, np.uint64)
+    stamped = np.flatnonzero(ns)
+    levels, by_kind = [], {}
+    for a, b in zip(stamped[:-1], stamped[1:]):
+        us = float(ns[b] - ns[a]) / 1e3
+        k = kinds.get(int(kind[a]), str(int(kind[a])))
+        levels.append({"level": int(a), "us": us, "queue_vss": int(nq[a]), "kind": k})
+        agg = by_kind.setdefault(k, {"levels": 0, "us": 0.0, "queue_vss": 0})
+        agg["levels"] += 1
+        agg["us"] += us
+        agg["queue_vss"] += int(nq[a])
+    span = float(ns[stamped[-1]] - ns[stamped[0]]) / 1e3 if stamped.size > 1 else None
+    return {"stamped_us": span, "by_kind": by_kind, "levels": levels}
+
+
+def level_profile(spec, args, cache_dir):
+    """Per-level times of each variant (plain, lazy, switch) for a few GAP sources: the
+    kernel compiled with DG_BFS_LEVEL_NS (kernels/bvss_bfs.cu), whose thread 0 stamps
+    %globaltimer at each level's start with the level's queue length and kind. Says where
+    a BFS spends its time (top-down vs bottom-up levels, queue sizes), e.g. why urand's
+    GTEPS fall with scale. Levels are in the run's internal ids; times in microseconds."""
+    import cupy as cp
+
+    from distgraph.backends.gpu.bfs import BLOCK, GpuBFS
+    from distgraph.backends.gpu.loader import get_module
+    from distgraph.runtime.config import config
+
+    kinds = LEVEL_KINDS
+    name, windows = split_spec(spec, args.window or config.gpu_bfs_window)
+    got = _wait_prepped(name, args.workdir, args.deadline) if args.workdir else None
+    g = got[0] if got is not None else load(name)
+    mod = get_module("bvss_bfs", defines={"DG_BFS_BLOCK": BLOCK, "DG_BFS_LEVEL_NS": LEVEL_NS}, cooperative=True)
+    glob = {k: cp.ndarray((LEVEL_NS + 1,), dt, mod.get_global(f"dg_level_{k}"))
+            for k, dt in (("ns", cp.uint64), ("nq", cp.int32), ("kind", cp.int32))}
+    reorder = "auto" if windows else "none"
+    t0 = time.perf_counter()
+    eng = GpuBFS(g, variant="switch", reorder=reorder, window=windows[0] if windows else None, cache_dir=cache_dir)
+    out = {"graph": name, "n": g.n, "arcs": g.m, "reorder": reorder, "setup_s": time.perf_counter() - t0,
+           "info": {k: eng.info.get(k) for k in ("method", "udiv", "bvss", "window", "grid")},
+           "kinds": kinds, "variants": {}}
+    # the timing build in place of the engine's kernels; its grid sized for it
+    eng._kernel = mod.get_function("distgraph_bfs_persistent")
+    eng._k_direct = mod.get_function("distgraph_bfs_direct")
+    eng._k_lazy = mod.get_function("distgraph_bfs_lazy")
+    eng.grid_full = min(eng.grid_full, eng._grid_size())
+    eng.grid_plain = min(eng.grid_plain, eng.grid_full)
+    out["grid_timing_build"] = [eng.grid_plain, eng.grid_full]
+    srcs = gap_sources(g, min(args.sources, 4))
+    for v in ("plain", "lazy", "switch"):
+        runs = []
+        run_variant(eng, int(srcs[0]), v)  # warm-up
+        for src in srcs:
+            glob["ns"].fill(0)
+            glob["nq"].fill(0)
+            glob["kind"].fill(-1)
+            _, ms = run_variant(eng, int(src), v)
+            runs.append({"source": int(src), "ms": ms,
+                         **levels_from_stamps(*(glob[k].get() for k in ("ns", "nq", "kind")), kinds)})
+        out["variants"][v] = runs
+        print(f"  {name} {v}: " + ", ".join(f"{r['ms']:.3f} ms " + json.dumps(r["by_kind"]) for r in runs[:1]),
+              flush=True)
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--outdir", default=str(ROOT / "benchmarks" / "results"))
@@ -597,6 +670,10 @@ def main(argv=None):
     p.add_argument("--ab", default="", help="comma-separated graphs for the kernel/window/background A/B")
     p.add_argument("--s1-kernel", default=str(ROOT / ".cache" / "h4" / "bvss_bfs_s1.cu"),
                    help="the session-1 kernel for --ab (git show af7bcda:kernels/bvss_bfs.cu)")
+    p.add_argument("--level-profile", default="",
+                   help="comma-separated graphs: per-level times of each variant (a timing build of the kernel) "
+                        "into NAME.json's 'level_profile', before the --graphs rows (--graphs '' for the profile "
+                        "alone)")
     p.add_argument("--quiet-prep", action="store_true",
                    help="stop the --prep processes (W/prep.pgid) while a graph is timed")
     args = p.parse_args(argv)
@@ -639,6 +716,18 @@ def main(argv=None):
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp_cache:
         cache_dir = str(Path(args.workdir) / "cache") if args.workdir else tmp_cache
+        if args.level_profile:
+            results["level_profile"] = []
+        for spec in [s for s in args.level_profile.split(",") if s]:
+            try:
+                with prep:
+                    results["level_profile"].append(level_profile(spec, args, cache_dir))
+            except Exception as e:
+                import traceback
+
+                traceback.print_exc()
+                results["level_profile"].append({"graph": spec, "error": f"{type(e).__name__}: {e}"[:500]})
+            path.write_text(json.dumps(results, indent=1, default=float))
         if args.ab:
             results["ab"] = []
         for spec in [s for s in args.ab.split(",") if s]:
@@ -668,7 +757,7 @@ def main(argv=None):
             path.write_text(json.dumps(results, indent=1, default=float))
     path.write_text(json.dumps(results, indent=1, default=float))
     print(f"wrote {path}")
-    bad = any("error" in r for r in results["graphs"] + results.get("ab", []))
+    bad = any("error" in r for r in results["graphs"] + results.get("ab", []) + results.get("level_profile", []))
     return 1 if bad else 0
 
 

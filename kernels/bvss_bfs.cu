@@ -101,6 +101,38 @@
 
 namespace cg = cooperative_groups;
 
+// Level timing, for profiling only (a build with DG_BFS_LEVEL_NS = N defined; the default
+// build has none of it): thread 0 of the grid stores %globaltimer when level l starts
+// (l <= N), that level's queue length (VSSs) and its kind (0 direct, 1 lazy top-down,
+// 2 bottom-up, 3 run by block 0 alone: `tiny`); entry l of the level after the last holds
+// the end. A level's time is ns[l + 1] - ns[l] where both were stored. The host reads
+// them with RawModule.get_global (benchmarks/gpu_bfs.py --level-profile).
+#ifdef DG_BFS_LEVEL_NS
+__device__ unsigned long long dg_level_ns[DG_BFS_LEVEL_NS + 1];
+__device__ int dg_level_nq[DG_BFS_LEVEL_NS + 1];
+__device__ int dg_level_kind[DG_BFS_LEVEL_NS + 1];
+__device__ __forceinline__ unsigned long long dg_bfs_now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#define DG_BFS_STAMP(l, nq, kind)                                                     \
+    do {                                                                                \
+        if (tid == 0 && (l) >= 0 && (l) <= DG_BFS_LEVEL_NS) {                           \
+            dg_level_ns[l] = dg_bfs_now();                                              \
+            dg_level_nq[l] = (nq);                                                      \
+            dg_level_kind[l] = (kind);                                                  \
+        }                                                                               \
+    } while (0)
+#define DG_BFS_KIND(l, kind)                                                          \
+    do {                                                                                \
+        if (tid == 0 && (l) >= 0 && (l) <= DG_BFS_LEVEL_NS) dg_level_kind[l] = (kind);  \
+    } while (0)
+#else
+#define DG_BFS_STAMP(l, nq, kind) do { } while (0)
+#define DG_BFS_KIND(l, kind) do { } while (0)
+#endif
+
 // The four dot products of this lane's slices (columns 0..3 of the VSS matrix).
 __device__ __forceinline__ void dg_vss_products(unsigned mask, unsigned alpha, unsigned lane, int &d0,
                                                 int &d1, int &d2, int &d3) {
@@ -323,6 +355,7 @@ __device__ __forceinline__ void dg_bfs_persistent(const int4 *__restrict__ row_i
         int2 q0 = make_int2(0, 0);
         if (KIND != 2 && warp < qcap) q0 = __ldcg(qc + warp);
         const int nq = vctr[l & 3];
+        DG_BFS_STAMP(l, nq, (KIND != 2 && upd == 0) ? ((nq <= tiny) ? 3 : 0) : 1);
         if (nq == 0) break;
         int2 *qn = Q + ((l + 1) % 3) * qcap;
         int *qn_size = ctr + ((l + 1) & 3);
@@ -415,6 +448,7 @@ __device__ __forceinline__ void dg_bfs_persistent(const int4 *__restrict__ row_i
             }
         } else {
             if (tid == 0) ctr[9] += 1;
+            DG_BFS_KIND(l, 2);
             for (int w = warp; w < nw; w += nwarps) {
                 const unsigned unvis = ~vcur[w];
                 const int u = w * 32 + (int)lane;
