@@ -281,6 +281,93 @@ def count_events(g, kappas=(32, 64, 256), seed=0):
     return out
 
 
+PROFILE_LEVELS = 4096       # levels of block 0's first batch timed (DG_MS_PROFILE)
+PROFILE_BATCHES = 1 << 16   # batches whose start/end are stamped (DG_MS_PROFILE_BATCHES)
+
+
+def block_profile_summary(batch_ns, batch_levels, batch_block, t2, t1, na, nd, nq, nbatches):
+    """The profiling build's stamps (see kernels/msbfs.cu, block mode) -> a summary: per
+    batch seconds and levels (mean, median, max), how many batches ran at once (mean over
+    the launch), and for block 0's first batch per-level stage times (stage 2 of level l:
+    t1[l + 1] - t2[l]; stage 1 of level l: t2[l] - t1[l]) with the slice sets and VSSs each
+    visited. Times in microseconds; unstamped entries are 0."""
+    nb = min(int(nbatches), len(batch_levels))
+    ns = np.asarray(batch_ns, np.uint64)[:2 * nb].reshape(nb, 2).astype(np.float64)
+    ok = (ns[:, 0] > 0) & (ns[:, 1] >= ns[:, 0])
+    dur = (ns[ok, 1] - ns[ok, 0]) / 1e3
+    out = {"batches": int(ok.sum()), "blocks": int(np.unique(np.asarray(batch_block)[:nb][ok]).size)}
+    if dur.size:
+        span = (ns[ok, 1].max() - ns[ok, 0].min()) / 1e3
+        lv = np.asarray(batch_levels)[:nb][ok].astype(np.float64)
+        out.update({"batch_us": {"mean": float(dur.mean()), "median": float(np.median(dur)), "max": float(dur.max())},
+                    "levels": {"mean": float(lv.mean()), "max": int(lv.max())},
+                    "us_per_level_mean": float((dur / np.maximum(lv, 1)).mean()),
+                    "span_us": float(span), "concurrent_mean": float(dur.sum() / span) if span > 0 else None})
+    t2 = np.asarray(t2, np.uint64).astype(np.float64)
+    t1 = np.asarray(t1, np.uint64).astype(np.float64)
+    rows = []
+    for lvl in np.flatnonzero(t2):
+        st2 = (t1[lvl + 1] - t2[lvl]) / 1e3 if lvl + 1 < t1.size and t1[lvl + 1] > 0 else None
+        st1 = (t2[lvl] - t1[lvl]) / 1e3 if t1[lvl] > 0 else None
+        rows.append({"level": int(lvl), "stage1_us": st1, "stage2_us": st2, "active_sets": int(na[lvl]),
+                     "dirty_sets": int(nd[lvl]), "queue_vss": int(nq[lvl])})
+    s1 = [r["stage1_us"] for r in rows if r["stage1_us"] is not None]
+    s2 = [r["stage2_us"] for r in rows if r["stage2_us"] is not None]
+    out["first_batch_block0"] = {"levels": len(rows), "stage1_us_total": float(sum(s1)),
+                                 "stage2_us_total": float(sum(s2)),
+                                 "queue_vss_total": int(sum(r["queue_vss"] for r in rows)),
+                                 "dirty_sets_total": int(sum(r["dirty_sets"] for r in rows)), "per_level": rows}
+    return out
+
+
+def block_profile(g, reorder="auto", **kw):
+    """Exact closeness of every source on the block schedule with the profiling build of
+    its kernel (kernels/msbfs.cu, DG_MS_PROFILE): where a batch's time goes, level by
+    level (e.g. road-NY's 7.4 s). One untimed warm-up batch first (compilation)."""
+    import cupy as cp
+
+    from distgraph.backends.gpu.loader import get_module
+    from distgraph.backends.gpu.msbfs import BLOCK, GpuMSBFS
+
+    tptr, tidx, _ = g.csc()
+    kw.setdefault("kappa", 256)
+    kw.setdefault("symmetric", not g.directed)
+    r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), announce=False, reorder=reorder, **kw)
+    if r.schedule != "blocks":
+        return {"error": f"schedule {r.schedule!r}: the profile covers the block schedule only"}
+    defs = {"DG_MS_WORDS": r.kappa // 32, "DG_MS_BLOCK": BLOCK, "DG_MS_PROFILE": PROFILE_LEVELS,
+            "DG_MS_PROFILE_BATCHES": PROFILE_BATCHES}
+    if getattr(r, "prefetch", False):
+        defs["DG_MS_PREFETCH"] = 1
+    mod = get_module("msbfs", defines=defs)
+    r._blocks = mod.get_function("distgraph_msbfs_blocks")
+    names = {"batch_ns": cp.uint64, "batch_levels": cp.int32, "batch_block": cp.int32, "t2": cp.uint64,
+             "t1": cp.uint64, "na": cp.int64, "nd": cp.int64, "nq": cp.int64}
+    glob = {k: cp.ndarray(((2 if k == "batch_ns" else 1) * PROFILE_BATCHES if k.startswith("batch")
+                           else PROFILE_LEVELS + 1,), dt, mod.get_global(f"dg_ms_prof_{k}"))
+            for k, dt in names.items()}
+    sources = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    out = _out(g.n)
+    r.run(sources[:256], False, out, defer=True)  # warm-up
+    r.drain(*out)
+    for a in glob.values():
+        a.fill(0)
+    cp.cuda.Device().synchronize()
+    out = _out(g.n)
+    t0 = time.perf_counter()
+    r.run(sources, False, out, defer=True)
+    r.drain(*out)
+    cp.cuda.Device().synchronize()
+    el = time.perf_counter() - t0
+    h = {k: a.get() for k, a in glob.items()}
+    nb = -(-sources.size // r.kappa)
+    res = {"seconds": el, "sources": int(sources.size), "kappa": r.kappa, "slots": r.slots,
+           "launches": int(r.info["launches"]), "note": "one launch expected (all sources held until drain)"}
+    res.update(block_profile_summary(h["batch_ns"], h["batch_levels"], h["batch_block"], h["t2"], h["t1"], h["na"],
+                                     h["nd"], h["nq"], nb))
+    return res
+
+
 def variant_kwargs(v):
     """GpuMSBFS keywords of a --variants label, tokens joined by '+' (None: an unknown token)."""
     if "+" in v:
@@ -493,6 +580,9 @@ def main(argv=None):
                                                   "are kept from it (marked 'from_earlier_run')")
     ap.add_argument("--events", default=None, help="graph,...: count events per batch on the CPU (count_events) "
                                                    "and write gpu_closeness_events.json instead of the benchmark")
+    ap.add_argument("--block-profile", default=None, help="graph,...: run every source once on the block schedule "
+                                                          "with the profiling build of its kernel and write "
+                                                          "gpu_closeness_block_profile.json instead of the benchmark")
     ap.add_argument("--worker-modes", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--worker-batches", type=int, default=4, help=argparse.SUPPRESS)
     ap.add_argument("--modes-batches", type=int, default=int(os.environ.get("BENCH_GPU_CLOSENESS_MODES_BATCHES", 4)),
@@ -514,6 +604,20 @@ def main(argv=None):
             results["graphs"][spec] = {**row, "from_earlier_run": True}
         if "modes" in old:
             results["modes"] = {k: {**v, "from_earlier_run": True} for k, v in old["modes"].items()}
+    if a.block_profile:
+        path = Path(a.outdir) / "gpu_closeness_block_profile.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for spec in a.block_profile.split(","):
+            try:
+                g = load(spec)
+                reorder = a.reorder if spec.startswith("kron:") else "auto"
+                results["graphs"][spec] = {"n": g.n, "m": g.m, **block_profile(g, reorder)}
+            except Exception as e:
+                results["graphs"][spec] = {"error": repr(e)[:2000]}
+            row = {k: v for k, v in results["graphs"][spec].items() if k != "first_batch_block0"}
+            print(spec, json.dumps(row, default=float)[:1500], flush=True)
+            path.write_text(json.dumps(results, indent=1, default=float))
+        return 0
     if a.events:
         path = Path(a.outdir) / "gpu_closeness_events.json"
         path.parent.mkdir(parents=True, exist_ok=True)

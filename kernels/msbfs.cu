@@ -754,6 +754,31 @@ distgraph_msbfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__r
 }
 
 // ================================================================= block mode
+// Profiling build (DG_MS_PROFILE = N levels defined; the default build has none of it):
+// every batch bt < DG_MS_PROFILE_BATCHES stores its start and end (%globaltimer), its levels
+// and its block; the first batch of block 0 also stores, for each level l <= N, when stage 2
+// of level l starts (t2) with the active and dirty slice sets it visits, and when stage 1
+// of level l starts (t1, l >= 1) with its queue length (VSSs). Read with
+// RawModule.get_global (benchmarks/gpu_closeness.py --block-profile).
+#ifdef DG_MS_PROFILE
+#ifndef DG_MS_PROFILE_BATCHES
+#define DG_MS_PROFILE_BATCHES 65536
+#endif
+__device__ unsigned long long dg_ms_prof_t2[DG_MS_PROFILE + 1], dg_ms_prof_t1[DG_MS_PROFILE + 1];
+__device__ long long dg_ms_prof_na[DG_MS_PROFILE + 1], dg_ms_prof_nd[DG_MS_PROFILE + 1],
+    dg_ms_prof_nq[DG_MS_PROFILE + 1];
+__device__ unsigned long long dg_ms_prof_batch_ns[2 * DG_MS_PROFILE_BATCHES];
+__device__ int dg_ms_prof_batch_levels[DG_MS_PROFILE_BATCHES], dg_ms_prof_batch_block[DG_MS_PROFILE_BATCHES];
+__device__ int dg_ms_prof_first_batch;
+__device__ __forceinline__ unsigned long long dg_ms_now() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#define DG_MS_PROF(stmt) do { stmt; } while (0)
+#else
+#define DG_MS_PROF(stmt) do { } while (0)
+#endif
 // One block per kappa-source batch, for graphs whose levels cannot fill the GPU (small or
 // high-diameter graphs: a grid barrier per stage then costs more than the stage).  Block
 // `slot` = blockIdx.x owns one copy of the state and takes batches from the counter `next`
@@ -875,6 +900,9 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
     const dg_ms_mark_list mark{dbits, dlist, &s_dn};
     for (int i = threadIdx.x; i < DG_MS_KAPPA; i += blockDim.x) scnt[i] = 0u;
     dg_i64 levels_run = 0;
+#ifdef DG_MS_PROFILE
+    bool prof_done = false;  // block 0's first batch is profiled level by level
+#endif
     for (;;) {
         if (threadIdx.x == 0) {
             s_batch = (int)atomicAdd(next, 1u);
@@ -885,6 +913,14 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
         __syncthreads();
         const int bt = s_batch;
         if (bt >= nbatches) break;  // block-uniform
+#ifdef DG_MS_PROFILE
+        const bool prof_levels = blockIdx.x == 0 && !prof_done;
+        if (threadIdx.x == 0 && bt < DG_MS_PROFILE_BATCHES) {
+            dg_ms_prof_batch_ns[2 * bt] = dg_ms_now();
+            dg_ms_prof_batch_block[bt] = blockIdx.x;
+        }
+        if (threadIdx.x == 0 && prof_levels) dg_ms_prof_first_batch = bt;
+#endif
         const int nsrc = nsrcs[bt];
         const int *bs = srcs + (dg_i64)bt * DG_MS_KAPPA;
         // level 0: the sources (stage 1's part)
@@ -900,6 +936,11 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
             // and the dirty ones
             const dg_u64 rf = l >= 2 ? dg_recip_fixed((dg_u64)l) : 0ull;
             const dg_i64 na = s_an[(l + 1) & 1], nd = s_dn;
+            DG_MS_PROF(if (prof_levels && threadIdx.x == 0 && l <= DG_MS_PROFILE) {
+                dg_ms_prof_t2[l] = dg_ms_now();
+                dg_ms_prof_na[l] = na;
+                dg_ms_prof_nd[l] = nd;
+            });
             const int *aold = alist + ((l + 1) & 1) * rho1;
             for (dg_i64 i = threadIdx.x; i < na + nd; i += blockDim.x) {
                 if (i < na) {
@@ -943,6 +984,10 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
                 s_an[l & 1] = 0u;
             }
             // ---- stage 1 of level l
+            DG_MS_PROF(if (prof_levels && threadIdx.x == 0 && l <= DG_MS_PROFILE) {
+                dg_ms_prof_t1[l] = dg_ms_now();
+                dg_ms_prof_nq[l] = nq;
+            });
 #if DG_MS_PREFETCH
             dg_ms_stage1_prefetch(row_ids, masks, F, act, Vn, mark, Q + (l & 1) * qcap, nq, rho, tc_ratio, warp,
                                   nwarps, lane);
@@ -961,6 +1006,10 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
             reinterpret_cast<uint4 *>(Vc)[i] = z4;
             reinterpret_cast<uint4 *>(Vn)[i] = z4;
         }
+        DG_MS_PROF(if (threadIdx.x == 0 && bt < DG_MS_PROFILE_BATCHES) {
+            dg_ms_prof_batch_ns[2 * bt + 1] = dg_ms_now();
+            dg_ms_prof_batch_levels[bt] = l;
+        }; prof_done = true);
         levels_run += l - 1;
         __syncthreads();
     }

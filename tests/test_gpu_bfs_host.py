@@ -127,33 +127,11 @@ def test_plan_counts_the_id_map_of_a_reordering(monkeypatch, reorder):
         assert items["id map (caller ids)"] == 8 * 100 and items["levels in caller ids"] == 4 * 100
 
 
-@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc not found")
-def test_level_timing_build_compiles(tmp_path):
-    """The profiling build of the BFS kernel (DG_BFS_LEVEL_NS, benchmarks/gpu_bfs.py
-    --level-profile) compiles for sm_90 and defines its three stamp arrays; the default
-    build defines none of them (the default kernel is unchanged)."""
-    import subprocess
 
-    for defs, present in ((["-DDG_BFS_LEVEL_NS=64"], True), ([], False)):
-        ptx = tmp_path / f"k{len(defs)}.ptx"
-        r = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-ptx", "-I", str(KERNEL.parent),
-                            "-DDG_BFS_BLOCK=256", *defs, str(KERNEL), "-o", str(ptx)],
-                           capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stderr[-3000:]
-        text = ptx.read_text()
-        for sym in ("dg_level_ns", "dg_level_nq", "dg_level_kind"):
-            assert (sym in text) == present, (defs, sym)
-        assert ("globaltimer" in text) == present, defs
-
-
-def test_levels_from_stamps():
-    """Stamps -> per-level times: consecutive stamped levels, the last stamp the end; an
-    unstamped gap (levels block 0 ran alone) goes to the level before it."""
-    import sys
-
-    sys.path.insert(0, str(KERNEL.parent.parent / "benchmarks"))
-    from gpu_bfs import levels_from_stamps
-
+def test_levels_from_stamps(bench_script):
+    """Stamps of the BFS profiling build -> per-level times: consecutive stamped levels, the
+    last stamp the end; an unstamped gap (levels block 0 ran alone) goes to the level before."""
+    levels_from_stamps = bench_script("gpu_bfs.py", "gpu_bfs_t").levels_from_stamps
     ns = np.zeros(10, np.uint64)
     ns[1], ns[2], ns[5], ns[6] = 1000, 3000, 9000, 9500  # level 2 ran tiny levels 2-4 alone
     nq = np.array([0, 1, 5, 0, 0, 40, 0, 0, 0, 0], np.int32)

@@ -114,3 +114,28 @@ def test_installed_wheel_layout_finds_kernels(tmp_path, monkeypatch):
     (share / "common.cuh").unlink()
     with pytest.raises(FileNotFoundError, match="kernels"):
         _kernels.kernels_dir()
+
+
+PROFILING_BUILDS = [  # (kernel, its profiling define and the loader's defines, stamp arrays it adds)
+    ("bvss_bfs.cu", ["-DDG_BFS_BLOCK=256"], "-DDG_BFS_LEVEL_NS=64", ("dg_level_ns", "dg_level_nq", "dg_level_kind")),
+    ("msbfs.cu", ["-DDG_MS_WORDS=8", "-DDG_MS_BLOCK=256"], "-DDG_MS_PROFILE=64",
+     ("dg_ms_prof_t2", "dg_ms_prof_t1", "dg_ms_prof_nq", "dg_ms_prof_batch_ns", "dg_ms_prof_batch_levels")),
+]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("name,defs,prof,syms", PROFILING_BUILDS, ids=[b[0] for b in PROFILING_BUILDS])
+def test_profiling_build_compiles_and_default_has_none(name, defs, prof, syms, tmp_path):
+    """The profiling builds (benchmarks/gpu_bfs.py --level-profile, gpu_closeness.py
+    --block-profile) compile for sm_90 and define their stamp arrays; the default build of
+    the same kernel has none of them and reads no clock (its code is what the GPU tests ran)."""
+    path = KERNELS[0].parent / name
+    for extra, present in (([prof], True), ([], False)):
+        ptx = tmp_path / f"k{len(extra)}.ptx"
+        r = subprocess.run([NVCC, "-arch=sm_90", "-std=c++17", "-O3", "-ptx", "-I", str(path.parent), *defs, *extra,
+                            str(path), "-o", str(ptx)], capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, f"nvcc failed on {name} {extra}:\n{r.stderr[-4000:]}"
+        text = ptx.read_text()
+        for sym in syms:
+            assert (f" {sym}[" in text) == present, (name, extra, sym)
+        assert ("globaltimer" in text) == present, (name, extra)

@@ -1137,3 +1137,27 @@ def test_block_schedule_sized_for_the_ranks_sharing_the_gpu(fake_gpu):
     sys.modules["cupy"].cuda.runtime.memGetInfo = lambda: (free // 8, free // 8)
     with pytest.raises(DeviceMemoryError, match="ranks share the GPU" if p > 1 else "free on device"):
         _fake_runner(ctx, g, kappa=32, mode="blocks", slots=16, reorder="none")
+
+
+def test_block_profile_summary(bench_script):
+    """benchmarks/gpu_closeness.py --block-profile: the block kernel's stamps -> batch times,
+    levels and overlap, and block 0's first batch per level (stage 2 of level l from t2[l] to
+    t1[l + 1], stage 1 of level l from t1[l] to t2[l]); unstamped batches are left out."""
+    summary = bench_script("gpu_closeness.py", "gpu_closeness_t").block_profile_summary
+    batch_ns = np.zeros(8, np.uint64)
+    batch_ns[:6] = [1000, 5000, 1000, 3000, 5000, 9000]   # batches 0-2; batch 3 never ran
+    levels = np.array([4, 2, 4, 0], np.int32)
+    blocks = np.array([0, 1, 0, 0], np.int32)
+    t2 = np.array([1000, 2000, 3500, 4500, 0], np.uint64)  # block 0's first batch: levels 0-3
+    t1 = np.array([0, 1500, 3000, 4000, 0], np.uint64)
+    na, nd, nq = (np.array(x, np.int64) for x in ([0, 1, 2, 2, 0], [1, 3, 4, 1, 0], [0, 8, 16, 4, 0]))
+    out = summary(batch_ns, levels, blocks, t2, t1, na, nd, nq, nbatches=4)
+    assert out["batches"] == 3 and out["blocks"] == 2
+    assert out["batch_us"] == {"mean": 10 / 3, "median": 4.0, "max": 4.0}
+    assert out["levels"] == {"mean": 10 / 3, "max": 4}
+    assert out["span_us"] == 8.0 and out["concurrent_mean"] == 10 / 8
+    rows = out["first_batch_block0"]["per_level"]
+    assert [(r["level"], r["stage1_us"], r["stage2_us"], r["queue_vss"]) for r in rows] == \
+        [(0, None, 0.5, 0), (1, 0.5, 1.0, 8), (2, 0.5, 0.5, 16), (3, 0.5, None, 4)]
+    assert out["first_batch_block0"]["stage1_us_total"] == 1.5
+    assert out["first_batch_block0"]["dirty_sets_total"] == 9
