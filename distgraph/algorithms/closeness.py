@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from .msbfs import check_batch_size, check_graph, check_vertices, run_batches
+from .msbfs import check_batch_size, check_graph, check_vertices, cpu_batch_order, run_batches
 
 __all__ = ["closeness", "ClosenessResult", "CONVENTIONS", "closeness_from_sums", "verify_closeness"]
 
@@ -197,8 +197,12 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
                         "directed": bool(graph.directed), "sources": array_checksum(sources),
                         "num_sources": int(sources.size), "per_source": per_source,
                         "distances": "incoming" if incoming else "outgoing", "convention": convention,
-                        "batch_size": bs, "order": "degree" if runner is None else "input"}
-            hints = {}
+                        "batch_size": bs, "order": cpu_batch_order(hptr, tptr, sources, per_source=per_source)
+                        if runner is None else "input"}
+            hints = {"order": ("the checkpoint's batches group the sources another way (DISTGRAPH_MSBFS_BATCH_ORDER, "
+                               "or a checkpoint made before compact batches on graphs that are not scale-free: "
+                               "resume with DISTGRAPH_MSBFS_BATCH_ORDER=degree), or start a new checkpoint "
+                               "directory")}
             if getattr(runner, "symmetric", False):  # batches hold per-source sums (GpuMSBFS docs)
                 identity["sums"] = "per source"
                 hints["sums"] = ("the checkpoint holds per-vertex sums, which the grid schedule keeps; "

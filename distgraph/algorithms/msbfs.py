@@ -172,6 +172,35 @@ def _words(k: int) -> int:
     return w
 
 
+def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool = False) -> str:
+    """How the CPU backend groups ``sources`` into batches: ``"ball"`` (compact groups,
+    :func:`~distgraph.backends.cpu.msbfs.ball_order`) or ``"degree"`` (consecutive in the
+    decreasing-degree numbering). ``config.msbfs_batch_order`` ("auto": ball on graphs whose
+    out- and in-degrees are not heavy-tailed, the road networks and meshes where BFSs from
+    far-apart sources rarely meet; degree otherwise). Per-source sums, levels and repeated
+    sources keep the degree order (their batches must hold the sources as given). The same
+    on every rank (from the graph alone); part of a checkpoint's identity."""
+    from ..runtime.config import config
+
+    how = config.msbfs_batch_order
+    if per_source or want_levels or how == "degree":
+        return "degree"
+    src = np.asarray(sources)
+    if src.size and np.unique(src).size != src.size:
+        return "degree"
+    if how == "ball":
+        return "ball"
+    from ..formats.reorder import _heavy_tail
+
+    for ptr in (hptr, tptr):
+        d = np.diff(np.asarray(ptr, np.int64))
+        if d.size and d.sum():
+            t = _heavy_tail(d)
+            if t["heavy_tail"] or t["power_law_fit"]:
+                return "degree"
+    return "ball"
+
+
 def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size: int, ctx,
                 want_levels: bool = False, store=None, progress=None, desc: str = "MS-BFS", runner=None):
     """Run all batches of ``sources`` on the graph ``H`` (CSR ``hptr/hidx``, its
@@ -190,7 +219,8 @@ def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size
     With the CPU kernel, vertices are renumbered inside by decreasing out-degree in H
     (the hubs' state words share cache lines, vertices without arcs come last; about
     20% faster on scale-free graphs) and, for per-vertex sums without levels, sources
-    are batched in that order. Results come back in the caller's ids.
+    are batched in that order or, on graphs that are not scale-free, in compact groups
+    (:func:`cpu_batch_order`). Results come back in the caller's ids.
 
     An exception on one rank (a failing batch or checkpoint write, an unreadable
     checkpoint, memory) is raised on every rank once all have stopped, so no rank is
@@ -203,10 +233,11 @@ def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size
         return _run_batches(hptr, hidx, tptr, tidx, sources, per_source=per_source, batch_size=batch_size,
                             ctx=ctx, want_levels=want_levels, store=store, progress=progress, desc=desc,
                             runner=runner)
-    from ..backends.cpu.msbfs import permute_csr
+    from ..backends.cpu.msbfs import ball_order, permute_csr
 
     n = hptr.shape[0] - 1
     same = tptr is hptr
+    how = cpu_batch_order(hptr, tptr, sources, per_source=per_source, want_levels=want_levels)
     perm = np.argsort(-np.diff(hptr), kind="stable").astype(np.int64)
     rank_of = np.empty(n, np.int64)
     rank_of[perm] = np.arange(n, dtype=np.int64)
@@ -216,7 +247,11 @@ def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size
     else:
         tptr, tidx = permute_csr(tptr, tidx, perm, rank_of)
     sources = rank_of[np.asarray(sources, dtype=np.int64)]
-    if not per_source and not want_levels:
+    if how == "ball" and sources.size:
+        is_src = np.zeros(n, np.bool_)
+        is_src[sources] = True
+        sources = ball_order(hptr, hidx, tptr, tidx, is_src, int(batch_size), 16 * int(batch_size))
+    elif not per_source and not want_levels:
         sources = np.sort(sources)
     far, reach, h0, h1, h2, levels = _run_batches(
         hptr, hidx, tptr, tidx, sources, per_source=per_source, batch_size=batch_size, ctx=ctx,

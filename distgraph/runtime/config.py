@@ -46,6 +46,11 @@ class Config:
     bfs_beta: int = 18
     #: Sources per multi-source BFS batch on the CPU (multiple of 64, <= 512).
     msbfs_batch: int = 512
+    #: How the CPU backend groups sources into batches (per-vertex sums): "degree" (consecutive
+    #: in decreasing-degree order), "ball" (compact groups: BFS balls, so a batch's searches
+    #: reach each vertex at nearly the same level; 1.2-2x fewer events on road networks) or
+    #: "auto" (ball on graphs that are not scale-free, degree otherwise).
+    msbfs_batch_order: str = "auto"
     #: GPU index override (-1: local rank modulo visible GPUs).
     device: int = -1
     #: Checkpointed runs (closeness --checkpoint): seconds between a rank's durable saves; a run also
@@ -113,6 +118,9 @@ def reload_config(environ=None) -> Config:
         setattr(cfg, name, _convert(name, known[name].type, raw))
     if cfg.backend not in ("auto", "cpu", "gpu"):
         raise InvalidArgumentError(f"DISTGRAPH_BACKEND must be auto, cpu or gpu; got {cfg.backend!r}")
+    if cfg.msbfs_batch_order not in ("auto", "degree", "ball"):
+        raise InvalidArgumentError(f"DISTGRAPH_MSBFS_BATCH_ORDER must be auto, degree or ball; "
+                                   f"got {cfg.msbfs_batch_order!r}")
     return cfg
 
 
