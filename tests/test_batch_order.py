@@ -120,3 +120,52 @@ def test_checkpoint_identity_holds_the_order(tmp_path, order):
     order("degree")
     got = closeness(g, checkpoint=ck, resume=True, batch_size=64, comm=MPI.COMM_SELF, progress=False)
     assert _same(got, closeness(g, backend="cpu", batch_size=64, comm=MPI.COMM_SELF, progress=False))
+
+
+def test_gpu_runner_gets_ball_groups_only_when_asked(monkeypatch, order):
+    """GPU runs keep the input order unless DISTGRAPH_MSBFS_BATCH_ORDER=ball (opt-in until
+    measured on a GPU); then the runner's batches are compact groups of its width, and the
+    sums (here a CPU stand-in runner) are the same. Host code only, no GPU."""
+    from mpi4py import MPI
+
+    import distgraph.backends.gpu.closeness as gpu_closeness
+    import distgraph.runtime.context as context
+    from distgraph.algorithms.msbfs import run_batches
+
+    seen = []
+
+    class CpuRunner:
+        collective = False
+        kappa = 64
+
+        def __init__(self, hptr, hidx, tptr, tidx, **kw):
+            self.csr = (hptr, hidx, tptr, tidx)
+
+        def run(self, sources, per_source, out, defer=False):
+            seen.append(np.array(sources))
+            cpu = context.Context(MPI.COMM_SELF, 0, 1, 0, 1, "cpu", 0)
+            r = run_batches(*self.csr, np.asarray(sources, np.int64), per_source=per_source, batch_size=512,
+                            ctx=cpu, progress=False)
+            for a, b in zip(out, r[:5]):
+                a += np.asarray(b).astype(a.dtype)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(context, "get_context",
+                        lambda comm=None, backend=None: context.Context(MPI.COMM_SELF, 0, 1, 0, 1,
+                                                                        backend or "gpu", 0))
+    monkeypatch.setattr(gpu_closeness, "make_runner", lambda *a, **k: CpuRunner(*a, **k))
+    g = from_spec("grid:64x64")
+    ref = closeness(g, backend="cpu", comm=MPI.COMM_SELF, progress=False)
+    got = closeness(g, backend="gpu", batch_size=128, comm=MPI.COMM_SELF, progress=False)
+    assert _same(ref, got)
+    given = np.concatenate(seen)
+    assert np.array_equal(given, np.sort(given))  # auto: input order on GPUs
+    seen.clear()
+    order("ball")
+    got = closeness(g, backend="gpu", batch_size=128, comm=MPI.COMM_SELF, progress=False)
+    assert _same(ref, got)
+    given = np.concatenate(seen)
+    assert np.array_equal(np.sort(given), np.arange(g.n)) and not np.array_equal(given, np.arange(g.n))
+    assert _diameters(given, 64, 64) < 0.7 * _diameters(np.arange(g.n), 64, 64)

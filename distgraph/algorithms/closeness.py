@@ -182,11 +182,20 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
         sources = np.flatnonzero(np.diff(hptr) > 0).astype(np.int64)
 
     runner = None
+    gpu_order = "input"
     if ctx.backend == "gpu" and sources.size:
         # GPU dispatch: the tensor-core MS-BFS (BLEST Alg. 5) adds the same integer sums
         from ..backends.gpu.closeness import make_runner
+        from ..runtime.config import config
 
         runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx, all_sources=not per_source)
+        if config.msbfs_batch_order == "ball" and not per_source:
+            # compact groups of the runner's batch width (opt-in on GPUs until measured there:
+            # the CPU backend gains 2-3x on roads and meshes, benchmarks/results/cpu_batch_order.json)
+            from .msbfs import ball_sources
+
+            sources = ball_sources(hptr, hidx, tptr, tidx, sources, int(getattr(runner, "kappa", bs)))
+            gpu_order = "ball"
 
     try:  # the runner's device memory is freed also when the checkpoint or a batch fails
         store = None
@@ -198,7 +207,7 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
                         "num_sources": int(sources.size), "per_source": per_source,
                         "distances": "incoming" if incoming else "outgoing", "convention": convention,
                         "batch_size": bs, "order": cpu_batch_order(hptr, tptr, sources, per_source=per_source)
-                        if runner is None else "input"}
+                        if runner is None else gpu_order}
             hints = {"order": ("the checkpoint's batches group the sources another way (DISTGRAPH_MSBFS_BATCH_ORDER, "
                                "or a checkpoint made before compact batches on graphs that are not scale-free: "
                                "resume with DISTGRAPH_MSBFS_BATCH_ORDER=degree), or start a new checkpoint "

@@ -201,6 +201,22 @@ def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool 
     return "ball"
 
 
+def ball_sources(hptr, hidx, tptr, tidx, sources, group: int) -> np.ndarray:
+    """``sources`` (distinct vertex ids of H) reordered so that consecutive groups of
+    ``group`` are compact BFS balls (:func:`~distgraph.backends.cpu.msbfs.ball_order`);
+    for runners that batch sources in the order given (the GPU's)."""
+    from ..backends.cpu.msbfs import ball_order
+
+    n = hptr.shape[0] - 1
+    src = np.asarray(sources, np.int64)
+    if src.size == 0 or np.unique(src).size != src.size:
+        return src
+    is_src = np.zeros(n, np.bool_)
+    is_src[src] = True
+    return ball_order(np.asarray(hptr, np.int64), np.asarray(hidx), np.asarray(tptr, np.int64), np.asarray(tidx),
+                      is_src, int(group), 16 * int(group))
+
+
 def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size: int, ctx,
                 want_levels: bool = False, store=None, progress=None, desc: str = "MS-BFS", runner=None):
     """Run all batches of ``sources`` on the graph ``H`` (CSR ``hptr/hidx``, its
