@@ -31,6 +31,7 @@ def main(argv=None):
     ap.add_argument("--full", default="grid:200x200,rgg:15,kron:14")
     ap.add_argument("--sampled", default="road-NY")
     ap.add_argument("--sample", type=int, default=6)
+    ap.add_argument("--name", default="cpu_batch_order")
     a = ap.parse_args(argv)
     import numba
 
@@ -45,11 +46,12 @@ def main(argv=None):
            "threads": numba.get_num_threads(), "load_avg_start": list(os.getloadavg()),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "note": __doc__.split("\n\n")[1].replace("\n", " "), "full": {}, "sampled": {}}
-    out = Path(a.outdir) / "cpu_batch_order.json"
+    out = Path(a.outdir) / f"{a.name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     for spec in [s for s in a.full.split(",") if s]:
         g = from_spec(spec) if ":" in spec else load(spec)
-        row = {"n": g.n, "arcs": g.m, "auto": cpu_batch_order(g.indptr, g.indptr, np.arange(g.n), per_source=False)}
+        row = {"n": g.n, "arcs": g.m, "auto": cpu_batch_order(g.indptr, g.indptr, np.arange(g.n), per_source=False,
+                                                                    hidx=g.indices)}
         got = {}
         for how in ("degree", "ball"):
             config.msbfs_batch_order = how

@@ -49,15 +49,19 @@ def test_ball_order_is_a_compact_permutation():
 
 
 def test_choice(order):
-    grid, kron = from_spec("grid:20x20"), from_spec("kron:10")
+    grid, kron, urand = from_spec("grid:20x20"), from_spec("kron:10"), from_spec("urand:12:ef=4")
     everyone = np.arange(grid.n)
-    assert cpu_batch_order(grid.indptr, grid.indptr, everyone, per_source=False) == "ball"
-    assert cpu_batch_order(kron.indptr, kron.indptr, np.arange(kron.n), per_source=False) == "degree"
+    assert cpu_batch_order(grid.indptr, grid.indptr, everyone, per_source=False, hidx=grid.indices) == "ball"
+    assert cpu_batch_order(kron.indptr, kron.indptr, np.arange(kron.n), per_source=False,
+                           hidx=kron.indices) == "degree"
+    # not scale-free but of low diameter (BFS depth about 7 < 2 log2 n): degree order
+    assert cpu_batch_order(urand.indptr, urand.indptr, np.arange(urand.n), per_source=False,
+                           hidx=urand.indices) == "degree"
     assert cpu_batch_order(grid.indptr, grid.indptr, everyone, per_source=True) == "degree"
     assert cpu_batch_order(grid.indptr, grid.indptr, everyone, per_source=False, want_levels=True) == "degree"
     assert cpu_batch_order(grid.indptr, grid.indptr, np.array([1, 2, 2]), per_source=False) == "degree"
     order("degree")
-    assert cpu_batch_order(grid.indptr, grid.indptr, everyone, per_source=False) == "degree"
+    assert cpu_batch_order(grid.indptr, grid.indptr, everyone, per_source=False, hidx=grid.indices) == "degree"
     order("ball")
     assert cpu_batch_order(kron.indptr, kron.indptr, np.arange(kron.n), per_source=False) == "ball"
     with pytest.raises(InvalidArgumentError, match="DISTGRAPH_MSBFS_BATCH_ORDER must be auto, degree or ball"):

@@ -206,7 +206,8 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
                         "directed": bool(graph.directed), "sources": array_checksum(sources),
                         "num_sources": int(sources.size), "per_source": per_source,
                         "distances": "incoming" if incoming else "outgoing", "convention": convention,
-                        "batch_size": bs, "order": cpu_batch_order(hptr, tptr, sources, per_source=per_source)
+                        "batch_size": bs,
+                        "order": cpu_batch_order(hptr, tptr, sources, per_source=per_source, hidx=hidx)
                         if runner is None else gpu_order}
             hints = {"order": ("the checkpoint's batches group the sources another way (DISTGRAPH_MSBFS_BATCH_ORDER, "
                                "or a checkpoint made before compact batches on graphs that are not scale-free: "

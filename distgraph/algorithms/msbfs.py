@@ -172,14 +172,17 @@ def _words(k: int) -> int:
     return w
 
 
-def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool = False) -> str:
+def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool = False, hidx=None) -> str:
     """How the CPU backend groups ``sources`` into batches: ``"ball"`` (compact groups,
     :func:`~distgraph.backends.cpu.msbfs.ball_order`) or ``"degree"`` (consecutive in the
-    decreasing-degree numbering). ``config.msbfs_batch_order`` ("auto": ball on graphs whose
-    out- and in-degrees are not heavy-tailed, the road networks and meshes where BFSs from
-    far-apart sources rarely meet; degree otherwise). Per-source sums, levels and repeated
-    sources keep the degree order (their batches must hold the sources as given). The same
-    on every rank (from the graph alone); part of a checkpoint's identity."""
+    decreasing-degree numbering). ``config.msbfs_batch_order`` ("auto": ball on graphs of
+    high diameter whose out- and in-degrees are not heavy-tailed -- road networks, meshes,
+    geometric graphs, where BFSs from far-apart sources rarely meet -- and degree otherwise:
+    a BFS from the largest-degree vertex of H (``hidx`` given) must go deeper than 2 log2 n
+    levels. On urand graphs, not scale-free but of low diameter, balls were 0-35% slower).
+    Per-source sums, levels and repeated sources keep the degree order (their batches must
+    hold the sources as given). The same on every rank (from the graph alone); part of a
+    checkpoint's identity."""
     from ..runtime.config import config
 
     how = config.msbfs_batch_order
@@ -198,7 +201,14 @@ def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool 
             t = _heavy_tail(d)
             if t["heavy_tail"] or t["power_law_fit"]:
                 return "degree"
-    return "ball"
+    n = np.asarray(hptr).shape[0] - 1
+    if hidx is None or n < 2:
+        return "degree"
+    from ..backends.cpu.msbfs import bfs_depth
+
+    hp = np.asarray(hptr, np.int64)
+    depth = bfs_depth(hp, np.asarray(hidx), int(np.argmax(np.diff(hp))))
+    return "ball" if depth > 2 * np.log2(n) else "degree"
 
 
 def ball_sources(hptr, hidx, tptr, tidx, sources, group: int) -> np.ndarray:
@@ -253,7 +263,7 @@ def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size
 
     n = hptr.shape[0] - 1
     same = tptr is hptr
-    how = cpu_batch_order(hptr, tptr, sources, per_source=per_source, want_levels=want_levels)
+    how = cpu_batch_order(hptr, tptr, sources, per_source=per_source, want_levels=want_levels, hidx=hidx)
     perm = np.argsort(-np.diff(hptr), kind="stable").astype(np.int64)
     rank_of = np.empty(n, np.int64)
     rank_of[perm] = np.arange(n, dtype=np.int64)

@@ -48,8 +48,9 @@ class Config:
     msbfs_batch: int = 512
     #: How the CPU backend groups sources into batches (per-vertex sums): "degree" (consecutive
     #: in decreasing-degree order), "ball" (compact groups: BFS balls, so a batch's searches
-    #: reach each vertex at nearly the same level; 1.2-2x fewer events on road networks) or
-    #: "auto" (ball on graphs that are not scale-free, degree otherwise).
+    #: reach each vertex at nearly the same level: 1.9-3x faster on roads, grids and geometric
+    #: graphs, benchmarks/results/cpu_batch_order.json) or "auto" (ball on graphs of high
+    #: diameter that are not scale-free, degree otherwise; see msbfs.cpu_batch_order).
     msbfs_batch_order: str = "auto"
     #: GPU index override (-1: local rank modulo visible GPUs).
     device: int = -1

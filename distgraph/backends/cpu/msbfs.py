@@ -231,6 +231,29 @@ def msbfs_batch_w(indptr, indices, tindptr, tindices, sources, W, per_source, wa
 
 
 @njit(cache=True)
+def bfs_depth(indptr, indices, source):
+    """The number of levels of a BFS from ``source`` minus one (its eccentricity in its
+    reachable set)."""
+    n = indptr.shape[0] - 1
+    lev = np.full(n, -1, np.int64)
+    q = np.empty(n, np.int64)
+    lev[source] = 0
+    q[0] = source
+    h, t, d = 0, 1, 0
+    while h < t:
+        u = q[h]
+        h += 1
+        for p in range(indptr[u], indptr[u + 1]):
+            v = indices[p]
+            if lev[v] < 0:
+                lev[v] = lev[u] + 1
+                d = max(d, lev[v])
+                q[t] = v
+                t += 1
+    return d
+
+
+@njit(cache=True)
 def ball_order(hptr, hidx, tptr, tidx, is_src, batch, cap):
     """The sources (``is_src``) in an order whose consecutive groups of ``batch`` are
     compact: seeds are taken in the BFS order of the whole graph (arcs of H and of its
