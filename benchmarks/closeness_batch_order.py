@@ -38,20 +38,14 @@ def main(argv=None):
     import scipy.sparse as sp
     from scipy.sparse import csgraph
 
-    from gpu_closeness import load
+    from gpu_closeness import batch_events, load
 
     g = load(a.graph)
     A = sp.csr_matrix((np.ones(g.indices.size, np.int8), g.indices, g.indptr), shape=(g.n, g.n))
     k = a.kappa
 
     def events(s):
-        D = csgraph.shortest_path(A, unweighted=True, indices=s)
-        D[np.isinf(D)] = -1
-        ev = 0
-        for v0 in range(0, g.n, 20000):
-            blk = np.sort(D[:, v0:v0 + 20000].astype(np.int64), axis=0)
-            ev += int(((np.diff(blk, axis=0) != 0).sum(axis=0) + 1 - (blk[0] < 0)).sum())
-        return ev, int(D.max())
+        return batch_events(A, s)[:2]
 
     rng = np.random.default_rng(0)
     rcm = csgraph.reverse_cuthill_mckee(A, symmetric_mode=True)

@@ -251,6 +251,21 @@ def bench_profile(g, reorder, launches, only=()):
     return res
 
 
+def batch_events(A, sources):
+    """(events, levels, reached pairs) of one batch of ``sources`` on the pattern ``A``
+    (scipy CSR): events are the distinct (vertex, level) pairs at which a BFS of the batch
+    reaches the vertex (see :func:`count_events`)."""
+    from scipy.sparse import csgraph
+
+    D = csgraph.shortest_path(A, unweighted=True, indices=sources)
+    D[np.isinf(D)] = -1
+    ev = 0
+    for v0 in range(0, A.shape[0], 20000):
+        blk = np.sort(D[:, v0:v0 + 20000].astype(np.int64), axis=0)
+        ev += int(((np.diff(blk, axis=0) != 0).sum(axis=0) + 1 - (blk[0] < 0)).sum())
+    return ev, int(D.max()), int((D >= 0).sum())
+
+
 def count_events(g, kappas=(32, 64, 256), seed=0):
     """CPU only (scipy): for one batch of kappa random sources, the levels, the reached
     (source, vertex) pairs and the *events* -- distinct (vertex, level) pairs with at least
@@ -259,23 +274,15 @@ def count_events(g, kappas=(32, 64, 256), seed=0):
     events * 5 * kappa / 8 bytes per batch is a floor on the state traffic of Alg. 5;
     pairs / events is the sharing between the BFSs of a batch."""
     import scipy.sparse as sp
-    from scipy.sparse import csgraph
 
     A = sp.csr_matrix((np.ones(g.indices.size, np.int8), g.indices, g.indptr), shape=(g.n, g.n))
     rng = np.random.default_rng(seed)
     out = {}
     for k in kappas:
-        s = rng.choice(g.n, size=min(k, g.n), replace=False)
-        D = csgraph.shortest_path(A, unweighted=True, indices=s)
-        D[np.isinf(D)] = -1
-        ev = 0
-        for v0 in range(0, g.n, 20000):
-            blk = np.sort(D[:, v0:v0 + 20000].astype(np.int64), axis=0)
-            ev += int(((np.diff(blk, axis=0) != 0).sum(axis=0) + 1 - (blk[0] < 0)).sum())
-        pairs = int((D >= 0).sum())
+        ev, levels, pairs = batch_events(A, rng.choice(g.n, size=min(k, g.n), replace=False))
         batches = -(-g.n // k)
         floor = batches * ev * 5 * k / 8
-        out[str(k)] = {"levels": int(D.max()), "events_per_batch": ev, "pairs_per_batch": pairs,
+        out[str(k)] = {"levels": levels, "events_per_batch": ev, "pairs_per_batch": pairs,
                        "sharing": pairs / ev, "batches": batches, "state_bytes_floor": floor,
                        "seconds_floor_at_4.8TBps": floor / 4.8e12}
     return out

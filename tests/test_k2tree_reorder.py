@@ -17,24 +17,7 @@ from distgraph.algorithms.spmv import SpMVPlan, spmv
 from distgraph.errors import GraphFormatError, InvalidArgumentError
 from distgraph.formats.k2tree import K2Tree, csr_nbytes, tree_for_file
 
-SEMIRINGS = ["plus_times", "lor_land", "min_plus"]
-
-
-def reference(A, x, sr, left):
-    P = sp.csr_array((A != 0).astype(np.int64))
-    if left:
-        P = sp.csr_array(P.T)
-    x2 = x.reshape(x.shape[0], -1)
-    if sr == "plus_times":
-        y = P @ x2
-    elif sr == "lor_land":
-        y = (P @ (x2 != 0).astype(np.int64)) > 0
-    else:
-        y = np.full((P.shape[0], x2.shape[1]), np.inf)
-        rows = np.flatnonzero(np.diff(P.indptr))
-        if rows.size:
-            y[rows] = np.minimum.reduceat(x2[P.indices] + 1, P.indptr[rows], axis=0)
-    return y.reshape((P.shape[0],) + x.shape[1:])
+from _spmv_cases import SEMIRINGS, reference
 
 
 def int_x(k, B, sr, seed):
