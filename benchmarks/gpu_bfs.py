@@ -64,13 +64,16 @@ sys.path.insert(0, str(ROOT))
 # already visited (not in the paper; measured to see whether the extra read pays).
 # "plain-s1": the direct scheme with session 1's update code and no single-block levels.
 # "plain-v": the direct scheme with the visited bitmap and slice-set claims (mode bit 16).
-VARIANTS = ("plain", "plain@full", "plain-v", "plain-s1", "lazy", "switch", "lazy+filter", "switch+filter")
+# "switch-eq6": switching by the paper's Eq. 6 alone (the edge test off, alpha = 0); "switch"
+# is Eq. 6 plus the edge test at config.gpu_bfs_alpha; "switch~aX" at alpha = X.
+VARIANTS = ("plain", "plain@full", "plain-v", "plain-s1", "lazy", "switch", "switch-eq6", "lazy+filter",
+            "switch+filter")
 # "@full": the direct scheme on the full co-resident grid instead of one block per SM
 # high-diameter graphs (roads): the measurement extras (filters) are left out to keep the
 # device run short (session 1 measured them: benchmarks/results/gpu_bfs_scale22.json)
-VARIANTS_ROAD = ("plain", "plain@full", "plain-v", "plain-s1", "lazy", "switch")
+VARIANTS_ROAD = ("plain", "plain@full", "plain-v", "plain-s1", "lazy", "switch", "switch-eq6")
 # over 200M arcs (scale 24): the extras measured at 22-23 are left out (device time)
-VARIANTS_BIG = ("plain", "plain@full", "plain-s1", "lazy", "switch")
+VARIANTS_BIG = ("plain", "plain@full", "plain-s1", "lazy", "switch", "switch-eq6")
 TINY_SWEEP = (0, 8, 16)
 BLEST_REF = {"kron:21": 0.30, "urand:21": 0.26, "road-FLA": 7.8}  # ms/source, BLEST on an H200
 
@@ -263,7 +266,15 @@ def timed(fn, sync):
 
 
 def run_variant(eng, s, v):
-    """One BFS of variant ``v``; ``"X@full"`` runs X on the full co-resident grid."""
+    """One BFS of variant ``v``; ``"X@full"`` runs X on the full co-resident grid;
+    ``"switch-eq6"`` switches by Eq. 6 alone (alpha 0), ``"switch~aX"`` with alpha = X."""
+    if v == "switch-eq6" or v.startswith("switch~a"):
+        keep = eng.alpha
+        eng.alpha = 0.0 if v == "switch-eq6" else float(v[len("switch~a"):])
+        try:
+            return eng.run_device(s, "switch")
+        finally:
+            eng.alpha = keep
     if v.endswith("@full"):
         eng.grid = eng.grid_full
         try:
@@ -636,7 +647,7 @@ def level_profile(spec, args, cache_dir):
     eng.grid_plain = min(eng.grid_plain, eng.grid_full)
     out["grid_timing_build"] = [eng.grid_plain, eng.grid_full]
     srcs = gap_sources(g, min(args.sources, 4))
-    for v in ("plain", "lazy", "switch"):
+    for v in ("plain", "lazy", "switch", "switch-eq6") + tuple(f"switch~a{a:g}" for a in args.alphas):
         runs = []
         run_variant(eng, int(srcs[0]), v)  # warm-up
         for src in srcs:
@@ -674,6 +685,9 @@ def main(argv=None):
                    help="comma-separated graphs: per-level times of each variant (a timing build of the kernel) "
                         "into NAME.json's 'level_profile', before the --graphs rows (--graphs '' for the profile "
                         "alone)")
+    p.add_argument("--alphas", type=lambda t: [float(x) for x in t.split(",") if x], default=[],
+                   help="--level-profile: also the switch variant at each of these edge-test alphas "
+                        "(comma-separated; config.gpu_bfs_alpha is 'switch', 0 is 'switch-eq6')")
     p.add_argument("--quiet-prep", action="store_true",
                    help="stop the --prep processes (W/prep.pgid) while a graph is timed")
     args = p.parse_args(argv)

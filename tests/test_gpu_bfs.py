@@ -6,7 +6,8 @@ sources on generated graphs (Kronecker, urand, grid, rgg, Delaunay; vertex count
 are not multiples of 8 or 128; disconnected ones) and on the real graphs of
 ``shared/data``.  Every engine is built once per (graph, reordering) and run with each
 variant: plain (Alg. 2), lazy (Alg. 3), switch (Alg. 3+4) with eta = 10, with eta = 0
-(never bottom-up) and with a huge eta (bottom-up at every level); the plain scheme also
+(never bottom-up) and with a huge eta (bottom-up at every level), each switch run with the
+edge test off (alpha = 0), at its default and at alpha = 1e9 (Eq. 6 decides); the plain scheme also
 with its small levels on one block off (tiny = 0), on for queues up to 8 VSSs and on for
 every level (tiny huge), with session 1's update code ("plain-s1") and with the visited
 bitmap and slice-set claims ("plain-v").  Parents (the
@@ -23,10 +24,10 @@ from distgraph.graph import Graph
 
 pytestmark = pytest.mark.gpu
 
-# (variant, eta, tiny)
-RUNS = [("plain", 10, 8), ("plain", 10, 0), ("plain", 10, 2**30), ("plain-s1", 10, 0), ("plain-s1", 10, 2**30),
-        ("plain-v", 10, 0), ("plain-v", 10, 8), ("plain-v", 10, 2**30),
-        ("lazy", 10, 8), ("switch", 10, 8), ("switch", 0, 8), ("switch", 2**30, 8)]
+# (variant, eta, tiny, alpha)
+RUNS = [("plain", 10, 8, 2.0), ("plain", 10, 0, 2.0), ("plain", 10, 2**30, 2.0), ("plain-s1", 10, 0, 2.0),
+        ("plain-s1", 10, 2**30, 2.0), ("plain-v", 10, 0, 2.0), ("plain-v", 10, 8, 2.0), ("plain-v", 10, 2**30, 2.0),
+        ("lazy", 10, 8, 2.0)] + [("switch", eta, 8, alpha) for eta in (10, 0, 2**30) for alpha in (0.0, 2.0, 1e9)]
 
 
 def _ref_levels(g, sources):
@@ -97,23 +98,30 @@ def _check_engine(g, reorder, k=12):
     eng = GpuBFS(g, variant="switch", reorder=reorder, window=1024, cache_dir=False)
     srcs = _sources(g, k)
     ref = _ref_levels(g, srcs)
-    for variant, eta, tiny in RUNS:
-        eng.eta, eng.tiny = eta, tiny
+    for variant, eta, tiny, alpha in RUNS:
+        eng.eta, eng.tiny, eng.alpha = eta, tiny, alpha
         for i, s in enumerate(srcs):
             got = _levels(eng, s, variant)
             assert got.dtype == np.int32 and got.shape == (g.n,)
             bad = np.flatnonzero(got != ref[i])
-            assert bad.size == 0, (f"{variant} eta={eta} tiny={tiny} reorder={reorder} source={s}: {bad.size} wrong, "
-                                   f"e.g. v={bad[:5].tolist()} got={got[bad[:5]].tolist()} want={ref[i][bad[:5]].tolist()}")
-    eng.tiny = 8
+            assert bad.size == 0, (f"{variant} eta={eta} tiny={tiny} alpha={alpha} reorder={reorder} source={s}: "
+                                   f"{bad.size} wrong, e.g. v={bad[:5].tolist()} got={got[bad[:5]].tolist()} "
+                                   f"want={ref[i][bad[:5]].tolist()}")
+    eng.tiny, eng.alpha = 8, 2.0
     _check_parents(g, eng, srcs[:4] + srcs[k:])
-    # the bottom-up pass really ran when eta forces it, and the filtered lazy option agrees
+    # the bottom-up pass really ran when eta forces it (edge test off), the edge test vetoes
+    # it when alpha is tiny (all but levels where no unvisited in-arc is left), and the
+    # filtered lazy option agrees
     s = srcs[k]  # the highest-degree vertex
-    eng.eta = 2**30
+    eng.eta, eng.alpha = 2**30, 0.0
     eng.levels(s, variant="switch")
     st = eng.stats()
     assert st["bottom_up_levels"] == st["levels"]
-    eng.eta = 10
+    eng.alpha = 1e-9
+    eng.levels(s, variant="switch")
+    st2 = eng.stats()
+    assert st2["levels"] == st["levels"] and st2["bottom_up_levels"] < st["levels"], (st, st2)
+    eng.eta, eng.alpha = 10, 2.0
     for v in ("lazy+filter", "switch+filter"):
         lev, _ = eng.run_device(s, v)
         got = lev.get() if eng.new_id is None else lev.get()[eng.new_id]

@@ -64,6 +64,10 @@ class Config:
     gpu_bfs_udiv_threshold: float = 25000.0
     #: GPU BFS (BLEST Eq. 6): run a level bottom-up when #unvisited < eta * |queue|.
     gpu_bfs_eta: int = 10
+    #: GPU BFS: edge test that must also hold for a bottom-up level (not in BLEST): the in-arcs
+    #: the pass is expected to scan, min(mu, unvisited * m / mf), at most alpha * mf (mf: in-arcs
+    #: of the frontier; mu: of the unvisited vertices). 0: Eq. 6 alone, as the paper.
+    gpu_bfs_alpha: float = 2.0
     #: GPU BFS: window width W of the Jaccard-with-windows reordering (BLEST Alg. 1).
     #: 16384, not the paper's 2**16: on kron:22 (H200, both kernels) BFS after W=16384 is
     #: 19% faster than after 2**16 and the reordering cheaper (gpu_bfs_session3.json).

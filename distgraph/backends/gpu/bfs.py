@@ -55,7 +55,7 @@ BLOCK = 256
 #: alone (no grid sync); one VSS per warp of the block.  Swept on road-FLA (RCM, 64
 #: sources): 0 -> 4.95 ms, 8 -> 4.82, 16 -> 4.85, 32 -> 5.61 (serialized VSSs).
 TINY_DEFAULT = 8
-N_CTR = 32
+N_CTR = 48  # DG_BFS_NCTR in kernels/bvss_bfs.cu
 
 
 def _cached_preprocess(graph, method, window, cache_dir):
@@ -123,6 +123,13 @@ class GpuBFS:
         reordering is cheaper; benchmarks/results/gpu_bfs_session3.json).
     eta : int, optional
         Switching constant of Eq. 6 (default ``config.gpu_bfs_eta`` = 10).
+    alpha : float, optional
+        Edge test that must hold too before a level runs bottom-up (not in the paper; default
+        ``config.gpu_bfs_alpha``): the in-arcs the bottom-up pass is expected to scan,
+        ``min(mu, unvisited * m / mf)``, at most ``alpha * mf``, where ``mf`` counts the
+        in-arcs of the frontier and ``mu`` those of the unvisited vertices.  Eq. 6 alone
+        sent urand:24 bottom-up at a level whose frontier held 6% of the vertices (2.4 ms
+        against 0.9 ms top-down).  0 = Eq. 6 alone.
     udiv_threshold : float, optional
         Lazy updates when U_div is above it (default ``config.gpu_bfs_udiv_threshold``).
     cache_dir : path, None or False
@@ -146,7 +153,7 @@ class GpuBFS:
     """
 
     def __init__(self, graph, *, variant="auto", reorder="auto", window=None, eta=None,
-                 udiv_threshold=None, cache_dir=None, tiny=None):
+                 udiv_threshold=None, cache_dir=None, tiny=None, alpha=None):
         from ...graph.core import Graph
         from ...runtime.config import config
 
@@ -158,8 +165,11 @@ class GpuBFS:
         expect(reorder in REORDERINGS, "reorder", "one of " + ", ".join(REORDERINGS), reorder)
         window = config.gpu_bfs_window if window is None else window
         eta = config.gpu_bfs_eta if eta is None else eta
+        alpha = config.gpu_bfs_alpha if alpha is None else alpha
         udiv_threshold = config.gpu_bfs_udiv_threshold if udiv_threshold is None else udiv_threshold
         expect(isinstance(eta, (int, np.integer)) and eta >= 0, "eta", "an integer >= 0", eta)
+        expect(isinstance(alpha, (int, float, np.integer, np.floating)) and not isinstance(alpha, bool)
+               and np.isfinite(alpha) and alpha >= 0, "alpha", "a finite number >= 0", alpha)
         expect(isinstance(window, (int, np.integer)) and not isinstance(window, bool) and window >= 8
                and window % 8 == 0, "window", "a positive multiple of 8 (the slice-set size)", window)
         expect(isinstance(udiv_threshold, (int, float, np.integer, np.floating))
@@ -175,13 +185,14 @@ class GpuBFS:
         self.n = graph.n
         self.graph = graph
         self.eta = int(eta)
+        self.alpha = float(alpha)
         self.tiny = int(tiny)
         g2, new_id, b, udiv, info = _cached_preprocess(graph, reorder, window, cache_dir)
         self.new_id = new_id
         self.bvss = b
         self.info = dict(info)
         self.info.update({"udiv": udiv, "bvss": b.summary(), "window": window, "eta": self.eta,
-                          "udiv_threshold": udiv_threshold})
+                          "alpha": self.alpha, "udiv_threshold": udiv_threshold})
         base = "lazy" if udiv > udiv_threshold else "plain"
         self.info["udiv_choice"] = base
         need_t = variant in ("auto", "switch")
@@ -270,7 +281,7 @@ class GpuBFS:
         kern = self._k_direct if direct else self._k_lazy
         kern((int(grid),), (BLOCK,),
                      (self._row_ids, self._masks, self._real_ptrs, self._v2r, self._t_ip, self._t_ix,
-                      np.int32(self.n), np.int32(mode), np.int32(self.eta),
+                      np.int32(self.n), np.int32(mode), np.int32(self.eta), np.float32(self.alpha),
                       np.int32(self.tiny if direct else 0), np.int32(src_internal),
                       self._level, self._F, self._V, self._Q, np.int32(self._qcap), self._ctr, self._sslev))
 
@@ -401,7 +412,7 @@ class GpuBFS:
 
 
 def bfs_gpu(graph, source, *, variant="auto", reorder="auto", window=None, eta=None,
-            udiv_threshold=None, cache_dir=None, parents=False):
+            udiv_threshold=None, cache_dir=None, parents=False, alpha=None):
     """Single-source BFS levels on the GPU with BLEST (tensor cores over BVSS).
 
     Parameters
@@ -409,7 +420,7 @@ def bfs_gpu(graph, source, *, variant="auto", reorder="auto", window=None, eta=N
     graph : Graph
     source : int
         Source vertex, in the caller's ids.
-    variant, reorder, window, eta, udiv_threshold, cache_dir
+    variant, reorder, window, eta, alpha, udiv_threshold, cache_dir
         See :class:`GpuBFS`.  For many sources build one :class:`GpuBFS` and call
         :meth:`GpuBFS.levels` (preprocessing is then paid once).
     parents : bool
@@ -438,7 +449,7 @@ def bfs_gpu(graph, source, *, variant="auto", reorder="auto", window=None, eta=N
     if isinstance(source, (bool, np.bool_)) or not isinstance(source, (int, np.integer)):
         raise TypeError(f"source must be an integer vertex id; got {type(source).__name__}")
     expect(0 <= int(source) < graph.n, "source", f"in [0, {graph.n})", int(source))
-    eng = GpuBFS(graph, variant=variant, reorder=reorder, window=window, eta=eta,
+    eng = GpuBFS(graph, variant=variant, reorder=reorder, window=window, eta=eta, alpha=alpha,
                  udiv_threshold=udiv_threshold, cache_dir=cache_dir)
     if parents:
         return eng.levels_and_parents(int(source))

@@ -68,7 +68,7 @@ def bfs_plan(n: int, bvss, transpose_arcs: int | None, *, reordered: bool = Fals
     items = {"bvss.row_ids": bvss.row_ids.nbytes, "bvss.masks": bvss.masks.nbytes,
              "bvss.real_ptrs": bvss.real_ptrs.nbytes, "bvss.virtual_to_real": bvss.virtual_to_real.nbytes,
              "level": 4 * n, "bitmaps (3 frontier, 2 visited)": 5 * 4 * nw,
-             "work queues": 3 * 8 * max(bvss.num_vss, 1), "counters": 128, "slice-set claims": 4 * ((n + 7) // 8)}
+             "work queues": 3 * 8 * max(bvss.num_vss, 1), "counters": 4 * 48, "slice-set claims": 4 * ((n + 7) // 8)}
     if reordered:
         items["id map (caller ids)"] = 8 * n
         items["levels in caller ids"] = 4 * n
