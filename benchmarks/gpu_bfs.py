@@ -434,7 +434,8 @@ def bench_graph(spec, args, cache_dir, got):
     for s in srcs[:2]:
         eng.run_device(s)
     ms = np.array([eng.run_device(s)[1] for s in srcs])
-    out["blest_auto"] = {"ordering": label, "variant": eng.variant, "udiv_choice": eng.info["udiv_choice"],
+    out["blest_auto"] = {"ordering": label, "variant": eng.variant, "alpha": eng.alpha,
+                         "udiv_choice": eng.info["udiv_choice"],
                          "auto_check_ms": eng.info.get("auto_check_ms"), "ms": float(ms.mean()),
                          "gteps": out["blest"][label]["arcs_reached_mean"] / float(ms.mean()) / 1e6}
     if name in BLEST_REF:

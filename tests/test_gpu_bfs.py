@@ -120,7 +120,8 @@ def _check_engine(g, reorder, k=12):
     eng.alpha = 1e-9
     eng.levels(s, variant="switch")
     st2 = eng.stats()
-    assert st2["levels"] == st["levels"] and st2["bottom_up_levels"] < st["levels"], (st, st2)
+    assert st2["levels"] == st["levels"], (st, st2)
+    assert st["levels"] == 0 or st2["bottom_up_levels"] < st["levels"], (st, st2)  # 0: a single vertex
     eng.eta, eng.alpha = 10, 2.0
     for v in ("lazy+filter", "switch+filter"):
         lev, _ = eng.run_device(s, v)
@@ -186,6 +187,15 @@ def test_auto_variant_and_bfs_gpu():
     eng = GpuBFS(g, cache_dir=False)
     assert eng.variant in ("plain", "lazy", "switch")
     assert eng.info["udiv_choice"] in ("plain", "lazy") and "auto_check_ms" in eng.info
+    # the check timed no switching, switching with the edge test and by Eq. 6 alone, and kept
+    # the fastest (alpha 0 when Eq. 6 alone won)
+    times = eng.info["auto_check_ms"]
+    assert set(times) == {eng.info["udiv_choice"], "switch", "switch-eq6"}, times
+    best = min(times, key=times.get)
+    assert eng.variant == ("switch" if best == "switch-eq6" else best)
+    from distgraph.runtime.config import config
+
+    assert eng.alpha == (0.0 if best == "switch-eq6" else config.gpu_bfs_alpha) == eng.info["alpha"]
     s = int(np.argmax(np.diff(g.indptr)))
     ref = _ref_levels(g, [s])[0]
     assert np.array_equal(eng.levels(s), ref)
