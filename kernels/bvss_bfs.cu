@@ -509,10 +509,18 @@ __device__ __forceinline__ void dg_bfs_persistent(const int4 *__restrict__ row_i
                 if (diff) vcur[t] = nx;
                 const unsigned valid = (t == nw - 1 && (n & 31)) ? ((1u << (n & 31)) - 1u) : DG_FULL_MASK;
                 unv += (unsigned)__popc(~nx & valid);
-                for (unsigned d = diff; d; d &= d - 1u) {
-                    const int u = t * 32 + __ffs(d) - 1;
-                    level[u] = l;
-                    if (upd == 2 && alpha > 0.0f) newarcs += (unsigned long long)(t_indptr[u + 1] - t_indptr[u]);
+                for (unsigned d = diff; d; d &= d - 1u) level[t * 32 + __ffs(d) - 1] = l;
+                if (upd == 2 && alpha > 0.0f) {
+                    // in-arcs of the new vertices: one difference of t_indptr per run of
+                    // consecutive new vertices (a full word: two loads instead of 64)
+                    for (unsigned d = diff; d;) {
+                        const int b0 = __ffs(d) - 1;
+                        const unsigned ones = ~(d >> b0);
+                        const int len = ones ? __ffs(ones) - 1 : 32;
+                        const int u0 = t * 32 + b0;
+                        newarcs += (unsigned long long)(t_indptr[u0 + len] - t_indptr[u0]);
+                        d = (len == 32) ? 0u : (d & ~(((1u << len) - 1u) << b0));
+                    }
                 }
             }
             // enqueue the VSSs of every slice set (byte of diff) that gained a vertex

@@ -108,6 +108,13 @@ def _check_engine(g, reorder, k=12):
                                    f"{bad.size} wrong, e.g. v={bad[:5].tolist()} got={got[bad[:5]].tolist()} "
                                    f"want={ref[i][bad[:5]].tolist()}")
     eng.tiny, eng.alpha = 8, 2.0
+    # the edge test's counter: in-arcs of every visited vertex, summed by runs of new vertices
+    # in stage 2 (ctr[32..41] as uint64, [4] = all levels)
+    indeg = np.diff(g.csc()[0])
+    for s in srcs[:4] + srcs[k:]:
+        lev = eng.levels(s, variant="switch")
+        arcs = eng._ctr.get()[32:42].view(np.uint64)
+        assert int(arcs[4]) == int(indeg[lev >= 0].sum()), (s, int(arcs[4]), int(indeg[lev >= 0].sum()))
     _check_parents(g, eng, srcs[:4] + srcs[k:])
     # the bottom-up pass really ran when eta forces it (edge test off), the edge test vetoes
     # it when alpha is tiny (all but levels where no unvisited in-arc is left), and the
