@@ -366,7 +366,20 @@ def worker_pes(spec, weights, trials):
                 # delta/phases: one PE runs the near-far priority, several PEs a FIFO queue
                 res[name] = {"time_s": min(times), "times_s": times, "same_as_cpu": same,
                              "relaxations": st["relaxations"], "items": st["items"], "launches": st["launches"],
-                             **{k: st.get(k) for k in ("delta", "phases", "keep", "split")}}
+                             **{k: st.get(k) for k in ("delta", "phases", "keep", "split", "ghost")}}
+                if comm.Get_size() > 1:
+                    # the same without the ghost keys of remote heads (every remote candidate sent)
+                    q.ghost = False
+                    times = []
+                    for _ in range(trials):
+                        comm.Barrier()
+                        t0 = time.perf_counter()
+                        d, _, st, _ = q.run(s, confirm)
+                        comm.Barrier()
+                        times.append(time.perf_counter() - t0)
+                    same = all(comm.allgather(bool(np.array_equal(d, ref))))
+                    res[name + "_noghost"] = {"time_s": min(times), "times_s": times, "same_as_cpu": same,
+                                              "items": st["items"], "launches": st["launches"]}
             except Exception as e:
                 res[name] = {"error": repr(e)[:1500]}
             finally:

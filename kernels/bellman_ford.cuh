@@ -41,6 +41,14 @@
 //                the head is enqueued into the owner's segment;
 //   1 "enqueue": the item (head, candidate, tail) is enqueued into the owner's segment; the owner
 //                applies it (local atomic minimum) and enqueues the head locally if it improved.
+// Ghost keys (ghost_on, either mode): ghost[t] (local, indexed by global id, +inf at a run's
+// start) is the smallest key this PE sent for t or read back from t's owner. The owner's key of
+// t only decreases and is at most every key sent to it once that relaxation is applied, so a
+// candidate that is not below ghost[t] cannot improve t: it is dropped without a remote access.
+// A candidate below it claims the send with a local atomicMin first (a lane of this PE that
+// loses the race to a smaller candidate drops its own). Only non-improving relaxations are
+// dropped, so distances, negative-cycle detection and termination are unchanged; a run that
+// aborts raises, and the next run starts from +inf again.
 //
 // Distances as 64-bit keys: integer weights are summed in int64 and the key is the distance;
 // float weights are summed in float64 and the key is the "ordered int" of the double (bits,
@@ -73,6 +81,7 @@
 //             double's bits for float keys), +inf's key
 //   ctr[24]   u64 symmetric: SENT at 0, DONE at 8, STOPREQ at 16 (one 64-byte line each)
 //   ctl[8]    i64 local: scans, arcs, below, finished, stop, abort (an int: dgq::Spin), items
+//   ghost[n]  i64 local, by global id (several PEs, ghost_on): see "Ghost keys" above
 #ifndef DISTGRAPH_BELLMAN_FORD_CUH
 #define DISTGRAPH_BELLMAN_FORD_CUH
 
@@ -327,7 +336,7 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                        i64* dist, i64* pred, int* inq, Item* ring, u64* tickets, u64* meta, u64 N,
                        const i64* __restrict__ offsets, int npes, int my_pe, u64* ctr, i64* ctl, i64 bound_key,
                        i64 scan_limit, int remote_mode, i64* ph, int* far, i64 far_cap, int keep_flag,
-                       unsigned idle_max, i64 split) {
+                       unsigned idle_max, i64 split, i64* ghost, int ghost_on) {
     const int lane = threadIdx.x & 31;
     const i64 gwarp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     int* abort_flag = (int*)(ctl + C_ABORT);
@@ -338,6 +347,8 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
     Item nx{0, 0, -1};  // this lane's kept vertex (keep), scanned at the warp's next turn
     bool has_nx = false;
     (void)remote_mode;
+    (void)ghost;
+    (void)ghost_on;
     while (true) {
         int stop = 0;
         if (lane == 0) {
@@ -500,8 +511,14 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
 #ifdef DISTGRAPH_WITH_NVSHMEM
                 else {
                     const i64 rl = t - offsets[o];
-                    if (remote_mode == 0) {
+                    bool send = true;
+                    if (ghost_on) {
+                        send = ck < vload(ghost + t) && ck < (i64)atomicMin((long long*)(ghost + t), (long long)ck);
+                    }
+                    if (!send) {
+                    } else if (remote_mode == 0) {
                         i64 old = remote_min(dist + rl, ck, o);
+                        if (ghost_on && old < ck) atomicMin((long long*)(ghost + t), (long long)old);
                         if (ck < old) {
                             nvshmem_longlong_p((long long*)(pred + rl), ug, o);
                             if (ck < bound_key) below = 1;
@@ -555,9 +572,11 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
              int* inq, dgbf::Item* ring, unsigned long long* tickets, unsigned long long* meta,                  \
              unsigned long long N, const long long* offsets, int npes, int my_pe, unsigned long long* ctr,      \
              long long* ctl, long long bound_key, long long scan_limit, int remote_mode, long long* ph,         \
-             int* far, long long far_cap, int keep, unsigned idle_max, long long split) {                       \
+             int* far, long long far_cap, int keep, unsigned idle_max, long long split, long long* ghost,        \
+             int ghost_on) {                                                                                    \
         dgbf::worker<BQ>(indptr, indices, w, dist, pred, inq, ring, tickets, meta, N, offsets, npes, my_pe, ctr, \
-                         ctl, bound_key, scan_limit, remote_mode, ph, far, far_cap, keep, idle_max, split);     \
+                         ctl, bound_key, scan_limit, remote_mode, ph, far, far_cap, keep, idle_max, split, ghost, \
+                         ghost_on);                                                                             \
     }
 
 DGBF_KERNEL(distgraph_bf_queue_bq, true)

@@ -716,7 +716,7 @@ def _fake_queue_sssp(g, launch):
             self.isf, self.nl, self.capacity, self.grid = self.wdt.kind == "f", g.n, 64, 1
             h = lambda k, dt: np.zeros(k, dt).view(_HostArray)  # noqa: E731
             self.dist, self.pred, self.inq = h(g.n, np.int64), h(g.n, np.int64), h(g.n, np.int32)
-            self.ctr = h(24, np.int64)
+            self.ctr, self.d_ghost, self.ghost = h(24, np.int64), h(1, np.int64), True
             self.ring, self.tickets = np.zeros((64, 3), np.int64).view(_HostArray), h(64, np.int64)
             self.meta, self.ctl = h(24, np.int64), h(8, np.int64)
             self.ph, self.far, self.far_cap, self.delta = h(8, np.int64), h(2, np.int32), 1, 0

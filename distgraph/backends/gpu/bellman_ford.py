@@ -230,11 +230,15 @@ class QueueSSSP:
     warp scans it). ``keep``, ``idle_ns`` and ``split`` are attributes a run reads (a
     benchmark may change them between runs; a nonzero ``split`` not below the one the queue
     was sized for, whose capacity has room for ``2 * arcs // split`` chunks, none when sized
-    with 0).
+    with 0). ``ghost``: on several PEs, keep the smallest key sent to (or read back from) each
+    remote head and drop candidates that are not below it without a remote access (8 bytes
+    per vertex of the graph on every PE; see ``kernels/bellman_ford.cuh``); an attribute a
+    run reads.
     """
 
     def __init__(self, graph, weights, comm, *, queue="bq", remote="atomic", use_nvshmem=None,
-                 capacity=None, grid=None, timeout=None, delta=None, keep=True, idle_ns=IDLE_NS, split=SPLIT):
+                 capacity=None, grid=None, timeout=None, delta=None, keep=True, idle_ns=IDLE_NS, split=SPLIT,
+                 ghost=True):
         from ...runtime.context import get_context
         from ..cpu.bellman_ford import _neg_bound, _setup
         from .loader import import_cupy
@@ -258,6 +262,7 @@ class QueueSSSP:
                    "None or a positive number of seconds", timeout)
             _check_delta(delta)
             expect(isinstance(keep, (bool, np.bool_)), "keep", "True or False", keep)
+            expect(isinstance(ghost, (bool, np.bool_)), "ghost", "True or False", ghost)
             expect(isinstance(idle_ns, (int, np.integer)) and not isinstance(idle_ns, bool)
                    and 32 <= idle_ns <= 1 << 20, "idle_ns", "an int in [32, 2**20] (nanoseconds)", idle_ns)
             expect(isinstance(split, (int, np.integer)) and not isinstance(split, bool) and (split == 0 or split >= 32),
@@ -268,6 +273,7 @@ class QueueSSSP:
                                      "use_nvshmem": comm.Get_size() > 1 if use_nvshmem is None else bool(use_nvshmem)},
                          "one queue-driven run over the ranks")
         self.keep, self.idle_ns, self.split = bool(keep), int(idle_ns), int(split)
+        self.ghost = bool(ghost)
         t0 = time.perf_counter()
         cp = import_cupy()
         get_context(comm, "gpu")
@@ -347,6 +353,8 @@ class QueueSSSP:
         if comm.Get_size() > 1:
             self.far_cap = 0  # no near-far on several PEs (nothing is ever put in a pile)
         self.far = cp.zeros(max(2 * self.far_cap, 1), cp.int32)
+        # ghost keys of remote heads (several PEs): 8 bytes per vertex of the whole graph, local
+        self.d_ghost = cp.empty(self.graph.n if comm.Get_size() > 1 else 1, cp.int64)
         self.grid = int(grid) if grid is not None else _grid(cp, self.kernel, BLOCK)
         self.stream = cp.cuda.Stream(non_blocking=True)
         self.side = cp.cuda.Stream(non_blocking=True)
@@ -383,6 +391,7 @@ class QueueSSSP:
         cp = self.cp
         inf = np.float64(np.inf).view(np.int64) if self.isf else np.iinfo(np.int64).max
         self.dist.fill(int(inf))
+        self.d_ghost.fill(int(inf))
         self.pred.fill(-1)
         for a in (self.inq, self.ctr, self.ring, self.tickets, self.meta, self.ctl):
             a.fill(0)
@@ -424,7 +433,8 @@ class QueueSSSP:
                          np.int64(self.bound_key), np.int64(scan_limit),
                          np.int32(0 if self.remote == "atomic" else 1), self.ph, self.far,
                          np.int64(self.far_cap), np.int32(self.keep), np.uint32(self.idle_ns),
-                         np.int64(self.split)))
+                         np.int64(self.split), self.d_ghost,
+                         np.int32(self.ghost and self.comm.Get_size() > 1)))
             ev = self.stream.record()
         t0 = time.monotonic()
         spin = 0
@@ -510,7 +520,7 @@ class QueueSSSP:
         if size > 1:
             comm.Allreduce(MPI.IN_PLACE, red, op=MPI.SUM)
         stats = {"mode": "async", "backend": "gpu", "queue": self.queue, "remote": self.remote,
-                 "keep": self.keep, "idle_ns": self.idle_ns, "split": self.split,
+                 "keep": self.keep, "idle_ns": self.idle_ns, "split": self.split, "ghost": self.ghost,
                  "nvshmem": self.nvs, "launches": launches, "checks": checks, "relaxations": int(red[0]),
                  "delta": self.delta, "phases": int(self.ph[1].get()) + 1 if self.delta else None,
                  "items": int(red[1]), "grid": [self.grid, BLOCK], "capacity": self.capacity,
