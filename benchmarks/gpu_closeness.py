@@ -33,6 +33,14 @@ For every graph (undirected; closeness of all vertices = BFS from every vertex):
 * ``--profile GRAPH@REORDER,...``: instead of the benchmark, a phase breakdown (stepwise
   kernels timed with CUDA events) and the persistent kernel under parameter variants
   (``PROFILE_VARIANTS``), written to gpu_closeness_profile.json.
+* ``--batch-order input|ball``: how the ``gpu`` rows (and ``--variants``) group the sources
+  before cutting batches: vertex ids (default) or compact BFS balls of kappa sources
+  (``msbfs.ball_sources``, what ``closeness()`` does with DISTGRAPH_MSBFS_BATCH_ORDER=ball);
+  the first-batch check runs the CPU backend on the same sources.
+* ``--block-sweep GRAPH,...``: instead of the benchmark, the ``gpu`` row of every source for
+  each ``--sweep-variants`` label (default b256,b512,b1024: threads per block of the block
+  schedule, ``GpuMSBFS(block_threads=...)``) and each ``--sweep-orders`` order (default
+  input,ball), written to gpu_closeness_block_sweep.json (``benchmarks/msbfs_block_sweep.sh``).
 
 Writes DIR/gpu_closeness.json with commit, device and date.
 """
@@ -97,36 +105,79 @@ def _out(size):
             np.zeros(size, np.uint64))
 
 
-def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, **kw):
+BATCH_ORDERS = ("input", "ball")
+
+
+def batch_sources(g, order, kappa, csc=None):
+    """The sources of a closeness run (every vertex with out-arcs) in the order the runner
+    cuts them into batches: ``"input"`` (vertex ids) or ``"ball"`` (compact BFS balls of
+    ``kappa`` sources, :func:`distgraph.algorithms.msbfs.ball_sources`, what ``closeness()``
+    hands the GPU runner with DISTGRAPH_MSBFS_BATCH_ORDER=ball).  Returns (sources, seconds
+    the ordering took)."""
+    expect_order(order)
+    sources = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    if order == "input":
+        return sources, 0.0
+    from distgraph.algorithms.msbfs import ball_sources
+
+    tptr, tidx = (g.csc()[:2] if csc is None else csc)
+    t0 = time.perf_counter()
+    out = ball_sources(g.indptr, g.indices, tptr, tidx, sources, int(kappa))
+    return np.asarray(out, np.int64), time.perf_counter() - t0
+
+
+def expect_order(order):
+    if order not in BATCH_ORDERS:
+        raise ValueError(f"batch order must be one of {', '.join(BATCH_ORDERS)}; got {order!r}")
+
+
+def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="input", sources=None, warmup=True,
+              first_batch=True, **kw):
     """The GPU runner as ``closeness()`` makes it (``make_runner(..., all_sources=True)``:
     symmetric sums on undirected graphs), kappa 256 unless ``kw`` says otherwise.  ``check``:
     the first batch's sums against the CPU backend; ``same_as``: against these arrays (the
-    first batch of another GPU row with the same sums); the first batch's sums are returned
-    under the key ``_first`` (not written to the JSON)."""
+    first batch of another GPU row with the same sums and sources); the first batch's sums
+    are returned under the key ``_first`` (not written to the JSON).  ``batch_order``: how
+    the sources are grouped before they are cut into batches (:func:`batch_sources`;
+    ``sources``, if given, is that order already computed); the check runs the CPU backend
+    on the same first batch.  ``warmup``: one untimed run of 256 sources before the
+    first batch (the kernel is compiled and loaded when the runner is made);
+    ``first_batch=False``: no untimed run at all, hence no check (on road-NY the first
+    batch alone takes seconds).  A run of every source also returns its sums under ``_total``
+    (per vertex, or per source at the sources when symmetric: the same totals whatever the
+    order and the runner)."""
     import cupy as cp
 
     from distgraph.backends.cpu.bits import normalize_limbs
     from distgraph.backends.gpu.msbfs import GpuMSBFS
 
+    expect_order(batch_order)
     tptr, tidx, _ = g.csc()
     t0 = time.perf_counter()
     kw.setdefault("kappa", 256)
     kw.setdefault("symmetric", not g.directed)   # what make_runner(all_sources=True) picks
     r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), announce=False, reorder=reorder, **kw)
     prep = time.perf_counter() - t0
-    sources = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    order_s = 0.0
+    if sources is None:
+        sources, order_s = batch_sources(g, batch_order, r.kappa, (tptr, tidx))
     batches = [sources[i:i + 512] for i in range(0, sources.size, 512)]
     # warm up (kernel compile) on the first batch, and check its sums against the CPU backend;
     # deferred and drained as the timed loop runs them (not deferred, a run of few batches on
     # the block schedule goes to the grid-schedule companion, and neither the warm-up nor the
     # check would touch the block kernel that is timed)
-    out = _out(g.n)
-    r.run(batches[0][:256], False, out, defer=True)
-    r.drain(*out)
-    out = _out(g.n)
-    r.run(batches[0], False, out, defer=True)
-    r.drain(*out)
-    normalize_limbs(out[2], out[3], out[4])
+    if not first_batch:
+        check, same_as, warmup = False, None, False
+    if warmup:
+        out = _out(g.n)
+        r.run(batches[0][:256], False, out, defer=True)
+        r.drain(*out)
+    out = None
+    if first_batch:
+        out = _out(g.n)
+        r.run(batches[0], False, out, defer=True)
+        r.drain(*out)
+        normalize_limbs(out[2], out[3], out[4])
     from distgraph.algorithms.msbfs import run_batches
 
     exact = None
@@ -145,7 +196,7 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, **kw):
         same = all(np.array_equal(np.asarray(a).astype(np.uint64), np.asarray(b).astype(np.uint64))
                    for a, b in zip(out, same_as))
     cp.cuda.Device().synchronize()
-    r.info["launches"] = r.info["levels"] = r.info["bottom_up_levels"] = 0
+    r.info["launches"] = r.info["levels"] = r.info["bottom_up_levels"] = r.info["block_launches"] = 0
     acc = _out(g.n)
     done = 0
     t0 = time.perf_counter()
@@ -158,17 +209,21 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, **kw):
     r.drain(*acc)
     cp.cuda.Device().synchronize()
     el = time.perf_counter() - t0
+    normalize_limbs(acc[2], acc[3], acc[4])
     total = el * sources.size / done
     rate = done * g.m / el
     return {"preprocess_s": prep, "mode": r.mode, "kappa": r.kappa, "grid": r.info["grid"], "groups": r.groups,
             "schedule": r.schedule, "slots": r.slots, "symmetric": r.symmetric,
             "shared_dbits": bool(getattr(r, "shared_dbits", False)), "prefetch": bool(getattr(r, "prefetch", False)),
+            "block_threads": r.info["grid"][1], "min_blocks": r.info.get("min_blocks"),
+            "registers": r.info.get("registers"), "local_bytes": r.info.get("local_bytes"),
+            "block_launches": r.info["block_launches"], "batch_order": batch_order, "batch_order_s": order_s,
             "reorder": r.info["reorder"], "bvss": r.info["bvss"], "sources_run": int(done),
             "sources_total": int(sources.size), "seconds": el, "total_s": total, "extrapolated": bool(done < sources.size),
             "edge_visits_per_s_per_gpu": rate, "vs_blest_per_gpu": rate / BLEST_RATE,
             "levels_per_launch": r.info["levels"] / max(r.info["launches"] * r.groups, 1),  # per kappa sources
             "bottom_up_levels": r.info["bottom_up_levels"], "first_batch_exact_vs_cpu": exact,
-            "first_batch_same_as_default": same, "_first": out,
+            "first_batch_same_as_default": same, "_first": out, "_total": acc if done == sources.size else None,
             "device_bytes": r.plan.total}
 
 
@@ -334,7 +389,7 @@ def block_profile(g, reorder="auto", **kw):
     import cupy as cp
 
     from distgraph.backends.gpu.loader import get_module
-    from distgraph.backends.gpu.msbfs import BLOCK, GpuMSBFS
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
 
     tptr, tidx, _ = g.csc()
     kw.setdefault("kappa", 256)
@@ -342,10 +397,8 @@ def block_profile(g, reorder="auto", **kw):
     r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), announce=False, reorder=reorder, **kw)
     if r.schedule != "blocks":
         return {"error": f"schedule {r.schedule!r}: the profile covers the block schedule only"}
-    defs = {"DG_MS_WORDS": r.kappa // 32, "DG_MS_BLOCK": BLOCK, "DG_MS_PROFILE": PROFILE_LEVELS,
-            "DG_MS_PROFILE_BATCHES": PROFILE_BATCHES}
-    if getattr(r, "prefetch", False):
-        defs["DG_MS_PREFETCH"] = 1
+    # the runner's build (words, block size, blocks per SM, prefetch) plus the profiling stamps
+    defs = {**r._block_defs, "DG_MS_PROFILE": PROFILE_LEVELS, "DG_MS_PROFILE_BATCHES": PROFILE_BATCHES}
     mod = get_module("msbfs", defines=defs)
     r._blocks = mod.get_function("distgraph_msbfs_blocks")
     names = {"batch_ns": cp.uint64, "batch_levels": cp.int32, "batch_block": cp.int32, "t2": cp.uint64,
@@ -387,6 +440,8 @@ def variant_kwargs(v):
         return kw
     if v == "pf":
         return {"prefetch": True}
+    if v.startswith("b") and v[1:].isdigit():
+        return {"block_threads": int(v[1:])}
     if v.startswith("k") and v[1:].isdigit():
         return {"kappa": int(v[1:])}
     if v.startswith("grid") and v[4:].isdigit():
@@ -400,6 +455,62 @@ def variant_kwargs(v):
     if v.startswith("sdbmb") and v[5:].isdigit():
         return {"shared_dbits": True, "min_blocks": int(v[5:])}
     return None
+
+
+SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "registers", "local_bytes",
+              "block_launches", "batch_order", "batch_order_s", "preprocess_s", "sources_run", "sources_total",
+              "seconds", "total_s", "extrapolated", "edge_visits_per_s_per_gpu", "vs_blest_per_gpu",
+              "levels_per_launch", "first_batch_exact_vs_cpu", "device_bytes")
+
+
+def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
+    """The GPU row of ``g`` (every source, :func:`bench_gpu`) for each ``--variants`` label
+    (e.g. b256, b512, b1024: threads per block of the block schedule) and each batch order,
+    into ``rows["<label>/<order>"]``; ``save()`` after each row.  Labels outer, orders
+    inner, so a run cut short still has both orders of the first labels.  Each order's
+    sources are computed once, and its first row checks its first batch against the CPU
+    backend (``check``; the other rows skip the untimed first batch, seconds on road-NY).
+    Every row that runs all sources is compared with the first such row: the totals
+    (farness, reach, harmonic limbs) must be equal bit for bit whatever the block size and
+    the order (``total_same_as_first_row``)."""
+    tptr, tidx, _ = g.csc()
+    srcs, checked = {}, set()
+    ref = None
+    for label in labels:
+        kw = variant_kwargs(label)
+        for order in orders:
+            key = f"{label}/{order}"
+            t0 = time.perf_counter()
+            try:
+                if kw is None:
+                    raise ValueError(f"unknown variant label {label!r}")
+                if order not in srcs:
+                    srcs[order] = batch_sources(g, order, kw.get("kappa", 256), (tptr, tidx))
+                sources, order_s = srcs[order]
+                first = order not in checked
+                res = bench_gpu(g, limit, reorder, check=check and first, batch_order=order, sources=sources,
+                                warmup=False, first_batch=first, **kw)
+                res.pop("_first")
+                total = res.pop("_total")
+                if res["first_batch_exact_vs_cpu"] is not False:
+                    checked.add(order)
+                rows[key] = {k: res.get(k) for k in SWEEP_KEYS}
+                rows[key]["batch_order_s"] = order_s
+                same = None
+                if total is not None:
+                    if ref is None:
+                        ref = (key, total)
+                    else:
+                        same = all(np.array_equal(a, b) for a, b in zip(total, ref[1]))
+                rows[key]["total_same_as_first_row"] = same
+                rows[key]["first_row"] = ref[0] if ref is not None else None
+                if res.get("schedule") != "blocks":
+                    rows[key]["note"] = "not the block schedule: block_threads does not apply"
+            except Exception as e:
+                rows[key] = {"error": repr(e)[:2000]}
+            rows[key]["row_wall_s"] = time.perf_counter() - t0
+            print(spec, key, json.dumps(rows[key], default=float), flush=True)
+            save()
 
 
 def bench_end_to_end(g):
@@ -578,8 +689,21 @@ def main(argv=None):
     ap.add_argument("--variants", default=os.environ.get("BENCH_GPU_CLOSENESS_VARIANTS_GPU", ""),
                     help="extra GPU rows on graphs of the block schedule, e.g. 'k32,k64,k128,grid4,nosym,mb4,sdb,sdbmb4' "
                          "(kN: kappa N; gridN: groups=N, the grid-wide schedule; nosym: per-vertex sums; mbN: "
-                         "min_blocks N; sdb: shared_dbits; sdbmbN: both; pf: prefetch; tokens join with '+', "
-                         "e.g. sdb+pf+mb3)")
+                         "min_blocks N; sdb: shared_dbits; sdbmbN: both; pf: prefetch; bN: block_threads N; "
+                         "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")
+    ap.add_argument("--batch-order", default=os.environ.get("BENCH_GPU_CLOSENESS_BATCH_ORDER", "input"),
+                    choices=BATCH_ORDERS, help="how the GPU rows group the sources before cutting batches: input "
+                    "(vertex ids) or ball (compact BFS balls, as closeness() with DISTGRAPH_MSBFS_BATCH_ORDER=ball)")
+    ap.add_argument("--block-sweep", default=None,
+                    help="graph,...: instead of the benchmark, the GPU row of each graph for every --sweep-variants "
+                         "label and every --sweep-orders order (block size x batch order), written to "
+                         "gpu_closeness_block_sweep.json")
+    ap.add_argument("--sweep-variants", default="b256,b512,b1024",
+                    help="--variants labels of the sweep (b256 = the default runner)")
+    ap.add_argument("--sweep-orders", default="input,ball", help="batch orders of the sweep")
+    ap.add_argument("--sweep-limit", type=float, default=30.0,
+                    help="seconds after which a sweep row stops starting launches (extrapolated; the block "
+                         "schedule runs up to 4 * slots * kappa sources per launch)")
     ap.add_argument("--variant-limit", type=float, default=10.0, help="seconds of each variant (extrapolated)")
     ap.add_argument("--no-check", action="store_true", help="skip the CPU check of the first batch (variants are "
                                                              "still compared with the default GPU row)")
@@ -623,6 +747,23 @@ def main(argv=None):
                 results["graphs"][spec] = {"error": repr(e)[:2000]}
             row = {k: v for k, v in results["graphs"][spec].items() if k != "first_batch_block0"}
             print(spec, json.dumps(row, default=float)[:1500], flush=True)
+            path.write_text(json.dumps(results, indent=1, default=float))
+        return 0
+    if a.block_sweep:
+        path = Path(a.outdir) / "gpu_closeness_block_sweep.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        results["sweep"] = {"variants": a.sweep_variants, "orders": a.sweep_orders, "check": not a.no_check}
+        for spec in a.block_sweep.split(","):
+            try:
+                g = load(spec)
+                reorder = a.reorder if spec.startswith("kron:") else "auto"
+                results["graphs"][spec] = {"n": g.n, "m": g.m, "rows": {}}
+                block_sweep(g, reorder, [v for v in a.sweep_variants.split(",") if v],
+                            [o for o in a.sweep_orders.split(",") if o], a.sweep_limit, not a.no_check,
+                            results["graphs"][spec]["rows"], lambda: path.write_text(
+                                json.dumps(results, indent=1, default=float)), spec)
+            except Exception as e:
+                results["graphs"].setdefault(spec, {})["error"] = repr(e)[:2000]
             path.write_text(json.dumps(results, indent=1, default=float))
         return 0
     if a.events:
@@ -673,8 +814,9 @@ def main(argv=None):
             g = load(spec)
             row.update({"n": g.n, "m": g.m, "read_s": time.perf_counter() - t0})
             reorder = a.reorder if spec.startswith("kron:") else "auto"
-            row["gpu"] = bench_gpu(g, a.time_limit, reorder, check=not a.no_check)
+            row["gpu"] = bench_gpu(g, a.time_limit, reorder, check=not a.no_check, batch_order=a.batch_order)
             first = row["gpu"].pop("_first")
+            row["gpu"].pop("_total")
             print(spec, "gpu", json.dumps(row["gpu"], default=float), flush=True)
             results["graphs"][spec] = row
             path.write_text(json.dumps(results, indent=1, default=float))
@@ -700,10 +842,12 @@ def main(argv=None):
                         sym = kw.get("symmetric", row["gpu"]["symmetric"]) == row["gpu"]["symmetric"] and \
                             not isinstance(kw.get("groups"), int)
                         vr = bench_gpu(g, a.variant_limit, reorder, check=False, same_as=first if sym else None,
-                                       **kw)
+                                       batch_order=a.batch_order, **kw)
                         vr.pop("_first")
+                        vr.pop("_total")
                         row.setdefault("variants", {})[v] = {k: vr[k] for k in (
                             "kappa", "schedule", "groups", "slots", "symmetric", "shared_dbits", "prefetch",
+                            "block_threads", "min_blocks", "registers", "local_bytes", "batch_order",
                             "sources_run", "seconds",
                             "total_s",
                             "extrapolated", "edge_visits_per_s_per_gpu", "vs_blest_per_gpu", "levels_per_launch",

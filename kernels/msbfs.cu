@@ -93,6 +93,11 @@
 #define DG_MS_MINB 2  // blocks per SM the persistent kernel is compiled for (2: 10% faster than 3-4, kron:18)
 #endif
 #define DG_MS_KAPPA (32 * DG_MS_WORDS)
+// The per-source counts of a level are flushed by one thread per BFS of a block (the
+// persistent kernel's tid < DG_MS_BLOCK, the block kernel's threadIdx.x < nsrc), and stage 1
+// hands out work by whole warps.
+static_assert(DG_MS_BLOCK >= DG_MS_KAPPA && DG_MS_BLOCK % 32 == 0 && DG_MS_BLOCK <= 1024,
+              "DG_MS_BLOCK: a multiple of 32 in [kappa, 1024]");
 
 typedef unsigned long long dg_u64;
 typedef long long dg_i64;
@@ -787,8 +792,12 @@ __device__ __forceinline__ unsigned long long dg_ms_now() {
 // (a bit per set in `dbits`, the list `dlist`, its length in shared memory), and stage 2
 // visits only those and the sets active at the previous level (list `alist`, to clear the
 // ones no longer active): a level costs what its frontier costs, not rho.  No bottom-up
-// levels.  After a batch's last level F, act and dbits are zero again and the block zeroes
-// Vc and Vn, so the slot is clean for its next batch (the host zeroes the state once).
+// levels.  blockDim.x = DG_MS_BLOCK (256, 512 or 1024, GpuMSBFS(block_threads=...)): nothing
+// here depends on the number of warps (stage 1 deals the queue to warp, warp + nwarps, ...;
+// stage 2 and the clean-up loop over blockDim.x), and the per-source flush needs blockDim.x
+// >= kappa.  DG_MS_MINB is then the blocks per SM whose register cap the kernel is built
+// for.  After a batch's last level F, act and dbits are zero again and the block zeroes Vc
+// and Vn, so the slot is clean for its next batch (the host zeroes the state once).
 //
 // Per-slot state (rho1 = max(rho, 1)): F, Vc, Vn: 8*rho*W words each; act: rho1*W words;
 // dbits: dbw words (or, shared_dbits = 1, dbw words of dynamic shared memory); lists: 3*rho1 ints (dlist, then alist[0], alist[1]: the sets active

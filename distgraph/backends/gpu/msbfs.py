@@ -60,6 +60,12 @@ __all__ = ["KAPPAS", "MODES", "get_vi", "exchange_ranges", "slice_set_bounds", "
 KAPPAS = (32, 64, 128, 256)
 MODES = ("auto", "replicated", "partitioned", "stepwise")
 BLOCK = 256
+#: ``groups="blocks"``: the threads per block (one block per kappa-source batch) allowed.  At
+#: least kappa (the per-source counts of a level are flushed by one thread per BFS), at most
+#: the 1024 of a CUDA block.
+BLOCK_THREADS = (256, 512, 1024)
+#: the most threads an SM holds (sm_80/sm_90): ``block_threads * min_blocks`` may not exceed it
+SM_THREADS = 2048
 #: default bottom-up switch: ``out-arcs of the frontier * BU_RATIO > in-arcs of unfinished
 #: vertices`` (the CPU backend's test); 0 disables bottom-up levels.  1, not the CPU's 4:
 #: a top-down level over BVSS costs less per arc than a bottom-up one on scale-free graphs
@@ -431,6 +437,18 @@ def _grid_size(cp, kernel, block: int) -> int:
     return int(sms * max(per_sm, 1))
 
 
+def _func_attr(kernel, name: str) -> int:
+    """``CU_FUNC_ATTRIBUTE_<name>`` of a compiled kernel, ``NUM_REGS`` (registers per thread)
+    or ``LOCAL_SIZE_BYTES`` (local memory per thread: spills), or -1 where it cannot be read."""
+    try:
+        from cupy.cuda import driver
+
+        fn = getattr(kernel, "kernel", kernel)
+        return int(driver.funcGetAttribute({"LOCAL_SIZE_BYTES": 3, "NUM_REGS": 4}[name], fn.ptr))
+    except Exception:
+        return -1
+
+
 def _ranks_sharing_gpu(ctx, cp) -> int:
     """How many ranks of ``ctx`` (this one included) are bound to this rank's GPU: ranks of
     one node (``COMM_TYPE_SHARED``) with the same PCI bus id (the device index where CuPy
@@ -483,7 +501,8 @@ class GpuMSBFS:
         :data:`BU_HEAVY`).
     min_blocks : int or None
         Resident blocks per SM the persistent kernel is compiled for (register cap;
-        None: the kernel's default).
+        None: the kernel's default), or the block kernel (None: see ``block_threads``); at
+        most ``2048 / threads per block``.
     groups : "auto", "blocks", int or None
         Replicated mode: launches of ``kappa`` sources that one persistent kernel runs at
         once, each on ``1/groups`` of the grid with its own state and barrier; ``"blocks"``:
@@ -510,6 +529,21 @@ class GpuMSBFS:
     prefetch : bool
         ``groups="blocks"``: software-pipelined stage 1 (a warp loads the next VSS's
         frontier words while it works on the current one; ``DG_MS_PREFETCH``).
+    block_threads : {256, 512, 1024}
+        ``groups="blocks"``: threads of the block that runs one batch (``DG_MS_BLOCK`` of
+        its kernel; default 256 = 8 warps): more warps share one batch's queue of VSSs.
+        Unless ``min_blocks`` says otherwise the kernel is compiled for
+        ``max(1, 512 // block_threads)`` resident blocks per SM, i.e. for the register
+        budget of the default (128 per thread) at 256 and 512 threads; 1024 threads make
+        ``__launch_bounds__`` cap the kernel at 64 registers.  Warps per SM are set by the
+        registers the kernel uses (``65536 / (32 * registers)``), not by this option: with
+        kappa 256 the kernel needs 96 registers (ptxas of CUDA 13.0 for sm_90;
+        ``info["registers"]`` has the device build's), so 2 blocks of 256 or 1 of 512 fit an
+        SM (16 warps either way); 32 warps per SM need a cap of 64 registers:
+        ``block_threads=1024``, ``512`` with ``min_blocks=2`` or ``256`` with ``min_blocks=4``.
+        Fewer, larger blocks also mean fewer batches at once (less state in L2) and, for
+        deferred runs, launches of fewer sources (sources are held until every block gets 4
+        batches).  Other schedules always run blocks of 256 threads.
 
     Attributes
     ----------
@@ -529,7 +563,8 @@ class GpuMSBFS:
 
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
-                 groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False, _is_companion=False):
+                 groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False, block_threads=256,
+                 _is_companion=False):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -550,6 +585,12 @@ class GpuMSBFS:
                "None or an integer in [1, 65536]", slots)
         bu_heavy = BU_HEAVY if bu_heavy is None else bu_heavy
         expect(isinstance(bu_heavy, (int, np.integer)) and bu_heavy >= 0, "bu_heavy", "an integer >= 0", bu_heavy)
+        expect(isinstance(block_threads, (int, np.integer)) and block_threads in BLOCK_THREADS, "block_threads",
+               "one of " + ", ".join(map(str, BLOCK_THREADS)), block_threads)
+        expect(min_blocks is None or (isinstance(min_blocks, (int, np.integer))
+                                      and 1 <= min_blocks <= SM_THREADS // max(int(block_threads), BLOCK)),
+               "min_blocks", f"None or an integer in [1, {SM_THREADS // max(int(block_threads), BLOCK)}] "
+               f"({SM_THREADS} threads per SM over blocks of {max(int(block_threads), BLOCK)})", min_blocks)
         n = int(hptr.shape[0] - 1)
         if n >= 2**31 - 8:
             raise InvalidArgumentError(f"graph must have fewer than 2**31 - 8 vertices for the GPU MS-BFS; got n={n}")
@@ -617,6 +658,7 @@ class GpuMSBFS:
         self.symmetric = False
         self.shared_dbits = False
         self.prefetch = False
+        self.block_threads = BLOCK   # threads per block of the launches (block_threads: block schedule only)
         if mode == "replicated":
             pick = auto_schedule(int(t2ptr[-1])) if groups == "auto" else groups
             if pick == "blocks":
@@ -625,10 +667,11 @@ class GpuMSBFS:
                 ng = int(pick)
         err = None
         if self.schedule == "blocks":
-            # as many state copies as blocks can be resident (at most 8 of 256 threads per SM),
+            # as many state copies as blocks can be resident (at most 2048 threads per SM),
             # halved while they do not fit; the occupancy of the compiled kernel trims it below
+            self.block_threads = int(block_threads)
             sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
-            S = int(slots) if slots is not None else sms * 8
+            S = int(slots) if slots is not None else sms * (SM_THREADS // self.block_threads)
             while True:
                 self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=S, **self._plan_kw)
                 try:
@@ -648,6 +691,7 @@ class GpuMSBFS:
                 fits = all(ctx.comm.allgather(fits))
             if not fits and groups == "auto":  # one grid-wide launch at a time may still fit
                 self.schedule, self.slots, err = "grid", 0, None
+                self.block_threads = BLOCK
             else:
                 self.use_bu = False
                 self.symmetric = bool(symmetric)
@@ -771,9 +815,15 @@ class GpuMSBFS:
                 self.prefetch = bool(prefetch)
                 if self.prefetch:
                     defs["DG_MS_PREFETCH"] = 1
+                # the block size, and the blocks per SM its register cap is computed for (the
+                # default's 512 threads per SM, or one block of 1024)
+                defs["DG_MS_BLOCK"] = self.block_threads
+                defs["DG_MS_MINB"] = int(min_blocks) if min_blocks is not None else \
+                    max(1, 512 // self.block_threads)
+                self._block_defs = dict(defs)   # what the block kernel is built with (profiling builds reuse it)
                 mod = get_module("msbfs", defines=defs)
                 self._blocks = mod.get_function("distgraph_msbfs_blocks")
-                self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, BLOCK)))
+                self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, self.block_threads)))
                 # the plan of what is allocated (the check above was for the untrimmed count)
                 self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=self.slots, **self._plan_kw)
                 self.info["device_bytes"] = self.plan.total
@@ -788,7 +838,10 @@ class GpuMSBFS:
                 self._dbits = cp.zeros(S * self._dbw, cp.uint32)
                 self._lists = cp.zeros(S * 3 * rho1, cp.int32)
                 self._Q = cp.zeros(S * 2 * self._qcap * 2, cp.int32)
-                self.info.update({"slots": S, "shared_dbits": self.shared_dbits, "prefetch": self.prefetch})
+                self.info.update({"slots": S, "shared_dbits": self.shared_dbits, "prefetch": self.prefetch,
+                                  "block_threads": self.block_threads, "min_blocks": defs["DG_MS_MINB"],
+                                  "registers": _func_attr(self._blocks, "NUM_REGS"),
+                                  "local_bytes": _func_attr(self._blocks, "LOCAL_SIZE_BYTES")})
             elif mode == "replicated":
                 mod = get_module("msbfs", defines=defs, cooperative=True)
                 self._persistent = mod.get_function("distgraph_msbfs_persistent")
@@ -805,7 +858,7 @@ class GpuMSBFS:
         except BaseException:
             self.close()   # collective in partitioned mode: every rank raises here
             raise
-        self.info["grid"] = [self.grid, BLOCK]
+        self.info["grid"] = [self.grid, self.block_threads]
         self.info.update({"tc_ratio": self.tc_ratio, "bu_heavy": self.bu_heavy})
 
     # ------------------------------------------------------------------ memory
@@ -1098,13 +1151,14 @@ class GpuMSBFS:
         nsrcs[-1] = k - (nb - 1) * K
         how = 1 if per_source else (2 if self.symmetric else 0)
         self._next.fill(0)
-        self._blocks((min(self.slots, nb),), (BLOCK,),
+        self._blocks((min(self.slots, nb),), (self.block_threads,),
                      (self._row_ids, self._masks, self._real_ptrs, np.int32(self.n), cp.asarray(srcs),
                       cp.asarray(nsrcs), np.int32(nb), np.int32(how), np.int32(self.tc_ratio), self._F, self._Vc,
                       self._Vn, self._act, self._dbits, np.int64(self._dbw), np.int32(self.shared_dbits),
                       self._lists, self._Q, np.int64(self._qcap), *sums, self._next, self._stats),
                      shared_mem=4 * self._dbw if self.shared_dbits else 0)
         self.info["launches"] += nb   # kappa-source MS-BFSs, as in the other schedules
+        self.info["block_launches"] = self.info.get("block_launches", 0) + 1
 
     def drain(self, far, reach, h0, h1, h2) -> None:
         """Run the sources still held (see :meth:`run`), add the deferred per-vertex sums into
