@@ -8,7 +8,10 @@ CuPy SpMV BFS (what a user would write) and the CPU, as in BLEST Table 2 / Table
 ``--prep`` generates each graph in its own process (the generators are single-threaded;
 the device host has 16 cores) and runs the preprocessing of both engines (reorder none
 and auto) into ``W/cache``, so the timed run finds graph and BVSS ready; preprocessing
-times are those measured by the prep process (reported under ``prep``).
+times are those measured by the prep process (reported under ``prep``).  With
+``DISTGRAPH_GEN_DEVICE=gpu`` in its environment the Kronecker/urand CSR is built on the GPU
+(distgraph/generators/_csr_device.py; ``prep.gen_device`` records it): the host builder did
+not prepare scale 26 within one device call.
 
 For every graph: 64 sources picked as GAP does (seeded, zero-degree vertices skipped);
 mean milliseconds per source of one cooperative kernel launch (CUDA events, launch to
@@ -125,7 +128,10 @@ def prep_one(spec, workdir, window):
     try:
         t0 = time.perf_counter()
         g = load(name)
-        info = {"gen_s": time.perf_counter() - t0, "start_unix": time.time() - (time.perf_counter() - t0)}
+        # gen_device: where the CSR was built (DISTGRAPH_GEN_DEVICE=gpu: on the GPU, the only way
+        # scales 26-27 fit in one device call)
+        info = {"gen_s": time.perf_counter() - t0, "start_unix": time.time() - (time.perf_counter() - t0),
+                "gen_device": config.gen_device}
         np.savez(base.with_suffix(".tmp.npz"), indptr=g.indptr, indices=g.indices, directed=g.directed)
         os.replace(base.with_suffix(".tmp.npz"), base.with_suffix(".npz"))
 

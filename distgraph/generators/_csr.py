@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import expect
 from ..graph._build import build_csr_counting
 from ..graph.core import Graph, index_dtype
 
@@ -22,7 +23,7 @@ __all__ = ["build_csr"]
 
 
 def build_csr(chunks, n: int, capacity: int, *, directed: bool, drop_self_loops: bool,
-              meta: dict | None = None) -> Graph:
+              meta: dict | None = None, device: str | None = None) -> Graph:
     """Build a :class:`Graph` from an iterable of ``(src, dst)`` integer arrays.
 
     Parameters
@@ -37,12 +38,34 @@ def build_csr(chunks, n: int, capacity: int, *, directed: bool, drop_self_loops:
         ``False`` stores each edge in both directions (a self-loop once).
     drop_self_loops : bool
         Remove arcs ``v -> v``.
+    meta : dict, optional
+        The graph's ``meta``.
+    device : {"cpu", "gpu"}, optional
+        Where the CSR is built (default ``config.gen_device``, ``DISTGRAPH_GEN_DEVICE``):
+        the host's counting sort, or a key sort on the current CUDA device.
 
     Returns
     -------
     Graph
         Rows sorted, no repeated arcs, no weights.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``device`` is not "cpu" or "gpu".
+    BackendUnavailableError, DeviceMemoryError
+        ``device="gpu"`` without CuPy or a GPU, or without the memory the build needs.
     """
+    if device is None:
+        from ..runtime.config import config
+
+        device = config.gen_device
+    expect(device in ("cpu", "gpu"), "device", '"cpu" or "gpu"', device)
+    if device == "gpu":
+        from ._csr_device import build_csr_keysort
+
+        return build_csr_keysort(chunks, n, capacity, directed=directed, drop_self_loops=drop_self_loops,
+                                 meta=meta)
     n = int(n)
     idt = index_dtype(n)
     src = np.empty(int(capacity), dtype=idt)

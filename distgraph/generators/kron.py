@@ -138,7 +138,7 @@ def _rmat_chunk(u, scale, ta, tab, tabc, perm, permute, src, dst):
 
 
 def kronecker(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, a: float = 0.57, b: float = 0.19,
-              c: float = 0.19, directed: bool = False, permute: bool = True):
+              c: float = 0.19, directed: bool = False, permute: bool = True, device: str | None = None):
     """A Kronecker (R-MAT) graph as Graph500 and GAP generate it.
 
     Parameters
@@ -156,6 +156,9 @@ def kronecker(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, a:
         ``False`` (default, as GAP and the BLEST paper) stores every edge both ways.
     permute : bool
         Permute vertex ids at random (default, as Graph500 and GAP).
+    device : {"cpu", "gpu"}, optional
+        Where the CSR is built (default ``DISTGRAPH_GEN_DEVICE``, else "cpu"); the graph
+        is the same (:mod:`distgraph.generators._csr_device`).
 
     Returns
     -------
@@ -181,4 +184,4 @@ def kronecker(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, a:
                   c=float(c), directed=bool(directed), permute=bool(permute))
     return build_csr(kronecker_edges(scale, edge_factor, seed, a=a, b=b, c=c, permute=permute),
                      n, edge_factor * n, directed=directed, drop_self_loops=True,
-                     meta={"generator": "kron", "params": params})
+                     meta={"generator": "kron", "params": params}, device=device)

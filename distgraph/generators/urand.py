@@ -53,7 +53,8 @@ def urand_edges(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, 
     yield from ordered_map(one, [int(k) for k in (range(nchunks) if chunks is None else chunks)])
 
 
-def urand(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, directed: bool = False):
+def urand(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, directed: bool = False,
+          device: str | None = None):
     """A uniform random graph as GAP's ``-u`` generates it.
 
     Parameters
@@ -67,6 +68,9 @@ def urand(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, direct
         Seed (>= 0).
     directed : bool
         ``False`` (default, as GAP) stores every edge both ways.
+    device : {"cpu", "gpu"}, optional
+        Where the CSR is built (default ``DISTGRAPH_GEN_DEVICE``, else "cpu"); the graph
+        is the same (:mod:`distgraph.generators._csr_device`).
 
     Returns
     -------
@@ -83,4 +87,5 @@ def urand(scale: int, edge_factor: int = 16, seed: int = DEFAULT_SEED, *, direct
     n = 1 << scale
     params = dict(scale=int(scale), edge_factor=int(edge_factor), seed=int(seed), directed=bool(directed))
     return build_csr(urand_edges(scale, edge_factor, seed), n, edge_factor * n, directed=directed,
-                     drop_self_loops=True, meta={"generator": "urand", "params": params})
+                     drop_self_loops=True, meta={"generator": "urand", "params": params},
+                     device=device)

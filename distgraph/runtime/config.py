@@ -83,6 +83,11 @@ class Config:
     #: block per batch; "auto": blocks up to 2^22 arcs, then 1; 4 or 2 only in the grid-schedule companion
     #: that takes the block schedule's small runs wanted at once: checkpoint, per-source sums).
     gpu_msbfs_groups: str = "auto"
+    #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
+    #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys
+    #: there: distgraph/generators/_csr_device.py; the same graph). Generating and preprocessing
+    #: kron:26 / urand:26 with the host builder did not finish in 510 s on the H200 host (issue 4).
+    gen_device: str = "cpu"
     #: Bellman-Ford ``mode="auto"`` on GPUs: round-based for at most this many rounds, then the
     #: queue-driven kernel from scratch (Kronecker 20-22 need 11-12 rounds, road-FLA 1973).
     gpu_sssp_auto_rounds: int = 64
@@ -126,6 +131,8 @@ def reload_config(environ=None) -> Config:
     if cfg.msbfs_batch_order not in ("auto", "degree", "ball"):
         raise InvalidArgumentError(f"DISTGRAPH_MSBFS_BATCH_ORDER must be auto, degree or ball; "
                                    f"got {cfg.msbfs_batch_order!r}")
+    if cfg.gen_device not in ("cpu", "gpu"):
+        raise InvalidArgumentError(f"DISTGRAPH_GEN_DEVICE must be cpu or gpu; got {cfg.gen_device!r}")
     return cfg
 
 
