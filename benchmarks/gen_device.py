@@ -2,7 +2,7 @@
 
     python benchmarks/gen_device.py OUTDIR [--scales 24,26] [--families kron,urand]
                                            [--cpu-max-scale 24] [--check-max-scale 24] [--budget 140]
-                                           [--builders gpu,cpu]
+                                           [--builders gpu,cpu] [--cases kron:24:gpu,kron:24:cpu,...]
 
 For every family and scale: ``gpu`` (``build_csr(..., device="gpu")``: the chunks go to
 the device, one sort of 64-bit keys there, distgraph/generators/_csr_device.py) and, up to
@@ -17,7 +17,9 @@ device work and the copy of ``indices`` to the host), its groups and planned dev
 up to ``--check-max-scale`` a SHA-256 of ``indptr``/``indices`` (timed apart), and
 ``equal`` when both builders ran (``numpy``, the key sort run on the host with numpy, checks
 the script without a GPU).  A case gets at most what is left of ``--budget`` seconds;
-one that does not finish is recorded with its error.  Results: OUTDIR/gen_device.json
+one that does not finish is recorded with its error.  ``--cases`` lists
+``family:scale:builder`` in the order to run them instead (the other case options are
+then ignored, but for ``--check-max-scale``).  Results: OUTDIR/gen_device.json
 (commit, device, date, host), rewritten after each case.
 """
 
@@ -111,6 +113,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu-max-scale", type=int, default=24, help="the host builder only up to this scale")
     ap.add_argument("--check-max-scale", type=int, default=24, help="hash the CSR up to this scale")
     ap.add_argument("--builders", default="gpu,cpu", help="gpu, cpu, numpy (the key sort on the host)")
+    ap.add_argument("--cases", default=None, help="family:scale:builder,... in this order (default: from the above)")
     ap.add_argument("--budget", type=float, default=140.0, help="seconds for all cases")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
@@ -133,6 +136,8 @@ def main(argv=None) -> int:
     # every case of the first builder before the next (the host builder last: its numbers at
     # scale 24 are known, the budget may cut it)
     cases = [(f, s, b) for b in builders for s in scales for f in families if b != "cpu" or s <= args.cpu_max_scale]
+    if args.cases:
+        cases = [(f, int(s), b) for f, s, b in (c.split(":") for c in args.cases.split(",") if c)]
     hashes = {}
     for family, scale, builder in cases:
         left = args.budget - (time.perf_counter() - t_start)
