@@ -215,7 +215,7 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
     return {"preprocess_s": prep, "mode": r.mode, "kappa": r.kappa, "grid": r.info["grid"], "groups": r.groups,
             "schedule": r.schedule, "slots": r.slots, "symmetric": r.symmetric,
             "shared_dbits": bool(getattr(r, "shared_dbits", False)), "prefetch": bool(getattr(r, "prefetch", False)),
-            "block_threads": r.info["grid"][1], "min_blocks": r.info.get("min_blocks"),
+            "flush4": bool(getattr(r, "flush4", False)), "block_threads": r.info["grid"][1], "min_blocks": r.info.get("min_blocks"),
             "registers": r.info.get("registers"), "local_bytes": r.info.get("local_bytes"),
             "block_launches": r.info["block_launches"], "batch_order": batch_order, "batch_order_s": order_s,
             "reorder": r.info["reorder"], "bvss": r.info["bvss"], "sources_run": int(done),
@@ -442,6 +442,8 @@ def variant_kwargs(v):
         return {"prefetch": True}
     if v.startswith("b") and v[1:].isdigit():
         return {"block_threads": int(v[1:])}
+    if v == "f4":
+        return {"flush4": True}
     if v.startswith("k") and v[1:].isdigit():
         return {"kappa": int(v[1:])}
     if v.startswith("grid") and v[4:].isdigit():
@@ -457,10 +459,10 @@ def variant_kwargs(v):
     return None
 
 
-SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "registers", "local_bytes",
-              "block_launches", "batch_order", "batch_order_s", "preprocess_s", "sources_run", "sources_total",
-              "seconds", "total_s", "extrapolated", "edge_visits_per_s_per_gpu", "vs_blest_per_gpu",
-              "levels_per_launch", "first_batch_exact_vs_cpu", "device_bytes")
+SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "shared_dbits", "prefetch", "flush4",
+              "registers", "local_bytes", "block_launches", "batch_order", "batch_order_s", "preprocess_s",
+              "sources_run", "sources_total", "seconds", "total_s", "extrapolated", "edge_visits_per_s_per_gpu",
+              "vs_blest_per_gpu", "levels_per_launch", "first_batch_exact_vs_cpu", "device_bytes")
 
 
 def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
@@ -690,6 +692,7 @@ def main(argv=None):
                     help="extra GPU rows on graphs of the block schedule, e.g. 'k32,k64,k128,grid4,nosym,mb4,sdb,sdbmb4' "
                          "(kN: kappa N; gridN: groups=N, the grid-wide schedule; nosym: per-vertex sums; mbN: "
                          "min_blocks N; sdb: shared_dbits; sdbmbN: both; pf: prefetch; bN: block_threads N; "
+                         "f4: flush4; "
                          "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")
     ap.add_argument("--batch-order", default=os.environ.get("BENCH_GPU_CLOSENESS_BATCH_ORDER", "input"),
                     choices=BATCH_ORDERS, help="how the GPU rows group the sources before cutting batches: input "
@@ -847,7 +850,7 @@ def main(argv=None):
                         vr.pop("_total")
                         row.setdefault("variants", {})[v] = {k: vr[k] for k in (
                             "kappa", "schedule", "groups", "slots", "symmetric", "shared_dbits", "prefetch",
-                            "block_threads", "min_blocks", "registers", "local_bytes", "batch_order",
+                            "flush4", "block_threads", "min_blocks", "registers", "local_bytes", "batch_order",
                             "sources_run", "seconds",
                             "total_s",
                             "extrapolated", "edge_visits_per_s_per_gpu", "vs_blest_per_gpu", "levels_per_launch",

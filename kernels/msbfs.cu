@@ -51,7 +51,7 @@
 //     (W shuffles) and ORed into the rows whose slice has bit b (same products, all BFSs
 //     at once, on CUDA cores).  Then the bits a row already has in Vn are dropped, the rest
 //     flushed with one atomicOr per non-zero word into Vn, and the row's slice set is
-//     marked dirty.
+//     marked dirty (row by row, or with DG_MS_FLUSH4 a lane's four rows together).
 //   or bottom-up (when use_bu and mf * bu_ratio > mu, the CPU backend's test): every vertex u
 //     with target = G & ~Vc[u] != 0 (BFSs that are still running and have not reached u)
 //     ORs the frontier elements of its in-neighbours (CSR of G^T) until the target is
@@ -88,6 +88,9 @@
 #endif
 #ifndef DG_MS_PREFETCH
 #define DG_MS_PREFETCH 0  // block mode: software-pipelined stage 1 (dg_ms_stage1_prefetch)
+#endif
+#ifndef DG_MS_FLUSH4
+#define DG_MS_FLUSH4 0  // stage 1 flushes a lane's four rows together (dg_ms_flush_rows4)
 #endif
 #ifndef DG_MS_MINB
 #define DG_MS_MINB 2  // blocks per SM the persistent kernel is compiled for (2: 10% faster than 3-4, kron:18)
@@ -171,6 +174,11 @@ __device__ __forceinline__ void dg_ms_store(unsigned *p, const unsigned (&v)[DG_
 struct dg_ms_mark_byte {
     unsigned char *dirty;
     __device__ __forceinline__ void operator()(dg_i64 ss) const { dirty[ss] = 1; }
+    __device__ __forceinline__ void mark4(const dg_i64 (&ss)[4], const bool (&need)[4]) const {
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+            if (need[r]) dirty[ss[r]] = 1;
+    }
 };
 struct dg_ms_mark_list {
     unsigned *bits;
@@ -181,6 +189,21 @@ struct dg_ms_mark_list {
         unsigned *w = bits + (ss >> 5);
         if (*w & bit) return;  // bits are only set during stage 1: a set bit is final
         if (!(atomicOr(w, bit) & bit)) list[atomicAdd(count, 1u)] = (int)ss;
+    }
+    // The same for the sets ss[r] with need[r], their bit words read together and their
+    // atomics issued together (one round trip each instead of one per set).
+    __device__ __forceinline__ void mark4(const dg_i64 (&ss)[4], const bool (&need)[4]) const {
+        unsigned have[4], old[4];
+#pragma unroll
+        for (int r = 0; r < 4; ++r) have[r] = need[r] ? bits[ss[r] >> 5] : ~0u;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const unsigned bit = 1u << (ss[r] & 31);
+            old[r] = (have[r] & bit) ? bit : atomicOr(bits + (ss[r] >> 5), bit);
+        }
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+            if (!(old[r] & (1u << (ss[r] & 31)))) list[atomicAdd(count, 1u)] = (int)ss[r];
     }
 };
 
@@ -207,6 +230,55 @@ __device__ __forceinline__ void dg_ms_flush_row(int u, unsigned (&M)[DG_MS_WORDS
     for (int j = 0; j < DG_MS_WORDS; ++j)
         if (M[j]) atomicOr(&Vn[base + j], M[j]);  // result unused: RED
     mark((dg_i64)(u >> 3));
+}
+
+// dg_ms_flush_row for a lane's four rows at once (DG_MS_FLUSH4): their Vn words are loaded
+// together, then the new bits ORed in, then the slice sets marked.  dg_ms_flush_row row by
+// row waits for each row's Vn words (and its mark's bit word) before the next row's load can
+// be issued, since the next load may read words its atomics wrote: up to 4 * 3 device-memory
+// round trips per VSS, against 3 here.  A row's read may now miss bits another of the four
+// rows just ORed (same vertex: never within one VSS), which only drops fewer bits (marking
+// twice is harmless): the same Vn and the same dirty sets.
+__device__ __forceinline__ unsigned dg_ms_any(const unsigned (&M)[DG_MS_WORDS]) {
+    unsigned a = 0u;
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) a |= M[j];
+    return a;
+}
+
+__device__ __forceinline__ bool dg_ms_drop_red(unsigned (&M)[DG_MS_WORDS], const unsigned (&have)[DG_MS_WORDS],
+                                               unsigned *p) {
+    unsigned any = 0u;
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) {
+        M[j] &= ~have[j];
+        any |= M[j];
+    }
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j)
+        if (M[j]) atomicOr(p + j, M[j]);  // result unused: RED
+    return any != 0u;
+}
+
+template <class Mark>
+__device__ __forceinline__ void dg_ms_flush_rows4(const int4 u, unsigned (&M0)[DG_MS_WORDS],
+                                                  unsigned (&M1)[DG_MS_WORDS], unsigned (&M2)[DG_MS_WORDS],
+                                                  unsigned (&M3)[DG_MS_WORDS], dg_i64 rho, unsigned *Vn,
+                                                  const Mark &mark) {
+    const bool n0 = dg_ms_any(M0) != 0u, n1 = dg_ms_any(M1) != 0u, n2 = dg_ms_any(M2) != 0u,
+               n3 = dg_ms_any(M3) != 0u;
+    if (!(n0 || n1 || n2 || n3)) return;
+    const dg_i64 b0 = dg_vi(u.x, rho) * DG_MS_WORDS, b1 = dg_vi(u.y, rho) * DG_MS_WORDS,
+                 b2 = dg_vi(u.z, rho) * DG_MS_WORDS, b3 = dg_vi(u.w, rho) * DG_MS_WORDS;
+    unsigned h0[DG_MS_WORDS], h1[DG_MS_WORDS], h2[DG_MS_WORDS], h3[DG_MS_WORDS];
+    if (n0) dg_ms_load(Vn + b0, h0);  // the four loads before any atomic: one round trip
+    if (n1) dg_ms_load(Vn + b1, h1);
+    if (n2) dg_ms_load(Vn + b2, h2);
+    if (n3) dg_ms_load(Vn + b3, h3);
+    const bool m[4] = {n0 && dg_ms_drop_red(M0, h0, Vn + b0), n1 && dg_ms_drop_red(M1, h1, Vn + b1),
+                       n2 && dg_ms_drop_red(M2, h2, Vn + b2), n3 && dg_ms_drop_red(M3, h3, Vn + b3)};
+    const dg_i64 ss[4] = {(dg_i64)(u.x >> 3), (dg_i64)(u.y >> 3), (dg_i64)(u.z >> 3), (dg_i64)(u.w >> 3)};
+    mark.mark4(ss, m);
 }
 
 // ---- Stage 1: lazy marking over the queue (Alg. 5 lines 6-36)
@@ -267,10 +339,14 @@ __device__ __forceinline__ void dg_ms_stage1(const int4 *__restrict__ row_ids, c
             }
         }
         }
+#if DG_MS_FLUSH4
+        dg_ms_flush_rows4(u, M0, M1, M2, M3, rho, Vn, mark);
+#else
         dg_ms_flush_row(u.x, M0, rho, Vn, mark);
         dg_ms_flush_row(u.y, M1, rho, Vn, mark);
         dg_ms_flush_row(u.z, M2, rho, Vn, mark);
         dg_ms_flush_row(u.w, M3, rho, Vn, mark);
+#endif
     }
 }
 
@@ -328,10 +404,14 @@ __device__ __forceinline__ void dg_ms_vss(unsigned (&fv)[DG_MS_WORDS], const int
             }
         }
     }
+#if DG_MS_FLUSH4
+    dg_ms_flush_rows4(u, M0, M1, M2, M3, rho, Vn, mark);
+#else
     dg_ms_flush_row(u.x, M0, rho, Vn, mark);
     dg_ms_flush_row(u.y, M1, rho, Vn, mark);
     dg_ms_flush_row(u.z, M2, rho, Vn, mark);
     dg_ms_flush_row(u.w, M3, rho, Vn, mark);
+#endif
 }
 
 // The inputs of dg_ms_vss for queue entry q.

@@ -544,6 +544,13 @@ class GpuMSBFS:
         Fewer, larger blocks also mean fewer batches at once (less state in L2) and, for
         deferred runs, launches of fewer sources (sources are held until every block gets 4
         batches).  Other schedules always run blocks of 256 threads.
+    flush4 : bool
+        ``groups="blocks"``: stage 1 flushes a lane's four rows together (``DG_MS_FLUSH4``):
+        their visited words are loaded at once, then ORed into, then their slice sets marked
+        -- about 3 device-memory round trips per VSS instead of up to 12, the same results.
+        Needs about 12 more registers (108 at 256 threads, ptxas of CUDA 13.0 for sm_90):
+        meant for 256 or 512 threads at the default register budget; under a 64-register cap
+        (1024 threads, ``min_blocks`` 2 at 512) it spills.
 
     Attributes
     ----------
@@ -564,7 +571,7 @@ class GpuMSBFS:
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
                  groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False, block_threads=256,
-                 _is_companion=False):
+                 flush4=False, _is_companion=False):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -658,6 +665,7 @@ class GpuMSBFS:
         self.symmetric = False
         self.shared_dbits = False
         self.prefetch = False
+        self.flush4 = False
         self.block_threads = BLOCK   # threads per block of the launches (block_threads: block schedule only)
         if mode == "replicated":
             pick = auto_schedule(int(t2ptr[-1])) if groups == "auto" else groups
@@ -815,6 +823,9 @@ class GpuMSBFS:
                 self.prefetch = bool(prefetch)
                 if self.prefetch:
                     defs["DG_MS_PREFETCH"] = 1
+                self.flush4 = bool(flush4)
+                if self.flush4:
+                    defs["DG_MS_FLUSH4"] = 1
                 # the block size, and the blocks per SM its register cap is computed for (the
                 # default's 512 threads per SM, or one block of 1024)
                 defs["DG_MS_BLOCK"] = self.block_threads
@@ -839,7 +850,8 @@ class GpuMSBFS:
                 self._lists = cp.zeros(S * 3 * rho1, cp.int32)
                 self._Q = cp.zeros(S * 2 * self._qcap * 2, cp.int32)
                 self.info.update({"slots": S, "shared_dbits": self.shared_dbits, "prefetch": self.prefetch,
-                                  "block_threads": self.block_threads, "min_blocks": defs["DG_MS_MINB"],
+                                  "flush4": self.flush4, "block_threads": self.block_threads,
+                                  "min_blocks": defs["DG_MS_MINB"],
                                   "registers": _func_attr(self._blocks, "NUM_REGS"),
                                   "local_bytes": _func_attr(self._blocks, "LOCAL_SIZE_BYTES")})
             elif mode == "replicated":
