@@ -21,7 +21,10 @@ products (B = 128) for
 * ``k2F``: the cached frontier (k2+F), block kernels, stored compact (4 bytes per node
   + 8 per block of 256: ``bytes.k2F_compact``), 4 chunks per block for single
   vectors; ``k2F_k1``/``k2F_k2``/``k2F_k8``: 1/2/8 chunks; ``k2F_full``: 8-byte codes
-  (the paper's layout, ``bytes.k2F``); ``k2F_thread``: the first version. Rows
+  (the paper's layout, ``bytes.k2F``); ``k2F_thread``: the first version;
+  ``k2F_agg`` (K = 4), ``k2F_k2_agg``, ``k2F_k8_agg``: ``aggregate=True``, the updates of
+  a block combined in a shared-memory table of 256 slots per chunk (``k2F_agg_s64``: 64)
+  before one atomic per distinct row of ``y``. Rows
   ``k2_warp``/``k2F_warp`` (commit 4de3042), ``k2_hash``/``k2F_hash`` (84cd318) and
   ``k2F_band*`` (f20ed2c, edcde2a: updates combined per band of rows in shared memory;
   ``band`` gives its h, W and items) are kernels since removed;
@@ -210,12 +213,21 @@ CONFIGS = {
     "k2F_k8": (dict(cached_frontier=True, chunks_per_block=8), ("right",)),
     "k2F_full": (dict(cached_frontier=True, compact_frontier=False), ("right", "left")),
     "k2F_thread": (dict(cached_frontier=True, kernels="thread"), ("right",)),
+    # aggregate=True: the single-vector leaves combine the updates of a block in a
+    # shared-memory table, one atomic per distinct row (column) of the block
+    "k2F_agg": (dict(cached_frontier=True, aggregate=True), ("right", "left")),
+    "k2F_k2_agg": (dict(cached_frontier=True, chunks_per_block=2, aggregate=True), ("right",)),
+    "k2F_k8_agg": (dict(cached_frontier=True, chunks_per_block=8, aggregate=True), ("right",)),
+    "k2F_agg_s64": (dict(cached_frontier=True, aggregate=True, aggregate_slots=64), ("right",)),
 }
 DEFAULT_CONFIGS = list(CONFIGS) + ["csr_ours"]
 BIG_CONFIGS = ["k2F", "k2F_k1"]
 
 
-def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEFAULT_CONFIGS):
+PRODUCTS = ("right", "left", "batch")
+
+
+def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEFAULT_CONFIGS, products=PRODUCTS):
     from distgraph import semiring
     from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix, tree_from_csr
     from distgraph.formats.k2tree import csr_nbytes
@@ -252,23 +264,27 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
     f32 = cp.float32
     rng = np.random.default_rng(1)
     x = cp.asarray(rng.random((n, 1), dtype=np.float32))
-    X = cp.asarray(rng.random((n, batch), dtype=np.float32))
+    # --products without batch: no n x B arrays (4.3 GB each on kron:23), no SpMM
+    X = cp.asarray(rng.random((n, batch), dtype=np.float32)) if "batch" in products else None
     y = cp.empty((n, 1), f32)
-    Y = cp.empty((n, batch), f32)
+    Y = cp.empty((n, batch), f32) if "batch" in products else None
     # cuSPARSE: CSR with FP32 values (int32 indices and row pointers)
     A = cpsp.csr_matrix((cp.ones(m, f32), cp.asarray(indices.astype(np.int32)),
                          cp.asarray(indptr.astype(np.int32))), shape=(n, n))
     At = A.T
     x1 = x[:, 0]
-    ref = {"right": A @ x1, "left": At @ x1, "batch": A @ X}
-    t = {"cusparse": {"right": timed(cp, lambda: A @ x1, reps), "left": timed(cp, lambda: At @ x1, reps),
-                      "batch": timed(cp, lambda: A @ X, max(3, reps // 2)) / batch}}
+    ref = {"right": A @ x1, "left": At @ x1}
+    t = {"cusparse": {"right": timed(cp, lambda: A @ x1, reps), "left": timed(cp, lambda: At @ x1, reps)}}
+    if "batch" in products:
+        ref["batch"] = A @ X
+        t["cusparse"]["batch"] = timed(cp, lambda: A @ X, max(3, reps // 2)) / batch
     dev_bytes = {"cusparse": int(A.data.nbytes + A.indices.nbytes + A.indptr.nbytes)}
     errs = {}
     if res["reorder"] != "none":  # the gathers of a product in the caller's ids (int32 indices)
         pi = cp.asarray(np.random.default_rng(2).permutation(n).astype(np.int32))
-        res["perm_gather_ms"] = {"right": timed(cp, lambda: x[pi][pi], reps),
-                                 "batch": timed(cp, lambda: X[pi][pi], max(3, reps // 2)) / batch}
+        res["perm_gather_ms"] = {"right": timed(cp, lambda: x[pi][pi], reps)}
+        if "batch" in products:
+            res["perm_gather_ms"]["batch"] = timed(cp, lambda: X[pi][pi], max(3, reps // 2)) / batch
         res["bytes"]["perm_int32_x2"] = 8 * n
         del pi
 
@@ -279,7 +295,7 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
 
     def run_cfg(name, dm, keys):
         tt = {}
-        for key in keys:
+        for key in [k for k in keys if k in products]:
             xin, yout, left = {"right": (x, y, False), "left": (x, y, True), "batch": (X, Y, False)}[key]
             r = reps if key != "batch" else max(3, reps // 2)
             gph = dm.graph(xin, yout, sr, left)
@@ -308,7 +324,7 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
         try:
             dm = DeviceMatrix(tree, **kw)
             run_cfg(name, dm, keys)
-            if name == "k2":
+            if name == "k2" and "batch" in products:
                 dms = DeviceMatrix(tree, tile=1 << 20, offsets="scan")
 
                 def go_scan():
@@ -330,6 +346,8 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
               if meta["directed"] else dr)
         tt = {}
         for key, dm, xin, yout in (("right", dr, x, y), ("left", dl, x, y), ("batch", dr, X, Y)):
+            if key not in products:
+                continue
             def go():
                 yout.fill(0)
                 dm.run(xin, yout, sr, False)
@@ -365,9 +383,11 @@ def merge(new_path, into_path):
     """Merge the results of ``new_path`` into ``into_path``: a graph measured again gets
     the new entry, with the configurations only the old entry had (their times, the
     cuSPARSE times of that run and their ratios) prepended to its list ``earlier``
-    (commit and date of the old run); other graphs are kept as they were (with their
-    run's commit and date); the top-level fields are the new run's. A graph whose new run
-    failed (no times) keeps its old entry, with the failure under ``failed_later``."""
+    (commit and date of the old run), and so are the products of a configuration that
+    the new run timed without them (``--products right left``: its earlier batch time);
+    other graphs are kept as they were (with their run's commit and date); the top-level
+    fields are the new run's. A graph whose new run failed (no times) keeps its old entry,
+    with the failure under ``failed_later``."""
     new = json.load(open(new_path))
     old = json.load(open(into_path)) if os.path.exists(into_path) else {"graphs": []}
     stamp = {"commit": old.get("commit"), "date": old.get("date")}
@@ -384,12 +404,22 @@ def merge(new_path, into_path):
             continue
         if prev and "time_ms" in prev and "time_ms" in g:
             keep = {k: v for k, v in prev["time_ms"].items() if k not in g["time_ms"]}
+            for k, v in prev["time_ms"].items():  # measured again without some products (--products)
+                nv = g["time_ms"].get(k)
+                if k != "cusparse" and k not in keep and isinstance(v, dict) and isinstance(nv, dict):
+                    part = {d: w for d, w in v.items() if d.split("_mode")[0] in PRODUCTS + ("batch_scan",)
+                            and d.split("_mode")[0] not in nv}
+                    if part:
+                        keep[k] = part
             earlier = list(prev.get("earlier", []))
             if keep:
                 # ratio keys are CONFIG_PRODUCT (and k2_batch_scan): a prefix test took
                 # k2F_k1_right for a ratio of k2F
-                ratios = {k: v for k, v in prev.get("ratio_time_vs_cusparse", {}).items()
-                          if k.rsplit("_", 1)[0] in keep or (k == "k2_batch_scan" and "k2" in keep)}
+                ratios = {}
+                for k, v in prev.get("ratio_time_vs_cusparse", {}).items():
+                    cfg, d = ("k2", "batch_scan") if k == "k2_batch_scan" else k.rsplit("_", 1)
+                    if cfg in keep and (cfg not in g["time_ms"] or d in keep[cfg]):
+                        ratios[k] = v
                 earlier.insert(0, {"commit": prev.get("commit", stamp["commit"]),
                                    "date": prev.get("date", stamp["date"]), "time_ms": keep,
                                    "cusparse_ms": prev["time_ms"].get("cusparse"),
@@ -424,6 +454,8 @@ def main(argv=None):
     p.add_argument("--big-arcs", type=float, default=2e8,
                    help="graphs with more arcs run only --big-configs")
     p.add_argument("--big-configs", nargs="*", default=BIG_CONFIGS)
+    p.add_argument("--products", nargs="*", default=list(PRODUCTS), choices=PRODUCTS,
+                   help="products to time (default all; without batch no n x B vectors are allocated)")
     p.add_argument("--reorder", choices=("none", "degree", "rcm"), default="none",
                    help="renumber every graph first (results to k2tree_gpu_reorder_<method>.json)")
     p.add_argument("--merge", nargs=2, metavar=("NEW", "INTO"),
@@ -449,7 +481,8 @@ def main(argv=None):
            "device": sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
            "cupy": cp.__version__, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "host_loadavg": list(os.getloadavg()), "semiring": "plus_times", "vectors": "float32",
-           "batch": a.batch, "reps": a.reps, "tile": 1 << 20, "sample": 256, "reorder": a.reorder,
+           "batch": a.batch, "products": a.products, "reps": a.reps, "tile": 1 << 20, "sample": 256,
+           "reorder": a.reorder,
            "graphs": [], "skipped": []}
     start = time.perf_counter()
     deadline = start + a.budget
@@ -465,7 +498,7 @@ def main(argv=None):
                 continue
             big = int(got[2]["m"]) > a.big_arcs
             r = bench_graph(*got, a.reps, a.batch, cp, cpsp, a.gpu_build_max_arcs,
-                            a.big_configs if big else a.configs)
+                            a.big_configs if big else a.configs, tuple(a.products))
         except Exception as e:  # keep the other graphs' numbers
             r = {"graph": spec, "error": f"{type(e).__name__}: {e}"}
         r["elapsed_s"] = time.perf_counter() - start

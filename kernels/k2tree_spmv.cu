@@ -52,6 +52,9 @@
 // 8 aligned chunks of 256 nodes per block, every step done for K nodes at once (see
 // "leaves, K chunks per block"):
 // __global__ distgraph_k2tree_leaves_k2/_k4/_k8 (sig, dir, codes, delta, base, g0, n, x, y, left)
+// and the same with the updates of a block combined in a shared-memory table before y
+// (one atomic per distinct row of the block; aggregate=True, not the default):
+// __global__ distgraph_k2tree_leaves_k2_agg/_k4_agg/_k8_agg (same arguments)
 // The alternative measured in benchmarks/gpu_k2tree_bench.py:
 // __global__ distgraph_k2tree_expand2_blk (sig, dir, in, g0, n, gchild0, out)
 //            two levels per launch: grandchildren codes, the middle level never written.
@@ -114,7 +117,8 @@ __device__ __forceinline__ void atomic_min(double *p, double v) {
 // ---------------------------------------------------------------- semirings
 // update(y, x): one atomic y (+)= w (x) x. combine(a, x): a (+) x in a register (the
 // first x of a run starts it, so no identity is needed). flush(y, a): y (+)= w (x) a
-// atomically; store(y, a): the same by the only writer of y.
+// atomically; store(y, a): the same by the only writer of y. combine_shared(s, a):
+// s (+)= a atomically in shared memory (s starts at zero(); flush applies w later).
 template <typename T> struct Inf;  // the largest value: min_plus's zero
 template <> struct Inf<float> { __device__ static __forceinline__ float get() { return __int_as_float(0x7f800000); } };
 template <> struct Inf<double> {
@@ -130,6 +134,7 @@ template <typename T> struct PlusTimes {
     __device__ static __forceinline__ T combine(T a, T x) { return a + x; }
     __device__ static __forceinline__ void flush(T *y, T a) { atomic_add(y, a); }
     __device__ static __forceinline__ void store(T *y, T a) { *y += a; }
+    __device__ static __forceinline__ void combine_shared(T *s, T a) { atomic_add(s, a); }
 };
 template <typename T> struct LorLand {
     __device__ static __forceinline__ T zero() { return (T)0; }
@@ -137,6 +142,7 @@ template <typename T> struct LorLand {
     __device__ static __forceinline__ T combine(T a, T x) { return (a || x) ? (T)1 : (T)0; }
     __device__ static __forceinline__ void flush(T *y, T a) { if (a) *(volatile T *)y = (T)1; }
     __device__ static __forceinline__ void store(T *y, T a) { if (a) *y = (T)1; }
+    __device__ static __forceinline__ void combine_shared(T *s, T a) { if (a) *(volatile T *)s = (T)1; }
 };
 template <typename T> struct MinPlus {
     __device__ static __forceinline__ T zero() { return Inf<T>::get(); }
@@ -149,6 +155,9 @@ template <typename T> struct MinPlus {
     __device__ static __forceinline__ void store(T *y, T a) {
         T v = a + (T)1;
         if (v < *y) *y = v;
+    }
+    __device__ static __forceinline__ void combine_shared(T *s, T a) {
+        if (a < *(volatile T *)s) atomic_min(s, a);
     }
 };
 template <int S, typename T> struct Pick;
@@ -476,13 +485,70 @@ extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig,
 // count in its scan and are not visited. Launch: grid = ceil(chunks meeting
 // [g0, g0 + n) / K), block = 256; codes as the _blk kernels (delta/base: base index =
 // chunk - g0 / 256).
-template <int K, bool LEFT>
+//
+// Aggregated variant (AGG, kernels distgraph_k2tree_leaves_k<K>_agg, DeviceMatrix
+// aggregate=True): step (5) does not update y; it combines each row (column) of a 4 x 4
+// block into a shared-memory table of K * DG_K2_AGG_SLOTS slots keyed by the index of y
+// (open addressing: multiplicative hash, linear probing over at most DG_K2_AGG_PROBES
+// slots; a key that finds no slot updates y directly), then, after a barrier, each
+// occupied slot is one atomic on y: one per distinct row (column) of the block instead
+// of one per row of every 4 x 4 block. Kronecker graphs hit their hub rows many times
+// within the 1024 Morton-consecutive nodes of a block: 57.5% of the right product's
+// updates on kron:20 (62.9% on kron:18) repeat a row already updated in their block
+// with K = 4, against 30.2% within a warp step (benchmarks/results/k2tree_agg_count.json,
+// counted on the host from the tree). The table trades those scattered atomics on y for
+// shared-memory ones (float adds in shared memory are compare-and-swap loops on sm_90).
+// It is cleared before the barrier of step (2). Indices of y must be below 2^32 - 1 (the
+// empty key). Not yet measured on a GPU; the default stays the atomics straight to y.
+#ifndef DG_K2_AGG_SLOTS  // slots of the table per chunk of 256 nodes (a power of two)
+#define DG_K2_AGG_SLOTS 256
+#endif
+#ifndef DG_K2_AGG_PROBES
+#define DG_K2_AGG_PROBES 8
+#endif
+#define DG_K2_EMPTY 0xffffffffu
+
+__host__ __device__ constexpr int dg_ilog2(int v) { return v > 1 ? 1 + dg_ilog2(v >> 1) : 0; }
+
+// y[key] (+)= a through the table (key: its slot by hash, then the next ones).
+template <int SLOTS>
+__device__ __forceinline__ void agg_put(unsigned int *s_key, value_t *s_val, value_t *__restrict__ y,
+                                        i64 idx, value_t a) {
+    const unsigned int key = (unsigned int)idx;
+    unsigned int h = (key * 2654435761u) >> (32 - dg_ilog2(SLOTS));
+#pragma unroll 1
+    for (int p = 0; p < DG_K2_AGG_PROBES; ++p) {
+        unsigned int k = *(volatile unsigned int *)&s_key[h];
+        if (k == DG_K2_EMPTY) {
+            k = atomicCAS(&s_key[h], DG_K2_EMPTY, key);
+            if (k == DG_K2_EMPTY) k = key;
+        }
+        if (k == key) {
+            Semiring::combine_shared(&s_val[h], a);
+            return;
+        }
+        h = (h + 1) & (SLOTS - 1);
+    }
+    Semiring::flush(&y[idx], a);
+}
+
+template <int K, bool LEFT, bool AGG = false>
 __device__ __forceinline__ void leaves_multi(const unsigned char *__restrict__ sig,
                                              const dir_t *__restrict__ dir, const u64 *__restrict__ codes,
                                              const unsigned int *__restrict__ delta, const u64 *__restrict__ base,
                                              i64 g0, i64 n, const value_t *__restrict__ x,
-                                             value_t *__restrict__ y) {
+                                             value_t *__restrict__ y, unsigned int *s_key = nullptr,
+                                             value_t *s_val = nullptr) {
     __shared__ int wsum[K][DG_K2_BLOCK / 32];
+    constexpr int SLOTS = K * DG_K2_AGG_SLOTS;  // AGG: the table s_key/s_val (the kernel's shared memory)
+    static_assert((SLOTS & (SLOTS - 1)) == 0, "DG_K2_AGG_SLOTS must be a power of two");
+    if constexpr (AGG) {  // cleared before the barrier of step (2)
+#pragma unroll
+        for (int i = threadIdx.x; i < SLOTS; i += DG_K2_BLOCK) {
+            s_key[i] = DG_K2_EMPTY;
+            s_val[i] = Semiring::zero();
+        }
+    }
     const unsigned full = 0xffffffffu;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const i64 c0 = g0 / DG_K2_BLOCK, clast = (g0 + n - 1) / DG_K2_BLOCK;
@@ -564,8 +630,21 @@ __device__ __forceinline__ void leaves_multi(const unsigned char *__restrict__ s
             }
         }
 #pragma unroll
-        for (int o = 0; o < 4; ++o)
-            if (any[o]) Semiring::flush(&y[out0 + o], acc[o]);
+        for (int o = 0; o < 4; ++o) {
+            if (!any[o]) continue;
+            if constexpr (AGG)
+                agg_put<SLOTS>(s_key, s_val, y, out0 + o, acc[o]);
+            else
+                Semiring::flush(&y[out0 + o], acc[o]);
+        }
+    }
+    if constexpr (AGG) {  // (6) one update of y per occupied slot
+        __syncthreads();
+#pragma unroll
+        for (int i = threadIdx.x; i < SLOTS; i += DG_K2_BLOCK) {
+            unsigned int k = s_key[i];
+            if (k != DG_K2_EMPTY) Semiring::flush(&y[k], s_val[i]);
+        }
     }
 }
 
@@ -606,4 +685,50 @@ extern "C" __global__ void distgraph_k2tree_leaves_k8(const unsigned char *__res
         leaves_multi<8, true>(sig, dir, codes, delta, base, g0, n, x, y);
     else
         leaves_multi<8, false>(sig, dir, codes, delta, base, g0, n, x, y);
+}
+
+// The same with the updates of a block combined in shared memory first (AGG above).
+extern "C" __global__ void distgraph_k2tree_leaves_k2_agg(const unsigned char *__restrict__ sig,
+                                                          const dir_t *__restrict__ dir,
+                                                          const u64 *__restrict__ codes,
+                                                          const unsigned int *__restrict__ delta,
+                                                          const u64 *__restrict__ base, i64 g0, i64 n,
+                                                          const value_t *__restrict__ x,
+                                                          value_t *__restrict__ y, int left) {
+    __shared__ unsigned int s_key[2 * DG_K2_AGG_SLOTS];
+    __shared__ value_t s_val[2 * DG_K2_AGG_SLOTS];
+    if (left)
+        leaves_multi<2, true, true>(sig, dir, codes, delta, base, g0, n, x, y, s_key, s_val);
+    else
+        leaves_multi<2, false, true>(sig, dir, codes, delta, base, g0, n, x, y, s_key, s_val);
+}
+
+extern "C" __global__ void distgraph_k2tree_leaves_k4_agg(const unsigned char *__restrict__ sig,
+                                                          const dir_t *__restrict__ dir,
+                                                          const u64 *__restrict__ codes,
+                                                          const unsigned int *__restrict__ delta,
+                                                          const u64 *__restrict__ base, i64 g0, i64 n,
+                                                          const value_t *__restrict__ x,
+                                                          value_t *__restrict__ y, int left) {
+    __shared__ unsigned int s_key[4 * DG_K2_AGG_SLOTS];
+    __shared__ value_t s_val[4 * DG_K2_AGG_SLOTS];
+    if (left)
+        leaves_multi<4, true, true>(sig, dir, codes, delta, base, g0, n, x, y, s_key, s_val);
+    else
+        leaves_multi<4, false, true>(sig, dir, codes, delta, base, g0, n, x, y, s_key, s_val);
+}
+
+extern "C" __global__ void distgraph_k2tree_leaves_k8_agg(const unsigned char *__restrict__ sig,
+                                                          const dir_t *__restrict__ dir,
+                                                          const u64 *__restrict__ codes,
+                                                          const unsigned int *__restrict__ delta,
+                                                          const u64 *__restrict__ base, i64 g0, i64 n,
+                                                          const value_t *__restrict__ x,
+                                                          value_t *__restrict__ y, int left) {
+    __shared__ unsigned int s_key[8 * DG_K2_AGG_SLOTS];
+    __shared__ value_t s_val[8 * DG_K2_AGG_SLOTS];
+    if (left)
+        leaves_multi<8, true, true>(sig, dir, codes, delta, base, g0, n, x, y, s_key, s_val);
+    else
+        leaves_multi<8, false, true>(sig, dir, codes, delta, base, g0, n, x, y, s_key, s_val);
 }

@@ -257,6 +257,85 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
                 assert np.array_equal(dm.multiply(xm, semiring.min_plus, left), ref)
 
 
+def _min_plus_ref(M, xm):
+    C = sp.coo_array(M)
+    ref = np.full((M.shape[0],) + xm.shape[1:], np.inf)
+    np.minimum.at(ref, C.row, xm[C.col] + 1)
+    return ref
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("K", [2, 4, 8])
+def test_gpu_aggregated_leaves_match_reference_and_default(K):
+    """aggregate=True (single-vector leaves with K chunks, updates of a block combined in
+    a shared-memory table first): on a matrix with dense rows and columns (updates that
+    collide in every block) and on kron:12 (hub rows), tree-only (two tiles) and k2+F
+    (compact and 8-byte codes), with the default table and with 8 slots per chunk (most
+    keys then find no slot within the probes and update y directly), every semiring,
+    right and left, single vectors and batches (which keep the batch kernel) give the
+    reference product: scipy's to 1e-12 (float64) or 1e-4 (float32; the atomics land in
+    another order), the default path's and the reference's exactly for lor_land, min_plus
+    (float64 and float32) and int64 plus_times. A CUDA graph of a product replays it."""
+    import cupy as cp
+
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+    from distgraph.generators import from_spec
+
+    rng = np.random.default_rng(41)
+    D = rng.random((900, 700)) < 0.006
+    D[:30] |= rng.random((30, 700)) < 0.5
+    D[:, 600:630] |= rng.random((900, 30)) < 0.5
+    g = from_spec("kron:12")
+    mats = {"dense-rows": sp.csr_array(D),
+            "kron12": sp.csr_array((np.ones(g.m), g.indices, g.indptr), shape=(g.n, g.n))}
+    for name, A in mats.items():
+        P = sp.csr_array(A != 0).astype(np.float64)
+        t = K2Tree.from_scipy(A, top_nodes=16)
+        assert t.level_sizes()[t.levels - 2] > 256 * K  # several blocks
+        for cached, compact, tile in ((True, True, 1 << 20), (True, False, 1 << 20), (False, True, 1 << 20),
+                                      (False, True, 512)):
+            base = DeviceMatrix(t, tile=tile, cached_frontier=cached, compact_frontier=compact, chunks_per_block=K)
+            for slots in (256, 8):
+                dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, compact_frontier=compact,
+                                  chunks_per_block=K, aggregate=True, aggregate_slots=slots)
+                assert dm.aggregate and dm.block and dm.chunks_per_block == K
+                if tile == 512:
+                    assert sum(st[0] == "leaves" for st in dm.steps) > 1
+                msg = (name, cached, compact, tile, slots)
+                for B in (1, 3):
+                    for left in (False, True):
+                        M = P.T if left else P
+                        k = M.shape[1]
+                        x = _x(k, B, "plus_times", np.float64, 42)
+                        np.testing.assert_allclose(dm.multiply(x, semiring.plus_times, left), M @ x,
+                                                   rtol=1e-12, atol=1e-12, err_msg=str(msg))
+                        x32 = x.astype(np.float32)
+                        np.testing.assert_allclose(dm.multiply(x32, semiring.plus_times, left),
+                                                   M @ x32.astype(np.float64), rtol=1e-4, atol=1e-4, err_msg=str(msg))
+                        xi = rng.integers(-50, 50, (k, B)).astype(np.int64)
+                        yi = dm.multiply(xi, semiring.plus_times, left)
+                        assert np.array_equal(yi, M.astype(np.int64) @ xi), msg
+                        assert np.array_equal(yi, base.multiply(xi, semiring.plus_times, left)), msg
+                        xb = _x(k, B, "lor_land", np.float64, 43)
+                        yb = dm.multiply(xb, semiring.lor_land, left)
+                        assert np.array_equal(yb, (M @ xb.astype(float)) > 0), msg
+                        assert np.array_equal(yb, base.multiply(xb, semiring.lor_land, left)), msg
+                        for dtype in (np.float64, np.float32):
+                            xm = _x(k, B, "min_plus", dtype, 44)
+                            ym = dm.multiply(xm, semiring.min_plus, left)
+                            assert np.array_equal(ym, _min_plus_ref(M, xm.astype(np.float64))), msg
+                            assert np.array_equal(ym, base.multiply(xm, semiring.min_plus, left)), msg
+        dm = DeviceMatrix(t, cached_frontier=True, chunks_per_block=K, aggregate=True)
+        xd = cp.asarray(_x(A.shape[1], 1, "plus_times", np.float64, 45))
+        y = cp.empty((A.shape[0], 1))
+        gr = dm.graph(xd, y, semiring.plus_times, False)
+        assert gr is not None
+        y.fill(7.0)
+        gr.launch()
+        np.testing.assert_allclose(cp.asnumpy(y), P @ cp.asnumpy(xd), rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.gpu
 def test_gpu_64bit_directory_same_products():
     """A tree of 2**32 nodes or more keeps an int64 directory (kron:24: about 4.7e9
@@ -472,6 +551,35 @@ def test_kernel_variants_compile_sm90(semiring_code, value_t, dir_t, tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+def test_aggregate_refused_past_32bit_indices_before_cupy():
+    """The table of aggregate=True keys the indices of y as uint32 (2**32 - 1: the empty
+    slot): a matrix with 2**32 - 1 rows or columns or more is refused, before CuPy."""
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+
+    t = K2Tree.from_coo([0, 5], [1, 2**32 - 1], (8, 2**32))  # column 2**32 - 1: the empty key
+    with pytest.raises(InvalidArgumentError, match=r"fewer than 2\*\*32 - 1 rows and columns"):
+        DeviceMatrix(t, cached_frontier=True, aggregate=True)
+
+
+@pytest.mark.parametrize("semiring_code,value_t", [(2, "double"), (1, "unsigned char")])
+def test_aggregated_leaves_compile_with_a_small_table(semiring_code, value_t, tmp_path):
+    """The aggregated leaves with 8 slots per chunk (aggregate_slots=8, as the GPU test
+    forces the fallback to direct updates) compile for sm_90; skipped without nvcc."""
+    import os
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    nvcc = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+    if nvcc is None:
+        pytest.skip("nvcc not found")
+    src = Path(__file__).resolve().parent.parent / "kernels" / "k2tree_spmv.cu"
+    r = subprocess.run([nvcc, "-arch=sm_90", "-std=c++17", "-cubin", f"-DSEMIRING={semiring_code}",
+                        f"-DVALUE_T={value_t}", "-DDG_K2_AGG_SLOTS=8", str(src), "-o", str(tmp_path / "k.cubin")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+
 def test_runner_kernel_names_exist_and_options_validated_without_gpu():
     """Every kernel the host runner asks for is an ``extern "C" __global__`` of
     kernels/k2tree_spmv.cu (a removed kernel cannot stay referenced), and a kernel
@@ -510,6 +618,13 @@ def test_runner_kernel_names_exist_and_options_validated_without_gpu():
     (dict(chunks_per_block=3), r"chunks_per_block must be one of \(1, 2, 4, 8\); got 3"),
     (dict(chunks_per_block=True), r"chunks_per_block must be one of \(1, 2, 4, 8\); got True"),
     (dict(chunks_per_block=4.0), r"chunks_per_block must be one of \(1, 2, 4, 8\); got 4.0"),
+    (dict(aggregate=1), "aggregate must be True or False; got 1"),
+    (dict(aggregate_slots=512), r"aggregate_slots must be one of \(8, 16, 32, 64, 128, 256\); got 512"),
+    (dict(aggregate_slots=True), r"aggregate_slots must be one of .*; got True"),
+    (dict(aggregate=True, chunks_per_block=1),
+     r"aggregate=True needs the block kernels .*chunks_per_block in \(2, 4, 8\)"),
+    (dict(aggregate=True, kernels="thread"), r"aggregate=True needs the block kernels"),
+    (dict(aggregate=True, offsets="scan"), r"aggregate=True needs the block kernels"),
 ])
 def test_device_matrix_arguments_refused_before_cupy(kw, msg):
     """A tile below 4 codes cannot hold one node's children: the kernels would write past
@@ -555,6 +670,75 @@ def test_benchmark_merge_keeps_old_numbers_of_a_failed_rerun(tmp_path, bench_scr
     assert k20["commit"] == "B" and k20["time_ms"]["k2F_k1"] == {"right": 0.72}
     assert k20["earlier"] == [{"commit": "A", "date": "d1", "time_ms": {"k2F": {"right": 0.6}},
                                "cusparse_ms": {"right": 0.3}, "ratio_time_vs_cusparse": {"k2F_right": 2.0}}]
+
+
+def test_benchmark_merge_keeps_products_not_timed_again(tmp_path, bench_script):
+    """A configuration timed again with fewer products (--products right left) keeps its
+    earlier batch time (and mode, and ratio) under 'earlier', not the right one it replaced."""
+    import json
+    import sys
+
+    kb = bench_script("gpu_k2tree_bench.py", "gpu_k2tree_bench")
+    sys.modules.pop("_common", None)
+    old = {"commit": "A", "date": "d1", "graphs": [
+        {"graph": "kron:21", "time_ms": {"cusparse": {"right": 0.5, "batch": 0.8},
+                                         "k2F": {"right": 1.2, "right_mode": "cuda_graph", "batch": 0.5,
+                                                 "batch_mode": "cuda_graph", "launches_per_product": 1}},
+         "ratio_time_vs_cusparse": {"k2F_right": 2.4, "k2F_batch": 0.62}}]}
+    new = {"commit": "B", "date": "d2", "graphs": [
+        {"graph": "kron:21", "time_ms": {"cusparse": {"right": 0.51}, "k2F": {"right": 1.25, "launches_per_product": 1},
+                                         "k2F_agg": {"right": 1.0}},
+         "ratio_time_vs_cusparse": {"k2F_right": 2.45, "k2F_agg_right": 1.96}}]}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    kb.merge(str(tmp_path / "new.json"), str(tmp_path / "old.json"))
+    g = json.loads((tmp_path / "old.json").read_text())["graphs"][0]
+    assert g["commit"] == "B" and g["time_ms"]["k2F"] == {"right": 1.25, "launches_per_product": 1}
+    assert g["earlier"] == [{"commit": "A", "date": "d1",
+                             "time_ms": {"k2F": {"batch": 0.5, "batch_mode": "cuda_graph"}},
+                             "cusparse_ms": {"right": 0.5, "batch": 0.8},
+                             "ratio_time_vs_cusparse": {"k2F_batch": 0.62}}]
+
+
+@pytest.mark.parametrize("left", [False, True])
+def test_agg_count_replays_the_leaves_updates(left, bench_script):
+    """benchmarks/k2tree_agg_count.py counts the leaves' updates of y (one per non-empty
+    row, or column, of each node of level L-2) and the distinct indices per group of nodes
+    (warp step, chunk, block of K aligned chunks): the same counts as a walk over the
+    signatures of levels L-2 and L-1, on a matrix with dense rows (repeated indices) whose
+    level L-2 does not start on a chunk boundary."""
+    import sys
+
+    kb = bench_script("k2tree_agg_count.py", "k2tree_agg_count")
+    sys.modules.pop("_common", None)
+    rng = np.random.default_rng(5)
+    D = rng.random((600, 500)) < 0.01
+    D[:12] |= rng.random((12, 500)) < 0.4
+    t = K2Tree.from_scipy(sp.csr_array(D), cached_frontier=True)
+    sigs = t.signatures().astype(np.int64)
+    first = 1 + np.concatenate([[0], np.cumsum(POP[sigs])])
+    L = t.levels
+    gL, gE = int(t.level_start[L - 2]), int(t.level_start[L - 1])
+    assert gL % 256
+    upd = []  # (global node id, index of y)
+    for g in range(gL, gE):
+        R, C = (int(v[0]) * 4 for v in morton_decode(np.array([t.frontier[g - gL]])))
+        out, leaf = set(), first[g]
+        for b in range(4):
+            if (sigs[g] >> b) & 1:
+                for q in range(4):
+                    if (sigs[leaf] >> q) & 1:
+                        dr, dc = 2 * (b >> 1) + (q >> 1), 2 * (b & 1) + (q & 1)
+                        out.add(C + dc if left else R + dr)
+                leaf += 1
+        upd += [(g, o) for o in out]
+    got = kb.count(t, left)
+    assert got["updates"] == len(upd)
+    groups = {"warp_step_32": lambda g: (g // 256, (g % 256) // 32), "chunk_256": lambda g: g // 256}
+    for K in (2, 4, 8):
+        groups[f"block_k{K}"] = lambda g, K=K: (g // 256 - gL // 256) // K
+    for name, grp in groups.items():
+        assert got[name]["distinct"] == len({(grp(g), o) for g, o in upd}), name
 
 
 def test_benchmark_refuses_unknown_configurations(capsys, bench_script):

@@ -49,6 +49,21 @@ combined per band in shared memory and added to ``y`` once per row and block, so
 scattered atomics: 0.98-1.07x the one-chunk block kernel on kron 20-23, 1.18x the
 4-chunk one on kron:20; rows ``k2_warp``/``k2F_warp``/``k2_hash``/``k2F_hash``/
 ``k2F_band*`` of the results).
+``aggregate=True`` (single-vector leaves with K = 2, 4 or 8 chunks,
+``distgraph_k2tree_leaves_k<K>_agg``; not yet measured on a GPU): each block combines
+its updates of ``y`` in a shared-memory table keyed by the index of ``y`` (``K *
+aggregate_slots`` slots, linear probing over at most 8; a key that finds no slot
+updates ``y`` directly) and issues one atomic per distinct row (column) of the block
+instead of one per row of every 4 x 4 block. On Kronecker graphs the hub rows repeat
+within a block: of the right product's updates on kron:20, 57.5% repeat a row already
+updated by the 1024 Morton-consecutive nodes of their block (30.2% within the 32 nodes
+of a warp step; left product: 52.0% and 25.5%), counted on the host from the tree
+(``benchmarks/k2tree_agg_count.py``, ``benchmarks/results/k2tree_agg_count.json``).
+Unlike the removed ``hash`` kernel (one chunk, 256 nodes, a compare-and-swap per update)
+it keeps the K-chunk loads, reads a slot before claiming it, and clears its table under
+the barrier the leaves already have. Whether it pays is open: the removed band kernel,
+with no scattered atomics at all, was not faster than the one-chunk leaves (above).
+Batches are unchanged (``distgraph_k2tree_leaves_blk``).
 Offsets from a scan per tile (``offsets="scan"``) use the thread kernels.
 
 A tree of 2**32 nodes or more (kron:24: about 4.7e9) has an int64 directory; its kernels
@@ -73,6 +88,10 @@ KERNELS = ("auto", "block", "thread")
 CHUNKS_PER_BLOCK = (1, 2, 4, 8)  # K of the single-vector leaves: their kernels
 LEAVES_K = {1: "distgraph_k2tree_leaves_blk", 2: "distgraph_k2tree_leaves_k2", 4: "distgraph_k2tree_leaves_k4",
             8: "distgraph_k2tree_leaves_k8"}
+# aggregate=True: the same leaves with the updates of a block combined in shared memory
+LEAVES_AGG = {2: "distgraph_k2tree_leaves_k2_agg", 4: "distgraph_k2tree_leaves_k4_agg",
+              8: "distgraph_k2tree_leaves_k8_agg"}
+AGG_SLOTS = (8, 16, 32, 64, 128, 256)  # slots of the table per chunk of 256 nodes (256: the kernel's default)
 _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
             np.dtype(np.bool_): "unsigned char"}
 
@@ -261,11 +280,14 @@ class DeviceMatrix:
 
     Options as in the module docstring; ``kernels`` one of ``KERNELS``;
     ``chunks_per_block``: ``K`` of the single-vector leaves (1, 2, 4 or 8 aligned
-    chunks of 256 nodes per block; 1 is ``distgraph_k2tree_leaves_blk``)."""
+    chunks of 256 nodes per block; 1 is ``distgraph_k2tree_leaves_blk``);
+    ``aggregate``: the single-vector leaves combine the updates of a block in shared
+    memory first (block kernels with K = 2, 4 or 8; indices of ``y`` below 2**32 - 1),
+    in a table of ``aggregate_slots`` (one of ``AGG_SLOTS``) slots per chunk."""
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
-                 levels_per_step=1, chunks_per_block=4):
+                 levels_per_step=1, chunks_per_block=4, aggregate=False, aggregate_slots=256):
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
         if offsets not in ("directory", "scan"):
@@ -293,6 +315,19 @@ class DeviceMatrix:
             raise InvalidArgumentError(f"chunks_per_block must be one of {CHUNKS_PER_BLOCK}; "
                                        f"got {chunks_per_block!r}")
         self.chunks_per_block = int(chunks_per_block)
+        if not isinstance(aggregate, (bool, np.bool_)):
+            raise InvalidArgumentError(f"aggregate must be True or False; got {aggregate!r}")
+        if (not isinstance(aggregate_slots, (int, np.integer)) or isinstance(aggregate_slots, bool)
+                or aggregate_slots not in AGG_SLOTS):
+            raise InvalidArgumentError(f"aggregate_slots must be one of {AGG_SLOTS}; got {aggregate_slots!r}")
+        self.aggregate, self.aggregate_slots = bool(aggregate), int(aggregate_slots)
+        if self.aggregate:
+            if not can_block or kernels == "thread" or self.chunks_per_block not in LEAVES_AGG:
+                raise InvalidArgumentError(f"aggregate=True needs the block kernels (directory offsets, "
+                                           f"sample={BLOCK}) and chunks_per_block in {tuple(LEAVES_AGG)}")
+            if max(tree.shape) >= 2**32 - 1:  # the table's keys are uint32, 2**32 - 1 the empty one
+                raise InvalidArgumentError(f"aggregate=True needs fewer than 2**32 - 1 rows and columns; "
+                                           f"got {tree.shape}")
         cp = import_cupy()
         self.cp = cp
         self.block = can_block and kernels != "thread"
@@ -374,6 +409,8 @@ class DeviceMatrix:
         defines = {"SEMIRING": sr.code, "VALUE_T": _VALUE_T[np.dtype(dtype)]}
         if getattr(self, "dir64", False):
             defines["DIR_T"] = "unsigned long long"
+        if getattr(self, "aggregate", False) and self.aggregate_slots != 256:
+            defines["DG_K2_AGG_SLOTS"] = self.aggregate_slots
         return get_module("k2tree_spmv", defines=defines)
 
     def multiply(self, x, sr, left=False, out=None):
@@ -489,7 +526,7 @@ class DeviceMatrix:
         delta, base = (a["frontier_delta"], a["frontier_base"]) if self.compact else (null, null)
         K = self.chunks_per_block if B == 1 else 1
         if K > 1:
-            leaves = mod.get_function(LEAVES_K[K])
+            leaves = mod.get_function(LEAVES_AGG[K] if self.aggregate else LEAVES_K[K])
         for st in self.steps:
             level, g0, n, pos = st[1], st[2], st[3], st[4]
             src = self.bufs[level][pos:pos + n]
