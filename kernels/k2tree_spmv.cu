@@ -493,13 +493,14 @@ extern "C" __global__ void distgraph_k2tree_leaves_blk(const unsigned char *sig,
 // slots; a key that finds no slot updates y directly), then, after a barrier, each
 // occupied slot is one atomic on y: one per distinct row (column) of the block instead
 // of one per row of every 4 x 4 block. Kronecker graphs hit their hub rows many times
-// within the 1024 Morton-consecutive nodes of a block: 57.5% of the right product's
-// updates on kron:20 (62.9% on kron:18) repeat a row already updated in their block
-// with K = 4, against 30.2% within a warp step (benchmarks/results/k2tree_agg_count.json,
-// counted on the host from the tree). The table trades those scattered atomics on y for
-// shared-memory ones (float adds in shared memory are compare-and-swap loops on sm_90).
-// It is cleared before the barrier of step (2). Indices of y must be below 2^32 - 1 (the
-// empty key). Not yet measured on a GPU; the default stays the atomics straight to y.
+// within the 1024 Morton-consecutive nodes of a block: 54.5% of the right product's
+// updates on kron:21 (57.5% on kron:20, 62.9% on kron:18) repeat a row already updated
+// in their block with K = 4, against 28.3% within a warp step
+// (benchmarks/results/k2tree_agg_count.json, counted on the host from the tree). The
+// table trades those scattered atomics on y for shared-memory ones (float adds in shared
+// memory are compare-and-swap loops on sm_90). It is cleared before the barrier of step
+// (2). Indices of y must be below 2^32 - 1 (the empty key). Not yet measured on a GPU;
+// the default stays the atomics straight to y.
 #ifndef DG_K2_AGG_SLOTS  // slots of the table per chunk of 256 nodes (a power of two)
 #define DG_K2_AGG_SLOTS 256
 #endif

@@ -55,10 +55,10 @@ its updates of ``y`` in a shared-memory table keyed by the index of ``y`` (``K *
 aggregate_slots`` slots, linear probing over at most 8; a key that finds no slot
 updates ``y`` directly) and issues one atomic per distinct row (column) of the block
 instead of one per row of every 4 x 4 block. On Kronecker graphs the hub rows repeat
-within a block: of the right product's updates on kron:20, 57.5% repeat a row already
-updated by the 1024 Morton-consecutive nodes of their block (30.2% within the 32 nodes
-of a warp step; left product: 52.0% and 25.5%), counted on the host from the tree
-(``benchmarks/k2tree_agg_count.py``, ``benchmarks/results/k2tree_agg_count.json``).
+within a block: of the right product's updates on kron:21, 54.5% repeat a row already
+updated by the 1024 Morton-consecutive nodes of their block (28.3% within the 32 nodes
+of a warp step; left product: 49.6% and 23.8%; kron:20: 57.5%), counted on the host
+from the tree (``benchmarks/k2tree_agg_count.py``, ``benchmarks/results/k2tree_agg_count.json``).
 Unlike the removed ``hash`` kernel (one chunk, 256 nodes, a compare-and-swap per update)
 it keeps the K-chunk loads, reads a slot before claiming it, and clears its table under
 the barrier the leaves already have. Whether it pays is open: the removed band kernel,
