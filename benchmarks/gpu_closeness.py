@@ -686,6 +686,7 @@ def main(argv=None):
                     help="graphs that get the CPU backend row ('all', or a comma-separated list)")
     ap.add_argument("--cpu-limit", type=float, default=None, help="seconds of the CPU row (default: a quarter of "
                                                                    "--time-limit)")
+    ap.add_argument("--networkit-graphs", default="all", help="graphs with a networkit row ('' for none)")
     ap.add_argument("--naive-graphs", default=os.environ.get("BENCH_GPU_CLOSENESS_NAIVE_GRAPHS", "all"),
                     help="graphs that get the Alg. 5 vs single-source row ('all' or a list)")
     ap.add_argument("--variants", default=os.environ.get("BENCH_GPU_CLOSENESS_VARIANTS_GPU", ""),
@@ -830,9 +831,10 @@ def main(argv=None):
                 row["cpu"] = bench_cpu(g, cpu_limit)
                 row["gpu_over_cpu"] = row["cpu"]["total_s"] / row["gpu"]["total_s"]
                 print(spec, "cpu", json.dumps(row["cpu"], default=float), flush=True)
-            row["networkit"] = bench_networkit(g, cpu_limit)
-            if "total_s" in row["networkit"]:
-                row["gpu_over_networkit"] = row["networkit"]["total_s"] / row["gpu"]["total_s"]
+            if a.networkit_graphs == "all" or spec in a.networkit_graphs.split(","):
+                row["networkit"] = bench_networkit(g, cpu_limit)
+                if "total_s" in row["networkit"]:
+                    row["gpu_over_networkit"] = row["networkit"]["total_s"] / row["gpu"]["total_s"]
             if a.naive_graphs == "all" or spec in a.naive_graphs.split(","):
                 row["naive"] = bench_naive(g, reorder)
             path.write_text(json.dumps(results, indent=1, default=float))

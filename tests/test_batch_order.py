@@ -126,10 +126,11 @@ def test_checkpoint_identity_holds_the_order(tmp_path, order):
     assert _same(got, closeness(g, backend="cpu", batch_size=64, comm=MPI.COMM_SELF, progress=False))
 
 
-def test_gpu_runner_gets_ball_groups_only_when_asked(monkeypatch, order):
-    """GPU runs keep the input order unless DISTGRAPH_MSBFS_BATCH_ORDER=ball (opt-in until
-    measured on a GPU); then the runner's batches are compact groups of its width, and the
-    sums (here a CPU stand-in runner) are the same. Host code only, no GPU."""
+def test_gpu_runner_gets_ball_groups_on_the_block_schedule_or_when_asked(monkeypatch, order):
+    """GPU runs on the grid schedule keep the input order unless DISTGRAPH_MSBFS_BATCH_ORDER=ball;
+    on the block schedule (one thread block per batch) "auto" groups them too. Grouped, the
+    runner's batches are compact groups of its width, and the sums (here a CPU stand-in
+    runner) are the same. Host code only, no GPU."""
     from mpi4py import MPI
 
     import distgraph.backends.gpu.closeness as gpu_closeness
@@ -141,6 +142,7 @@ def test_gpu_runner_gets_ball_groups_only_when_asked(monkeypatch, order):
     class CpuRunner:
         collective = False
         kappa = 64
+        schedule = "grid"
 
         def __init__(self, hptr, hidx, tptr, tidx, **kw):
             self.csr = (hptr, hidx, tptr, tidx)
@@ -165,11 +167,18 @@ def test_gpu_runner_gets_ball_groups_only_when_asked(monkeypatch, order):
     got = closeness(g, backend="gpu", batch_size=128, comm=MPI.COMM_SELF, progress=False)
     assert _same(ref, got)
     given = np.concatenate(seen)
-    assert np.array_equal(given, np.sort(given))  # auto: input order on GPUs
+    assert np.array_equal(given, np.sort(given))  # auto: input order on the grid schedule
+    for how, schedule in (("ball", "grid"), ("auto", "blocks")):
+        seen.clear()
+        order(how)
+        CpuRunner.schedule = schedule
+        got = closeness(g, backend="gpu", batch_size=128, comm=MPI.COMM_SELF, progress=False)
+        assert _same(ref, got)
+        given = np.concatenate(seen)
+        assert np.array_equal(np.sort(given), np.arange(g.n)) and not np.array_equal(given, np.arange(g.n))
+        assert _diameters(given, 64, 64) < 0.7 * _diameters(np.arange(g.n), 64, 64), (how, schedule)
     seen.clear()
-    order("ball")
-    got = closeness(g, backend="gpu", batch_size=128, comm=MPI.COMM_SELF, progress=False)
-    assert _same(ref, got)
+    order("degree")  # asked: input order on the block schedule too
+    closeness(g, backend="gpu", batch_size=128, comm=MPI.COMM_SELF, progress=False)
     given = np.concatenate(seen)
-    assert np.array_equal(np.sort(given), np.arange(g.n)) and not np.array_equal(given, np.arange(g.n))
-    assert _diameters(given, 64, 64) < 0.7 * _diameters(np.arange(g.n), 64, 64)
+    assert np.array_equal(given, np.sort(given))

@@ -52,7 +52,7 @@ def _check_shape(r, bt):
 @pytest.mark.parametrize("name", sorted(GRAPHS))
 @pytest.mark.parametrize("kappa", [32, 256])
 @pytest.mark.parametrize("slots", [1, None])
-@pytest.mark.parametrize("bt", [512, 1024])
+@pytest.mark.parametrize("bt", [256, 512, 1024])
 def test_block_threads_per_vertex_equal_cpu(name, kappa, slots, bt):
     g = GRAPHS[name]
     srcs = np.arange(g.n, dtype=np.int64)
@@ -65,7 +65,7 @@ def test_block_threads_per_vertex_equal_cpu(name, kappa, slots, bt):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(GRAPHS))
 @pytest.mark.parametrize("kappa", [64, 256])
-@pytest.mark.parametrize("bt", [512, 1024])
+@pytest.mark.parametrize("bt", [256, 512, 1024])
 def test_block_threads_per_source_equal_cpu(name, kappa, bt):
     # per-source counts flushed by threads 0..nsrc-1 of a block of bt threads
     g = GRAPHS[name]
@@ -80,7 +80,7 @@ def test_block_threads_per_source_equal_cpu(name, kappa, bt):
 @pytest.mark.parametrize("name", UNDIRECTED)
 @pytest.mark.parametrize("kappa", [128, 256])
 @pytest.mark.parametrize("slots", [1, None])
-@pytest.mark.parametrize("bt", [512, 1024])
+@pytest.mark.parametrize("bt", [256, 512, 1024])
 def test_block_threads_symmetric_total_equals_cpu(name, kappa, slots, bt):
     g = GRAPHS[name]
     srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
@@ -161,7 +161,7 @@ def test_block_threads_real_graph_all_sources(data_dir, name, bt, opts, order):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["cond-mat-2005.mtx.gz", "bitcoin-otc.csv.gz"])
-@pytest.mark.parametrize("bt", [512, 1024])
+@pytest.mark.parametrize("bt", [256, 512, 1024])
 def test_block_threads_real_graphs_per_vertex(data_dir, name, bt):
     from distgraph.graph.readers import read_graph
 

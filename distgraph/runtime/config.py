@@ -46,11 +46,14 @@ class Config:
     bfs_beta: int = 18
     #: Sources per multi-source BFS batch on the CPU (multiple of 64, <= 512).
     msbfs_batch: int = 512
-    #: How the CPU backend groups sources into batches (per-vertex sums): "degree" (consecutive
+    #: How closeness groups sources into batches (per-vertex sums): "degree" (consecutive
     #: in decreasing-degree order), "ball" (compact groups: BFS balls, so a batch's searches
     #: reach each vertex at nearly the same level: 1.9-3x faster on roads, grids and geometric
-    #: graphs, benchmarks/results/cpu_batch_order.json) or "auto" (ball on graphs of high
-    #: diameter that are not scale-free, degree otherwise; see msbfs.cpu_batch_order).
+    #: graphs, benchmarks/results/cpu_batch_order.json) or "auto" (CPU backend: ball on graphs
+    #: of high diameter that are not scale-free, degree otherwise, see msbfs.cpu_batch_order;
+    #: GPU: ball when one thread block runs each batch, graphs of up to 2**22 arcs: road-NY
+    #: 2.69 vs 5.09 s, cond-mat-2005 25 vs 31 ms, email-Enron 13 vs 15 ms at 1024 threads,
+    #: benchmarks/results/gpu_closeness_block_sweep.json; input order otherwise).
     msbfs_batch_order: str = "auto"
     #: GPU index override (-1: local rank modulo visible GPUs).
     device: int = -1
@@ -83,6 +86,10 @@ class Config:
     #: block per batch; "auto": blocks up to 2^22 arcs, then 1; 4 or 2 only in the grid-schedule companion
     #: that takes the block schedule's small runs wanted at once: checkpoint, per-source sums).
     gpu_msbfs_groups: str = "auto"
+    #: GPU closeness, block schedule: threads of the block that runs one batch, 256, 512 or 1024.
+    #: 1024 (64 registers, 32 warps per SM): road-NY 5.09 vs 7.61 s, cond-mat-2005 31 vs 46 ms,
+    #: email-Enron 15 vs 27 ms at 256 (H200, benchmarks/results/gpu_closeness_block_sweep.json).
+    gpu_msbfs_block_threads: int = 1024
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
     #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys
     #: there: distgraph/generators/_csr_device.py; the same graph). Generating and preprocessing

@@ -529,9 +529,12 @@ class GpuMSBFS:
     prefetch : bool
         ``groups="blocks"``: software-pipelined stage 1 (a warp loads the next VSS's
         frontier words while it works on the current one; ``DG_MS_PREFETCH``).
-    block_threads : {256, 512, 1024}
+    block_threads : {256, 512, 1024}, optional
         ``groups="blocks"``: threads of the block that runs one batch (``DG_MS_BLOCK`` of
-        its kernel; default 256 = 8 warps): more warps share one batch's queue of VSSs.
+        its kernel; default ``config.gpu_msbfs_block_threads`` = 1024, 32 warps: road-NY
+        5.09 s against 7.61 s at 256, cond-mat-2005 31 against 46 ms, email-Enron 15 against
+        27 ms, H200, benchmarks/results/gpu_closeness_block_sweep.json): more warps share one
+        batch's queue of VSSs.
         Unless ``min_blocks`` says otherwise the kernel is compiled for
         ``max(1, 512 // block_threads)`` resident blocks per SM, i.e. for the register
         budget of the default (128 per thread) at 256 and 512 threads; 1024 threads make
@@ -570,7 +573,7 @@ class GpuMSBFS:
 
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
-                 groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False, block_threads=256,
+                 groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False, block_threads=None,
                  flush4=False, _is_companion=False):
         from ...graph.core import Graph
         from ...runtime.config import config
@@ -592,6 +595,7 @@ class GpuMSBFS:
                "None or an integer in [1, 65536]", slots)
         bu_heavy = BU_HEAVY if bu_heavy is None else bu_heavy
         expect(isinstance(bu_heavy, (int, np.integer)) and bu_heavy >= 0, "bu_heavy", "an integer >= 0", bu_heavy)
+        block_threads = config.gpu_msbfs_block_threads if block_threads is None else block_threads
         expect(isinstance(block_threads, (int, np.integer)) and block_threads in BLOCK_THREADS, "block_threads",
                "one of " + ", ".join(map(str, BLOCK_THREADS)), block_threads)
         expect(min_blocks is None or (isinstance(min_blocks, (int, np.integer))
