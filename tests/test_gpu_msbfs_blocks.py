@@ -62,8 +62,8 @@ def test_blocks_options(name, kappa, slots, opts):
     rng = np.random.default_rng(6)
     some = rng.integers(0, g.n, 200).astype(np.int64)
     assert _same(_sums(g, some, True, r, batch_size=100), _sums(g, some, True, batch_size=100))
-    if sdb and pf:  # and with 4 blocks per SM (64 registers)
-        r = _runner(g, kappa=kappa, slots=slots, shared_dbits=sdb, prefetch=pf, min_blocks=4)
+    if sdb and pf:  # and with 4 blocks of 256 threads per SM (64 registers)
+        r = _runner(g, kappa=kappa, slots=slots, shared_dbits=sdb, prefetch=pf, min_blocks=4, block_threads=256)
         assert _same(_sums(g, some, False, r), _sums(g, some, False))
 
 

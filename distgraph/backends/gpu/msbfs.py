@@ -712,7 +712,7 @@ class GpuMSBFS:
                 self._companion_kw = dict(hptr=hptr, hidx=hidx, tptr=tptr, tidx=tidx, kappa=kappa,
                                           mode="replicated", reorder=reorder, window=window, bu_ratio=bu_ratio,
                                           announce=False, cache_dir=cache_dir, tc_ratio=tc_ratio,
-                                          bu_heavy=bu_heavy, min_blocks=min_blocks,
+                                          bu_heavy=bu_heavy, min_blocks=min_blocks, block_threads=BLOCK,
                                           groups=auto_groups(int(t2ptr[-1])), _is_companion=True)
         tdeg = np.diff(t2ptr)
         nheavy = int(np.count_nonzero(tdeg > int(bu_heavy)))
