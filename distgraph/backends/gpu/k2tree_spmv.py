@@ -50,7 +50,11 @@ scattered atomics: 0.98-1.07x the one-chunk block kernel on kron 20-23, 1.18x th
 4-chunk one on kron:20; rows ``k2_warp``/``k2F_warp``/``k2_hash``/``k2F_hash``/
 ``k2F_band*`` of the results).
 ``aggregate=True`` (single-vector leaves with K = 2, 4 or 8 chunks,
-``distgraph_k2tree_leaves_k<K>_agg``; not yet measured on a GPU): each block combines
+``distgraph_k2tree_leaves_k<K>_agg``; measured slower, kept opt-in for the record: right
+product 12.4/13.6/13.5x cuSPARSE's time on kron 21/22/23 at K = 4 against 2.36/2.60/2.68x
+without, 7.3-8.1x at K = 2, 89-98x at K = 8, H200,
+``benchmarks/results/k2tree_gpu_agg.json``; not analysed, a likely cause: the table's compare-and-swap
+adds and the flush cost more than the repeated atomics they save): each block combines
 its updates of ``y`` in a shared-memory table keyed by the index of ``y`` (``K *
 aggregate_slots`` slots, linear probing over at most 8; a key that finds no slot
 updates ``y`` directly) and issues one atomic per distinct row (column) of the block
@@ -283,7 +287,8 @@ class DeviceMatrix:
     chunks of 256 nodes per block; 1 is ``distgraph_k2tree_leaves_blk``);
     ``aggregate``: the single-vector leaves combine the updates of a block in shared
     memory first (block kernels with K = 2, 4 or 8; indices of ``y`` below 2**32 - 1),
-    in a table of ``aggregate_slots`` (one of ``AGG_SLOTS``) slots per chunk."""
+    in a table of ``aggregate_slots`` (one of ``AGG_SLOTS``) slots per chunk; 3-37x
+    slower on Kronecker graphs (see the module docstring), not a default."""
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
