@@ -204,6 +204,29 @@ def test_block_threads_bad_arguments(kw, match):
         GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=None, groups="blocks", **kw)
 
 
+@pytest.mark.parametrize("kw", [{"groups": 2, "min_blocks": 4}, {"groups": 1, "min_blocks": 8},
+                                {"groups": "auto", "min_blocks": 4}, {"mode": "stepwise", "min_blocks": 3},
+                                {"groups": 2, "min_blocks": 4, "block_threads": 1024}])
+def test_min_blocks_of_grid_schedules_not_bound_by_block_threads(kw, monkeypatch):
+    # the grid schedules run blocks of 256 threads whatever block_threads says (default 1024):
+    # min_blocks up to 8 is theirs (benchmarks/gpu_closeness.py's minb_3/minb_4 profile rows);
+    # only the block schedule's bound depends on block_threads (checked above)
+    import distgraph.backends.gpu.loader as loader
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+
+    class Reached(Exception):
+        pass
+
+    def stop():
+        raise Reached
+
+    monkeypatch.setattr(loader, "import_cupy", stop)
+    g = GRAPHS["path4"]
+    tptr, tidx, _ = g.csc()
+    with pytest.raises(Reached):  # past the argument checks
+        GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=None, **kw)
+
+
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
 MSBFS = Path(__file__).resolve().parent.parent / "kernels" / "msbfs.cu"
 

@@ -437,6 +437,15 @@ def _grid_size(cp, kernel, block: int) -> int:
     return int(sms * max(per_sm, 1))
 
 
+def _check_min_blocks(min_blocks, threads: int) -> None:
+    """``min_blocks``: None or blocks of ``threads`` per SM, at most ``SM_THREADS / threads``."""
+    hi = SM_THREADS // max(int(threads), BLOCK)
+    expect(min_blocks is None or (isinstance(min_blocks, (int, np.integer)) and not isinstance(min_blocks, bool)
+                                  and 1 <= min_blocks <= hi),
+           "min_blocks", f"None or an integer in [1, {hi}] ({SM_THREADS} threads per SM over blocks of "
+           f"{max(int(threads), BLOCK)})", min_blocks)
+
+
 def _func_attr(kernel, name: str) -> int:
     """``CU_FUNC_ATTRIBUTE_<name>`` of a compiled kernel, ``NUM_REGS`` (registers per thread)
     or ``LOCAL_SIZE_BYTES`` (local memory per thread: spills), or -1 where it cannot be read."""
@@ -598,10 +607,11 @@ class GpuMSBFS:
         block_threads = config.gpu_msbfs_block_threads if block_threads is None else block_threads
         expect(isinstance(block_threads, (int, np.integer)) and block_threads in BLOCK_THREADS, "block_threads",
                "one of " + ", ".join(map(str, BLOCK_THREADS)), block_threads)
-        expect(min_blocks is None or (isinstance(min_blocks, (int, np.integer))
-                                      and 1 <= min_blocks <= SM_THREADS // max(int(block_threads), BLOCK)),
-               "min_blocks", f"None or an integer in [1, {SM_THREADS // max(int(block_threads), BLOCK)}] "
-               f"({SM_THREADS} threads per SM over blocks of {max(int(block_threads), BLOCK)})", min_blocks)
+        # min_blocks caps the registers of the kernel that runs: blocks of block_threads on the
+        # block schedule, of BLOCK (256) on the grid schedules (block_threads ignored there), so
+        # it is checked against block_threads only where the block schedule is asked for here,
+        # and again below once groups="auto" has picked it
+        _check_min_blocks(min_blocks, int(block_threads) if groups == "blocks" else BLOCK)
         n = int(hptr.shape[0] - 1)
         if n >= 2**31 - 8:
             raise InvalidArgumentError(f"graph must have fewer than 2**31 - 8 vertices for the GPU MS-BFS; got n={n}")
@@ -682,6 +692,7 @@ class GpuMSBFS:
             # as many state copies as blocks can be resident (at most 2048 threads per SM),
             # halved while they do not fit; the occupancy of the compiled kernel trims it below
             self.block_threads = int(block_threads)
+            _check_min_blocks(min_blocks, self.block_threads)
             sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
             S = int(slots) if slots is not None else sms * (SM_THREADS // self.block_threads)
             while True:
