@@ -287,7 +287,7 @@ class DeviceMatrix:
     chunks of 256 nodes per block; 1 is ``distgraph_k2tree_leaves_blk``);
     ``aggregate``: the single-vector leaves combine the updates of a block in shared
     memory first (block kernels with K = 2, 4 or 8; indices of ``y`` below 2**32 - 1),
-    in a table of ``aggregate_slots`` (one of ``AGG_SLOTS``) slots per chunk; 3-37x
+    in a table of ``aggregate_slots`` (one of ``AGG_SLOTS``) slots per chunk; 3-38x
     slower on Kronecker graphs (see the module docstring), not a default."""
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
