@@ -192,9 +192,11 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
         how = config.msbfs_batch_order
         if not per_source and (how == "ball" or (how == "auto" and getattr(runner, "schedule", None) == "blocks")):
             # compact groups of the runner's batch width; "auto" where one block runs each batch
-            # (the block schedule, graphs of up to 2**22 arcs), measured faster on every graph there
-            # (road-NY 1.9x, cond-mat-2005 1.23x, email-Enron 1.13x at 1024 threads per block,
-            # benchmarks/results/gpu_closeness_block_sweep.json); the grid schedule keeps input order
+            # (the block schedule, graphs of up to 2**22 arcs): its kernel time was shorter on every
+            # graph there (road-NY 1.9x, cond-mat-2005 1.23x, email-Enron 1.13x at 1024 threads per
+            # block, benchmarks/results/gpu_closeness_block_sweep.json), but this grouping on the host
+            # took 0.23/0.12/0.10 s there (batch_order_s), more than the 6 and 2 ms it saved on the
+            # two small graphs; the grid schedule keeps input order
             from .msbfs import ball_sources
 
             sources = ball_sources(hptr, hidx, tptr, tidx, sources, int(getattr(runner, "kappa", bs)))

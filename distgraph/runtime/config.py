@@ -52,8 +52,9 @@ class Config:
     #: graphs, benchmarks/results/cpu_batch_order.json) or "auto" (CPU backend: ball on graphs
     #: of high diameter that are not scale-free, degree otherwise, see msbfs.cpu_batch_order;
     #: GPU: ball when one thread block runs each batch, graphs of up to 2**22 arcs: road-NY
-    #: 2.69 vs 5.09 s, cond-mat-2005 25 vs 31 ms, email-Enron 13 vs 15 ms at 1024 threads,
-    #: benchmarks/results/gpu_closeness_block_sweep.json; input order otherwise).
+    #: 2.69 vs 5.09 s, cond-mat-2005 25 vs 31 ms, email-Enron 13 vs 15 ms at 1024 threads, kernel
+    #: time; the grouping itself took 0.23/0.12/0.10 s on the host, benchmarks/results/
+    #: gpu_closeness_block_sweep.json batch_order_s; input order otherwise).
     msbfs_batch_order: str = "auto"
     #: GPU index override (-1: local rank modulo visible GPUs).
     device: int = -1
