@@ -450,7 +450,7 @@ __device__ __forceinline__ void dg_bfs_persistent(const int4 *__restrict__ row_i
             // min(mu, unvisited * m / mf) arcs (mu: in-arcs of unvisited vertices); it runs
             // when that is at most alpha * mf, the arcs a top-down level would touch.  On
             // urand:24 Eq. 6 alone went bottom-up at a level whose frontier is 6% of the
-            // vertices: 2.4-2.6 ms against 0.84-0.96 ms top-down (gpu_bfs_levels.json).
+            // vertices: 2.3-2.6 ms against 0.84-0.99 ms top-down (4 sources, gpu_bfs_levels.json).
             const double m = (double)t_indptr[n];
             const double mf = (double)varcs[l & 3];
             const double mu = m - (double)varcs[4];
