@@ -547,7 +547,9 @@ class GpuMSBFS:
         Unless ``min_blocks`` says otherwise the kernel is compiled for
         ``max(1, 512 // block_threads)`` resident blocks per SM, i.e. for the register
         budget of the default (128 per thread) at 256 and 512 threads; 1024 threads make
-        ``__launch_bounds__`` cap the kernel at 64 registers.  Warps per SM are set by the
+        ``__launch_bounds__`` cap the kernel at 64 registers (kappa 256: 24 bytes of spills
+        per thread, ``local_bytes`` of the b1024 rows of
+        benchmarks/results/gpu_closeness_block_sweep.json).  Warps per SM are set by the
         registers the kernel uses (``65536 / (32 * registers)``), not by this option: with
         kappa 256 the kernel needs 96 registers (ptxas of CUDA 13.0 for sm_90;
         ``info["registers"]`` has the device build's), so 2 blocks of 256 or 1 of 512 fit an
