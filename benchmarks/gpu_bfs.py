@@ -27,7 +27,16 @@ against the SpMV BFS levels.  Preprocessing (reorder, BVSS, U_div, transpose) is
 separately.  Writes DIR/gpu_bfs.json with commit, device and date.
 
 A graph spec may name Jaccard windows: ``kron:22+w16384+w65536`` prepares and times
-reorder=auto at each window W beside reorder=none (rows ``auto@w16384``, ...).
+reorder=auto at each window W beside reorder=none (rows ``auto@w16384``, ...);
+``kron:24+none``: reorder=none alone; ``kron:27+auto``: the auto ordering alone.
+
+Graphs of 2**31 arcs or more (GAP kron:27 / urand:27, 4.2e9 / 4.3e9 arcs;
+benchmarks/device_gap27.sh): the SpMV BFS is skipped with its reason (cupyx's csr_matrix
+holds int32 indices), and the CPU backend's levels of ``--cpu-sources`` sources are the
+reference the variants must match.  ``--variants`` trims the variants, ``--skip-baselines``
+the baselines, ``--no-cache`` keeps each ordering in memory (no npz of ~25 GB, no checksum
+of the CSR).  The JSON is rewritten after each phase (``in_progress``, with the peak RSS),
+so a run stopped by a time limit keeps what it measured.
 
 Session 3 additions, all in one device call:
 
@@ -78,6 +87,12 @@ VARIANTS_ROAD = ("plain", "plain@full", "plain-v", "plain-s1", "lazy", "switch",
 # over 200M arcs (scale 24): the extras measured at 22-23 are left out (device time)
 VARIANTS_BIG = ("plain", "plain@full", "plain-s1", "lazy", "switch", "switch-eq6")
 TINY_SWEEP = (0, 8, 16)
+#: Arcs a cupyx.scipy.sparse csr_matrix can hold: its indptr and indices are int32 (cuSPARSE's
+#: 32-bit index type), so 2**31 arcs or more would wrap, not fail: the SpMV BFS is skipped there
+#: (GAP kron:27 / urand:27 have 4.2e9 / 4.3e9 arcs).
+SPMV_MAX_ARCS = 2**31 - 1
+#: Baselines --skip-baselines can leave out: the CuPy SpMV BFS, scipy's BFS, the CPU backend.
+BASELINES = ("spmv", "scipy", "cpu")
 BLEST_REF = {"kron:21": 0.30, "urand:21": 0.26, "road-FLA": 7.8}  # ms/source, BLEST on an H200
 
 
@@ -90,6 +105,57 @@ def split_spec(spec, default_window):
         return parts[0], []
     wins = [int(x[1:]) for x in parts[1:] if x.startswith("w")]
     return parts[0], (wins or [default_window])
+
+
+def with_none(spec):
+    """Whether ``spec`` times (and --prep prepares) reorder=none beside the auto ordering:
+    ``kron:27+auto`` (with or without ``+wW``) -> False, the auto ordering alone (at 2**27
+    vertices the BVSS of each ordering takes ~25 GB of host memory and a minute to build)."""
+    return "auto" not in spec.split("+")[1:]
+
+
+def spmv_skip_reason(arcs):
+    """Why the CuPy SpMV BFS cannot run on a graph of ``arcs`` arcs, or None when it can."""
+    if arcs > SPMV_MAX_ARCS:
+        return (f"cupyx.scipy.sparse.csr_matrix holds int32 indptr/indices (cuSPARSE 32-bit): "
+                f"{arcs} arcs > 2**31 - 1 would wrap")
+    return None
+
+
+def parse_variants(text):
+    """``--variants``: comma-separated names of :data:`VARIANTS` (or ``switch~aX``), in order,
+    without repeats; '' -> None (the default lists)."""
+    names = [v for v in text.split(",") if v]
+    if not names:
+        return None
+    for v in names:
+        ok = v in VARIANTS
+        if v.startswith("switch~a"):
+            try:
+                ok = float(v[len("switch~a"):]) >= 0
+            except ValueError:
+                ok = False
+        if not ok:
+            raise argparse.ArgumentTypeError(f"variant must be one of {', '.join(VARIANTS)} or switch~aX; got {v!r}")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"variants must not repeat; got {text!r}")
+    return tuple(names)
+
+
+def parse_skip(text):
+    """``--skip-baselines``: comma-separated names of :data:`BASELINES` -> a frozenset."""
+    names = frozenset(x for x in text.split(",") if x)
+    bad = sorted(names - set(BASELINES))
+    if bad:
+        raise argparse.ArgumentTypeError(f"baselines to skip must be among {', '.join(BASELINES)}; got {bad}")
+    return names
+
+
+def _nonneg_int(text):
+    v = int(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0; got {text}")
+    return v
 
 
 def _base(workdir, spec):
@@ -143,7 +209,8 @@ def prep_one(spec, workdir, window):
 
         # one after the other: the BVSS build, U_div and Jaccard are numba-parallel (a fork
         # after numba's threads started is not safe with the OpenMP layer)
-        info["none"] = one("none", (windows or [w0])[0])
+        if with_none(spec) or not windows:
+            info["none"] = one("none", (windows or [w0])[0])
         for w in windows:
             info[f"auto@w{w}"] = one("auto", w)
             if info[f"auto@w{w}"]["method"] != "jaccard":
@@ -226,7 +293,8 @@ def gap_sources(g, k, seed=27491095):
     rng = np.random.default_rng(seed)
     deg = np.diff(g.indptr)
     out = []
-    while len(out) < k and np.any(deg > 0):
+    has_arcs = bool(np.any(deg > 0))  # once, not per draw: it reads every degree
+    while len(out) < k and has_arcs:
         v = int(rng.integers(0, g.n))
         if deg[v] > 0:
             out.append(v)
@@ -237,6 +305,9 @@ class SpmvBFS:
     """A user's GPU BFS: frontier vector times A^T with cuSPARSE, one level per SpMV."""
 
     def __init__(self, g):
+        why = spmv_skip_reason(g.m)
+        if why is not None:  # cupyx would wrap the int32 indptr silently
+            raise ValueError(f"SpmvBFS: {why}")
         import cupy as cp
         import cupyx.scipy.sparse as cps
 
@@ -290,22 +361,25 @@ def run_variant(eng, s, v):
     return eng.run_device(s, v)
 
 
-def _orderings(g, windows, cache_dir, args):
-    """(label, engine factory) per ordering: none, then auto at each window (one auto for
-    graphs that get RCM)."""
+def _orderings(g, windows, cache_dir, args, none=True):
+    """(label, engine factory) per ordering: none (unless ``none`` is False), then auto at
+    each window (one auto for graphs that get RCM)."""
     from distgraph.formats.reorder import is_scale_free
 
     if not windows:  # reorder=none only
         return [("none", "none", args.window or __import__("distgraph.runtime.config", fromlist=["config"]).config.gpu_bfs_window)]
     sf = is_scale_free(g)[0]
     wins = windows if sf else windows[:1]
-    out = [("none", "none", wins[0])]
+    out = [("none", "none", wins[0])] if none else []
     for w in wins:
         out.append(("auto" if len(wins) == 1 else f"auto@w{w}", "auto", w))
     return out
 
 
-def bench_graph(spec, args, cache_dir, got):
+def bench_graph(spec, args, cache_dir, got, progress=None):
+    """Every row of one graph (see the module docstring); ``progress(out)`` is called with
+    the partial result after each phase (main writes it, so a run cut by a time limit
+    still leaves what it measured)."""
     import cupy as cp
     import scipy.sparse.csgraph as csg
 
@@ -315,83 +389,118 @@ def bench_graph(spec, args, cache_dir, got):
 
     tiny_default = TINY_DEFAULT
     sync = cp.cuda.runtime.deviceSynchronize
+    progress = progress or (lambda _out: None)
+    skip = getattr(args, "skip_baselines", frozenset())
     name, windows = split_spec(spec, args.window or config.gpu_bfs_window)
-    out = {"graph": name, "windows": windows}
+    out = {"graph": name, "windows": windows, "none_ordering": with_none(spec) or not windows}
     t0 = time.perf_counter()
     if got is not None:
         g, out["prep"] = got
     else:
         g = load(name)
+        out["gen_device"] = config.gen_device  # where the CSR of a generated graph was built
     out.update({"load_s": time.perf_counter() - t0, "n": g.n, "arcs": g.m, "directed": g.directed,
                 "load_avg_start": os.getloadavg()})
     print(f"== {name}: n={g.n} arcs={g.m} (load {out['load_s']:.1f} s)", flush=True)
+    progress(out)
     srcs = gap_sources(g, args.sources)
     deg = np.diff(g.indptr)
     road = "road" in name
     big = g.m > 100_000_000
-    # ---- baselines
-    base = SpmvBFS(g)
-    nb = min(len(srcs), 4 if road else len(srcs))
-    variants = VARIANTS_ROAD if road else (VARIANTS_BIG if g.m > 200_000_000 else VARIANTS)
-    base.levels(srcs[0])
-    sync()
+    variants = args.variants or (VARIANTS_ROAD if road else (VARIANTS_BIG if g.m > 200_000_000 else VARIANTS))
+    out["variants"] = list(variants)
+    # ---- baselines; the reference levels every BLEST variant must reproduce: the SpMV BFS's,
+    # else (2**31 arcs or more, or skipped) the CPU backend's
     ref, ms = {}, []
-    for s in srcs[:nb]:
-        lev, t = timed(lambda: base.levels(s), sync)
-        ref[s] = lev.get()
-        ms.append(t)
-    arcs_reached = {s: int(deg[ref[s] >= 0].sum()) for s in ref}
-    mean_arcs = float(np.mean(list(arcs_reached.values())))
-    out["cupy_spmv"] = {"ms": float(np.mean(ms)), "sources": nb, "gteps": mean_arcs / np.mean(ms) / 1e6}
+    nb = min(len(srcs), 4 if road else len(srcs))
+    spmv_why = "--skip-baselines spmv" if "spmv" in skip else spmv_skip_reason(g.m)
+    if spmv_why is None:
+        base = SpmvBFS(g)
+        base.levels(srcs[0])
+        sync()
+        for s in srcs[:nb]:
+            lev, t = timed(lambda: base.levels(s), sync)
+            ref[s] = lev.get()
+            ms.append(t)
+        arcs_reached = {s: int(deg[ref[s] >= 0].sum()) for s in ref}
+        mean_arcs = float(np.mean(list(arcs_reached.values())))
+        out["cupy_spmv"] = {"ms": float(np.mean(ms)), "sources": nb, "gteps": mean_arcs / np.mean(ms) / 1e6}
+        out["reference"] = "cupy_spmv"
+        del base
+        cp.get_default_memory_pool().free_all_blocks()
+    else:
+        out["cupy_spmv"] = {"skipped": spmv_why}
+        out["reference"] = None
     ms = []
-    ncpu = 4
+    ncpu = args.cpu_sources
     # scipy's BFS takes ~8 s per source at kron:22 (session 1, gpu_bfs_scale22.json): none
     # on graphs over 100M arcs, to keep the device run short
-    nscipy = 0 if big else ncpu
+    nscipy = 0 if (big or "scipy" in skip) else ncpu
     A = g.to_scipy() if nscipy else None
     for s in srcs[:nscipy]:
         t = time.perf_counter()
         csg.breadth_first_order(A, s, directed=g.directed, return_predecessors=False)
         ms.append((time.perf_counter() - t) * 1e3)
     out["scipy_cpu"] = {"ms": float(np.mean(ms)) if ms else None, "sources": len(ms)}
+    if not nscipy:
+        out["scipy_cpu"]["skipped"] = ("--skip-baselines scipy" if "scipy" in skip else
+                                       "--cpu-sources 0" if not ncpu else "over 100M arcs")
     del A
-    try:
-        import numba
+    if "cpu" in skip or ncpu == 0:
+        out["distgraph_cpu"] = {"skipped": "--skip-baselines cpu" if "cpu" in skip else "--cpu-sources 0"}
+    else:
+        try:
+            import numba
 
-        import distgraph
+            import distgraph
 
-        distgraph.bfs(g, srcs[0], backend="cpu")
-        ms = []
-        for s in srcs[:ncpu]:
-            t = time.perf_counter()
-            distgraph.bfs(g, s, backend="cpu")
-            ms.append((time.perf_counter() - t) * 1e3)
-        out["distgraph_cpu"] = {"ms": float(np.mean(ms)), "sources": len(ms), "threads": numba.get_num_threads(),
-                                "host_cpus": os.cpu_count(), "gteps": mean_arcs / float(np.mean(ms)) / 1e6}
-    except Exception as e:  # the CPU backend may not be in this checkout
-        out["distgraph_cpu"] = {"error": f"{type(e).__name__}: {e}"[:200]}
-    print(f"   cupy SpMV {out['cupy_spmv']['ms']:.2f} ms, scipy {out['scipy_cpu']['ms']} ms, "
-          f"cpu backend {out['distgraph_cpu'].get('ms', 'n/a')}", flush=True)
-    del base
-    cp.get_default_memory_pool().free_all_blocks()
+            # the serial CPU backend took 0.9-1.3 s per source at scale 24 (gpu_bfs_scale24.json):
+            # on graphs over 2**31 arcs no warm-up (its first run loads the compiled kernels)
+            warm = g.m <= SPMV_MAX_ARCS
+            if warm:
+                distgraph.bfs(g, srcs[0], backend="cpu")
+            ms = []
+            for s in srcs[:ncpu]:
+                t = time.perf_counter()
+                r = distgraph.bfs(g, s, backend="cpu")
+                ms.append((time.perf_counter() - t) * 1e3)
+                if out["reference"] in (None, "distgraph_cpu"):
+                    ref[s] = r.levels
+                    out["reference"] = "distgraph_cpu"
+            arcs_cpu = float(np.mean([int(deg[ref[s] >= 0].sum()) for s in srcs[:ncpu] if s in ref]
+                                     or [np.nan]))
+            out["distgraph_cpu"] = {"ms": float(np.mean(ms)), "sources": len(ms), "threads": numba.get_num_threads(),
+                                    "host_cpus": os.cpu_count(), "warmup": warm,
+                                    "gteps": arcs_cpu / float(np.mean(ms)) / 1e6}
+        except Exception as e:  # the CPU backend may not be in this checkout
+            out["distgraph_cpu"] = {"error": f"{type(e).__name__}: {e}"[:200]}
+    print(f"   cupy SpMV {out['cupy_spmv'].get('ms', 'skipped')} ms, scipy {out['scipy_cpu']['ms']} ms, "
+          f"cpu backend {out['distgraph_cpu'].get('ms', 'n/a')} ms; reference {out['reference']}", flush=True)
+    progress(out)
     # ---- BLEST, each variant, without and with reordering (each window)
     out["blest"] = {}
-    nchk = 8  # sources whose levels every variant must reproduce (the SpMV BFS's)
+    nchk = 8  # sources whose levels every variant must reproduce (the reference's)
     keep = None  # the engine of the first auto ordering, kept for the auto choice and parents
-    for label, reorder, w in _orderings(g, windows, cache_dir, args):
+    # arcs of the reached component summed on the device (a host mask over the levels of each
+    # source costs ~0.3 s at 2**27 vertices)
+    deg_d = cp.asarray(deg)
+    for label, reorder, w in _orderings(g, windows, cache_dir, args, none=out["none_ordering"]):
         t0 = time.perf_counter()
         eng = GpuBFS(g, variant="switch", reorder=reorder, window=w, cache_dir=cache_dir)
         build_s = time.perf_counter() - t0
         info = {k: v for k, v in eng.info.items() if k not in ("auto_check_ms",)}
-        res = {"setup_s": build_s, "info": info, "mismatches": []}
+        res = {"setup_s": build_s, "info": info, "mismatches": [], "checked_sources": 0}
         arcs_all = []
+        base_v = "plain" if "plain" in variants else "switch"  # the levels the arcs are counted on
         for i, s in enumerate(srcs):
-            lev = eng.levels(s, variant="plain")
-            arcs_all.append(int(deg[lev >= 0].sum()))
+            lev_d = eng._levels_caller_device(s, base_v)
+            arcs_all.append(int(cp.where(lev_d >= 0, deg_d, 0).sum()))
             if i >= nchk or s not in ref:
                 continue
-            for v in variants:
-                if v == "plain":
+            lev = lev_d.get()
+            res["checked_sources"] += 1
+            for v in dict.fromkeys((base_v,) + tuple(variants)):
+                if v == base_v:
                     got_l = lev
                 else:
                     d, _ = run_variant(eng, s, v)
@@ -428,6 +537,7 @@ def bench_graph(spec, args, cache_dir, got):
                  if "plain_tiny_sweep_ms" in res else "")
               + (f" MISMATCHES {res['mismatches'][:6]}" if res["mismatches"] else ""),
               flush=True)
+        progress(out)
         if keep is None and (reorder == "auto" or not windows):
             keep = (label, eng)
         else:
@@ -447,12 +557,15 @@ def bench_graph(spec, args, cache_dir, got):
     if name in BLEST_REF:
         out["blest_paper_code_ms"] = BLEST_REF[name]
         out["ratio_vs_blest_code"] = float(ms.mean()) / BLEST_REF[name]
-    out["speedup_auto_vs_cupy_spmv"] = out["cupy_spmv"]["ms"] / float(ms.mean())
+    if out["cupy_spmv"].get("ms"):
+        out["speedup_auto_vs_cupy_spmv"] = out["cupy_spmv"]["ms"] / float(ms.mean())
     if out["scipy_cpu"]["ms"]:
         out["speedup_auto_vs_scipy_cpu"] = out["scipy_cpu"]["ms"] / float(ms.mean())
     if out["distgraph_cpu"].get("ms"):
         out["speedup_auto_vs_distgraph_cpu"] = out["distgraph_cpu"]["ms"] / float(ms.mean())
-    print(f"   auto -> {eng.variant}: {ms.mean():.3f} ms  x{out['speedup_auto_vs_cupy_spmv']:.1f} vs SpMV", flush=True)
+    print(f"   auto -> {eng.variant}: {ms.mean():.3f} ms  x{out.get('speedup_auto_vs_cupy_spmv', float('nan')):.1f} "
+          "vs SpMV", flush=True)
+    progress(out)
     # parents: the second pass (levels in caller ids + smallest in-neighbour one level up)
     pms, gms = [], []
     nver = 3 if g.m < 20_000_000 else 0  # the CPU verifier takes seconds on 100M+ arcs (tests cover those)
@@ -493,6 +606,7 @@ def bench_graph(spec, args, cache_dir, got):
     del eng, keep
     cp.get_default_memory_pool().free_all_blocks()
     out["load_avg_end"] = os.getloadavg()
+    progress(out)
     return out
 
 
@@ -670,7 +784,7 @@ def level_profile(spec, args, cache_dir):
     return out
 
 
-def main(argv=None):
+def build_parser():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--outdir", default=str(ROOT / "benchmarks" / "results"))
     p.add_argument("--graphs", default=os.environ.get("BENCH_GPU_BFS_GRAPHS", "kron:21,urand:21,road-FLA,email-Enron"),
@@ -697,7 +811,24 @@ def main(argv=None):
                         "(comma-separated; config.gpu_bfs_alpha is 'switch', 0 is 'switch-eq6')")
     p.add_argument("--quiet-prep", action="store_true",
                    help="stop the --prep processes (W/prep.pgid) while a graph is timed")
-    args = p.parse_args(argv)
+    p.add_argument("--variants", type=parse_variants, default=None,
+                   help="comma-separated BLEST variants to time for every ordering (default: by graph size; "
+                        "the auto choice and the parents pass are always measured), e.g. lazy,switch,switch-eq6")
+    p.add_argument("--skip-baselines", type=parse_skip, default=frozenset(),
+                   help="comma-separated baselines to leave out: " + ", ".join(BASELINES)
+                        + " (the SpMV BFS is skipped by itself on graphs of 2**31 arcs or more)")
+    p.add_argument("--cpu-sources", type=_nonneg_int, default=4,
+                   help="sources of the CPU rows (scipy, the CPU backend; 0: none); without the SpMV BFS the "
+                        "CPU backend's levels of these sources are the reference the BLEST variants must match")
+    p.add_argument("--no-cache", action="store_true",
+                   help="no preprocessing cache (no workdir cache nor temporary one): each ordering is "
+                        "built in this process and not written to disk (a graph of 2**27 vertices: ~25 GB "
+                        "per ordering, and its checksum costs tens of seconds)")
+    return p
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     if args.prep_one:
         prep_one(args.prep_one, args.workdir, args.window)
         return 0
@@ -735,8 +866,19 @@ def main(argv=None):
     env["quiet_prep"] = prep.pgid is not None
     path = Path(args.outdir) / f"{args.name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
+    env["options"] = {"variants": args.variants, "skip_baselines": sorted(args.skip_baselines),
+                      "cpu_sources": args.cpu_sources, "no_cache": args.no_cache}
+
+    def progress(partial):  # the graph being timed, written as it goes, with the host's peak so far
+        import resource
+
+        partial["peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        partial["elapsed_s"] = time.perf_counter() - t_start
+        results["in_progress"] = partial
+        path.write_text(json.dumps(results, indent=1, default=float))
+
     with tempfile.TemporaryDirectory() as tmp_cache:
-        cache_dir = str(Path(args.workdir) / "cache") if args.workdir else tmp_cache
+        cache_dir = False if args.no_cache else (str(Path(args.workdir) / "cache") if args.workdir else tmp_cache)
         if args.level_profile:
             results["level_profile"] = []
         for spec in [s for s in args.level_profile.split(",") if s]:
@@ -767,12 +909,14 @@ def main(argv=None):
             try:
                 got = _wait_prepped(spec.split("+")[0], args.workdir, args.deadline)
                 with prep:
-                    results["graphs"].append(bench_graph(spec, args, cache_dir, got))
+                    results["graphs"].append(bench_graph(spec, args, cache_dir, got, progress))
             except Exception as e:
                 import traceback
 
                 traceback.print_exc()
-                results["graphs"].append({"graph": spec, "error": f"{type(e).__name__}: {e}"[:500]})
+                results["graphs"].append({"graph": spec, "error": f"{type(e).__name__}: {e}"[:500],
+                                          "partial": results.get("in_progress")})
+            results.pop("in_progress", None)
             results["elapsed_s"] = time.perf_counter() - t_start
             results["prep_stopped_s"] = prep.stopped_s
             path.write_text(json.dumps(results, indent=1, default=float))

@@ -35,12 +35,12 @@ import time
 import numpy as np
 
 from ...errors import InvalidArgumentError, expect
-from ...formats.bvss import BVSS, build_bvss, graph_checksum
+from ...formats.bvss import BVSS, MAX_VSS, build_bvss, graph_checksum
 from ...formats.reorder import REORDERINGS, permute_graph, reorder_graph, update_divergence
 from .loader import get_module, import_cupy
 from .memory import bfs_plan
 
-__all__ = ["GpuBFS", "bfs_gpu", "VARIANTS", "TINY_DEFAULT"]
+__all__ = ["GpuBFS", "bfs_gpu", "VARIANTS", "TINY_DEFAULT", "MAX_VERTICES"]
 
 VARIANTS = ("auto", "plain", "lazy", "switch")
 _MODE = {"plain": 0, "lazy": 1, "switch": 2}
@@ -57,6 +57,13 @@ BLOCK = 256
 #: sources): 0 -> 4.95 ms, 8 -> 4.82, 16 -> 4.85, 32 -> 5.61 (serialized VSSs).
 TINY_DEFAULT = 8
 N_CTR = 48  # DG_BFS_NCTR in kernels/bvss_bfs.cu
+#: Vertices the kernels take at most.  kernels/bvss_bfs.cu indexes vertices, bitmap words
+#: (``(n + 31) >> 5``) and its grid-stride loops (``i += gridDim.x * blockDim.x`` while
+#: ``i < n``) in 32-bit ints: with grids of up to 2**22 threads (an H200's co-resident grid
+#: has 132 SMs x 2048 = 270336) none of them passes 2**31 - 1 below this bound.  Arcs are
+#: not bounded by it: the CSR of G^T is indexed by 64-bit offsets and the BVSS by
+#: :data:`~distgraph.formats.bvss.MAX_VSS`.
+MAX_VERTICES = 2**31 - 2**22
 
 
 def _cached_preprocess(graph, method, window, cache_dir):
@@ -113,7 +120,10 @@ class GpuBFS:
     Parameters
     ----------
     graph : Graph
-        Directed or undirected (weights ignored); ``n < 2**31``.
+        Directed or undirected (weights ignored); at most :data:`MAX_VERTICES` vertices (any
+        number of arcs: the BVSS may have at most :data:`~distgraph.formats.bvss.MAX_VSS` =
+        2**26 virtual slice sets; kron:24 and urand:24 had 4.4-5.3 million
+        (benchmarks/results/gpu_bfs_scale24.json), so scale 27 should need about 8x that).
     variant : {"auto", "plain", "lazy", "switch"}
         Update scheme (see the module docstring).  ``"auto"`` picks lazy or plain by
         U_div, then checks on 3 sources whether switching pays.
@@ -160,8 +170,10 @@ class GpuBFS:
 
         if not isinstance(graph, Graph):
             raise TypeError(f"graph must be a distgraph Graph; got {type(graph).__name__}")
-        if graph.n >= 2**31 - 8:
-            raise InvalidArgumentError(f"graph must have fewer than 2**31 - 8 vertices for the GPU BFS; got n={graph.n}")
+        if graph.n > MAX_VERTICES:
+            raise InvalidArgumentError(f"graph must have at most 2**31 - 2**22 = {MAX_VERTICES} vertices for the GPU "
+                                       f"BFS (32-bit vertex and grid-stride indices in kernels/bvss_bfs.cu); "
+                                       f"got n={graph.n}")
         expect(variant in VARIANTS, "variant", "one of " + ", ".join(VARIANTS), variant)
         expect(reorder in REORDERINGS, "reorder", "one of " + ", ".join(REORDERINGS), reorder)
         window = config.gpu_bfs_window if window is None else window
@@ -189,6 +201,10 @@ class GpuBFS:
         self.alpha = float(alpha)
         self.tiny = int(tiny)
         g2, new_id, b, udiv, info = _cached_preprocess(graph, reorder, window, cache_dir)
+        if b.num_vss > MAX_VSS:  # build_bvss refuses these; a cached or hand-made BVSS may not
+            raise InvalidArgumentError(f"the BVSS must have at most MAX_VSS = 2**26 virtual slice sets for the GPU BFS "
+                                       f"(kernels/bvss_bfs.cu reads lane words at vss * 32 + lane in 32-bit ints); "
+                                       f"got {b.num_vss}")
         self.new_id = new_id
         self.bvss = b
         self.info = dict(info)
