@@ -192,7 +192,11 @@ def test_block_threads_grid_schedule_keeps_256():
                                       ({"block_threads": 1024, "min_blocks": 3}, "min_blocks"),
                                       ({"block_threads": 512, "min_blocks": 5}, "min_blocks"),
                                       ({"min_blocks": 0}, "min_blocks"),
-                                      ({"min_blocks": 9}, "min_blocks")])
+                                      ({"min_blocks": 9}, "min_blocks"),
+                                      ({"flush4": "no"}, "flush4 must be True or False; got 'no'"),
+                                      ({"prefetch": 1}, "prefetch must be True or False; got 1"),
+                                      ({"shared_dbits": None}, "shared_dbits must be True or False"),
+                                      ({"symmetric": "yes"}, "symmetric must be True or False")])
 def test_block_threads_bad_arguments(kw, match):
     # validated before CuPy is imported: the same error with or without a GPU
     from distgraph.backends.gpu.msbfs import GpuMSBFS

@@ -606,6 +606,9 @@ class GpuMSBFS:
                "None or an integer in [1, 65536]", slots)
         bu_heavy = BU_HEAVY if bu_heavy is None else bu_heavy
         expect(isinstance(bu_heavy, (int, np.integer)) and bu_heavy >= 0, "bu_heavy", "an integer >= 0", bu_heavy)
+        for name, flag in (("symmetric", symmetric), ("shared_dbits", shared_dbits), ("prefetch", prefetch),
+                           ("flush4", flush4)):
+            expect(isinstance(flag, (bool, np.bool_)), name, "True or False", flag)
         block_threads = config.gpu_msbfs_block_threads if block_threads is None else block_threads
         expect(isinstance(block_threads, (int, np.integer)) and block_threads in BLOCK_THREADS, "block_threads",
                "one of " + ", ".join(map(str, BLOCK_THREADS)), block_threads)
