@@ -1236,3 +1236,63 @@ def test_gpu_auto_glue(monkeypatch, need, size, nvshmem, chose, cap):
     assert _FakeRounds.calls == [cap]
     assert (queued == [{"queue": "bwd", "remote": "atomic", "predecessors": False, "delta": 5.0}]) == (chose == "async")
     assert d[0] == (1 if chose == "async" else 0)
+
+
+def test_gpu_sssp_benchmark_pes_noghost_failure_keeps_the_ghost_row(monkeypatch, bench_script, capsys):
+    """benchmarks/gpu_sssp.py worker_pes on several PEs times each variant with the ghost keys
+    of remote heads, then without (``..._noghost``); a failure of the second run used to
+    replace the first run's measured row by the error; now the error goes to the
+    ``_noghost`` row. No GPU, no NVSHMEM: stand-in runner, PGAS, context and a 2-rank comm."""
+    import json
+    import sys
+    import types
+
+    from mpi4py import MPI
+
+    import distgraph.pgas as pgas
+    import distgraph.runtime.context as context
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.errors import DistgraphError
+
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(__version__="0"))
+    gs = bench_script("gpu_sssp.py", "gpu_sssp_bench3")
+    g = Graph.from_edges(np.zeros(9, np.int64), np.arange(1, 10), np.ones(9, np.int64), n=10)
+    ref = np.r_[0, np.ones(9, np.int64)]
+    monkeypatch.setattr(gs, "case", lambda spec, weights: (g, 0, g, None))
+
+    class Comm:  # rank 0 of 2, every rank agreeing
+        def Get_size(self):
+            return 2
+
+        def Get_rank(self):
+            return 0
+
+        def Barrier(self):
+            pass
+
+        def allgather(self, x):
+            return [x, x]
+
+    class Runner:
+        def __init__(self, graph, w, comm, queue="bq", remote="atomic", use_nvshmem=True):
+            self.ghost = True
+
+        def run(self, s, confirm):
+            if not self.ghost:
+                raise DistgraphError("stand-in failure without ghost keys")
+            return ref.copy(), None, {"relaxations": 9, "items": 9, "launches": 1, "ghost": True}, None
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(MPI, "COMM_WORLD", Comm())
+    monkeypatch.setattr(context, "get_context", lambda comm=None, backend=None: None)
+    monkeypatch.setattr(pgas, "get_pgas", lambda comm, backend: types.SimpleNamespace(limited_mpg=False,
+                                                                                      finalize=lambda: None))
+    monkeypatch.setattr(gbf, "QueueSSSP", Runner)
+    gs.worker_pes("star", "uniform", 2)
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("RESULT-JSON "))
+    res = json.loads(line[len("RESULT-JSON "):])
+    for name in ("bq_atomic", "bq_enqueue", "bwd_atomic", "bwd_enqueue"):
+        assert res[name]["same_as_cpu"] is True and res[name]["ghost"] is True and len(res[name]["times_s"]) == 2
+        assert "stand-in failure" in res[name + "_noghost"]["error"]
