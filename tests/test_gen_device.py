@@ -184,6 +184,12 @@ class NumpyAsCupy:
 
         return NS(free_bytes=lambda: 0, free_all_blocks=lambda: setattr(self, "freed", self.freed + 1))
 
+    @staticmethod
+    def bincount(x, weights=None, minlength=None):
+        # as cupy.bincount: the size is taken from the maximum, so an empty x raises
+        size = int(np.max(x)) + 1
+        return np.bincount(x, weights, max(size, minlength or 0))
+
     def __getattr__(self, name):
         return getattr(np, name)
 
@@ -201,6 +207,21 @@ def test_cupy_branches(monkeypatch):
     with pytest.raises(DeviceMemoryError, match="on device 0"):
         generated("urand", 13, True, xp)
     assert xp.freed == 1  # also after an error
+
+
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("drop", [False, True])
+def test_slices_of_self_loops_with_cupys_bincount(directed, drop):
+    # a counting slice holding only self-loops leaves nothing to count (dropped, or only
+    # forward when undirected): cupy.bincount refuses an empty array, so it is not called
+    n = 50
+    src, dst, _ = random_chunks(6, n, 2000)
+    loops = np.arange(7) % n
+    src, dst = np.r_[src, loops], np.r_[dst, loops]  # the last slice of 7: self-loops only
+    ref = Graph.from_edges(src, dst, n=n, directed=directed, drop_self_loops=drop)
+    got = build_csr_keysort([(src, dst)], n, src.size, directed=directed, drop_self_loops=drop,
+                            xp=NumpyAsCupy(1 << 40), slice_size=1000)
+    assert_same(got, ref)
 
 
 # ------------------------------------------------------------ config and dispatch

@@ -239,9 +239,11 @@ def _build(chunks, n, capacity, directed, drop_self_loops, xp, free_bytes, max_g
         s, d = src[lo:lo + slice_size], dst[lo:lo + slice_size]
         loop = s == d
         fwd = s[~loop] if drop_self_loops else s
-        counts += xp.bincount(fwd >> shift, minlength=ranges)
-        if not directed:
-            counts += xp.bincount(d[~loop] >> shift, minlength=ranges)
+        rev = d[~loop] if not directed else fwd[:0]
+        # cupy.bincount of an empty array raises (it takes the maximum): a slice of self-loops
+        for a in (fwd, rev):
+            if a.size:
+                counts += xp.bincount(a >> shift, minlength=ranges)
     counts = _to_host(xp, counts)
     total_arcs = int(counts.sum())
 
