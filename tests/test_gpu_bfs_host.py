@@ -22,6 +22,11 @@ def _g():
     (dict(udiv_threshold=float("nan")), "udiv_threshold must be a number"),
     (dict(tiny=-1), "tiny must be an integer >= 0; got -1"),
     (dict(eta=-2), "eta must be an integer >= 0"),
+    (dict(alpha=-1.0), "alpha must be a finite number >= 0"),
+    (dict(alpha=float("nan")), "alpha must be a finite number"),
+    (dict(alpha=True), "alpha must be"),
+    (dict(alpha="2"), "alpha must be"),
+    (dict(alpha=1e39), r"alpha must be .*float32 .*; got 1e\+39"),  # +inf in the kernel
     (dict(variant="fast"), "variant must be one of auto, plain, lazy, switch"),
     (dict(reorder="metis"), "reorder must be one of"),
 ])

@@ -139,8 +139,9 @@ class GpuBFS:
         ``config.gpu_bfs_alpha``): the in-arcs the bottom-up pass is expected to scan,
         ``min(mu, unvisited * m / mf)``, at most ``alpha * mf``, where ``mf`` counts the
         in-arcs of the frontier and ``mu`` those of the unvisited vertices.  Eq. 6 alone
-        sent urand:24 bottom-up at a level whose frontier held 6% of the vertices (2.4 ms
-        against 0.9 ms top-down).  0 = Eq. 6 alone.
+        sent urand:24 bottom-up at a level whose frontier held 6% of the vertices (2.3-2.6 ms
+        against 0.84-0.99 ms top-down, 4 sources, benchmarks/results/gpu_bfs_levels.json).
+        0 = Eq. 6 alone.
     udiv_threshold : float, optional
         Lazy updates when U_div is above it (default ``config.gpu_bfs_udiv_threshold``).
     cache_dir : path, None or False
@@ -181,8 +182,11 @@ class GpuBFS:
         alpha = config.gpu_bfs_alpha if alpha is None else alpha
         udiv_threshold = config.gpu_bfs_udiv_threshold if udiv_threshold is None else udiv_threshold
         expect(isinstance(eta, (int, np.integer)) and eta >= 0, "eta", "an integer >= 0", eta)
+        # alpha reaches the kernel as a float32: larger values would be +inf there, and inf * 0
+        # (a frontier without in-arcs) NaN, a veto
         expect(isinstance(alpha, (int, float, np.integer, np.floating)) and not isinstance(alpha, bool)
-               and np.isfinite(alpha) and alpha >= 0, "alpha", "a finite number >= 0", alpha)
+               and np.isfinite(alpha) and 0 <= alpha <= float(np.finfo(np.float32).max), "alpha",
+               "a finite number >= 0 that fits a float32 (at most 3.4e38)", alpha)
         expect(isinstance(window, (int, np.integer)) and not isinstance(window, bool) and window >= 8
                and window % 8 == 0, "window", "a positive multiple of 8 (the slice-set size)", window)
         expect(isinstance(udiv_threshold, (int, float, np.integer, np.floating))
@@ -321,8 +325,9 @@ class GpuBFS:
         times = {}
         alpha = self.alpha
         # switching with the edge test (alpha) and by Eq. 6 alone (alpha 0): where both take
-        # the same levels bottom-up, alpha 0 saves stage 2's degree reads (kron:24: 1.34 vs
-        # 1.44 ms, same decisions; urand:24: 3.00 vs 1.69 ms, gpu_bfs_levels24.json)
+        # the same levels bottom-up, alpha 0 saves stage 2's degree reads (means of 4 sources,
+        # benchmarks/results/gpu_bfs_levels24.json: kron:24 1.14 vs 1.25 ms, same decisions;
+        # urand:24 3.14 vs 1.67 ms)
         cands = [(base, alpha), ("switch", alpha)] + ([("switch", 0.0)] if alpha > 0 else [])
         for v, a in cands:
             self.alpha = a
