@@ -126,11 +126,11 @@ def test_checkpoint_identity_holds_the_order(tmp_path, order):
     assert _same(got, closeness(g, backend="cpu", batch_size=64, comm=MPI.COMM_SELF, progress=False))
 
 
-def test_gpu_runner_gets_ball_groups_on_the_block_schedule_or_when_asked(monkeypatch, order):
-    """GPU runs on the grid schedule keep the input order unless DISTGRAPH_MSBFS_BATCH_ORDER=ball;
-    on the block schedule (one thread block per batch) "auto" groups them too. Grouped, the
-    runner's batches are compact groups of its width, and the sums (here a CPU stand-in
-    runner) are the same. Host code only, no GPU."""
+def test_gpu_runner_gets_ball_groups_by_the_cpu_rule(monkeypatch, order):
+    """GPU runs group the sources as the CPU backend does, whatever the schedule: "auto" gives
+    compact groups of the runner's width on a high-diameter graph that is not scale-free (a
+    grid), input order on a scale-free one (kron) and with "degree"; "ball" always. The sums
+    (here a CPU stand-in runner) are the same. Host code only, no GPU."""
     from mpi4py import MPI
 
     import distgraph.backends.gpu.closeness as gpu_closeness
@@ -164,11 +164,7 @@ def test_gpu_runner_gets_ball_groups_on_the_block_schedule_or_when_asked(monkeyp
     monkeypatch.setattr(gpu_closeness, "make_runner", lambda *a, **k: CpuRunner(*a, **k))
     g = from_spec("grid:64x64")
     ref = closeness(g, backend="cpu", comm=MPI.COMM_SELF, progress=False)
-    got = closeness(g, backend="gpu", batch_size=128, comm=MPI.COMM_SELF, progress=False)
-    assert _same(ref, got)
-    given = np.concatenate(seen)
-    assert np.array_equal(given, np.sort(given))  # auto: input order on the grid schedule
-    for how, schedule in (("ball", "grid"), ("auto", "blocks")):
+    for how, schedule in (("auto", "grid"), ("auto", "blocks"), ("ball", "grid")):
         seen.clear()
         order(how)
         CpuRunner.schedule = schedule
@@ -178,7 +174,16 @@ def test_gpu_runner_gets_ball_groups_on_the_block_schedule_or_when_asked(monkeyp
         assert np.array_equal(np.sort(given), np.arange(g.n)) and not np.array_equal(given, np.arange(g.n))
         assert _diameters(given, 64, 64) < 0.7 * _diameters(np.arange(g.n), 64, 64), (how, schedule)
     seen.clear()
-    order("degree")  # asked: input order on the block schedule too
+    order("degree")  # asked: input order
     closeness(g, backend="gpu", batch_size=128, comm=MPI.COMM_SELF, progress=False)
     given = np.concatenate(seen)
     assert np.array_equal(given, np.sort(given))
+    k = from_spec("kron:10")  # scale-free: "auto" keeps the input order on either schedule
+    order("auto")
+    for schedule in ("grid", "blocks"):
+        seen.clear()
+        CpuRunner.schedule = schedule
+        assert _same(closeness(k, backend="cpu", comm=MPI.COMM_SELF, progress=False),
+                     closeness(k, backend="gpu", batch_size=128, comm=MPI.COMM_SELF, progress=False))
+        given = np.concatenate(seen)
+        assert np.array_equal(given, np.sort(given)), schedule

@@ -203,6 +203,10 @@ def test_auto_variant_and_bfs_gpu():
     from distgraph.runtime.config import config
 
     assert eng.alpha == (0.0 if best == "switch-eq6" else config.gpu_bfs_alpha) == eng.info["alpha"]
+    # directed graphs: Eq. 6 alone unless asked (the edge test counts in-arcs)
+    gd = gen.kronecker(9, directed=True)
+    assert GpuBFS(gd, variant="switch", cache_dir=False).alpha == 0.0
+    assert GpuBFS(gd, variant="switch", cache_dir=False, alpha=3.0).alpha == 3.0
     s = int(np.argmax(np.diff(g.indptr)))
     ref = _ref_levels(g, [s])[0]
     assert np.array_equal(eng.levels(s), ref)

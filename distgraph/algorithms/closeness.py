@@ -189,14 +189,14 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
         from ..runtime.config import config
 
         runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx, all_sources=not per_source)
-        how = config.msbfs_batch_order
-        if not per_source and (how == "ball" or (how == "auto" and getattr(runner, "schedule", None) == "blocks")):
-            # compact groups of the runner's batch width; "auto" where one block runs each batch
-            # (the block schedule, graphs of up to 2**22 arcs): its kernel time was shorter on every
-            # graph there (road-NY 1.9x, cond-mat-2005 1.23x, email-Enron 1.13x at 1024 threads per
-            # block, benchmarks/results/gpu_closeness_block_sweep.json), but this grouping on the host
-            # took 0.23/0.12/0.10 s there (batch_order_s), more than the 6 and 2 ms it saved on the
-            # two small graphs; the grid schedule keeps input order
+        if not per_source and cpu_batch_order(hptr, tptr, sources, per_source=False, hidx=hidx) == "ball":
+            # compact groups of the runner's batch width, on the CPU backend's rule (asked for, or
+            # "auto" on graphs of high diameter that are not scale-free; from the graph alone, so a
+            # checkpoint resumes on either GPU schedule). Measured on the block schedule: road-NY
+            # 2.69 against 5.09 s of kernel at 1024 threads per block (the host grouping took
+            # 0.23 s), benchmarks/results/gpu_closeness_block_sweep.json; on cond-mat-2005 and
+            # email-Enron, which "auto" leaves in input order, the kernel saved 6 and 2 ms against
+            # 0.12 and 0.10 s of grouping (batch_order_s)
             from .msbfs import ball_sources
 
             sources = ball_sources(hptr, hidx, tptr, tidx, sources, int(getattr(runner, "kappa", bs)))

@@ -49,12 +49,12 @@ class Config:
     #: How closeness groups sources into batches (per-vertex sums): "degree" (consecutive
     #: in decreasing-degree order), "ball" (compact groups: BFS balls, so a batch's searches
     #: reach each vertex at nearly the same level: 1.9-3x faster on roads, grids and geometric
-    #: graphs, benchmarks/results/cpu_batch_order.json) or "auto" (CPU backend: ball on graphs
-    #: of high diameter that are not scale-free, degree otherwise, see msbfs.cpu_batch_order;
-    #: GPU: ball when one thread block runs each batch, graphs of up to 2**22 arcs: road-NY
-    #: 2.69 vs 5.09 s, cond-mat-2005 25 vs 31 ms, email-Enron 13 vs 15 ms at 1024 threads, kernel
-    #: time; the grouping itself took 0.23/0.12/0.10 s on the host, benchmarks/results/
-    #: gpu_closeness_block_sweep.json batch_order_s; input order otherwise).
+    #: graphs, benchmarks/results/cpu_batch_order.json) or "auto" (ball on graphs of high
+    #: diameter that are not scale-free, degree otherwise, see msbfs.cpu_batch_order; on GPUs
+    #: "degree" keeps the input order). GPU, block schedule, kernel time at 1024 threads:
+    #: road-NY 2.69 s in balls vs 5.09 s in input order, the grouping 0.23 s on the host; on
+    #: cond-mat-2005 and email-Enron ("auto": input order) balls saved 6 and 2 ms of kernel
+    #: for 0.12 and 0.10 s of grouping (benchmarks/results/gpu_closeness_block_sweep.json).
     msbfs_batch_order: str = "auto"
     #: GPU index override (-1: local rank modulo visible GPUs).
     device: int = -1

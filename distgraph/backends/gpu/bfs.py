@@ -136,7 +136,8 @@ class GpuBFS:
         Switching constant of Eq. 6 (default ``config.gpu_bfs_eta`` = 10).
     alpha : float, optional
         Edge test that must hold too before a level runs bottom-up (not in the paper; default
-        ``config.gpu_bfs_alpha``): the in-arcs the bottom-up pass is expected to scan,
+        ``config.gpu_bfs_alpha`` on undirected graphs, 0 on directed ones, whose frontier's
+        in-arcs do not measure the top-down work): the in-arcs the bottom-up pass is expected to scan,
         ``min(mu, unvisited * m / mf)``, at most ``alpha * mf``, where ``mf`` counts the
         in-arcs of the frontier and ``mu`` those of the unvisited vertices.  Eq. 6 alone
         sent urand:24 bottom-up at a level whose frontier held 6% of the vertices (2.3-2.6 ms
@@ -179,7 +180,11 @@ class GpuBFS:
         expect(reorder in REORDERINGS, "reorder", "one of " + ", ".join(REORDERINGS), reorder)
         window = config.gpu_bfs_window if window is None else window
         eta = config.gpu_bfs_eta if eta is None else eta
-        alpha = config.gpu_bfs_alpha if alpha is None else alpha
+        if alpha is None:
+            # the edge test counts in-arcs (the kernel holds G^T's indptr): on an undirected graph
+            # those are the frontier's out-arcs, the top-down work; on a directed one a frontier
+            # with few in-arcs would veto bottom-up levels that pay, so Eq. 6 alone by default
+            alpha = 0.0 if graph.directed else config.gpu_bfs_alpha
         udiv_threshold = config.gpu_bfs_udiv_threshold if udiv_threshold is None else udiv_threshold
         expect(isinstance(eta, (int, np.integer)) and eta >= 0, "eta", "an integer >= 0", eta)
         # alpha reaches the kernel as a float32: larger values would be +inf there, and inf * 0
