@@ -186,7 +186,6 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
     if ctx.backend == "gpu" and sources.size:
         # GPU dispatch: the tensor-core MS-BFS (BLEST Alg. 5) adds the same integer sums
         from ..backends.gpu.closeness import make_runner
-        from ..runtime.config import config
 
         runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx, all_sources=not per_source)
         if not per_source and cpu_batch_order(hptr, tptr, sources, per_source=False, hidx=hidx) == "ball":
