@@ -128,15 +128,20 @@ def parse_variants(text):
     names = [v for v in text.split(",") if v]
     if not names:
         return None
-    for v in names:
-        ok = v in VARIANTS
+    for name in names:
+        v, ok = name, True
+        if "~c" in v:  # any variant with the bottom-up scan's chunk K (GpuBFS bu_chunk)
+            v, k = v.rsplit("~c", 1)
+            ok = k in ("1", "2", "4", "8", "16")
+        ok = ok and v in VARIANTS
         if v.startswith("switch~a"):
             try:
                 ok = float(v[len("switch~a"):]) >= 0
             except ValueError:
                 ok = False
         if not ok:
-            raise argparse.ArgumentTypeError(f"variant must be one of {', '.join(VARIANTS)} or switch~aX; got {v!r}")
+            raise argparse.ArgumentTypeError(f"variant must be one of {', '.join(VARIANTS)} or switch~aX, "
+                                             f"optionally followed by ~cK (K in 1, 2, 4, 8, 16); got {name!r}")
     if len(set(names)) != len(names):
         raise argparse.ArgumentTypeError(f"variants must not repeat; got {text!r}")
     return tuple(names)
@@ -342,9 +347,34 @@ def timed(fn, sync):
     return r, (time.perf_counter() - t) * 1e3
 
 
+def chunk_module(eng, k, **extra):
+    """The bvss_bfs module of ``eng`` compiled with bottom-up chunk ``k`` (plus ``extra`` defines)."""
+    from distgraph.backends.gpu.loader import get_module
+
+    keep = eng._bu_chunk
+    eng._bu_chunk = k  # not the setter: the engine's own kernels stay
+    try:
+        return get_module("bvss_bfs", defines=eng.kernel_defines(**extra), cooperative=True)
+    finally:
+        eng._bu_chunk = keep
+
+
 def run_variant(eng, s, v):
     """One BFS of variant ``v``; ``"X@full"`` runs X on the full co-resident grid;
-    ``"switch-eq6"`` switches by Eq. 6 alone (alpha 0), ``"switch~aX"`` with alpha = X."""
+    ``"switch-eq6"`` switches by Eq. 6 alone (alpha 0), ``"switch~aX"`` with alpha = X;
+    ``"X~cK"`` runs X with the kernels compiled for bottom-up chunk K (``eng._extra_defines``,
+    e.g. the level-timing build, kept)."""
+    if "~c" in v:
+        base, k = v.rsplit("~c", 1)
+        mod = chunk_module(eng, int(k), **getattr(eng, "_extra_defines", {}))
+        keep = (eng._kernel, eng._k_direct, eng._k_lazy)
+        eng._kernel = mod.get_function("distgraph_bfs_persistent")
+        eng._k_direct = mod.get_function("distgraph_bfs_direct")
+        eng._k_lazy = mod.get_function("distgraph_bfs_lazy")
+        try:
+            return run_variant(eng, s, base)
+        finally:
+            eng._kernel, eng._k_direct, eng._k_lazy = keep
     if v == "switch-eq6" or v.startswith("switch~a"):
         keep = eng.alpha
         eng.alpha = 0.0 if v == "switch-eq6" else float(v[len("switch~a"):])
@@ -752,11 +782,15 @@ def level_profile(spec, args, cache_dir):
     got = _wait_prepped(name, args.workdir, args.deadline) if args.workdir else None
     g = got[0] if got is not None else load(name)
     mod = get_module("bvss_bfs", defines={"DG_BFS_BLOCK": BLOCK, "DG_BFS_LEVEL_NS": LEVEL_NS}, cooperative=True)
-    glob = {k: cp.ndarray((LEVEL_NS + 1,), dt, mod.get_global(f"dg_level_{k}"))
-            for k, dt in (("ns", cp.uint64), ("nq", cp.int32), ("kind", cp.int32))}
+
+    def globs(m):
+        return {k: cp.ndarray((LEVEL_NS + 1,), dt, m.get_global(f"dg_level_{k}"))
+                for k, dt in (("ns", cp.uint64), ("nq", cp.int32), ("kind", cp.int32))}
     reorder = "auto" if windows else "none"
     t0 = time.perf_counter()
-    eng = GpuBFS(g, variant="switch", reorder=reorder, window=windows[0] if windows else None, cache_dir=cache_dir)
+    eng = GpuBFS(g, variant="switch", reorder=reorder, window=windows[0] if windows else None, cache_dir=cache_dir,
+                 bu_chunk=1)
+    eng._extra_defines = {"DG_BFS_LEVEL_NS": LEVEL_NS}
     out = {"graph": name, "n": g.n, "arcs": g.m, "reorder": reorder, "setup_s": time.perf_counter() - t0,
            "info": {k: eng.info.get(k) for k in ("method", "udiv", "bvss", "window", "grid")},
            "kinds": kinds, "variants": {}}
@@ -768,8 +802,10 @@ def level_profile(spec, args, cache_dir):
     eng.grid_plain = min(eng.grid_plain, eng.grid_full)
     out["grid_timing_build"] = [eng.grid_plain, eng.grid_full]
     srcs = gap_sources(g, min(args.sources, 4))
-    for v in ("plain", "lazy", "switch", "switch-eq6") + tuple(f"switch~a{a:g}" for a in args.alphas):
+    for v in (("plain", "lazy", "switch", "switch-eq6") + tuple(f"switch~a{a:g}" for a in args.alphas)
+              + tuple(f"switch~c{k}" for k in args.chunks) + tuple(f"switch-eq6~c{k}" for k in args.chunks)):
         runs = []
+        glob = globs(chunk_module(eng, int(v.rsplit("~c", 1)[1]), **eng._extra_defines) if "~c" in v else mod)
         run_variant(eng, int(srcs[0]), v)  # warm-up
         for src in srcs:
             glob["ns"].fill(0)
@@ -806,6 +842,9 @@ def build_parser():
                    help="comma-separated graphs: per-level times of each variant (a timing build of the kernel) "
                         "into NAME.json's 'level_profile', before the --graphs rows (--graphs '' for the profile "
                         "alone)")
+    p.add_argument("--chunks", type=lambda t: [int(x) for x in t.split(",") if x], default=[],
+                   help="--level-profile: also switch and switch-eq6 with the bottom-up scan's chunk at each "
+                        "of these values (GpuBFS bu_chunk; the other rows run chunk 1)")
     p.add_argument("--alphas", type=lambda t: [float(x) for x in t.split(",") if x], default=[],
                    help="--level-profile: also the switch variant at each of these edge-test alphas "
                         "(comma-separated; config.gpu_bfs_alpha is 'switch', 0 is 'switch-eq6')")

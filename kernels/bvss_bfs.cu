@@ -103,6 +103,9 @@
 // ctr[] length (ints): the int counters below, then five 64-bit arc counters at ctr[32..41]
 #define DG_BFS_NCTR 48
 
+#ifndef DG_BFS_BU_CHUNK  // in-arcs per round of the bottom-up scan (Alg. 4), see stage 1
+#define DG_BFS_BU_CHUNK 1
+#endif
 #ifndef DG_PAR_SERIAL
 #define DG_PAR_SERIAL 32
 #endif
@@ -485,10 +488,21 @@ __device__ __forceinline__ void dg_bfs_persistent(const int4 *__restrict__ row_i
                 const int u = w * 32 + (int)lane;
                 bool found = false;
                 if (((unvis >> lane) & 1u) && u < n) {
+                    // DG_BFS_BU_CHUNK in-arcs per round: their loads, then their frontier
+                    // words, are issued together, so a round costs two memory round trips
+                    // whatever the chunk; one arc per round (chunk 1, BLEST's loop) made a
+                    // warp wait for its longest scan one arc-latency chain at a time.
                     const long long e = t_indptr[u + 1];
-                    for (long long p = t_indptr[u]; p < e; ++p) {
-                        const int v = t_indices[p];
-                        if ((fcur[v >> 5] >> (v & 31)) & 1u) { found = true; break; }
+                    for (long long p = t_indptr[u]; p < e && !found; p += DG_BFS_BU_CHUNK) {
+                        int vs[DG_BFS_BU_CHUNK];
+                        unsigned fw[DG_BFS_BU_CHUNK];
+#pragma unroll
+                        for (int k = 0; k < DG_BFS_BU_CHUNK; ++k) vs[k] = (p + k < e) ? t_indices[p + k] : -1;
+#pragma unroll
+                        for (int k = 0; k < DG_BFS_BU_CHUNK; ++k) fw[k] = (vs[k] >= 0) ? fcur[vs[k] >> 5] : 0u;
+#pragma unroll
+                        for (int k = 0; k < DG_BFS_BU_CHUNK; ++k)
+                            if ((fw[k] >> (vs[k] & 31)) & 1u) found = true;
                     }
                 }
                 const unsigned bal = __ballot_sync(DG_FULL_MASK, found);

@@ -108,6 +108,20 @@ def _check_engine(g, reorder, k=12):
                                    f"{bad.size} wrong, e.g. v={bad[:5].tolist()} got={got[bad[:5]].tolist()} "
                                    f"want={ref[i][bad[:5]].tolist()}")
     eng.tiny, eng.alpha = 8, 2.0
+    # the bottom-up scan with several in-arcs per round (GpuBFS bu_chunk), forced at every level
+    # (eta huge, edge test off) and by Eq. 6; chunks past a vertex's in-degree and rows that end
+    # inside a round included
+    for chunk in (2, 4, 16):
+        eng.bu_chunk = chunk
+        for eta in (2**30, 10):
+            eng.eta, eng.alpha = eta, 0.0
+            for i, s in enumerate(srcs):
+                got = _levels(eng, s, "switch")
+                bad = np.flatnonzero(got != ref[i])
+                assert bad.size == 0, (f"switch bu_chunk={chunk} eta={eta} reorder={reorder} source={s}: "
+                                       f"{bad.size} wrong, e.g. v={bad[:5].tolist()}")
+    eng.bu_chunk = 1
+    eng.eta, eng.tiny, eng.alpha = 10, 8, 2.0
     # the edge test's counter: in-arcs of every visited vertex, summed by runs of new vertices
     # in stage 2 (ctr[32..41] as uint64, [4] = all levels)
     indeg = np.diff(g.csc()[0])

@@ -27,6 +27,9 @@ def _g():
     (dict(alpha=True), "alpha must be"),
     (dict(alpha="2"), "alpha must be"),
     (dict(alpha=1e39), r"alpha must be .*float32 .*; got 1e\+39"),  # +inf in the kernel
+    (dict(bu_chunk=3), "bu_chunk must be one of 1, 2, 4, 8, 16; got 3"),
+    (dict(bu_chunk=True), "bu_chunk must be one of"),
+    (dict(bu_chunk=4.0), "bu_chunk must be one of"),
     (dict(variant="fast"), "variant must be one of auto, plain, lazy, switch"),
     (dict(reorder="metis"), "reorder must be one of"),
 ])

@@ -72,6 +72,9 @@ class Config:
     #: the pass is expected to scan, min(mu, unvisited * m / mf), at most alpha * mf (mf: in-arcs
     #: of the frontier; mu: of the unvisited vertices). 0: Eq. 6 alone, as the paper.
     gpu_bfs_alpha: float = 2.0
+    #: GPU BFS: in-arcs per round of the bottom-up scan (BLEST Alg. 4; DG_BFS_BU_CHUNK in
+    #: kernels/bvss_bfs.cu): the loads of a round are issued together. 1: one arc per round.
+    gpu_bfs_bu_chunk: int = 1
     #: GPU BFS: window width W of the Jaccard-with-windows reordering (BLEST Alg. 1).
     #: 16384, not the paper's 2**16: on kron:22 (H200, both kernels) BFS after W=16384 is
     #: 19% faster than after 2**16 and the reordering cheaper (gpu_bfs_session3.json).
@@ -91,6 +94,11 @@ class Config:
     #: 1024 (64 registers, 32 warps per SM): road-NY 5.09 vs 7.61 s, cond-mat-2005 31 vs 46 ms,
     #: email-Enron 15 vs 27 ms at 256 (H200, benchmarks/results/gpu_closeness_block_sweep.json).
     gpu_msbfs_block_threads: int = 1024
+    #: GPU closeness: stage 1 runs virtual slice sets of at most 32 slices one slice per lane on CUDA
+    #: cores (kernels/msbfs.cu, DG_MS_SPARSE): "on", "off" or "auto" (on when at least
+    #: msbfs.SPARSE_SHARE of the VSSs are that sparse: road networks, all of road-NY's; not
+    #: cond-mat-2005 or email-Enron, 69% each). Not yet measured on a GPU.
+    gpu_msbfs_sparse: str = "auto"
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
     #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys
     #: there: distgraph/generators/_csr_device.py; the same graph). Generating and preprocessing
@@ -139,6 +147,8 @@ def reload_config(environ=None) -> Config:
     if cfg.msbfs_batch_order not in ("auto", "degree", "ball"):
         raise InvalidArgumentError(f"DISTGRAPH_MSBFS_BATCH_ORDER must be auto, degree or ball; "
                                    f"got {cfg.msbfs_batch_order!r}")
+    if str(cfg.gpu_msbfs_sparse).lower() not in ("auto", "on", "off"):
+        raise InvalidArgumentError(f"DISTGRAPH_GPU_MSBFS_SPARSE must be auto, on or off; got {cfg.gpu_msbfs_sparse!r}")
     if cfg.gen_device not in ("cpu", "gpu"):
         raise InvalidArgumentError(f"DISTGRAPH_GEN_DEVICE must be cpu or gpu; got {cfg.gen_device!r}")
     return cfg

@@ -147,6 +147,9 @@ class GpuBFS:
         Lazy updates when U_div is above it (default ``config.gpu_bfs_udiv_threshold``).
     cache_dir : path, None or False
         Where the ordering and BVSS are cached (None: ``config.cache_dir``; False: off).
+    bu_chunk : int, optional
+        In-arcs an unvisited vertex checks per round of a bottom-up level (Alg. 4), their
+        loads issued together (default ``config.gpu_bfs_bu_chunk``; 1, 2, 4, 8 or 16).
     tiny : int, optional
         Plain scheme: levels with at most ``tiny`` queued VSSs run on one block without
         grid syncs (default :data:`TINY_DEFAULT`; 0 = every level on the whole grid).
@@ -166,7 +169,7 @@ class GpuBFS:
     """
 
     def __init__(self, graph, *, variant="auto", reorder="auto", window=None, eta=None,
-                 udiv_threshold=None, cache_dir=None, tiny=None, alpha=None):
+                 udiv_threshold=None, cache_dir=None, tiny=None, alpha=None, bu_chunk=None):
         from ...graph.core import Graph
         from ...runtime.config import config
 
@@ -198,6 +201,10 @@ class GpuBFS:
                and not isinstance(udiv_threshold, bool) and not np.isnan(udiv_threshold),
                "udiv_threshold", "a number", udiv_threshold)
         tiny = TINY_DEFAULT if tiny is None else tiny
+        bu_chunk = config.gpu_bfs_bu_chunk if bu_chunk is None else bu_chunk
+        expect(isinstance(bu_chunk, (int, np.integer)) and not isinstance(bu_chunk, bool)
+               and bu_chunk in (1, 2, 4, 8, 16), "bu_chunk", "one of 1, 2, 4, 8, 16", bu_chunk)
+        self._bu_chunk = int(bu_chunk)
         expect(isinstance(tiny, (int, np.integer)) and not isinstance(tiny, bool) and 0 <= tiny < 2**31,
                "tiny", "an integer >= 0", tiny)
         if graph.n == 0:
@@ -256,13 +263,10 @@ class GpuBFS:
         self._new_id_dev = None
         self._par = None  # parents pass: (kernel, t_indptr, t_indices, parents) on first use
         # ---- kernel and grid
-        mod = get_module("bvss_bfs", defines={"DG_BFS_BLOCK": BLOCK}, cooperative=True)
         # the all-modes kernel sizes the grid (64 registers: 4 blocks per SM, the grid every
         # measurement used); runs launch the direct-only or lazy-only compilation of it
         # (the lazy path alone needs 38 registers and is session 1's code, see the .cu)
-        self._kernel = mod.get_function("distgraph_bfs_persistent")
-        self._k_direct = mod.get_function("distgraph_bfs_direct")
-        self._k_lazy = mod.get_function("distgraph_bfs_lazy")
+        self._load_kernels()
         # Grid: all co-resident blocks for lazy/switch (much work per level).  The direct
         # scheme: one block per SM on graphs whose U_div picks it (high diameter, levels
         # short and bound by the grid sync: road-FLA 4.79 ms at 132 blocks, 5.54 at 264,
@@ -388,6 +392,32 @@ class GpuBFS:
         self._check_variant(variant)
         return self._levels_caller_device(source, variant).get()
 
+    @property
+    def bu_chunk(self) -> int:
+        """In-arcs per round of the bottom-up scan; setting it recompiles (memoized) the kernels."""
+        return self._bu_chunk
+
+    @bu_chunk.setter
+    def bu_chunk(self, k):
+        expect(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k in (1, 2, 4, 8, 16),
+               "bu_chunk", "one of 1, 2, 4, 8, 16", k)
+        self._bu_chunk = int(k)
+        self._load_kernels()
+
+    def _load_kernels(self):
+        mod = get_module("bvss_bfs", defines=self.kernel_defines(), cooperative=True)
+        self._kernel = mod.get_function("distgraph_bfs_persistent")
+        self._k_direct = mod.get_function("distgraph_bfs_direct")
+        self._k_lazy = mod.get_function("distgraph_bfs_lazy")
+
+    def kernel_defines(self, **extra) -> dict:
+        """The compile-time defines of this engine's kernels (plus ``extra``, e.g. a timing build)."""
+        d = {"DG_BFS_BLOCK": BLOCK}
+        if self._bu_chunk != 1:
+            d["DG_BFS_BU_CHUNK"] = self._bu_chunk
+        d.update(extra)
+        return d
+
     def _parents_setup(self):
         """Compile the parents kernel and upload the caller's CSR of G^T (once).
 
@@ -396,7 +426,7 @@ class GpuBFS:
         from .memory import parents_plan
 
         cp = self._cp
-        mod = get_module("bvss_bfs", defines={"DG_BFS_BLOCK": BLOCK}, cooperative=True)
+        mod = get_module("bvss_bfs", defines=self.kernel_defines(), cooperative=True)
         kern = mod.get_function("distgraph_bfs_parents")
         if self.new_id is None and self._has_transpose:
             t_ip, t_ix = self._t_ip, self._t_ix
