@@ -40,8 +40,24 @@
 //                has no fetch-min), then the owner's in-queue flag is swapped and, if it was clear,
 //                the head is enqueued into the owner's segment;
 //   1 "enqueue": the item (head, candidate, tail) is enqueued into the owner's segment; the owner
-//                applies it (local atomic minimum) and enqueues the head locally if it improved.
-// Ghost keys (ghost_on, either mode): ghost[t] (local, indexed by global id, +inf at a run's
+//                applies it (local atomic minimum) and enqueues the head locally if it improved;
+//   2 "batch":   no remote access per arc. A candidate below the ghost key (below) claims it locally
+//                (ghost[t] = min, gpred[t] = its tail) and, if t is not in the outbox of t's owner
+//                yet (flag[t], swapped to 1), appends t there; otherwise the claim is coalesced into
+//                the entry already queued. A warp ships an outbox (one lock per destination) once it
+//                holds flush_min entries, warp 0 whatever it holds after each of its items or idle
+//                looks (one warp: entries gather between its looks instead of leaving one by one,
+//                and none waits long): it takes up to DG_BF_BATCH entries,
+//                clears each flag[t] and then reads ghost[t] and gpred[t] (so a claim made before the
+//                clear is in what it reads, and one after it appends t again), writes the items
+//                (owner's local id, candidate, tail) to a staging buffer and sends them with one
+//                nvshmemx_putmem_signal_warp into the owner's inbox ring for this source (R items),
+//                the signal the count of items written. The owner's warps take up to 32 items at a
+//                time from an inbox (claim by CAS, read, release in order, then credit the sender with a
+//                remote add: the sender writes only R items past its credit) and apply them as enqueue
+//                mode does. An outbox entry counts in SENT from its append; the owner counts the item
+//                in DONE when applied, so termination waits for outboxes and inboxes alike.
+// Ghost keys (ghost_on, any mode; always on in batch mode, whose outboxes they are): ghost[t] (local, indexed by global id, +inf at a run's
 // start) is the smallest key this PE sent for t or read back from t's owner. The owner's key of
 // t only decreases and is at most every key sent to it once that relaxation is applied, so a
 // candidate that is not below ghost[t] cannot improve t: it is dropped without a remote access.
@@ -80,8 +96,18 @@
 //             count of pile 0 and 1, smallest key put in pile 0 and 1, delta (key units; the
 //             double's bits for float keys), +inf's key
 //   ctr[24]   u64 symmetric: SENT at 0, DONE at 8, STOPREQ at 16 (one 64-byte line each)
-//   ctl[8]    i64 local: scans, arcs, below, finished, stop, abort (an int: dgq::Spin), items
-//   ghost[n]  i64 local, by global id (several PEs, ghost_on): see "Ghost keys" above
+//   ctl[16]   i64 local: scans, arcs, below, finished, stop, abort (an int: dgq::Spin), items, then
+//             counters of remote relaxations (several PEs): dropped by the ghost keys, claims (sent
+//             remotely, or claimed into an outbox), coalesced (claims into an entry already queued),
+//             shipped (outbox entries put), applied (remote items applied here), flushes (puts)
+//   ghost[n]  i64 local, by global id (several PEs, ghost_on): see "Ghost keys" above; batch mode:
+//             ghost[2n], gpred = ghost + n the tail of the claim (written after it, without a lock)
+// Batch mode only (else unused): bst[6][npes] i64 local words, one 64-byte line each: outbox head,
+//   tail, items shipped, lock (per destination); inbox claimed, released (per source);
+//   oint: flag[n] int (1 while t is in an outbox), then obuf[npes][C] int (t + 1, 0 = empty);
+//   bsym[2][npes] u64 symmetric lines: credit[p] (items of mine that p has taken, added by p),
+//   sig[p] (items p has put in my inbox, set by p); inbox[npes][R] Item symmetric (ring per source);
+//   stage[npes][DG_BF_BATCH] Item symmetric (the put's source, per destination).
 #ifndef DISTGRAPH_BELLMAN_FORD_CUH
 #define DISTGRAPH_BELLMAN_FORD_CUH
 
@@ -92,6 +118,9 @@
 #endif
 #ifndef DG_BF_BLOCK
 #define DG_BF_BLOCK 128
+#endif
+#ifndef DG_BF_BATCH
+#define DG_BF_BATCH 1024  // most outbox entries shipped by one put (batch mode)
 #endif
 #ifndef DG_BF_MAX_TASKS
 #define DG_BF_MAX_TASKS 1024  // scan tasks per phase change (each at least 64 far entries)
@@ -115,7 +144,9 @@ struct Item {
 };
 
 enum { SENT = 0, DONE = 8, STOPREQ = 16 };
-enum { C_SCANS = 0, C_ARCS = 1, C_BELOW = 2, C_FINISHED = 3, C_STOP = 4, C_ABORT = 5, C_ITEMS = 6 };
+enum { C_SCANS = 0, C_ARCS = 1, C_BELOW = 2, C_FINISHED = 3, C_STOP = 4, C_ABORT = 5, C_ITEMS = 6,
+       C_DROPPED = 7, C_CLAIMS = 8, C_COALESCED = 9, C_SHIPPED = 10, C_APPLIED = 11, C_FLUSHES = 12 };
+enum { B_OHEAD = 0, B_OTAIL = 1, B_OSENT = 2, B_OLOCK = 3, B_RCLAIM = 4, B_RDONE = 5 };
 enum { P_THR = 0, P_PHASE = 1, P_CNT = 2, P_FMIN = 4, P_DELTA = 6, P_INF = 7 };
 enum { I_NEAR = 1, I_FAR = 2 };  // in-queue flag values besides 0; I_FAR + b: in far pile b
 
@@ -279,6 +310,192 @@ __device__ bool push_remote(const dgq::Queue<Item>& q, int o, const Item& x, u64
 }
 #endif
 
+// Batch mode state (see the header); built by the worker from its arguments.
+struct Batch {
+    i64* bst;
+    int* flag;
+    int* obuf;
+    i64* ghost;
+    i64* gpred;
+    u64* bsym;
+    Item* inbox;
+    Item* stage;
+    i64 R, C, flush_min;
+    const i64* offsets;
+    int npes, my_pe;
+    __device__ __forceinline__ i64* w(int f, int p) const { return bst + ((i64)f * npes + p) * 8; }
+    __device__ __forceinline__ u64* credit(int p) const { return bsym + (i64)p * 8; }
+    __device__ __forceinline__ u64* sig(int p) const { return bsym + ((i64)npes + p) * 8; }
+};
+
+#ifdef DISTGRAPH_WITH_NVSHMEM
+// The lanes with app append global id t (claimed, flag set by them) to the outbox of PE o
+// (warp-collective): counted in SENT first, one tail reservation per destination.
+__device__ bool batch_append(const Batch& b, bool app, int o, i64 t, u64* ctr, int* abort_flag) {
+    const unsigned m = __ballot_sync(DGBF_FULL, app);
+    if (m == 0) return true;
+    const int lane = threadIdx.x & 31;
+    if (lane == __ffs(m) - 1) {
+        atomicAdd(ctr + SENT, (u64)__popc(m));
+        DGBF_FENCE();
+    }
+    __syncwarp();
+    i64 idx = 0;
+    for (unsigned left = m; left;) {
+        const int lead = __ffs(left) - 1;
+        const int od = __shfl_sync(DGBF_FULL, o, lead);
+        const unsigned mo = __ballot_sync(DGBF_FULL, app && o == od);
+        i64 base = 0;
+        if (lane == lead) base = (i64)atomicAdd((u64*)b.w(B_OTAIL, od), (u64)__popc(mo));
+        base = __shfl_sync(DGBF_FULL, base, lead);
+        if ((mo >> lane) & 1u) idx = base + __popc(mo & ((1u << lane) - 1));
+        left &= ~mo;
+    }
+    bool ok = true;
+    if (app) {
+        // the slot's previous entry (idx - C) is shipped already: at most n_o entries are queued
+        // (one per flagged vertex) and C > n_o + DG_BF_BATCH; the wait is a safety net
+        int* slot = b.obuf + (i64)o * b.C + (idx & (b.C - 1));
+        dgq::Spin spin(abort_flag);
+        while (vloadi(slot) != 0)
+            if (!spin.wait()) {
+                ok = false;
+                break;
+            }
+        if (ok) atomicExch(slot, (int)(t + 1));
+    }
+    return ok;
+}
+
+// Ships up to DG_BF_BATCH entries of the outbox for PE o if it holds at least need and its lock
+// is free (warp-collective); false when aborted. Never waits for the owner: without credit the
+// entries stay for a later flush.
+__device__ bool batch_flush(const Batch& b, int o, i64 need, i64* ctl, int* abort_flag) {
+    const int lane = threadIdx.x & 31;
+    int go = 0;
+    i64 h = 0, sent = 0, k = 0;
+    if (lane == 0) {
+        i64* lock = b.w(B_OLOCK, o);
+        if (vload(b.w(B_OTAIL, o)) - vload(b.w(B_OHEAD, o)) >= need && vload(lock) == 0 &&
+            atomicCAS((u64*)lock, 0ull, 1ull) == 0ull) {
+            __threadfence();
+            h = vload(b.w(B_OHEAD, o));
+            sent = vload(b.w(B_OSENT, o));
+            const i64 room = b.R - (sent - (i64)*(const volatile u64*)b.credit(o));
+            const i64 end = b.R - (sent & (b.R - 1));  // one put, no wrap-around
+            k = vload(b.w(B_OTAIL, o)) - h;
+            if (k > room) k = room;
+            if (k > end) k = end;
+            if (k > DG_BF_BATCH) k = DG_BF_BATCH;
+            if (k > 0) go = 1;
+            else atomicExch((u64*)lock, 0ull);
+        }
+    }
+    go = __shfl_sync(DGBF_FULL, go, 0);
+    if (!go) return true;
+    h = __shfl_sync(DGBF_FULL, h, 0);
+    sent = __shfl_sync(DGBF_FULL, sent, 0);
+    k = __shfl_sync(DGBF_FULL, k, 0);
+    Item* st = b.stage + (i64)o * DG_BF_BATCH;
+    const i64 olo = b.offsets[o];
+    bool ok = true;
+    for (i64 j0 = 0; j0 < k; j0 += 32) {
+        const i64 j = j0 + lane;
+        if (j < k && ok) {
+            int* slot = b.obuf + (i64)o * b.C + ((h + j) & (b.C - 1));
+            int x;
+            dgq::Spin spin(abort_flag);
+            while ((x = vloadi(slot)) == 0)  // reserved by an appender that has not written yet
+                if (!spin.wait()) {
+                    ok = false;
+                    break;
+                }
+            if (ok) {
+                *(volatile int*)slot = 0;
+                const i64 t = (i64)x - 1;
+                atomicExch(b.flag + t, 0);  // a later claim appends t again
+                __threadfence();            // ... and every earlier one is in what is read now
+                st[j] = Item{t - olo, vload(b.ghost + t), vload(b.gpred + t)};
+            }
+        }
+    }
+    if (!__all_sync(DGBF_FULL, ok)) {
+        if (lane == 0) atomicExch((u64*)b.w(B_OLOCK, o), 0ull);
+        return false;
+    }
+    __syncwarp();
+    nvshmemx_putmem_signal_warp(b.inbox + (i64)b.my_pe * b.R + (sent & (b.R - 1)), st, (size_t)k * sizeof(Item),
+                                (uint64_t*)b.sig(b.my_pe), (uint64_t)(sent + k), NVSHMEM_SIGNAL_SET, o);
+    if (lane == 0) {
+        *(volatile i64*)b.w(B_OSENT, o) = sent + k;
+        *(volatile i64*)b.w(B_OHEAD, o) = h + k;
+        atomicAdd((u64*)(ctl + C_SHIPPED), (u64)k);
+        atomicAdd((u64*)(ctl + C_FLUSHES), 1ull);
+        __threadfence();
+        atomicExch((u64*)b.w(B_OLOCK, o), 0ull);
+    }
+    __syncwarp();
+    return true;
+}
+
+// Takes up to 32 items from one source's inbox (round robin from rr), one per lane, into it
+// and got (warp-collective); false when aborted. Claims by CAS, reads, releases in claim order
+// (the sender's credit must cover read slots only), then credits the sender.
+__device__ bool batch_drain(const Batch& b, int& rr, Item& it, bool& got, int* abort_flag) {
+    const int lane = threadIdx.x & 31;
+    int src = -1;
+    i64 c = 0, k = 0;
+    if (lane == 0) {
+        for (int i = 0; i < b.npes && src < 0; ++i) {
+            const int p = (rr + i) % b.npes;
+            if (p == b.my_pe) continue;
+            const i64 s = (i64)*(const volatile u64*)b.sig(p);
+            i64* cl = b.w(B_RCLAIM, p);
+            i64 cc = vload(cl);
+            while (cc < s) {
+                const i64 kk = s - cc < 32 ? s - cc : 32;
+                const i64 seen = (i64)atomicCAS((u64*)cl, (u64)cc, (u64)(cc + kk));
+                if (seen == cc) {
+                    src = p;
+                    c = cc;
+                    k = kk;
+                    break;
+                }
+                cc = seen;
+            }
+        }
+        rr = rr + 1 < b.npes ? rr + 1 : 0;
+        __threadfence();  // the items are read after the signal that covers them
+    }
+    src = __shfl_sync(DGBF_FULL, src, 0);
+    if (src < 0) return true;
+    c = __shfl_sync(DGBF_FULL, c, 0);
+    k = __shfl_sync(DGBF_FULL, k, 0);
+    if (lane < k) {
+        const volatile i64* x = (const volatile i64*)(b.inbox + (i64)src * b.R + ((c + lane) & (b.R - 1)));
+        it = Item{x[0], x[1], x[2]};
+        got = true;
+    }
+    __syncwarp();
+    bool ok = true;
+    if (lane == 0) {
+        __threadfence();
+        i64* done = b.w(B_RDONE, src);
+        dgq::Spin spin(abort_flag);
+        while (vload(done) != c)
+            if (!spin.wait()) {
+                ok = false;
+                break;
+            }
+        if (ok) {
+            atomicExch((u64*)done, (u64)(c + k));
+            nvshmem_ulonglong_atomic_add(b.credit(b.my_pe), (unsigned long long)k, src);
+        }
+    }
+    return __shfl_sync(DGBF_FULL, (int)ok, 0) != 0;
+}
+#endif
+
 // Warp 0, idle (warp-collective): all DONE counters, then all SENT counters; equal sums
 // mean no item is queued or in flight. Then an empty far pile ends the run; otherwise the
 // threshold rises past the pile's smallest key and the pile is handed out as scan tasks.
@@ -331,12 +548,13 @@ __device__ bool poll_termination(const dgq::Queue<Item>& q, u64* ctr, i64* ctl, 
     return true;
 }
 
-template <bool BQ>
+template <bool BQ, bool BATCH>
 __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ indices, const i64* __restrict__ w,
                        i64* dist, i64* pred, int* inq, Item* ring, u64* tickets, u64* meta, u64 N,
                        const i64* __restrict__ offsets, int npes, int my_pe, u64* ctr, i64* ctl, i64 bound_key,
                        i64 scan_limit, int remote_mode, i64* ph, int* far, i64 far_cap, int keep_flag,
-                       unsigned idle_max, i64 split, i64* ghost, int ghost_on) {
+                       unsigned idle_max, i64 split, i64* ghost, int ghost_on, i64* bst, int* oint, u64* bsym,
+                       Item* inbox, Item* stage, i64 ring_in, i64 obox_cap, i64 flush_min) {
     const int lane = threadIdx.x & 31;
     const i64 gwarp = ((i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     int* abort_flag = (int*)(ctl + C_ABORT);
@@ -349,6 +567,14 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
     (void)remote_mode;
     (void)ghost;
     (void)ghost_on;
+    const bool batch = BATCH && remote_mode == 2 && npes > 1;  // its own kernels (registers)
+    const i64 nall = offsets[npes];
+    const Batch bb{bst, oint, oint + nall, ghost, ghost + nall, bsym, inbox, stage, ring_in, obox_cap,
+                   flush_min, offsets, npes, my_pe};
+    int rr = (int)(gwarp % (npes > 0 ? npes : 1));  // first inbox this warp looks at
+    (void)batch;
+    (void)bb;
+    (void)rr;
     while (true) {
         int stop = 0;
         if (lane == 0) {
@@ -372,11 +598,32 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
             got = has_nx;
             has_nx = false;
         } else {
-            int st = q.template dequeue_warp<BQ>(my_pe, true, it, got);
-            if (st == DGQ_ABORTED) break;
+#ifdef DISTGRAPH_WITH_NVSHMEM
+            // batch mode: relaxations shipped here first (they free the senders' credit)
+            if (batch && !batch_drain(bb, rr, it, got, abort_flag)) {
+                if (lane == 0) atomicExch(abort_flag, 1);
+                break;
+            }
+            if (!__any_sync(DGBF_FULL, got))
+#endif
+            {
+                int st = q.template dequeue_warp<BQ>(my_pe, true, it, got);
+                if (st == DGQ_ABORTED) break;
+            }
         }
         unsigned gm = __ballot_sync(DGBF_FULL, got);
         if (gm == 0) {
+#ifdef DISTGRAPH_WITH_NVSHMEM
+            if (batch) {  // warp 0 ships whatever an outbox holds, the others flush_min entries
+                bool fok = true;
+                for (int o = 0; o < npes; ++o)
+                    if (o != my_pe) fok = batch_flush(bb, o, gwarp == 0 ? 1 : flush_min, ctl, abort_flag) && fok;
+                if (!fok) {
+                    if (lane == 0) atomicExch(abort_flag, 1);
+                    break;
+                }
+            }
+#endif
             if (gwarp == 0 && !poll_termination<BQ>(q, ctr, ctl, ph, npes, my_pe)) {
                 if (lane == 0) atomicExch(abort_flag, 1);
                 break;
@@ -393,15 +640,31 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
         const int cur = (int)(vload(ph + P_PHASE) & 1);
         int below = 0;
         bool ok = true;
-        // (1) scan tasks and remote relaxations, one after the other, by the whole warp
-        unsigned special = __ballot_sync(DGBF_FULL, got && (it.u >= 0 || it.u == -2));
+        // (1) remote relaxations (enqueue and batch modes), one per lane: applied here
+        const bool rem = got && it.u >= 0;
+        const unsigned remm = __ballot_sync(DGBF_FULL, rem);
+        if (remm) {
+            int want = 0;
+            if (rem && it.cand < vload(dist + it.v)) {
+                const i64 old = atomicMin((long long*)(dist + it.v), (long long)it.cand);
+                if (it.cand < old) {
+                    pred[it.v] = it.u;
+                    if (it.cand < bound_key) below = 1;
+                    want = mark(inq, it.v, it.cand, thr, cur, ph);
+                }
+            }
+            ok = queue_near<BQ>(q, want == 1, it.v, ctr, keep, nx, has_nx) && ok;  // warp-collective
+            ok = far_append(want == 2, it.v, far, ph, cur, far_cap) && ok;
+            if (lane == 0) atomicAdd((u64*)(ctl + C_APPLIED), (u64)__popc(remm));
+        }
+        // scan tasks, one after the other, by the whole warp
+        unsigned special = __ballot_sync(DGBF_FULL, got && it.u == -2);
         while (special) {
             const int sl = __ffs(special) - 1;
             special &= special - 1;
             const i64 v = __shfl_sync(DGBF_FULL, it.v, sl);
             const i64 cand = __shfl_sync(DGBF_FULL, it.cand, sl);
-            const i64 u = __shfl_sync(DGBF_FULL, it.u, sl);
-            if (u == -2) {  // far entries [v, cand) of the previous pile: near now, or kept
+            {  // far entries [v, cand) of the previous pile: near now, or kept
                 const int old = cur ^ 1;
                 for (i64 base = v; base < cand; base += 32) {
                     const i64 j = base + lane;
@@ -423,20 +686,7 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                     ok = queue_near<BQ>(q, wn, x, ctr, keep, nx, has_nx) && ok;
                     ok = far_append(wf, x, far, ph, cur, far_cap) && ok;
                 }
-                continue;
             }
-            // a remote relaxation (enqueue mode): apply it here
-            int want = 0;
-            if (lane == 0) {
-                i64 old = atomicMin((long long*)(dist + v), (long long)cand);
-                if (cand < old) {
-                    pred[v] = u;
-                    if (cand < bound_key) below = 1;
-                    want = mark(inq, v, cand, thr, cur, ph);
-                }
-            }
-            ok = queue_near<BQ>(q, want == 1, v, ctr, keep, nx, has_nx) && ok;  // warp-collective: always called
-            ok = far_append(want == 2, v, far, ph, cur, far_cap) && ok;
         }
         // (2) rescans and arc chunks: all their arcs as one list, 32 arcs per step. A vertex of
         // more than split out-arcs scans its first split here and hands the others out as
@@ -478,6 +728,9 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
         const i64 total = __shfl_sync(DGBF_FULL, incl, 31);
         const i64 excl = incl - deg;
         const int scans = __popc(__ballot_sync(DGBF_FULL, resc));
+#ifdef DISTGRAPH_WITH_NVSHMEM
+        unsigned ndrop = 0, nclaim = 0, ncoal = 0;  // this lane's remote candidates (counters)
+#endif
         for (i64 base = 0; base < total; base += 32) {
             const i64 k = base + lane;
             int src = 0;  // the lane whose arc range holds k: the first with incl > k
@@ -490,6 +743,9 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
 #ifdef DISTGRAPH_WITH_NVSHMEM
             int rowner = -1;
             Item rx{0, 0, -1};
+            bool app = false;  // batch: append tg to the outbox of PE bo
+            int bo = 0;
+            i64 tg = 0;
 #endif
             if (k < total) {
                 const i64 e = ai + (k - ei);
@@ -515,7 +771,16 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                     if (ghost_on) {
                         send = ck < vload(ghost + t) && ck < (i64)atomicMin((long long*)(ghost + t), (long long)ck);
                     }
+                    ndrop += !send;
+                    nclaim += send;
                     if (!send) {
+                    } else if (batch) {  // claimed locally: into the outbox, or coalesced
+                        *(volatile i64*)(bb.gpred + t) = ug;
+                        __threadfence();  // the claim before the flag, which a flusher clears first
+                        app = atomicExch(bb.flag + t, 1) == 0;
+                        ncoal += !app;
+                        bo = o;
+                        tg = t;
                     } else if (remote_mode == 0) {
                         i64 old = remote_min(dist + rl, ck, o);
                         if (ghost_on && old < ck) atomicMin((long long*)(ghost + t), (long long)old);
@@ -539,10 +804,23 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
             ok = queue_near<BQ>(q, want == 1, tl, ctr, keep, nx, has_nx) && ok;  // warp-collective: always called
             ok = far_append(want == 2, tl, far, ph, cur, far_cap) && ok;
 #ifdef DISTGRAPH_WITH_NVSHMEM
+            if (batch) ok = batch_append(bb, app, bo, tg, ctr, abort_flag) && ok;  // warp-collective
             if (rowner >= 0 && !push_remote<BQ>(q, rowner, rx, ctr)) ok = false;
             ok = __all_sync(DGBF_FULL, ok);
 #endif
         }
+#ifdef DISTGRAPH_WITH_NVSHMEM
+        if (npes > 1) {
+            ndrop = __reduce_add_sync(DGBF_FULL, ndrop);
+            nclaim = __reduce_add_sync(DGBF_FULL, nclaim);
+            ncoal = __reduce_add_sync(DGBF_FULL, ncoal);
+            if (lane == 0) {
+                if (ndrop) atomicAdd((u64*)(ctl + C_DROPPED), (u64)ndrop);
+                if (nclaim) atomicAdd((u64*)(ctl + C_CLAIMS), (u64)nclaim);
+                if (ncoal) atomicAdd((u64*)(ctl + C_COALESCED), (u64)ncoal);
+            }
+        }
+#endif
         const bool any_below = __any_sync(DGBF_FULL, below);
         if (lane == 0) {
             DGBF_FENCE();  // this item's enqueues (and their SENT) before its DONE
@@ -557,6 +835,12 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                 request_stop(ctr, ctl, npes, my_pe);
             }
         }
+#ifdef DISTGRAPH_WITH_NVSHMEM
+        if (batch) {  // ship the outboxes that hold flush_min entries (warp 0: any)
+            for (int o = 0; o < npes; ++o)
+                if (o != my_pe) ok = batch_flush(bb, o, gwarp == 0 ? 1 : flush_min, ctl, abort_flag) && ok;
+        }
+#endif
         if (!__all_sync(DGBF_FULL, ok)) {
             if (lane == 0) atomicExch(abort_flag, 1);
             break;
@@ -566,20 +850,31 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
 
 }  // namespace dgbf
 
-#define DGBF_KERNEL(NAME, BQ)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(DG_BF_BLOCK)                                                  \
+#define DGBF_KERNEL(NAME, BQ, BATCH, MINB)                                                                     \
+    extern "C" __global__ void __launch_bounds__(DG_BF_BLOCK, MINB)                                            \
         NAME(const long long* indptr, const int* indices, const long long* w, long long* dist, long long* pred, \
              int* inq, dgbf::Item* ring, unsigned long long* tickets, unsigned long long* meta,                  \
              unsigned long long N, const long long* offsets, int npes, int my_pe, unsigned long long* ctr,      \
              long long* ctl, long long bound_key, long long scan_limit, int remote_mode, long long* ph,         \
              int* far, long long far_cap, int keep, unsigned idle_max, long long split, long long* ghost,        \
-             int ghost_on) {                                                                                    \
-        dgbf::worker<BQ>(indptr, indices, w, dist, pred, inq, ring, tickets, meta, N, offsets, npes, my_pe, ctr, \
+             int ghost_on, long long* bst, int* oint, unsigned long long* bsym, dgbf::Item* inbox,              \
+             dgbf::Item* stage, long long ring_in, long long obox_cap, long long flush_min) {                   \
+        dgbf::worker<BQ, BATCH>(indptr, indices, w, dist, pred, inq, ring, tickets, meta, N, offsets, npes, my_pe, ctr, \
                          ctl, bound_key, scan_limit, remote_mode, ph, far, far_cap, keep, idle_max, split, ghost, \
-                         ghost_on);                                                                             \
+                         ghost_on, bst, oint, bsym, inbox, stage, ring_in, obox_cap, flush_min);               \
     }
 
-DGBF_KERNEL(distgraph_bf_queue_bq, true)
-DGBF_KERNEL(distgraph_bf_queue_bwd, false)
+DGBF_KERNEL(distgraph_bf_queue_bq, true, false, 1)
+DGBF_KERNEL(distgraph_bf_queue_bwd, false, false, 1)
+#ifdef DISTGRAPH_WITH_NVSHMEM
+// remote_mode 2 (batch): kernels of their own, so that the batch code's registers do not lower
+// the occupancy of the others; DG_BF_BATCH_MINB blocks per SM (3, as the others get at 144-146
+// registers: the batch code alone needs about 208, 2 blocks)
+#ifndef DG_BF_BATCH_MINB
+#define DG_BF_BATCH_MINB 3
+#endif
+DGBF_KERNEL(distgraph_bf_queue_bq_batch, true, true, DG_BF_BATCH_MINB)
+DGBF_KERNEL(distgraph_bf_queue_bwd_batch, false, true, DG_BF_BATCH_MINB)
+#endif
 
 #endif  // DISTGRAPH_BELLMAN_FORD_CUH

@@ -1,8 +1,10 @@
 """Queue-driven GPU Bellman-Ford over NVSHMEM on 1, 2 and 4 PEs (several PEs share the one
 test GPU in limited MPG: correctness only). Every remote relaxation (remote atomic minimum
-+ enqueue, or remote enqueue of the candidate) with either queue (BQ, BWD) must give the
-CPU backend's distances and predecessors exactly, and a reachable negative cycle must be
-raised on every rank with a confirmed negative weight.
++ enqueue, remote enqueue of the candidate, or batches of coalesced candidates shipped by
+one put each) with either queue (BQ, BWD) must give the CPU backend's distances and
+predecessors exactly (and scipy's distances), and a reachable negative cycle must be
+raised on every rank with a confirmed negative weight. The batch mode's counters must
+add up: every claim shipped or coalesced, every shipped item applied by its owner.
 
     mpirun -n 4 python tests/mpi_pytest.py --with-mpi tests/test_nvshmem_bellman_ford.py
 
@@ -20,7 +22,8 @@ from distgraph.graph import Graph
 
 pytestmark = [pytest.mark.nvshmem, pytest.mark.mpi]
 
-VARIANTS = [("bq", "atomic"), ("bq", "enqueue"), ("bwd", "atomic"), ("bwd", "enqueue")]
+VARIANTS = [("bq", "atomic"), ("bq", "enqueue"), ("bwd", "atomic"), ("bwd", "enqueue"), ("bq", "batch"),
+            ("bwd", "batch")]
 
 
 @pytest.fixture(scope="module")
@@ -72,13 +75,16 @@ def test_nvshmem_equals_cpu(pg, name):
         # BQ: vertices above 32 arcs scanned in chunks (remote arcs in chunks too); BWD: default
         q = QueueSSSP(g, w, comm, queue=queue, remote=remote, use_nvshmem=True, split=32 if queue == "bq" else 4096)
         try:
-            # with the ghost keys of remote heads (default) and, on BQ, without them
+            # with the ghost keys of remote heads (default) and, on BQ, without them (batch mode
+            # keeps them whatever the attribute); batch: every warp ships at every entry, or only
+            # warp 0 does (no outbox of these graphs fills 1024 entries)
             for ghost in (True, False) if queue == "bq" else (True,):
-                q.ghost = ghost
-                d, p, st, cyc = q.run(s, confirm, predecessors=True)
-                good = cyc is None and np.array_equal(d, ref_d) and np.array_equal(p, ref_p)
-                info.append((queue, remote, ghost, good, st.get("launches"), st.get("items")))
-                ok &= good
+                for flush in (1, 1024) if remote == "batch" else (q.flush,):
+                    q.ghost, q.flush = ghost, flush
+                    d, p, st, cyc = q.run(s, confirm, predecessors=True)
+                    good = cyc is None and np.array_equal(d, ref_d) and np.array_equal(p, ref_p)
+                    info.append((queue, remote, ghost, flush, good, st.get("launches"), st.get("items")))
+                    ok &= good
         finally:
             q.close()
     assert _all(comm, ok), info
@@ -89,14 +95,14 @@ def test_public_api_on_comm_world(pg):
     g = _graphs()["kron10_shifted"]
     c = bellman_ford(g, 5, predecessors=True, comm=MPI.COMM_SELF, backend="cpu")
     ok = True
-    for remote in ("atomic", "enqueue"):
+    for remote in ("atomic", "enqueue", "batch"):
         r = bellman_ford(g, 5, backend="gpu", mode="async", remote=remote, predecessors=True, comm=comm, verify=True)
         ok &= np.array_equal(r.distance, c.distance) and np.array_equal(r.predecessor, c.predecessor)
         ok &= r.stats["nvshmem"] == (comm.Get_size() > 1)
     assert _all(comm, ok)
 
 
-@pytest.mark.parametrize("remote", ["atomic", "enqueue"])
+@pytest.mark.parametrize("remote", ["atomic", "enqueue", "batch"])
 def test_negative_cycle_on_every_rank(pg, remote):
     from distgraph.backends.gpu.bellman_ford import QueueSSSP
 
@@ -152,3 +158,76 @@ def test_delta_ignored_on_several_pes(pg):
         bad.append(f"QueueSSSP delta {st['delta']!r} after set_delta(2)")
     every = comm.allgather(bad)
     assert not any(every), every
+
+
+def _scipy_distances(g, s):
+    """scipy's Bellman-Ford from s (float64, inf unreached) on the graph's weights."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import bellman_ford as sp_bf
+
+    src = np.repeat(np.arange(g.n), np.diff(g.indptr))
+    # scipy keeps the lightest of parallel arcs when built from COO with duplicates summed: build
+    # the matrix from the lightest arc of each pair, as the CPU backend counts them
+    w = np.asarray(g.weights, np.float64)
+    order = np.lexsort((w, g.indices, src))
+    a, b, ww = src[order], np.asarray(g.indices)[order], w[order]
+    first = np.ones(a.shape[0], bool)
+    first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
+    m = sp.csr_matrix((ww[first], (a[first], b[first])), shape=(g.n, g.n))
+    # explicit zeros are arcs for csgraph only when stored: keep them
+    return sp_bf(m, indices=s)
+
+
+@pytest.mark.parametrize("queue", ["bq", "bwd"])
+def test_batch_counters_add_up_and_scipy_agrees(pg, queue):
+    """remote="batch" forced on every graph, both flush settings: scipy's distances, the CPU
+    backend's predecessors, and counters that account for every remote candidate: claims =
+    shipped + coalesced, shipped = applied (summed over PEs), nothing on one PE. Coalescing
+    (several claims for one vertex merged before a put) must have happened on several PEs."""
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    comm = MPI.COMM_WORLD
+    several = comm.Get_size() > 1
+    bad, coalesced, dropped = [], 0, 0
+    for name, g in sorted(_graphs().items()):
+        w = _arc_weights(g, None)
+        s = int(np.argmax(np.diff(g.indptr)))
+        confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
+        ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+        sp_d = _scipy_distances(g, s)
+        q = QueueSSSP(g, w, comm, queue=queue, remote="batch", use_nvshmem=True)
+        try:
+            for flush in (1024, 1, 256):
+                q.flush = flush
+                d, p, st, cyc = q.run(s, confirm, predecessors=True)
+                reached = np.isfinite(sp_d)
+                got_inf = d == (np.inf if d.dtype.kind == "f" else np.iinfo(d.dtype).max)
+                if cyc is not None or not np.array_equal(d, ref_d) or not np.array_equal(p, ref_p):
+                    bad.append(f"{name} flush={flush}: differs from the CPU backend (cycle {cyc is not None})")
+                if not (np.array_equal(got_inf, ~reached) and np.array_equal(d[reached].astype(np.float64),
+                                                                               sp_d[reached])):
+                    bad.append(f"{name} flush={flush}: distances differ from scipy's")
+                c = {k: st[k] for k in ("remote_claims", "coalesced", "shipped", "applied", "ghost_dropped",
+                                        "flushes")}
+                if st["remote"] != "batch" or st["ghost"] is not True:
+                    bad.append(f"{name}: stats say remote={st['remote']!r}, ghost={st['ghost']!r}")
+                if c["remote_claims"] != c["shipped"] + c["coalesced"]:
+                    bad.append(f"{name} flush={flush}: claims != shipped + coalesced: {c}")
+                if c["shipped"] != c["applied"]:
+                    bad.append(f"{name} flush={flush}: shipped != applied: {c}")
+                if several and (c["shipped"] == 0 or c["flushes"] == 0 or c["flushes"] > c["shipped"]):
+                    bad.append(f"{name} flush={flush}: nothing shipped, or more puts than items: {c}")
+                if not several and any(c.values()):
+                    bad.append(f"{name} flush={flush}: remote counters on one PE: {c}")
+                coalesced += c["coalesced"]
+                dropped += c["ghost_dropped"]
+        finally:
+            q.close()
+    if several and coalesced == 0:
+        bad.append("no claim was ever coalesced on several PEs")
+    if several and dropped == 0:
+        bad.append("the ghost keys never dropped a candidate on several PEs")
+    every = comm.allgather(bad)
+    assert not any(every), every
+

@@ -20,7 +20,9 @@ Algorithm
       (``queue="bq"``) or Broker Work Distributor (``queue="bwd"``) of
       :mod:`distgraph.pgas.queue`, remote relaxations by remote atomic minimum plus
       enqueue (``remote="atomic"``) or by enqueue of ``(vertex, candidate, tail)``
-      (``remote="enqueue"``), distributed termination detection.
+      (``remote="enqueue"``), distributed termination detection; on GPUs also in batches
+      (``remote="batch"``: candidates coalesced per vertex in local outboxes, shipped by
+      one put per batch into the owner's inbox).
 
     The GPU backend (``backend="gpu"``, :mod:`distgraph.backends.gpu.bellman_ford`) runs
     the same two modes on GPUs: ``async`` as the queue-driven kernel of the paper over the
@@ -70,7 +72,7 @@ __all__ = ["bellman_ford", "SSSPResult", "unreachable", "verify_sssp", "cycle_we
 
 MODES = ("auto", "rounds", "async")
 QUEUES = ("bq", "bwd")
-REMOTES = ("atomic", "enqueue")
+REMOTES = ("atomic", "enqueue", "batch")
 
 
 def unreachable(dtype):
@@ -255,8 +257,10 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
         ``stats["mode"]`` names the mode that gave the result, ``stats["auto"]`` the choice.
     queue : {"bq", "bwd"}
         Queue of the async mode: linearizable Broker Queue or Broker Work Distributor.
-    remote : {"atomic", "enqueue"}
-        Remote relaxations of the async mode: atomic minimum then enqueue, or enqueue.
+    remote : {"atomic", "enqueue", "batch"}
+        Remote relaxations of the async mode: atomic minimum then enqueue, or enqueue, or
+        (GPU backend only; the CPU backend's async mode refuses it, its ``rounds`` mode
+        batches already) per-vertex minima shipped in batches by one put each.
     backend : {None, "auto", "cpu", "gpu"}
         ``"gpu"``: :mod:`distgraph.backends.gpu.bellman_ford`, where ``mode="rounds"`` is
         the plain round-based CuPy Bellman-Ford (every rank runs the whole graph) and
@@ -324,6 +328,10 @@ def bellman_ford(graph: Graph, source: int, *, weights=None, predecessors: bool 
     _check_delta(delta)
     comm = comm if comm is not None else MPI.COMM_WORLD
     backend = _resolve_backend(backend, comm)
+    # the same on every rank (the backend is resolved collectively): every rank raises
+    expect(not (remote == "batch" and mode == "async" and backend != "gpu"), "remote",
+           "'atomic' or 'enqueue' with the CPU backend's async mode ('batch' is GPU-only; mode='rounds' "
+           "batches remote relaxations on CPUs)", remote)
     source = int(source)
     w = _arc_weights(graph, weights)
     out_dtype = np.dtype(np.int64) if w is None else w.dtype

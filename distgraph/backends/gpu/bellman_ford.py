@@ -10,9 +10,14 @@ rank; they may share one GPU in NVSHMEM's limited MPG mode, which checks correct
 speed) run ``kernels/bellman_ford_nvshmem.cu``: each PE owns the vertex block of
 :func:`distgraph.graph.partition.partition_by_edges`, its distances, in-queue flags and
 queue segment in the symmetric heap, and relaxes another PE's vertex by a remote
-compare-and-swap minimum plus a remote enqueue of the vertex (``remote="atomic"``) or by a
-remote enqueue of ``(vertex, candidate, tail)`` (``remote="enqueue"``). Termination is
-detected in device code from per-PE counters of items sent and finished.
+compare-and-swap minimum plus a remote enqueue of the vertex (``remote="atomic"``), by a
+remote enqueue of ``(vertex, candidate, tail)`` (``remote="enqueue"``), or in batches
+(``remote="batch"``): candidates are claimed in local per-destination outboxes, coalesced
+per vertex (the smallest candidate wins, kept in the ghost keys), and shipped by one
+``nvshmemx_putmem_signal_warp`` of up to :data:`BATCH` items into the owner's inbox, which
+applies them (no remote access per arc; see ``kernels/bellman_ford.cuh``). Termination is
+detected in device code from per-PE counters of items sent and finished. ``stats`` count
+the remote candidates: dropped by the ghost keys, claimed, coalesced, shipped, applied.
 
 ``mode="rounds"``: :func:`rounds_cupy`, the round-based Bellman-Ford a CuPy user would
 write (array operations only: the out-arcs of the vertices improved in the last round are
@@ -72,6 +77,17 @@ BLOCK = 128
 _FLIP = np.int64(0x7FFFFFFFFFFFFFFF)
 _SENT, _DONE, _STOPREQ = 0, 8, 16
 _C_SCANS, _C_ARCS, _C_BELOW, _C_FINISHED, _C_STOP, _C_ABORT, _C_ITEMS = range(7)
+#: ctl counters of remote candidates (several PEs), summed over PEs into ``stats`` under these names
+_C_COUNTERS = {"ghost_dropped": 7, "remote_claims": 8, "coalesced": 9, "shipped": 10, "applied": 11,
+               "flushes": 12}
+_CTL = 16
+#: Most outbox entries one put ships (``remote="batch"``; DG_BF_BATCH in the kernel).
+BATCH = 1024
+#: Default ``flush``: a warp ships an outbox once it holds this many entries (warp 0 ships any
+#: after each of its turns). Not measured yet: a guess between few large puts and short waits.
+FLUSH = 256
+#: Largest inbox ring per source PE (items of 24 bytes; ``remote="batch"``).
+_RING_MAX = 1 << 20
 #: Stops for a negative-cycle check after which the CPU driver names the cycle (or says
 #: there is none, and the GPU run goes on without asking again); 3 "below -B" stops or 3
 #: unconfirmed predecessor cycles call it earlier. Bounds the checks when racing pred
@@ -233,12 +249,19 @@ class QueueSSSP:
     with 0). ``ghost``: on several PEs, keep the smallest key sent to (or read back from) each
     remote head and drop candidates that are not below it without a remote access (8 bytes
     per vertex of the graph on every PE; see ``kernels/bellman_ford.cuh``); an attribute a
-    run reads.
+    run reads. ``remote="batch"`` always keeps them (they are its outboxes: 20 bytes per
+    vertex of the graph with the flags and predecessors, plus outbox rings of 4 bytes per
+    slot, and symmetric inbox rings of up to 2**20 items per source PE); ``flush``
+    (``remote="batch"``): a warp ships an outbox once it holds this many entries, warp 0
+    any after each of its turns (an attribute a run reads, 1 to :data:`BATCH`).
     """
+
+    batch = False  # remote="batch" on several PEs (set by __init__)
+    flush = FLUSH
 
     def __init__(self, graph, weights, comm, *, queue="bq", remote="atomic", use_nvshmem=None,
                  capacity=None, grid=None, timeout=None, delta=None, keep=True, idle_ns=IDLE_NS, split=SPLIT,
-                 ghost=True):
+                 ghost=True, flush=FLUSH):
         from ...runtime.context import get_context
         from ..cpu.bellman_ford import _neg_bound, _setup
         from .loader import import_cupy
@@ -252,7 +275,7 @@ class QueueSSSP:
         err = None
         try:
             expect(queue in ("bq", "bwd"), "queue", "'bq' or 'bwd'", queue)
-            expect(remote in ("atomic", "enqueue"), "remote", "'atomic' or 'enqueue'", remote)
+            expect(remote in ("atomic", "enqueue", "batch"), "remote", "'atomic', 'enqueue' or 'batch'", remote)
             expect(capacity is None or (isinstance(capacity, (int, np.integer)) and capacity >= 64
                                         and capacity & (capacity - 1) == 0),
                    "capacity", "None or a power of two >= 64 (queue slots per PE)", capacity)
@@ -267,6 +290,8 @@ class QueueSSSP:
                    and 32 <= idle_ns <= 1 << 20, "idle_ns", "an int in [32, 2**20] (nanoseconds)", idle_ns)
             expect(isinstance(split, (int, np.integer)) and not isinstance(split, bool) and (split == 0 or split >= 32),
                    "split", "0 (off) or an int >= 32 (arcs per chunk of a large vertex)", split)
+            expect(isinstance(flush, (int, np.integer)) and not isinstance(flush, bool) and 1 <= flush <= BATCH,
+                   "flush", f"an int in [1, {BATCH}] (outbox entries)", flush)
         except InvalidArgumentError as e:
             err = e
         collective_check(comm, err, {"queue": queue, "remote": remote, "capacity": capacity,
@@ -274,6 +299,7 @@ class QueueSSSP:
                          "one queue-driven run over the ranks")
         self.keep, self.idle_ns, self.split = bool(keep), int(idle_ns), int(split)
         self.ghost = bool(ghost)
+        self.flush = int(flush)
         t0 = time.perf_counter()
         cp = import_cupy()
         get_context(comm, "gpu")
@@ -296,8 +322,9 @@ class QueueSSSP:
             # the largest block's arcs: the segments are symmetric (this rank's arcs gave PEs of
             # one run different capacities)
             arcs = int(np.diff(np.asarray(graph.indptr, np.int64)[self.part.offsets]).max())
-            if remote == "atomic" or size == 1:
+            if remote in ("atomic", "batch") or size == 1:
                 # room for every own vertex, plus the near-far scan tasks of one phase change
+                # (batch mode queues own vertices only: remote candidates go through the inboxes)
                 need = maxnl + _MAX_TASKS + 64
             else:
                 # remote enqueue: items (vertex, candidate) are not deduplicated, and two PEs
@@ -309,12 +336,19 @@ class QueueSSSP:
                 need += 2 * (arcs // self.split)  # arc chunks of large vertices
             capacity = 1 << max(int(need - 1).bit_length(), 6)
         self.capacity = int(capacity)
+        # batch mode (several PEs): outbox ring slots per destination (more than the entries it
+        # can hold, one per flagged vertex, plus a put's worth) and inbox ring items per source
+        self.batch = remote == "batch" and size > 1
+        self.obox_cap = 1 << int(maxnl + BATCH + 64 - 1).bit_length()
+        self.ring_in = 1 << int(min(max(maxnl, 4 * BATCH), _RING_MAX) - 1).bit_length()
         self.d_indptr = cp.asarray(self.indptr.astype(np.int64))
         self.d_indices = cp.asarray(self.indices.astype(np.int32) if self.indices.size else np.zeros(1, np.int32))
         wb = self.ww.view(np.int64) if self.isf else self.ww.astype(np.int64)
         self.d_w = cp.asarray(wb if wb.size else np.zeros(1, np.int64))
         self.d_offsets = cp.asarray(self.part.offsets.astype(np.int64))
         defines = {"DG_BF_FLOAT": int(self.isf), "DG_BF_BLOCK": BLOCK}
+        if self.nvs:
+            defines["DG_BF_BATCH"] = BATCH
         self.pg, self.q, self._sym = None, None, []
         try:
             self._init_device(cp, comm, queue, maxnl, defines, grid, timeout)
@@ -333,6 +367,14 @@ class QueueSSSP:
             for shape, dt in ((maxnl, "int64"), (maxnl, "int64"), (maxnl, "int32"), (24, "int64")):
                 self._sym.append(pg.array(shape, dt))
             self.dist, self.pred, self.inq, self.ctr = (a.local for a in self._sym)
+            if self.batch:
+                # credit and signal lines, inbox rings (one per source PE), staging (one per
+                # destination): symmetric (see kernels/bellman_ford.cuh)
+                size = comm.Get_size()
+                for shape, dt in ((2 * size * 8, "uint64"), ((size * self.ring_in, 3), "int64"),
+                                  ((size * BATCH, 3), "int64")):
+                    self._sym.append(pg.array(shape, dt))
+                self.bsym, self.inbox, self.stage = (a.local for a in self._sym[4:7])
             self.q = BrokerQueue(self.capacity, "int64", width=3, kind=queue, pgas=pg)
             self.ring, self.tickets, self.meta = self.q.ring.local, self.q.tickets.local, self.q.meta.local
             mod = load_module("bellman_ford_nvshmem", defines=defines, comm=comm)
@@ -347,14 +389,22 @@ class QueueSSSP:
             self.tickets = cp.zeros(self.capacity, cp.int64)
             self.meta = cp.zeros(24, cp.int64)
             mod = get_module("bellman_ford", defines=defines)
-        self.kernel = mod.get_function(f"distgraph_bf_queue_{queue}")
-        self.ctl = cp.zeros(8, cp.int64)
+        # batch mode: kernels of their own (the batch code's registers would lower the others' occupancy)
+        self.kernel = mod.get_function(f"distgraph_bf_queue_{queue}" + ("_batch" if self.batch else ""))
+        self.ctl = cp.zeros(_CTL, cp.int64)
         self.ph = cp.zeros(8, cp.int64)
         if comm.Get_size() > 1:
             self.far_cap = 0  # no near-far on several PEs (nothing is ever put in a pile)
         self.far = cp.zeros(max(2 * self.far_cap, 1), cp.int32)
-        # ghost keys of remote heads (several PEs): 8 bytes per vertex of the whole graph, local
-        self.d_ghost = cp.empty(self.graph.n if comm.Get_size() > 1 else 1, cp.int64)
+        # ghost keys of remote heads (several PEs): 8 bytes per vertex of the whole graph, local;
+        # batch mode: the claims' tails after them, outbox flags and rings, control words
+        n, size = self.graph.n, comm.Get_size()
+        self.d_ghost = cp.empty((2 if self.batch else 1) * n if size > 1 else 1, cp.int64)
+        self.bst = cp.zeros(6 * size * 8 if self.batch else 1, cp.int64)
+        self.oint = cp.zeros(n + size * self.obox_cap if self.batch else 1, cp.int32)
+        if not self.batch:
+            self.bsym = cp.zeros(1, cp.uint64)
+            self.inbox = self.stage = cp.zeros((1, 3), cp.int64)
         self.grid = int(grid) if grid is not None else _grid(cp, self.kernel, BLOCK)
         self.stream = cp.cuda.Stream(non_blocking=True)
         self.side = cp.cuda.Stream(non_blocking=True)
@@ -391,10 +441,13 @@ class QueueSSSP:
         cp = self.cp
         inf = np.float64(np.inf).view(np.int64) if self.isf else np.iinfo(np.int64).max
         self.dist.fill(int(inf))
-        self.d_ghost.fill(int(inf))
+        self.d_ghost[:self.graph.n if self.comm.Get_size() > 1 else 1].fill(int(inf))
         self.pred.fill(-1)
         for a in (self.inq, self.ctr, self.ring, self.tickets, self.meta, self.ctl):
             a.fill(0)
+        if self.batch:  # outbox and inbox state; the rings' contents need no reset
+            for a in (self.bst, self.oint, self.bsym):
+                a.fill(0)
         self.ph.set(self._ph0(int(inf)))
         self.timed_out = False
         if self.lo <= source < self.hi:
@@ -431,10 +484,12 @@ class QueueSSSP:
                          self.tickets, self.meta, np.uint64(self.capacity), self.d_offsets,
                          np.int32(self.comm.Get_size()), np.int32(self.comm.Get_rank()), self.ctr, self.ctl,
                          np.int64(self.bound_key), np.int64(scan_limit),
-                         np.int32(0 if self.remote == "atomic" else 1), self.ph, self.far,
+                         np.int32({"atomic": 0, "enqueue": 1, "batch": 2}[self.remote]), self.ph, self.far,
                          np.int64(self.far_cap), np.int32(self.keep), np.uint32(self.idle_ns),
                          np.int64(self.split), self.d_ghost,
-                         np.int32(self.ghost and self.comm.Get_size() > 1)))
+                         np.int32((self.ghost or self.batch) and self.comm.Get_size() > 1), self.bst, self.oint,
+                         self.bsym, self.inbox, self.stage, np.int64(self.ring_in), np.int64(self.obox_cap),
+                         np.int64(self.flush)))
             ev = self.stream.record()
         t0 = time.monotonic()
         spin = 0
@@ -516,11 +571,14 @@ class QueueSSSP:
             self._barrier()
         t_run = time.perf_counter() - t0
         ctl = self.ctl.get()
-        red = np.array([ctl[_C_ARCS], ctl[_C_ITEMS]], np.int64)
+        red = np.array([ctl[_C_ARCS], ctl[_C_ITEMS]] + [ctl[i] if i < len(ctl) else 0 for i in _C_COUNTERS.values()],
+                       np.int64)
         if size > 1:
             comm.Allreduce(MPI.IN_PLACE, red, op=MPI.SUM)
         stats = {"mode": "async", "backend": "gpu", "queue": self.queue, "remote": self.remote,
-                 "keep": self.keep, "idle_ns": self.idle_ns, "split": self.split, "ghost": self.ghost,
+                 "keep": self.keep, "idle_ns": self.idle_ns, "split": self.split,
+                 "ghost": bool(self.ghost or self.batch), "flush": self.flush if self.batch else None,
+                 **{k: int(v) for k, v in zip(_C_COUNTERS, red[2:])},
                  "nvshmem": self.nvs, "launches": launches, "checks": checks, "relaxations": int(red[0]),
                  "delta": self.delta, "phases": int(self.ph[1].get()) + 1 if self.delta else None,
                  "items": int(red[1]), "grid": [self.grid, BLOCK], "capacity": self.capacity,

@@ -1,0 +1,262 @@
+"""Benchmark: the NVSHMEM Bellman-Ford (issue 7) on 1 and several PEs, remote relaxations old
+(``atomic``, ``enqueue``, both with ghost keys) against new (``batch``: coalesced per vertex,
+shipped by one put per batch), on Kronecker graphs with uniform [1, 255] and potential-shifted
+weights (``w + p(u) - p(v)``, about 29% negative, no negative cycle).
+
+    python benchmarks/gpu_sssp_pes.py --prep DIR [--graphs kron:18,kron:20,kron:22]
+    python benchmarks/gpu_sssp_pes.py --outdir OUT --prepared DIR [--pes 1,2] [--remotes atomic,enqueue,batch]
+        [--queues bwd] [--trials 2] [--budget S]
+
+``--prep``: builds each graph once (``benchmarks/sssp_bench.py``'s cases: one source, the
+vertex of largest out-degree), both weightings, and the reference distances of the CPU backend
+(one rank; it equals scipy, tests/test_bellman_ford.py) into DIR/<graph>_<weights>.npz, so the
+``mpirun`` workers only load them. ``--outdir``: for each PE count one ``mpirun -n P`` job (one
+PE per GPU when there are enough GPUs, else PEs share them: limited MPG, correctness only) runs
+every prepared case in file order with each queue x remote variant (``QueueSSSP``, built once
+per case and variant: setup not timed), a warm-up run and ``--trials`` timed runs; on one PE the
+remote variant does not matter (no remote arcs): one run per queue. Per row: ``time_s`` (best
+wall time of ``run()`` on rank 0 between barriers: kernel, resets, the host's gather of the
+distances), ``run_s`` (best of the slowest rank's ``time_run_s``: resets and launches, no
+gather), the remote counters (ghost drops, claims, coalesced, shipped, applied, puts),
+``same_as_cpu``; and per case ``speedup_vs_1pe`` for each row of several PEs (best 1-PE
+``time_s`` over the row's). Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten
+after every job; a job that fails or runs out of ``--budget`` keeps the rows it printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _common import commit, sh as _sh  # noqa: E402
+
+WEIGHTS = ("uniform", "shifted")
+
+
+def prep(dirpath, graphs):
+    """Build every case and its CPU reference into DIR (atomic renames: a reader never sees half a file)."""
+    from mpi4py import MPI
+    from sssp_bench import build
+
+    from distgraph.algorithms.bellman_ford import _arc_weights, cycle_weight
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+    from distgraph.generators import potential_shift
+
+    d = Path(dirpath)
+    d.mkdir(parents=True, exist_ok=True)
+    for spec in graphs:
+        t0 = time.perf_counter()
+        base, s = build(spec)
+        for wk in WEIGHTS:
+            g = base if wk == "uniform" else potential_shift(base, seed=1)
+            w = _arc_weights(g, None)
+            t1 = time.perf_counter()
+            ref = run_rounds(g, w, s, MPI.COMM_SELF, lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0)[0]
+            name = f"{spec.replace(':', '')}_{wk}"
+            tmp = d / f"{name}.tmp.npz"
+            np.savez(tmp, indptr=g.indptr, indices=g.indices, weights=g.weights, directed=g.directed, source=s,
+                     ref=ref, spec=spec, weighting=wk)
+            os.replace(tmp, d / f"{name}.npz")
+            print(f"prep {name}: n={g.n} m={g.m} build+shift {t1 - t0:.1f} s, cpu reference "
+                  f"{time.perf_counter() - t1:.1f} s", flush=True)
+            t0 = time.perf_counter()
+        (d / f"{spec.replace(':', '')}.done").touch()
+
+
+def _cases(dirpath, graphs, wait_s):
+    """(name, path) of the prepared cases in --graphs order, each when its graph is ready
+    (waiting up to wait_s for it; the earlier graphs run meanwhile)."""
+    for spec in graphs:
+        done = Path(dirpath) / f"{spec.replace(':', '')}.done"
+        t0 = time.monotonic()
+        while not done.exists() and time.monotonic() - t0 < wait_s:
+            time.sleep(0.5)
+        for wk in WEIGHTS:
+            p = Path(dirpath) / f"{spec.replace(':', '')}_{wk}.npz"
+            if p.exists():
+                yield f"{spec}_{wk}", p
+
+
+def worker(dirpath, graphs, queues, remotes, trials, wait_s):
+    """Under mpirun: every case x variant on all PEs; rank 0 prints one RESULT-JSON line per row."""
+    from mpi4py import MPI
+
+    from distgraph.pgas import get_pgas
+    from distgraph.runtime.context import get_context
+
+    comm = MPI.COMM_WORLD
+    size, rank = comm.Get_size(), comm.Get_rank()
+    ctx = get_context(comm, "gpu")
+    pg = get_pgas(comm, "gpu")
+    if rank == 0:
+        print("RESULT-JSON " + json.dumps({"kind": "job", "pes": size, "limited_mpg": bool(pg.limited_mpg),
+                                           "devices": comm.gather(getattr(ctx, "device", None), root=0)}),
+              flush=True)
+    else:
+        comm.gather(getattr(ctx, "device", None), root=0)
+    for spec in graphs:
+        # rank 0 waits for the graph and says which cases there are (the same list on every rank)
+        ready = comm.bcast(list(_cases(dirpath, [spec], wait_s)) if rank == 0 else None, root=0)
+        for name, path in ready:
+            _run_case(comm, name, path, queues, remotes, trials)
+    pg.finalize()
+
+
+def _run_case(comm, name, path, queues, remotes, trials):
+    """Every queue x remote variant on one prepared case (collective); rank 0 prints the rows."""
+    from mpi4py import MPI
+
+    from distgraph.algorithms.bellman_ford import cycle_weight
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+    from distgraph.graph import Graph
+
+    size, rank = comm.Get_size(), comm.Get_rank()
+    z = np.load(path)
+    g = Graph(z["indptr"], z["indices"], z["weights"], directed=bool(z["directed"]))
+    s, ref = int(z["source"]), z["ref"]
+    w = g.weights
+    confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
+    for queue in queues:
+        for remote in remotes if size > 1 else remotes[:1]:
+            row = {"kind": "row", "case": name, "pes": size, "queue": queue, "remote": remote if size > 1 else None,
+                   "vertices": g.n, "arcs": g.m}
+            q = None
+            try:
+                t0 = time.perf_counter()
+                q = QueueSSSP(g, w, comm, queue=queue, remote=remote, use_nvshmem=True)
+                row["setup_s"] = time.perf_counter() - t0
+                q.run(s, confirm)  # warm-up (kernel load)
+                times, runs, same = [], [], True
+                for _ in range(trials):
+                    comm.Barrier()
+                    t0 = time.perf_counter()
+                    d, _, st, cyc = q.run(s, confirm)
+                    comm.Barrier()
+                    times.append(time.perf_counter() - t0)
+                    runs.append(comm.allreduce(st["time_run_s"], op=MPI.MAX))
+                    same &= cyc is None and bool(np.array_equal(d, ref))
+                row.update(time_s=min(times), times_s=times, run_s=min(runs), runs_s=runs,
+                           same_as_cpu=all(comm.allgather(same)),
+                           **{k: st.get(k) for k in ("relaxations", "items", "launches", "delta", "phases", "ghost",
+                                                     "flush", "ghost_dropped", "remote_claims", "coalesced",
+                                                     "shipped", "applied", "flushes", "grid", "capacity")})
+            except Exception as e:  # one variant failing must not lose the others
+                row["error"] = repr(e)[:1500]
+            finally:
+                if q is not None:
+                    q.close()  # collective
+            if rank == 0:
+                print("RESULT-JSON " + json.dumps(row, default=float), flush=True)
+
+
+def run_job(n, args, timeout):
+    """``mpirun -n n`` of this script's worker: its RESULT-JSON lines (those printed before a
+    timeout too) and an error entry when it did not end cleanly."""
+    from distgraph.testing import clean_mpi_env
+
+    mpirun = os.environ.get("MPIRUN", "/usr/bin/mpirun")
+    env = [x for v in ("PYTHONPATH", "NVSHMEM_DISABLE_NVLS", "NVSHMEM_REMOTE_TRANSPORT", "NVSHMEM_SYMMETRIC_SIZE",
+                       "DISTGRAPH_HANG_TIMEOUT", "DISTGRAPH_CACHE_DIR", "PYTHONUNBUFFERED") if v in os.environ
+           for x in ("-x", v)]
+    cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(n)] + env + [sys.executable, __file__] + args
+    err, out = None, ""
+    try:
+        pr = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=clean_mpi_env())
+        out = pr.stdout + pr.stderr
+        if pr.returncode:
+            err = f"exit status {pr.returncode}"
+    except subprocess.TimeoutExpired as e:
+        out = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (e.stdout, e.stderr))
+        err = f"timed out after {timeout:.0f} s"
+    lines = [json.loads(x[12:]) for x in out.splitlines() if x.startswith("RESULT-JSON ")]
+    return lines, err, out
+
+
+def summarize(rows):
+    """speedup_vs_1pe of every row of several PEs (best 1-PE time_s of the case over the row's)."""
+    best1 = {}
+    for r in rows:
+        if r.get("pes") == 1 and "time_s" in r:
+            best1[r["case"]] = min(best1.get(r["case"], np.inf), r["time_s"])
+            best1[r["case"] + "/run"] = min(best1.get(r["case"] + "/run", np.inf), r["run_s"])
+    for r in rows:
+        if r.get("pes", 1) > 1 and "time_s" in r and r["case"] in best1:
+            r["speedup_vs_1pe"] = best1[r["case"]] / r["time_s"]
+            r["run_speedup_vs_1pe"] = best1[r["case"] + "/run"] / r["run_s"]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--prep", metavar="DIR")
+    ap.add_argument("--prepared", metavar="DIR")
+    ap.add_argument("--outdir")
+    ap.add_argument("--graphs", default="kron:18,kron:20,kron:22")
+    ap.add_argument("--pes", default="1,2")
+    ap.add_argument("--queues", default="bwd")
+    ap.add_argument("--remotes", default="atomic,enqueue,batch")
+    ap.add_argument("--trials", type=int, default=2)
+    ap.add_argument("--budget", type=float, default=150.0, help="seconds for all jobs together")
+    ap.add_argument("--wait-prep", type=float, default=120.0, help="seconds a job waits for a graph's prep")
+    ap.add_argument("--worker", action="store_true")
+    a = ap.parse_args(argv)
+    graphs = [x for x in a.graphs.split(",") if x]
+    queues, remotes = [x for x in a.queues.split(",") if x], [x for x in a.remotes.split(",") if x]
+    if a.prep:
+        return prep(a.prep, graphs) or 0
+    if a.worker:
+        return worker(a.prepared, graphs, queues, remotes, a.trials, a.wait_prep) or 0
+    out = Path(a.outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    res = {"benchmark": "gpu_sssp_pes", "commit": commit(),
+           "device": _sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
+           "gpus": _sh("nvidia-smi -L").count("GPU "), "host_cpus": os.cpu_count(),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "command": " ".join(sys.argv), "graphs": graphs, "queues": queues, "remotes": remotes,
+           "trials": a.trials, "jobs": [], "rows": []}
+    save = lambda: (out / "gpu_sssp_pes.json").write_text(json.dumps(res, indent=1, default=float))  # noqa: E731
+    t_start = time.monotonic()
+    pes = [int(x) for x in a.pes.split(",") if x]
+    for i, p in enumerate(pes):
+        left = a.budget - (time.monotonic() - t_start)
+        if left < 10:
+            res["jobs"].append({"pes": p, "skipped": "budget"})
+            continue
+        # later jobs keep a share of what is left (the first, one PE, is the shortest)
+        limit = left if i == len(pes) - 1 else max(left / (len(pes) - i) * (0.8 if i == 0 else 1.0), 10)
+        args = ["--worker", "--prepared", a.prepared, "--graphs", a.graphs, "--queues", a.queues,
+                "--remotes", a.remotes, "--trials", str(a.trials), "--wait-prep", str(a.wait_prep)]
+        t0 = time.monotonic()
+        lines, err, text = run_job(p, args, limit)
+        job = {"pes": p, "wall_s": time.monotonic() - t0, "limit_s": limit}
+        job.update(next((x for x in lines if x.get("kind") == "job"), {}))
+        if err:
+            job["error"] = err
+            job["output_tail"] = text[-3000:]
+        res["jobs"].append(job)
+        res["rows"] += [x for x in lines if x.get("kind") == "row"]
+        summarize(res["rows"])
+        for r in (x for x in lines if x.get("kind") == "row"):
+            print(f"{r['case']:16s} pes={r['pes']} {r['queue']} {str(r['remote']):8s} "
+                  + (f"{r['time_s'] * 1e3:8.2f} ms run {r['run_s'] * 1e3:8.2f} ms same={r['same_as_cpu']} "
+                     f"x1pe={r.get('speedup_vs_1pe', float('nan')):.2f} coalesced={r.get('coalesced')} "
+                     f"shipped={r.get('shipped')} puts={r.get('flushes')}" if "time_s" in r else r.get("error", "")),
+                  flush=True)
+        save()
+    res["wall_s"] = time.monotonic() - t_start
+    save()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
