@@ -5,7 +5,7 @@ weights (``w + p(u) - p(v)``, about 29% negative, no negative cycle).
 
     python benchmarks/gpu_sssp_pes.py --prep DIR [--graphs kron:18,kron:20,kron:22]
     python benchmarks/gpu_sssp_pes.py --outdir OUT --prepared DIR [--pes 1,2] [--remotes atomic,enqueue,batch]
-        [--queues bwd] [--trials 2] [--budget S]
+        [--queues bwd] [--flushes 256,32] [--trials 2] [--budget S]
 
 ``--prep``: builds each graph once (``benchmarks/sssp_bench.py``'s cases: one source, the
 vertex of largest out-degree), both weightings, and the reference distances of the CPU backend
@@ -14,7 +14,8 @@ vertex of largest out-degree), both weightings, and the reference distances of t
 PE per GPU when there are enough GPUs, else PEs share them: limited MPG, correctness only) runs
 every prepared case in file order with each queue x remote variant (``QueueSSSP``, built once
 per case and variant: setup not timed), a warm-up run and ``--trials`` timed runs; on one PE the
-remote variant does not matter (no remote arcs): one run per queue. Per row: ``time_s`` (best
+remote variant does not matter (no remote arcs): one run per queue; batch rows, one per
+``--flushes`` value (``QueueSSSP.flush``, same runner). Per row: ``time_s`` (best
 wall time of ``run()`` on rank 0 between barriers: kernel, resets, the host's gather of the
 distances), ``run_s`` (best of the slowest rank's ``time_run_s``: resets and launches, no
 gather), the remote counters (ghost drops, claims, coalesced, shipped, applied, puts),
@@ -88,7 +89,7 @@ def _cases(dirpath, graphs, wait_s):
                 yield f"{spec}_{wk}", p
 
 
-def worker(dirpath, graphs, queues, remotes, trials, wait_s):
+def worker(dirpath, graphs, queues, remotes, trials, wait_s, flushes):
     """Under mpirun: every case x variant on all PEs; rank 0 prints one RESULT-JSON line per row."""
     from mpi4py import MPI
 
@@ -105,16 +106,18 @@ def worker(dirpath, graphs, queues, remotes, trials, wait_s):
               flush=True)
     else:
         comm.gather(getattr(ctx, "device", None), root=0)
+    failed = set()  # variants that failed (a hang costs DISTGRAPH_HANG_TIMEOUT): not run again
     for spec in graphs:
         # rank 0 waits for the graph and says which cases there are (the same list on every rank)
         ready = comm.bcast(list(_cases(dirpath, [spec], wait_s)) if rank == 0 else None, root=0)
         for name, path in ready:
-            _run_case(comm, name, path, queues, remotes, trials)
+            _run_case(comm, name, path, queues, remotes, trials, failed, flushes)
     pg.finalize()
 
 
-def _run_case(comm, name, path, queues, remotes, trials):
-    """Every queue x remote variant on one prepared case (collective); rank 0 prints the rows."""
+def _run_case(comm, name, path, queues, remotes, trials, failed, flushes):
+    """Every queue x remote variant on one prepared case (collective; the errors of QueueSSSP
+    are raised on every rank), but those in ``failed``; rank 0 prints the rows."""
     from mpi4py import MPI
 
     from distgraph.algorithms.bellman_ford import cycle_weight
@@ -131,32 +134,46 @@ def _run_case(comm, name, path, queues, remotes, trials):
         for remote in remotes if size > 1 else remotes[:1]:
             row = {"kind": "row", "case": name, "pes": size, "queue": queue, "remote": remote if size > 1 else None,
                    "vertices": g.n, "arcs": g.m}
+            if (queue, remote) in failed:
+                row["skipped"] = "failed on an earlier case"
+                if rank == 0:
+                    print("RESULT-JSON " + json.dumps(row), flush=True)
+                continue
             q = None
             try:
                 t0 = time.perf_counter()
                 q = QueueSSSP(g, w, comm, queue=queue, remote=remote, use_nvshmem=True)
                 row["setup_s"] = time.perf_counter() - t0
                 q.run(s, confirm)  # warm-up (kernel load)
-                times, runs, same = [], [], True
-                for _ in range(trials):
-                    comm.Barrier()
-                    t0 = time.perf_counter()
-                    d, _, st, cyc = q.run(s, confirm)
-                    comm.Barrier()
-                    times.append(time.perf_counter() - t0)
-                    runs.append(comm.allreduce(st["time_run_s"], op=MPI.MAX))
-                    same &= cyc is None and bool(np.array_equal(d, ref))
-                row.update(time_s=min(times), times_s=times, run_s=min(runs), runs_s=runs,
-                           same_as_cpu=all(comm.allgather(same)),
-                           **{k: st.get(k) for k in ("relaxations", "items", "launches", "delta", "phases", "ghost",
-                                                     "flush", "ghost_dropped", "remote_claims", "coalesced",
-                                                     "shipped", "applied", "flushes", "grid", "capacity")})
+                # batch: one row per flush setting (an attribute: same runner)
+                for flush in flushes if q.batch else (None,):
+                    if flush is not None:
+                        q.flush = flush
+                    r = dict(row)
+                    times, runs, same = [], [], True
+                    for _ in range(trials):
+                        comm.Barrier()
+                        t0 = time.perf_counter()
+                        d, _, st, cyc = q.run(s, confirm)
+                        comm.Barrier()
+                        times.append(time.perf_counter() - t0)
+                        runs.append(comm.allreduce(st["time_run_s"], op=MPI.MAX))
+                        same &= cyc is None and bool(np.array_equal(d, ref))
+                    r.update(time_s=min(times), times_s=times, run_s=min(runs), runs_s=runs,
+                             same_as_cpu=all(comm.allgather(same)),
+                             **{k: st.get(k) for k in ("relaxations", "items", "launches", "delta", "phases", "ghost",
+                                                       "flush", "ghost_dropped", "remote_claims", "coalesced",
+                                                       "shipped", "applied", "flushes", "grid", "capacity")})
+                    if rank == 0:
+                        print("RESULT-JSON " + json.dumps(r, default=float), flush=True)
+                row = None
             except Exception as e:  # one variant failing must not lose the others
                 row["error"] = repr(e)[:1500]
+                failed.add((queue, remote))
             finally:
                 if q is not None:
                     q.close()  # collective
-            if rank == 0:
+            if rank == 0 and row is not None:
                 print("RESULT-JSON " + json.dumps(row, default=float), flush=True)
 
 
@@ -206,16 +223,18 @@ def main(argv=None):
     ap.add_argument("--queues", default="bwd")
     ap.add_argument("--remotes", default="atomic,enqueue,batch")
     ap.add_argument("--trials", type=int, default=2)
+    ap.add_argument("--flushes", default="256,32", help="batch rows: QueueSSSP.flush values (same runner)")
     ap.add_argument("--budget", type=float, default=150.0, help="seconds for all jobs together")
     ap.add_argument("--wait-prep", type=float, default=120.0, help="seconds a job waits for a graph's prep")
     ap.add_argument("--worker", action="store_true")
     a = ap.parse_args(argv)
     graphs = [x for x in a.graphs.split(",") if x]
     queues, remotes = [x for x in a.queues.split(",") if x], [x for x in a.remotes.split(",") if x]
+    flushes = [int(x) for x in a.flushes.split(",") if x]
     if a.prep:
         return prep(a.prep, graphs) or 0
     if a.worker:
-        return worker(a.prepared, graphs, queues, remotes, a.trials, a.wait_prep) or 0
+        return worker(a.prepared, graphs, queues, remotes, a.trials, a.wait_prep, flushes) or 0
     out = Path(a.outdir)
     out.mkdir(parents=True, exist_ok=True)
     res = {"benchmark": "gpu_sssp_pes", "commit": commit(),
@@ -223,7 +242,7 @@ def main(argv=None):
            "gpus": _sh("nvidia-smi -L").count("GPU "), "host_cpus": os.cpu_count(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "command": " ".join(sys.argv), "graphs": graphs, "queues": queues, "remotes": remotes,
-           "trials": a.trials, "jobs": [], "rows": []}
+           "trials": a.trials, "flushes": flushes, "jobs": [], "rows": []}
     save = lambda: (out / "gpu_sssp_pes.json").write_text(json.dumps(res, indent=1, default=float))  # noqa: E731
     t_start = time.monotonic()
     pes = [int(x) for x in a.pes.split(",") if x]
@@ -235,7 +254,8 @@ def main(argv=None):
         # later jobs keep a share of what is left (the first, one PE, is the shortest)
         limit = left if i == len(pes) - 1 else max(left / (len(pes) - i) * (0.8 if i == 0 else 1.0), 10)
         args = ["--worker", "--prepared", a.prepared, "--graphs", a.graphs, "--queues", a.queues,
-                "--remotes", a.remotes, "--trials", str(a.trials), "--wait-prep", str(a.wait_prep)]
+                "--remotes", a.remotes, "--trials", str(a.trials), "--wait-prep", str(a.wait_prep),
+                "--flushes", a.flushes]
         t0 = time.monotonic()
         lines, err, text = run_job(p, args, limit)
         job = {"pes": p, "wall_s": time.monotonic() - t0, "limit_s": limit}
@@ -250,7 +270,8 @@ def main(argv=None):
             print(f"{r['case']:16s} pes={r['pes']} {r['queue']} {str(r['remote']):8s} "
                   + (f"{r['time_s'] * 1e3:8.2f} ms run {r['run_s'] * 1e3:8.2f} ms same={r['same_as_cpu']} "
                      f"x1pe={r.get('speedup_vs_1pe', float('nan')):.2f} coalesced={r.get('coalesced')} "
-                     f"shipped={r.get('shipped')} puts={r.get('flushes')}" if "time_s" in r else r.get("error", "")),
+                     f"shipped={r.get('shipped')} puts={r.get('flushes')} flush={r.get('flush')}" if "time_s" in r
+                     else str(r.get("error", r.get("skipped")))[:300]),
                   flush=True)
         save()
     res["wall_s"] = time.monotonic() - t_start

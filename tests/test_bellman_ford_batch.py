@@ -53,3 +53,70 @@ def test_gpu_runner_checks_batch_arguments_before_the_device(kw):
     g = _graph()
     with pytest.raises(InvalidArgumentError, match="remote|flush"):
         QueueSSSP(g, g.weights, MPI.COMM_SELF, **kw)
+
+
+def test_pes_benchmark_worker_rows(tmp_path, monkeypatch, capsys):
+    """benchmarks/gpu_sssp_pes.py without a GPU (stand-in runner, one rank): --prep writes the
+    cases with the CPU reference; the worker prints one row per variant, one per flush value
+    for batch, checks distances against the reference, and skips a variant in later cases
+    once it failed (a hang costs the hang timeout once)."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.errors import DistgraphError
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("gpu_sssp_pes_t", root / "benchmarks" / "gpu_sssp_pes.py")
+    b = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(b)
+    b.prep(tmp_path, ["kron:8", "kron:9"])
+    made = []
+
+    class Runner:
+        def __init__(self, graph, w, comm, queue, remote, use_nvshmem):
+            self.remote, self.batch, self.flush, self.case = remote, remote == "batch", 256, graph.n
+            made.append((graph.n, remote))
+
+        def run(self, s, confirm):
+            if self.remote == "enqueue":
+                raise DistgraphError("the GPU Bellman-Ford kernel did not finish within 20 s")
+            ref = np.load(tmp_path / f"kron{8 if self.case == 256 else 9}_uniform.npz")["ref"]
+            return ref.copy(), None, {"time_run_s": 0.001, "flush": self.flush if self.batch else None,
+                                      "coalesced": 3, "shipped": 5}, None
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(gbf, "QueueSSSP", Runner)
+    failed = set()
+    for name in ("kron:8_uniform", "kron:9_uniform"):
+        p = tmp_path / (name.replace(":", "") + ".npz")
+        b._run_case(MPI.COMM_SELF, name, p, ["bwd"], ["atomic", "enqueue", "batch"], 1, failed, [256, 32])
+    rows = [json.loads(x[12:]) for x in capsys.readouterr().out.splitlines() if x.startswith("RESULT-JSON ")]
+    # one PE: the first remote only (no remote arcs)
+    assert [(r["case"], r["remote"]) for r in rows] == [("kron:8_uniform", None), ("kron:9_uniform", None)]
+    assert all(r["same_as_cpu"] for r in rows)
+    class Two:  # the variants of several PEs, on one rank
+        def __getattr__(self, k):
+            return getattr(MPI.COMM_SELF, k)
+
+        def Get_size(self):
+            return 2
+
+    capsys.readouterr()
+    for name in ("kron:8_uniform", "kron:9_uniform"):
+        p = tmp_path / (name.replace(":", "") + ".npz")
+        b._run_case(Two(), name, p, ["bwd"], ["atomic", "enqueue", "batch"], 1, failed, [256, 32])
+    rows = [json.loads(x[12:]) for x in capsys.readouterr().out.splitlines() if x.startswith("RESULT-JSON ")]
+    got = [(r["case"][:6], r["remote"], r.get("flush"), "error" in r, "skipped" in r) for r in rows]
+    assert got == [("kron:8", "atomic", None, False, False), ("kron:8", "enqueue", None, True, False),
+                   ("kron:8", "batch", 256, False, False), ("kron:8", "batch", 32, False, False),
+                   ("kron:9", "atomic", None, False, False), ("kron:9", "enqueue", None, False, True),
+                   ("kron:9", "batch", 256, False, False), ("kron:9", "batch", 32, False, False)]
+    assert all(r["same_as_cpu"] for r in rows if "time_s" in r)
+    one = {"case": "kron:8_uniform", "pes": 1, "time_s": 0.004, "run_s": 0.003}
+    b.summarize(rows + [one])
+    assert rows[0]["speedup_vs_1pe"] == pytest.approx(one["time_s"] / rows[0]["time_s"])
