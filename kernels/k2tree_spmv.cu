@@ -55,6 +55,9 @@
 // and the same with the updates of a block combined in a shared-memory table before y
 // (one atomic per distinct row of the block; aggregate=True, not the default):
 // __global__ distgraph_k2tree_leaves_k2_agg/_k4_agg/_k8_agg (same arguments)
+// and with each 4 x 4 block's 4 inputs loaded with its code, before the scan (prefetch=True,
+// not the default until measured; see "leaves with each block's inputs loaded with its code"):
+// __global__ distgraph_k2tree_leaves_k2_pre/_k4_pre (sig, dir, codes, delta, base, g0, n, x, nin, y, left)
 // The alternative measured in benchmarks/gpu_k2tree_bench.py:
 // __global__ distgraph_k2tree_expand2_blk (sig, dir, in, g0, n, gchild0, out)
 //            two levels per launch: grandchildren codes, the middle level never written.
@@ -734,4 +737,186 @@ extern "C" __global__ void distgraph_k2tree_leaves_k8_agg(const unsigned char *_
         leaves_multi<8, true, true>(sig, dir, codes, delta, base, g0, n, x, y, s_key, s_val);
     else
         leaves_multi<8, false, true>(sig, dir, codes, delta, base, g0, n, x, y, s_key, s_val);
+}
+
+// ------------------------- leaves with each block's inputs loaded with its code (one vector)
+// The same product as leaves_multi (K = 2 or 4 aligned chunks of 256 nodes per block of
+// 256 threads), with a shorter chain of dependent loads and fewer instructions per node:
+// (1) with the signatures and directory samples, each node's code, its row and column (an
+//     unshuffle of two 32-bit halves instead of two 64-bit compactions) and at once the 4
+//     entries of x its 4 x 4 block can read (x[C .. C+3], left: x[R .. R+3]) in one vector
+//     load (16 bytes for float, 2 x 16 for double and int64, 4 for bool; scalar loads at
+//     the end of x), so x no longer waits for the scan and the leaves' signatures: the
+//     chain is {signature -> scan -> leaves' signatures} beside {code -> x}, two loads
+//     deep instead of three (signature, leaves' signatures, x; then the other cells' x);
+// (2) the K block scans in one: the K fan-outs (at most 4 each, so at most 128 per warp
+//     and chunk) packed in the bytes of one word, one warp scan for all K, the totals of
+//     the warps before taken by two __reduce_add_sync (16-bit fields) instead of a loop;
+// (3) the leaves' signatures as leaves_multi (16 bits, bit 4b+q = cell (b, q));
+// (4) the cells regrouped by output (bits permuted: bit 4o + i, o the row of the block and
+//     i the column, left the transpose), each non-empty row combined from the registers of
+//     (1) and one atomic update of y, as leaves_multi.
+// x must start on a 16-byte boundary (bool: 4; the host checks, else it runs leaves_multi);
+// nin is its length. Launch as leaves_multi (grid = ceil(chunks meeting [g0, g0 + n) / K), block 256).
+// Kernels distgraph_k2tree_leaves_k2_pre/_k4_pre (sig, dir, codes, delta, base, g0, n, x,
+// nin, y, left); DeviceMatrix(prefetch=True).
+
+// even bits of v to bits 0..15, odd bits to bits 16..31 (four delta swaps)
+__device__ __forceinline__ unsigned int unzip32(unsigned int v) {
+    unsigned int t;
+    t = (v ^ (v >> 1)) & 0x22222222u;
+    v ^= t ^ (t << 1);
+    t = (v ^ (v >> 2)) & 0x0C0C0C0Cu;
+    v ^= t ^ (t << 2);
+    t = (v ^ (v >> 4)) & 0x00F000F0u;
+    v ^= t ^ (t << 4);
+    t = (v ^ (v >> 8)) & 0x0000FF00u;
+    v ^= t ^ (t << 8);
+    return v;
+}
+
+// The entries i0 .. i0+3 of x (zero() past its end nin); x + i0 aligned to 4 entries.
+__device__ __forceinline__ void ld4(const float *p, float *v) {
+    float4 q = __ldg(reinterpret_cast<const float4 *>(p));
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void ld4(const double *p, double *v) {
+    double2 a = __ldg(reinterpret_cast<const double2 *>(p)), b = __ldg(reinterpret_cast<const double2 *>(p) + 1);
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+}
+__device__ __forceinline__ void ld4(const long long *p, long long *v) {
+    longlong2 a = __ldg(reinterpret_cast<const longlong2 *>(p)), b = __ldg(reinterpret_cast<const longlong2 *>(p) + 1);
+    v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+}
+__device__ __forceinline__ void ld4(const unsigned char *p, unsigned char *v) {
+    uchar4 q = __ldg(reinterpret_cast<const uchar4 *>(p));
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void load_inputs(const value_t *__restrict__ x, i64 i0, i64 nin, value_t *v) {
+    if (i0 + 4 <= nin) {
+        ld4(x + i0, v);
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) v[i] = i0 + i < nin ? x[i0 + i] : Semiring::zero();
+    }
+}
+
+template <int K, bool LEFT>
+__device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig, const dir_t *__restrict__ dir,
+                                           const u64 *__restrict__ codes, const unsigned int *__restrict__ delta,
+                                           const u64 *__restrict__ base, i64 g0, i64 n,
+                                           const value_t *__restrict__ x, i64 nin, value_t *__restrict__ y) {
+    static_assert(K >= 1 && K <= 4, "the packed scan holds up to 4 chunks");
+    __shared__ unsigned int wsum[DG_K2_BLOCK / 32];
+    const unsigned full = 0xffffffffu;
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const i64 c0 = g0 / DG_K2_BLOCK, clast = (g0 + n - 1) / DG_K2_BLOCK;
+    const i64 cb = c0 + (i64)blockIdx.x * K;
+    int s[K], vis[K], lam[K];
+    unsigned int ob[K];  // the row (left: column) of the block: y's entries ob * 4 .. ob * 4 + 3
+    i64 first[K];
+    value_t xv[K][4];
+    // (1) signatures, directory samples, codes and the inputs of each block
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        i64 g = (cb + j) * DG_K2_BLOCK + threadIdx.x;
+        bool mine = g >= g0 && g < g0 + n;
+        s[j] = g < g0 + n ? nib(sig, g) : 0;
+        vis[j] = mine ? s[j] : 0;
+        first[j] = cb + j <= clast ? (i64)dir[cb + j] : 0;
+        ob[j] = 0;
+        if (mine) {
+            u64 code = delta ? base[cb + j - c0] + (u64)delta[g - g0] : codes[g - g0];
+            unsigned int lo = unzip32((unsigned int)code), hi = unzip32((unsigned int)(code >> 32));
+            unsigned int col = __byte_perm(lo, hi, 0x5410), row = __byte_perm(lo, hi, 0x7632);
+            ob[j] = LEFT ? col : row;
+            load_inputs(x, (i64)(LEFT ? row : col) << 2, nin, xv[j]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) xv[j][i] = Semiring::zero();
+        }
+    }
+    // (2) the K block scans of the fan-outs: byte j of a word holds chunk j's count
+    unsigned int p = 0;
+#pragma unroll
+    for (int j = 0; j < K; ++j) p |= (unsigned int)__popc(s[j]) << (8 * j);
+    unsigned int incl = p;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        unsigned int u = __shfl_up_sync(full, incl, o);
+        if (lane >= o) incl += u;
+    }
+    if (lane == 31) wsum[w] = incl;
+    __syncthreads();
+    const unsigned int q = lane < w ? wsum[lane] : 0u;  // the totals of the warps before this one
+    const unsigned int even = __reduce_add_sync(full, q & 0x00ff00ffu);  // chunks 0, 2 in 16-bit fields
+    const unsigned int odd = __reduce_add_sync(full, (q >> 8) & 0x00ff00ffu);  // chunks 1, 3
+    const unsigned int excl = incl - p;
+#pragma unroll
+    for (int j = 0; j < K; ++j)
+        first[j] += (i64)((excl >> (8 * j)) & 255u) + (i64)((((j & 1) ? odd : even) >> (16 * (j >> 1))) & 0xffffu);
+    // (3) the leaves' signatures
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        int m = 0;
+        i64 l = first[j];
+#pragma unroll
+        for (int b = 0; b < 4; ++b)
+            if ((vis[j] >> b) & 1) m |= nib(sig, l++) << (4 * b);
+        lam[j] = m;
+    }
+    // (4) cells by output (bit 4o + i), each non-empty output combined and updated once
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+        unsigned int m = (unsigned int)lam[j];
+        if (!m) continue;
+        unsigned int t = (m ^ (m >> 2)) & 0x0C0Cu;  // bit 4b+q -> bit 4 dr + dc
+        m ^= t ^ (t << 2);
+        if (LEFT) {  // the transpose: bit 4 dc + dr
+            t = (m ^ (m >> 3)) & 0x0A0Au;
+            m ^= t ^ (t << 3);
+            t = (m ^ (m >> 6)) & 0x00CCu;
+            m ^= t ^ (t << 6);
+        }
+#pragma unroll
+        for (int o = 0; o < 4; ++o) {
+            const unsigned int r = (m >> (4 * o)) & 15u;
+            if (!r) continue;
+            value_t acc = xv[j][0];
+            bool any = false;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                if (!((r >> i) & 1)) continue;
+                acc = any ? Semiring::combine(acc, xv[j][i]) : xv[j][i];
+                any = true;
+            }
+            Semiring::flush(&y[((i64)ob[j] << 2) + o], acc);
+        }
+    }
+}
+
+extern "C" __global__ void distgraph_k2tree_leaves_k2_pre(const unsigned char *__restrict__ sig,
+                                                          const dir_t *__restrict__ dir,
+                                                          const u64 *__restrict__ codes,
+                                                          const unsigned int *__restrict__ delta,
+                                                          const u64 *__restrict__ base, i64 g0, i64 n,
+                                                          const value_t *__restrict__ x, i64 nin,
+                                                          value_t *__restrict__ y, int left) {
+    if (left)
+        leaves_pre<2, true>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+    else
+        leaves_pre<2, false>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+}
+
+extern "C" __global__ void distgraph_k2tree_leaves_k4_pre(const unsigned char *__restrict__ sig,
+                                                          const dir_t *__restrict__ dir,
+                                                          const u64 *__restrict__ codes,
+                                                          const unsigned int *__restrict__ delta,
+                                                          const u64 *__restrict__ base, i64 g0, i64 n,
+                                                          const value_t *__restrict__ x, i64 nin,
+                                                          value_t *__restrict__ y, int left) {
+    if (left)
+        leaves_pre<4, true>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+    else
+        leaves_pre<4, false>(sig, dir, codes, delta, base, g0, n, x, nin, y);
 }

@@ -68,6 +68,21 @@ it keeps the K-chunk loads, reads a slot before claiming it, and clears its tabl
 the barrier the leaves already have. Whether it pays is open: the removed band kernel,
 with no scattered atomics at all, was not faster than the one-chunk leaves (above).
 Batches are unchanged (``distgraph_k2tree_leaves_blk``).
+``prefetch=True`` (single-vector leaves with K = 2 or 4 chunks,
+``distgraph_k2tree_leaves_k<K>_pre``; opt-in until measured on a GPU): the same product
+with the 4 entries of ``x`` that a node's 4 x 4 block can read loaded in one vector load
+together with its code, before the block scan, so that ``x`` no longer waits for the
+scan and the leaves' signatures (the chain of dependent loads of a node goes from three
+deep, signature, leaves' signatures, x, to two: {signature, leaves' signatures} beside
+{code, x}); the K scans packed in the bytes of one word (one warp scan instead of K, the
+warps' totals by ``__reduce_add_sync`` instead of a loop), rows and columns by an
+unshuffle of 32-bit halves, and the cells of a block regrouped by row (left: column) by
+bit permutations, so a node costs no branch per cell. Same updates of ``y`` as the
+K-chunk leaves (one atomic per non-empty row of each 4 x 4 block). Static sm_90 code at
+K = 4, both directions, float plus_times (nvcc 13.0, nvdisasm; not a measurement of
+time): 2568 instructions against 4728, 62 branches against 388, 48 registers either.
+Needs ``x`` C-contiguous from a 16-byte boundary (4 bytes for bool); another ``x`` (a
+view into a larger array) runs the K-chunk leaves.
 Offsets from a scan per tile (``offsets="scan"``) use the thread kernels.
 
 A tree of 2**32 nodes or more (kron:24: about 4.7e9) has an int64 directory; its kernels
@@ -95,6 +110,8 @@ LEAVES_K = {1: "distgraph_k2tree_leaves_blk", 2: "distgraph_k2tree_leaves_k2", 4
 # aggregate=True: the same leaves with the updates of a block combined in shared memory
 LEAVES_AGG = {2: "distgraph_k2tree_leaves_k2_agg", 4: "distgraph_k2tree_leaves_k4_agg",
               8: "distgraph_k2tree_leaves_k8_agg"}
+# prefetch=True: the same leaves with each block's inputs loaded with its code
+LEAVES_PRE = {2: "distgraph_k2tree_leaves_k2_pre", 4: "distgraph_k2tree_leaves_k4_pre"}
 AGG_SLOTS = (8, 16, 32, 64, 128, 256)  # slots of the table per chunk of 256 nodes (256: the kernel's default)
 _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
             np.dtype(np.bool_): "unsigned char"}
@@ -288,11 +305,14 @@ class DeviceMatrix:
     ``aggregate``: the single-vector leaves combine the updates of a block in shared
     memory first (block kernels with K = 2, 4 or 8; indices of ``y`` below 2**32 - 1),
     in a table of ``aggregate_slots`` (one of ``AGG_SLOTS``) slots per chunk; 3-38x
-    slower on Kronecker graphs (see the module docstring), not a default."""
+    slower on Kronecker graphs (see the module docstring), not a default;
+    ``prefetch``: the single-vector leaves load each 4 x 4 block's inputs with its code
+    (block kernels with K = 2 or 4, not with ``aggregate``; see the module docstring)."""
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
-                 levels_per_step=1, chunks_per_block=4, aggregate=False, aggregate_slots=256):
+                 levels_per_step=1, chunks_per_block=4, aggregate=False, aggregate_slots=256,
+                 prefetch=False):
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
         if offsets not in ("directory", "scan"):
@@ -333,6 +353,13 @@ class DeviceMatrix:
             if max(tree.shape) >= 2**32 - 1:  # the table's keys are uint32, 2**32 - 1 the empty one
                 raise InvalidArgumentError(f"aggregate=True needs fewer than 2**32 - 1 rows and columns; "
                                            f"got {tree.shape}")
+        if not isinstance(prefetch, (bool, np.bool_)):
+            raise InvalidArgumentError(f"prefetch must be True or False; got {prefetch!r}")
+        self.prefetch = bool(prefetch)
+        if self.prefetch and (not can_block or kernels == "thread" or self.chunks_per_block not in LEAVES_PRE
+                              or self.aggregate):
+            raise InvalidArgumentError(f"prefetch=True needs the block kernels (directory offsets, sample={BLOCK}), "
+                                       f"chunks_per_block in {tuple(LEAVES_PRE)} and aggregate=False")
         cp = import_cupy()
         self.cp = cp
         self.block = can_block and kernels != "thread"
@@ -530,7 +557,11 @@ class DeviceMatrix:
         null = np.uint64(0)  # a null pointer: codes come from `src`
         delta, base = (a["frontier_delta"], a["frontier_base"]) if self.compact else (null, null)
         K = self.chunks_per_block if B == 1 else 1
-        if K > 1:
+        pre = K > 1 and self.prefetch and _aligned4(xd)
+        if pre:
+            leaves = mod.get_function(LEAVES_PRE[K])
+            nin = np.int64(xd.shape[0])
+        elif K > 1:
             leaves = mod.get_function(LEAVES_AGG[K] if self.aggregate else LEAVES_K[K])
         for st in self.steps:
             level, g0, n, pos = st[1], st[2], st[3], st[4]
@@ -542,12 +573,23 @@ class DeviceMatrix:
             elif st[0] == "expand2":
                 expand2(grid, (BLOCK,), (sig, dr, src, np.int64(g0), np.int64(n), np.int64(st[5]),
                                          self.bufs[level + 2]))
+            elif pre:
+                leaves(((grid[0] + K - 1) // K,), (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n),
+                                                            xd, nin, y, np.int32(1 if left else 0)))
             elif K > 1:
                 leaves(((grid[0] + K - 1) // K,), (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n),
                                                             xd, y, np.int32(1 if left else 0)))
             else:
                 leaves(grid, (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n), xd, y, np.int32(B),
                                         np.int32(1 if left else 0)))
+
+
+def _aligned4(xd):
+    """Whether the prefetching leaves can read ``xd`` 4 entries at a time (16-byte vector
+    loads, 4-byte for bool, at entries 4i): C-contiguous from a 16-byte boundary (4 bytes
+    for 1-byte entries)."""
+    a = min(16, 4 * xd.dtype.itemsize)
+    return bool(xd.flags.c_contiguous) and xd.data.ptr % a == 0
 
 
 def permuted_product(perm, inv, x, product):

@@ -1,0 +1,282 @@
+"""The prefetching single-vector leaves (``distgraph_k2tree_leaves_k<K>_pre``,
+``DeviceMatrix(prefetch=True)``) of kernels/k2tree_spmv.cu.
+
+Without a GPU: the kernel's arithmetic replayed with numpy (the unshuffle of a code into
+row and column, the K fan-out scans packed in the bytes of one word with the warps'
+totals summed in 16-bit fields, the cells of a block regrouped by row or column, the
+inputs read 4 at a time with the guard at the end of ``x``) against scipy, on matrices
+whose chunks fill the packed bytes (fan-out 4 everywhere) and whose sides are not
+multiples of 4; the option checks. With a GPU (``@pytest.mark.gpu``): the kernels
+against scipy and the K-chunk leaves, every semiring and element type, right and left,
+k2+F (compact and 8-byte codes) and tree-only at several tiles, an unaligned ``x`` (it
+must fall back), and a CUDA graph of a product.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from distgraph.errors import InvalidArgumentError
+from distgraph.formats.k2tree import K2Tree
+
+POP = np.array([bin(i).count("1") for i in range(16)], np.int64)
+M32 = np.uint64(0xFFFFFFFF)
+
+
+def _unzip32(v):
+    """unzip32 of the kernel on uint64 arrays holding 32-bit words."""
+    v = v.astype(np.uint64)
+    for s, m in ((1, 0x22222222), (2, 0x0C0C0C0C), (4, 0x00F000F0), (8, 0x0000FF00)):
+        s, m = np.uint64(s), np.uint64(m)
+        t = (v ^ (v >> s)) & m
+        v = (v ^ t ^ (t << s)) & M32
+    return v
+
+
+def _row_col(code):
+    """(row, column) of the 4 x 4 blocks as the kernel gets them: __byte_perm 0x7632 and
+    0x5410 of the unshuffled halves."""
+    lo, hi = _unzip32(code & M32), _unzip32(code >> np.uint64(32))
+    col = (lo & np.uint64(0xFFFF)) | ((hi & np.uint64(0xFFFF)) << np.uint64(16))
+    row = (lo >> np.uint64(16)) | (hi & np.uint64(0xFFFF0000))
+    return row.astype(np.int64), col.astype(np.int64)
+
+
+def _by_output(m, left):
+    """The 16 cell bits of a node regrouped: bit 4b+q -> bit 4 dr + dc (left: 4 dc + dr)."""
+    t = (m ^ (m >> 2)) & 0x0C0C
+    m = m ^ t ^ (t << 2)
+    if left:
+        t = (m ^ (m >> 3)) & 0x0A0A
+        m = m ^ t ^ (t << 3)
+        t = (m ^ (m >> 6)) & 0x00CC
+        m = m ^ t ^ (t << 6)
+    return m
+
+
+def _replay(tree, x, left, K):
+    """y of one single-vector product by the prefetching leaves with K chunks per block on
+    the cached frontier (compact codes: base per aligned chunk + delta), block by block."""
+    sigs = tree.signatures().astype(np.int64)
+    first_true = 1 + np.concatenate([[0], np.cumsum(POP[sigs])])
+    L = tree.levels
+    g0 = int(tree.level_start[L - 2])
+    n = int(tree.level_start[L - 1]) - g0
+    F = tree.frontier.astype(np.uint64)
+    c0, clast = g0 // 256, (g0 + n - 1) // 256
+    base = F[np.maximum(np.arange(c0, clast + 1) * 256, g0) - g0]
+    nin = x.shape[0]
+    y = np.zeros(tree.shape[1] if left else tree.shape[0])
+    lane, w = np.arange(256) % 32, np.arange(256) // 32
+    for bi in range(-(-(clast - c0 + 1) // K)):
+        cb = c0 + bi * K
+        p = np.zeros(256, np.uint64)
+        s, vis, first = [], [], []
+        for j in range(K):
+            g = (cb + j) * 256 + np.arange(256)
+            sj = np.where(g < g0 + n, sigs[np.minimum(g, len(sigs) - 1)], 0)
+            mine = (g >= g0) & (g < g0 + n)
+            s.append(sj)
+            vis.append(np.where(mine, sj, 0))
+            first.append(int(tree.directory[cb + j]) if cb + j <= clast else 0)
+            p |= POP[sj].astype(np.uint64) << np.uint64(8 * j)
+        incl = np.concatenate([np.cumsum(p[32 * v:32 * v + 32]) for v in range(8)]).astype(np.uint64)
+        assert int(incl.max()) < 1 << 32  # one word: no byte carries into the next
+        wsum = incl[31::32]
+        even = np.array([int(sum(int(wsum[v]) & 0x00FF00FF for v in range(ww))) for ww in range(8)])
+        odd = np.array([int(sum((int(wsum[v]) >> 8) & 0x00FF00FF for v in range(ww))) for ww in range(8)])
+        excl = incl - p
+        for j in range(K):
+            fld = (odd if j & 1 else even)[w]
+            in_warp = ((excl >> np.uint64(8 * j)) & np.uint64(255)).astype(np.int64)
+            before = in_warp + ((fld >> (16 * (j >> 1))) & 0xFFFF)
+            fj = first[j] + before
+            g = (cb + j) * 256 + np.arange(256)
+            mine = (g >= g0) & (g < g0 + n)
+            assert np.array_equal(fj[mine], first_true[g[mine]])  # the packed scan's offsets
+            for t in np.nonzero(mine)[0]:
+                code = base[cb + j - c0] + (F[g[t] - g0] - base[cb + j - c0])
+                row, col = (int(v[0]) for v in _row_col(np.array([code], np.uint64)))
+                i0, ob = (row, col) if left else (col, row)
+                xv = [x[4 * i0 + i] if 4 * i0 + i < nin else 0.0 for i in range(4)]  # load_inputs
+                m, leaf = 0, fj[t]
+                for b in range(4):
+                    if (vis[j][t] >> b) & 1:
+                        m |= int(sigs[leaf]) << (4 * b)
+                        leaf += 1
+                m = _by_output(m, left)
+                for o in range(4):
+                    r = (m >> (4 * o)) & 15
+                    if r:
+                        y[4 * ob + o] += sum(xv[i] for i in range(4) if (r >> i) & 1)
+    return y
+
+
+def _matrix(seed, shape=(901, 703)):
+    """Sides not multiples of 4 (guarded loads at the end of x), a dense corner (fan-out 4,
+    full packed bytes), dense rows and columns (colliding updates)."""
+    rng = np.random.default_rng(seed)
+    D = rng.random(shape) < 0.01
+    D[:64, :64] = True
+    D[100:110] |= rng.random((10, shape[1])) < 0.5
+    D[:, 690:700] |= rng.random((shape[0], 10)) < 0.5
+    D[-1, -1] = D[-1, 0] = D[0, -1] = True
+    return sp.csr_array(D)
+
+
+def test_unshuffle_gives_morton_row_and_column():
+    from distgraph.formats.k2tree import morton_decode
+
+    rng = np.random.default_rng(3)
+    codes = np.concatenate([rng.integers(0, 2**63, 5000, dtype=np.uint64) * np.uint64(2) + np.uint64(1),
+                            rng.integers(0, 2**40, 5000, dtype=np.uint64), np.array([0, 2**64 - 1], np.uint64)])
+    row, col = _row_col(codes)
+    r, c = morton_decode(codes)
+    assert np.array_equal(row, np.asarray(r, np.int64)) and np.array_equal(col, np.asarray(c, np.int64))
+
+
+def test_cells_regrouped_by_row_and_column():
+    for c in range(16):
+        b, q = c >> 2, c & 3
+        dr, dc = 2 * (b >> 1) + (q >> 1), 2 * (b & 1) + (q & 1)
+        assert _by_output(1 << c, False) == 1 << (4 * dr + dc)
+        assert _by_output(1 << c, True) == 1 << (4 * dc + dr)
+    m = np.arange(1 << 16)
+    for left in (False, True):  # a permutation of the 16 bits: every mask maps to a distinct one
+        assert np.array_equal(np.sort(_by_output(m, left)), m)
+
+
+@pytest.mark.parametrize("K", [2, 4])
+@pytest.mark.parametrize("left", [False, True])
+def test_prefetch_leaves_replayed_on_host(K, left):
+    A = _matrix(5)
+    t = K2Tree.from_scipy(A, cached_frontier=True)
+    assert t.level_sizes()[t.levels - 2] > 256 * K  # several blocks
+    M = (A.T if left else A).astype(np.float64)
+    x = np.random.default_rng(6).standard_normal(M.shape[1])
+    np.testing.assert_allclose(_replay(t, x, left, K), M @ x, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(prefetch=1), "prefetch must be True or False; got 1"),
+    (dict(prefetch=True, chunks_per_block=1), r"prefetch=True needs .*chunks_per_block in \(2, 4\)"),
+    (dict(prefetch=True, chunks_per_block=8), r"prefetch=True needs .*chunks_per_block in \(2, 4\)"),
+    (dict(prefetch=True, aggregate=True), r"prefetch=True needs .*aggregate=False"),
+    (dict(prefetch=True, kernels="thread"), r"prefetch=True needs the block kernels"),
+    (dict(prefetch=True, offsets="scan"), r"prefetch=True needs the block kernels"),
+])
+def test_prefetch_arguments_refused_before_cupy(kw, msg):
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+
+    t = K2Tree.from_coo([0, 1, 2, 3], [1, 0, 3, 2], (4, 4))
+    with pytest.raises(InvalidArgumentError, match=msg):
+        DeviceMatrix(t, **kw)
+
+
+# --------------------------------------------------------------------- GPU
+def _min_plus_ref(M, xm):
+    C = sp.coo_array(M)
+    ref = np.full((M.shape[0],) + xm.shape[1:], np.inf)
+    np.minimum.at(ref, C.row, xm[C.col] + 1)
+    return ref
+
+
+def _xs(k, seed):
+    rng = np.random.default_rng(seed)
+    xm = rng.integers(0, 20, (k, 1)).astype(np.float64)
+    xm[rng.random((k, 1)) < 0.3] = np.inf
+    return (rng.standard_normal((k, 1)), rng.integers(-50, 50, (k, 1)).astype(np.int64),
+            rng.random((k, 1)) < 0.3, xm)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("K", [2, 4])
+def test_gpu_prefetch_leaves_match_scipy_and_default(K):
+    """prefetch=True on a 901 x 703 matrix with a dense corner, dense rows and columns and
+    cells in the last row and column (x's end read by the guarded loads) and on kron:12:
+    k2+F compact and 8-byte codes, tree-only with one and several leaves launches, right
+    and left, every semiring and element type (float64, float32, int64, bool) give scipy's
+    product (float to 1e-12 / 1e-4; int64, lor_land and min_plus exactly) and exactly the
+    K-chunk leaves' (int64, lor_land, min_plus). A product whose x is a view starting one
+    entry into an array (not aligned to 4 entries) falls back to the K-chunk leaves and is
+    still right."""
+    import cupy as cp
+
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix, _aligned4
+    from distgraph.generators import from_spec
+
+    g = from_spec("kron:12")
+    mats = {"dense-rows": _matrix(7),
+            "kron12": sp.csr_array((np.ones(g.m), g.indices, g.indptr), shape=(g.n, g.n))}
+    for name, A in mats.items():
+        P = sp.csr_array(A != 0).astype(np.float64)
+        t = K2Tree.from_scipy(A, top_nodes=16)
+        for cached, compact, tile in ((True, True, 1 << 20), (True, False, 1 << 20), (False, True, 1 << 20),
+                                      (False, True, 512), (False, True, 4)):
+            if tile == 4 and name == "kron12":  # thousands of launches: the small matrix only
+                continue
+            kw = dict(tile=tile, cached_frontier=cached, compact_frontier=compact, chunks_per_block=K)
+            base, dm = DeviceMatrix(t, **kw), DeviceMatrix(t, prefetch=True, **kw)
+            assert dm.prefetch and dm.block and dm.chunks_per_block == K
+            if tile < 1 << 20:
+                assert sum(st[0] == "leaves" for st in dm.steps) > 1
+            for left in (False, True):
+                M = P.T if left else P
+                msg = (name, cached, compact, tile, left)
+                xf, xi, xb, xm = _xs(M.shape[1], 50 + tile % 97)
+                np.testing.assert_allclose(dm.multiply(xf, semiring.plus_times, left), M @ xf,
+                                           rtol=1e-12, atol=1e-12, err_msg=str(msg))
+                x32 = xf.astype(np.float32)
+                np.testing.assert_allclose(dm.multiply(x32, semiring.plus_times, left), M @ x32.astype(np.float64),
+                                           rtol=1e-4, atol=1e-4, err_msg=str(msg))
+                yi = dm.multiply(xi, semiring.plus_times, left)
+                assert np.array_equal(yi, M.astype(np.int64) @ xi), msg
+                assert np.array_equal(yi, base.multiply(xi, semiring.plus_times, left)), msg
+                yb = dm.multiply(xb, semiring.lor_land, left)
+                assert np.array_equal(yb, (M @ xb.astype(float)) > 0), msg
+                assert np.array_equal(yb, base.multiply(xb, semiring.lor_land, left)), msg
+                for dtype in (np.float64, np.float32):
+                    xmd = xm.astype(dtype)
+                    ym = dm.multiply(xmd, semiring.min_plus, left)
+                    assert np.array_equal(ym, _min_plus_ref(M, xmd.astype(np.float64))), msg
+                    assert np.array_equal(ym, base.multiply(xmd, semiring.min_plus, left)), msg
+                # an x not aligned to 4 entries: the K-chunk leaves run instead
+                big = cp.asarray(np.concatenate([[[0.0]], xf]))
+                xv = big[1:]
+                assert not _aligned4(xv) and _aligned4(cp.asarray(xf))
+                out = cp.empty((M.shape[0], 1))
+                dm.multiply(xv, semiring.plus_times, left, out=out)
+                np.testing.assert_allclose(cp.asnumpy(out), M @ xf, rtol=1e-12, atol=1e-12, err_msg=str(msg))
+        dm = DeviceMatrix(t, cached_frontier=True, chunks_per_block=K, prefetch=True)
+        xd = cp.asarray(_xs(A.shape[1], 9)[0])
+        y = cp.empty((A.shape[0], 1))
+        gr = dm.graph(xd, y, semiring.plus_times, False)
+        assert gr is not None
+        y.fill(7.0)
+        gr.launch()
+        np.testing.assert_allclose(cp.asnumpy(y), P @ cp.asnumpy(xd), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.gpu
+def test_gpu_prefetch_leaves_64bit_directory():
+    """A 64-bit directory (trees of 2**32 nodes or more; forced here) gives the same
+    products with prefetch=True."""
+    import dataclasses
+
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+
+    A = _matrix(11, (700, 500))
+    P = sp.csr_array(A != 0).astype(np.float64)
+    t = K2Tree.from_scipy(A, top_nodes=16)
+    t64 = dataclasses.replace(t, directory=t.directory.astype(np.int64))
+    for kw in (dict(cached_frontier=True), dict(tile=64)):
+        dm = DeviceMatrix(t64, prefetch=True, **kw)
+        assert dm.dir64
+        for left in (False, True):
+            M = P.T if left else P
+            xf, _, xb, xm = _xs(M.shape[1], 12)
+            np.testing.assert_allclose(dm.multiply(xf, semiring.plus_times, left), M @ xf, rtol=1e-12, atol=1e-12)
+            assert np.array_equal(dm.multiply(xb, semiring.lor_land, left), (M @ xb.astype(float)) > 0)
+            assert np.array_equal(dm.multiply(xm, semiring.min_plus, left), _min_plus_ref(M, xm))
