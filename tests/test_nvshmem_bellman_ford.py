@@ -231,3 +231,39 @@ def test_batch_counters_add_up_and_scipy_agrees(pg, queue):
     every = comm.allgather(bad)
     assert not any(every), every
 
+
+
+def test_batch_small_inbox_rings_wrap(pg, monkeypatch):
+    """Inbox rings of 64 items per source (the default is up to 2**20): puts wrap around the
+    ring and wait for the owner's credit, and the answer is still the CPU backend's, with the
+    counters adding up; more than 64 items shipped on several PEs (the ring wrapped)."""
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    comm = MPI.COMM_WORLD
+    several = comm.Get_size() > 1
+    monkeypatch.setattr(gbf, "_RING_MAX", 64)
+    bad, shipped = [], 0
+    for name, g in sorted(_graphs().items()):
+        w = _arc_weights(g, None)
+        s = int(np.argmax(np.diff(g.indptr)))
+        confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
+        ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+        q = gbf.QueueSSSP(g, w, comm, queue="bwd", remote="batch", use_nvshmem=True)
+        try:
+            if several and q.ring_in != 64:
+                bad.append(f"{name}: inbox ring of {q.ring_in} items, not 64")
+            for flush in (1, 1024):
+                q.flush = flush
+                d, p, st, cyc = q.run(s, confirm, predecessors=True)
+                if cyc is not None or not np.array_equal(d, ref_d) or not np.array_equal(p, ref_p):
+                    bad.append(f"{name} flush={flush}: differs from the CPU backend")
+                if st["remote_claims"] != st["shipped"] + st["coalesced"] or st["shipped"] != st["applied"]:
+                    bad.append(f"{name} flush={flush}: counters do not add up: {st}")
+                shipped += st["shipped"]
+        finally:
+            q.close()
+    if several and shipped <= 64:
+        bad.append(f"only {shipped} items shipped: the rings never wrapped")
+    every = comm.allgather(bad)
+    assert not any(every), every

@@ -86,7 +86,8 @@ BATCH = 1024
 #: Default ``flush``: a warp ships an outbox once it holds this many entries (warp 0 ships any
 #: after each of its turns). Not measured yet: a guess between few large puts and short waits.
 FLUSH = 256
-#: Largest inbox ring per source PE (items of 24 bytes; ``remote="batch"``).
+#: Largest inbox ring per source PE (items of 24 bytes; ``remote="batch"``); read at
+#: construction (a test shrinks it to make puts wrap around and wait for credit).
 _RING_MAX = 1 << 20
 #: Stops for a negative-cycle check after which the CPU driver names the cycle (or says
 #: there is none, and the GPU run goes on without asking again); 3 "below -B" stops or 3
@@ -341,6 +342,7 @@ class QueueSSSP:
         self.batch = remote == "batch" and size > 1
         self.obox_cap = 1 << int(maxnl + BATCH + 64 - 1).bit_length()
         self.ring_in = 1 << int(min(max(maxnl, 4 * BATCH), _RING_MAX) - 1).bit_length()
+        self.ring_in = max(self.ring_in, 32)
         self.d_indptr = cp.asarray(self.indptr.astype(np.int64))
         self.d_indices = cp.asarray(self.indices.astype(np.int32) if self.indices.size else np.zeros(1, np.int32))
         wb = self.ww.view(np.int64) if self.isf else self.ww.astype(np.int64)
