@@ -73,8 +73,11 @@ class Config:
     #: of the frontier; mu: of the unvisited vertices). 0: Eq. 6 alone, as the paper.
     gpu_bfs_alpha: float = 2.0
     #: GPU BFS: in-arcs per round of the bottom-up scan (BLEST Alg. 4; DG_BFS_BU_CHUNK in
-    #: kernels/bvss_bfs.cu): the loads of a round are issued together. 1: one arc per round.
-    gpu_bfs_bu_chunk: int = 1
+    #: kernels/bvss_bfs.cu): the loads of a round are issued together. 1: one arc per round, as
+    #: BLEST. 4 on the H200 (64 GAP sources, switch-eq6, chunk 1 / 4 / 8): urand:27 15.18 / 13.52 /
+    #: 15.59 ms, kron:27 7.42 / 7.16 / 7.40, urand:21 0.241 / 0.222 / 0.225, kron:24 (Jaccard)
+    #: 0.948 / 0.941 / 0.940 (benchmarks/results/session6_x2/call3/).
+    gpu_bfs_bu_chunk: int = 4
     #: GPU BFS: window width W of the Jaccard-with-windows reordering (BLEST Alg. 1).
     #: 16384, not the paper's 2**16: on kron:22 (H200, both kernels) BFS after W=16384 is
     #: 19% faster than after 2**16 and the reordering cheaper (gpu_bfs_session3.json).
