@@ -869,7 +869,8 @@ DGBF_KERNEL(distgraph_bf_queue_bwd, false, false, 1)
 #ifdef DISTGRAPH_WITH_NVSHMEM
 // remote_mode 2 (batch): kernels of their own, so that the batch code's registers do not lower
 // the occupancy of the others; DG_BF_BATCH_MINB blocks per SM (3, as the others get at 144-146
-// registers: the batch code alone needs about 208, 2 blocks)
+// registers; without the bound ptxas of CUDA 13.0 gave the batch kernels 202-208 registers, 2 blocks
+// per SM, and with it 145-154 and no spills, sm_90)
 #ifndef DG_BF_BATCH_MINB
 #define DG_BF_BATCH_MINB 3
 #endif
