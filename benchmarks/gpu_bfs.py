@@ -130,9 +130,9 @@ def parse_variants(text):
         return None
     for name in names:
         v, ok = name, True
-        if "~c" in v:  # any variant with the bottom-up scan's chunk K (GpuBFS bu_chunk)
+        if "~c" in v:  # any variant with the bottom-up scan's chunk K (GpuBFS bu_chunk), "l": work lists
             v, k = v.rsplit("~c", 1)
-            ok = k in ("1", "2", "4", "8", "16")
+            ok = k.rstrip("l") in ("1", "2", "4", "8", "16")
         ok = ok and v in VARIANTS
         if v.startswith("switch~a"):
             try:
@@ -141,7 +141,7 @@ def parse_variants(text):
                 ok = False
         if not ok:
             raise argparse.ArgumentTypeError(f"variant must be one of {', '.join(VARIANTS)} or switch~aX, "
-                                             f"optionally followed by ~cK (K in 1, 2, 4, 8, 16); got {name!r}")
+                                             f"optionally followed by ~cK or ~cKl (K in 1, 2, 4, 8, 16; l: bu_list); got {name!r}")
     if len(set(names)) != len(names):
         raise argparse.ArgumentTypeError(f"variants must not repeat; got {text!r}")
     return tuple(names)
@@ -348,15 +348,16 @@ def timed(fn, sync):
 
 
 def chunk_module(eng, k, **extra):
-    """The bvss_bfs module of ``eng`` compiled with bottom-up chunk ``k`` (plus ``extra`` defines)."""
+    """The bvss_bfs module of ``eng`` compiled with bottom-up chunk ``k`` ("4", or "4l" with the
+    work lists of bu_list) plus ``extra`` defines."""
     from distgraph.backends.gpu.loader import get_module
 
-    keep = eng._bu_chunk
-    eng._bu_chunk = k  # not the setter: the engine's own kernels stay
+    keep = eng._bu_chunk, eng._bu_list
+    eng._bu_chunk, eng._bu_list = int(str(k).rstrip("l")), str(k).endswith("l")  # not the setters
     try:
         return get_module("bvss_bfs", defines=eng.kernel_defines(**extra), cooperative=True)
     finally:
-        eng._bu_chunk = keep
+        eng._bu_chunk, eng._bu_list = keep
 
 
 def run_variant(eng, s, v):
@@ -366,7 +367,7 @@ def run_variant(eng, s, v):
     e.g. the level-timing build, kept)."""
     if "~c" in v:
         base, k = v.rsplit("~c", 1)
-        mod = chunk_module(eng, int(k), **getattr(eng, "_extra_defines", {}))
+        mod = chunk_module(eng, k, **getattr(eng, "_extra_defines", {}))
         keep = (eng._kernel, eng._k_direct, eng._k_lazy)
         eng._kernel = mod.get_function("distgraph_bfs_persistent")
         eng._k_direct = mod.get_function("distgraph_bfs_direct")
@@ -805,7 +806,7 @@ def level_profile(spec, args, cache_dir):
     for v in (("plain", "lazy", "switch", "switch-eq6") + tuple(f"switch~a{a:g}" for a in args.alphas)
               + tuple(f"switch~c{k}" for k in args.chunks) + tuple(f"switch-eq6~c{k}" for k in args.chunks)):
         runs = []
-        glob = globs(chunk_module(eng, int(v.rsplit("~c", 1)[1]), **eng._extra_defines) if "~c" in v else mod)
+        glob = globs(chunk_module(eng, v.rsplit("~c", 1)[1], **eng._extra_defines) if "~c" in v else mod)
         run_variant(eng, int(srcs[0]), v)  # warm-up
         for src in srcs:
             glob["ns"].fill(0)
@@ -842,9 +843,9 @@ def build_parser():
                    help="comma-separated graphs: per-level times of each variant (a timing build of the kernel) "
                         "into NAME.json's 'level_profile', before the --graphs rows (--graphs '' for the profile "
                         "alone)")
-    p.add_argument("--chunks", type=lambda t: [int(x) for x in t.split(",") if x], default=[],
+    p.add_argument("--chunks", type=lambda t: [x for x in t.split(",") if x], default=[],
                    help="--level-profile: also switch and switch-eq6 with the bottom-up scan's chunk at each "
-                        "of these values (GpuBFS bu_chunk; the other rows run chunk 1)")
+                        "of these values (GpuBFS bu_chunk; K or Kl, l: bu_list; the other rows run chunk 1)")
     p.add_argument("--alphas", type=lambda t: [float(x) for x in t.split(",") if x], default=[],
                    help="--level-profile: also the switch variant at each of these edge-test alphas "
                         "(comma-separated; config.gpu_bfs_alpha is 'switch', 0 is 'switch-eq6')")

@@ -106,6 +106,12 @@
 #ifndef DG_BFS_BU_CHUNK  // in-arcs per round of the bottom-up scan (Alg. 4), see stage 1
 #define DG_BFS_BU_CHUNK 1
 #endif
+#ifndef DG_BFS_BU_LIST  // 1: bottom-up levels hand vertices to idle lanes (dg_bottom_up_list)
+#define DG_BFS_BU_LIST 0
+#endif
+#ifndef DG_BFS_BU_GROUP  // consecutive words a warp takes at a time in that mode
+#define DG_BFS_BU_GROUP 8
+#endif
 #ifndef DG_PAR_SERIAL
 #define DG_PAR_SERIAL 32
 #endif
@@ -313,6 +319,85 @@ __device__ __forceinline__ void dg_lazy_mark(int u, int d, unsigned *vnext) {
 }
 
 // KIND: 0 = any mode, 1 = direct modes only, 2 = lazy modes only (see the top).
+#if DG_BFS_BU_LIST
+// Position of the r-th (0-based) set bit of m; r < popc(m).
+__device__ __forceinline__ int dg_nth_bit(unsigned m, int r) {
+    int pos = 0;
+#pragma unroll
+    for (int s = 16; s >= 1; s >>= 1) {
+        const int c = __popc(m & ((1u << s) - 1u));
+        if (r >= c) { r -= c; m >>= s; pos += s; }
+    }
+    return pos;
+}
+
+// Bottom-up level (Alg. 4) with a work list per warp (DG_BFS_BU_LIST): the warp walks its
+// words (groups of DG_BFS_BU_GROUP consecutive words, grid-strided) and hands their unvisited
+// vertices to lanes as lanes fall idle, so a lane whose vertex found a parent (or ran out of
+// in-arcs) takes the next vertex at once instead of waiting for the warp's longest scan, as
+// one vertex per lane does.  Found vertices are ORed into Vnext with one atomic per word per
+// round (lanes grouped by __match_any_sync).
+__device__ __forceinline__ void dg_bottom_up_list(unsigned lane, int warp, int nwarps, int n, int nw,
+                                                  const long long *__restrict__ t_indptr,
+                                                  const int *__restrict__ t_indices, const unsigned *fcur,
+                                                  const unsigned *vcur, unsigned *vnext) {
+    const int G = DG_BFS_BU_GROUP;
+    const unsigned lt = (1u << lane) - 1u;
+    int gbase = warp * G, goff = 0;
+    bool more = gbase < nw;
+    auto unvis = [&](int w) -> unsigned {
+        const unsigned valid = (w == nw - 1 && (n & 31)) ? ((1u << (n & 31)) - 1u) : DG_FULL_MASK;
+        return ~vcur[w] & valid;
+    };
+    unsigned supply = more ? unvis(gbase) : 0u;
+    int u = -1;
+    long long p = 0, e = 0;
+    for (;;) {
+        unsigned need = __ballot_sync(DG_FULL_MASK, u < 0);
+        while (need && more) {
+            if (supply == 0u) {
+                if (++goff == G) { goff = 0; gbase += nwarps * G; }
+                const int w = gbase + goff;
+                if (w >= nw) { more = false; break; }
+                supply = unvis(w);
+                continue;
+            }
+            const int avail = __popc(supply), want = __popc(need);
+            const int r = __popc(need & lt);
+            if (((need >> lane) & 1u) && r < avail) {
+                u = (gbase + goff) * 32 + dg_nth_bit(supply, r);
+                p = t_indptr[u];
+                e = t_indptr[u + 1];
+            }
+            supply = (want >= avail) ? 0u : (supply & ~((1u << dg_nth_bit(supply, want)) - 1u));
+            need = __ballot_sync(DG_FULL_MASK, u < 0);
+        }
+        if (__ballot_sync(DG_FULL_MASK, u >= 0) == 0u) break;  // no vertex left anywhere
+        bool hit = false;
+        if (u >= 0) {
+            int vs[DG_BFS_BU_CHUNK];
+            unsigned fw[DG_BFS_BU_CHUNK];
+#pragma unroll
+            for (int k = 0; k < DG_BFS_BU_CHUNK; ++k) vs[k] = (p + k < e) ? t_indices[p + k] : -1;
+#pragma unroll
+            for (int k = 0; k < DG_BFS_BU_CHUNK; ++k) fw[k] = (vs[k] >= 0) ? fcur[vs[k] >> 5] : 0u;
+#pragma unroll
+            for (int k = 0; k < DG_BFS_BU_CHUNK; ++k)
+                if ((fw[k] >> (vs[k] & 31)) & 1u) hit = true;
+            p += DG_BFS_BU_CHUNK;
+        }
+        const unsigned hits = __ballot_sync(DG_FULL_MASK, hit);
+        if (hit) {
+            const int w = u >> 5;
+            const unsigned grp = __match_any_sync(hits, w);
+            const unsigned bits = __reduce_or_sync(grp, 1u << (u & 31));
+            if ((int)lane == __ffs(grp) - 1) atomicOr(vnext + w, bits);
+        }
+        if (u >= 0 && (hit || p >= e)) u = -1;
+    }
+}
+#endif
+
 template <int KIND>
 __device__ __forceinline__ void dg_bfs_persistent(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
                                                   const int *__restrict__ real_ptrs, const int *__restrict__ v2r,
@@ -483,6 +568,9 @@ __device__ __forceinline__ void dg_bfs_persistent(const int4 *__restrict__ row_i
         } else {
             if (tid == 0) ctr[9] += 1;
             DG_BFS_KIND(l, 2);
+#if DG_BFS_BU_LIST
+            dg_bottom_up_list(lane, warp, nwarps, n, nw, t_indptr, t_indices, fcur, vcur, vnext);
+#else
             for (int w = warp; w < nw; w += nwarps) {
                 const unsigned unvis = ~vcur[w];
                 const int u = w * 32 + (int)lane;
@@ -508,6 +596,7 @@ __device__ __forceinline__ void dg_bfs_persistent(const int4 *__restrict__ row_i
                 const unsigned bal = __ballot_sync(DG_FULL_MASK, found);
                 if (lane == 0 && bal) vnext[w] |= bal;  // this warp owns word w
             }
+#endif
         }
         grid.sync();
 

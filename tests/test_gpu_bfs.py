@@ -111,16 +111,16 @@ def _check_engine(g, reorder, k=12):
     # the bottom-up scan with several in-arcs per round (GpuBFS bu_chunk), forced at every level
     # (eta huge, edge test off) and by Eq. 6; chunks past a vertex's in-degree and rows that end
     # inside a round included
-    for chunk in (2, 4, 16):
-        eng.bu_chunk = chunk
+    for chunk, lists in ((2, False), (4, False), (16, False), (1, True), (4, True), (16, True)):
+        eng.bu_chunk, eng.bu_list = chunk, lists
         for eta in (2**30, 10):
             eng.eta, eng.alpha = eta, 0.0
             for i, s in enumerate(srcs):
                 got = _levels(eng, s, "switch")
                 bad = np.flatnonzero(got != ref[i])
-                assert bad.size == 0, (f"switch bu_chunk={chunk} eta={eta} reorder={reorder} source={s}: "
+                assert bad.size == 0, (f"switch bu_chunk={chunk} bu_list={lists} eta={eta} reorder={reorder} source={s}: "
                                        f"{bad.size} wrong, e.g. v={bad[:5].tolist()}")
-    eng.bu_chunk = 1
+    eng.bu_chunk, eng.bu_list = 4, False
     eng.eta, eng.tiny, eng.alpha = 10, 8, 2.0
     # the edge test's counter: in-arcs of every visited vertex, summed by runs of new vertices
     # in stage 2 (ctr[32..41] as uint64, [4] = all levels)

@@ -78,6 +78,9 @@ class Config:
     #: 15.59 ms, kron:27 7.42 / 7.16 / 7.40, urand:21 0.241 / 0.222 / 0.225, kron:24 (Jaccard)
     #: 0.948 / 0.941 / 0.940 (benchmarks/results/session6_x2/call3/).
     gpu_bfs_bu_chunk: int = 4
+    #: GPU BFS: bottom-up levels hand unvisited vertices to idle lanes from a work list per warp
+    #: (DG_BFS_BU_LIST) instead of one vertex per lane until the warp's longest scan ends.
+    gpu_bfs_bu_list: bool = False
     #: GPU BFS: window width W of the Jaccard-with-windows reordering (BLEST Alg. 1).
     #: 16384, not the paper's 2**16: on kron:22 (H200, both kernels) BFS after W=16384 is
     #: 19% faster than after 2**16 and the reordering cheaper (gpu_bfs_session3.json).

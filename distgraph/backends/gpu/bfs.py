@@ -150,6 +150,9 @@ class GpuBFS:
     bu_chunk : int, optional
         In-arcs an unvisited vertex checks per round of a bottom-up level (Alg. 4), their
         loads issued together (default ``config.gpu_bfs_bu_chunk``; 1, 2, 4, 8 or 16).
+    bu_list : bool, optional
+        Bottom-up levels hand unvisited vertices to idle lanes from a work list per warp
+        (default ``config.gpu_bfs_bu_list``).
     tiny : int, optional
         Plain scheme: levels with at most ``tiny`` queued VSSs run on one block without
         grid syncs (default :data:`TINY_DEFAULT`; 0 = every level on the whole grid).
@@ -169,7 +172,7 @@ class GpuBFS:
     """
 
     def __init__(self, graph, *, variant="auto", reorder="auto", window=None, eta=None,
-                 udiv_threshold=None, cache_dir=None, tiny=None, alpha=None, bu_chunk=None):
+                 udiv_threshold=None, cache_dir=None, tiny=None, alpha=None, bu_chunk=None, bu_list=None):
         from ...graph.core import Graph
         from ...runtime.config import config
 
@@ -205,6 +208,9 @@ class GpuBFS:
         expect(isinstance(bu_chunk, (int, np.integer)) and not isinstance(bu_chunk, bool)
                and bu_chunk in (1, 2, 4, 8, 16), "bu_chunk", "one of 1, 2, 4, 8, 16", bu_chunk)
         self._bu_chunk = int(bu_chunk)
+        bu_list = config.gpu_bfs_bu_list if bu_list is None else bu_list
+        expect(isinstance(bu_list, (bool, np.bool_)), "bu_list", "True or False", bu_list)
+        self._bu_list = bool(bu_list)
         expect(isinstance(tiny, (int, np.integer)) and not isinstance(tiny, bool) and 0 <= tiny < 2**31,
                "tiny", "an integer >= 0", tiny)
         if graph.n == 0:
@@ -404,6 +410,17 @@ class GpuBFS:
         self._bu_chunk = int(k)
         self._load_kernels()
 
+    @property
+    def bu_list(self) -> bool:
+        """Bottom-up work lists per warp; setting it recompiles (memoized) the kernels."""
+        return self._bu_list
+
+    @bu_list.setter
+    def bu_list(self, on):
+        expect(isinstance(on, (bool, np.bool_)), "bu_list", "True or False", on)
+        self._bu_list = bool(on)
+        self._load_kernels()
+
     def _load_kernels(self):
         mod = get_module("bvss_bfs", defines=self.kernel_defines(), cooperative=True)
         self._kernel = mod.get_function("distgraph_bfs_persistent")
@@ -415,6 +432,8 @@ class GpuBFS:
         d = {"DG_BFS_BLOCK": BLOCK}
         if self._bu_chunk != 1:
             d["DG_BFS_BU_CHUNK"] = self._bu_chunk
+        if self._bu_list:
+            d["DG_BFS_BU_LIST"] = 1
         d.update(extra)
         return d
 
