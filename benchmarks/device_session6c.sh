@@ -10,9 +10,11 @@
 set -uo pipefail
 OUTDIR=${1:?usage: device_session6c.sh OUTDIR}
 cd "$(dirname "$0")/.." || exit 1
+mkdir -p "$OUTDIR"  # (call 4 ran without it: the redirect below failed and H3 never ran)
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-bash benchmarks/device_h3_sssp.sh "$OUTDIR/h3" "${H3_LIMIT:-200}" > "$OUTDIR/h3.log" 2>&1
+[ "${SKIP_H3:-0}" = 1 ] || bash benchmarks/device_h3_sssp.sh "$OUTDIR/h3" "${H3_LIMIT:-200}" > "$OUTDIR/h3.log" 2>&1
 echo "h3 done at $(el) s" >> "$OUTDIR/timeline.txt"
+[ "${H3_ONLY:-0}" = 1 ] && exit 0
 . benchmarks/gpu_env.sh "$OUTDIR" || exit 1
 [ -d .cache/k2data ] && export DISTGRAPH_DATA=$PWD/.cache/k2data
 export DISTGRAPH_GEN_DEVICE=gpu NUMBA_NUM_THREADS=16
