@@ -6,8 +6,9 @@
 #     every semiring and element type, right and left, k2+F and tree-only, several tiles;
 #     not its 64-bit directory test, whose 3 more NVRTC compiles would not fit)
 #     -> OUTDIR/pytest-prefetch.log, OUTDIR/junit-prefetch.xml;
-# (2) configurations k2F (K = 4, the default), k2F_pre (K = 4, prefetch), k2F_k2 and k2F_k2_pre
-#     of benchmarks/gpu_k2tree_bench.py, right and left products, on kron:21-23
+# (2) configurations k2F (K = 4, the default), k2F_pre (K = 4, prefetch), k2F_pre_lanes (and
+#     lane_combine: adjacent lanes updating the same entry of y combined first), k2F_k2 and
+#     k2F_k2_pre of benchmarks/gpu_k2tree_bench.py, right and left products, on kron:21-23
 #     -> OUTDIR/k2tree_gpu.json (commit, device, date), OUTDIR/bench.log;
 # (3) OUTDIR/h2_k2tree_summary.json: per graph the right and left times (ms) of each
 #     configuration, their ratios to cuSPARSE and new / old.
@@ -26,7 +27,7 @@ cd "$(dirname "$0")/.." || exit 1
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 . benchmarks/gpu_env.sh "$OUTDIR" || exit 1
 read -r -a GRAPHS <<< "${GRAPHS:-kron:21 kron:22 kron:23}"
-CFG=(k2F k2F_pre k2F_k2 k2F_k2_pre)
+CFG=(k2F k2F_pre k2F_pre_lanes k2F_k2 k2F_k2_pre)
 W=/tmp/h2k2_prep; rm -rf "$W"; mkdir -p "$W"
 CUDA_VISIBLE_DEVICES='' NUMBA_NUM_THREADS=5 nice -n 15 "$PY" benchmarks/gpu_k2tree_bench.py --prepare "$W" \
   --graphs "${GRAPHS[@]}" --jobs 3 > "$OUTDIR/prepare.log" 2>&1 &
@@ -51,14 +52,15 @@ if os.path.exists(src):
         t = g.get("time_ms", {})
         cs = t.get("cusparse", {})
         row = {"graph": g.get("graph"), "time_ms": {}, "ratio_vs_cusparse": {}, "new_over_old": {}}
-        for c in ("cusparse", "k2F", "k2F_pre", "k2F_k2", "k2F_k2_pre"):
+        for c in ("cusparse", "k2F", "k2F_pre", "k2F_pre_lanes", "k2F_k2", "k2F_k2_pre"):
             for d in ("right", "left"):
                 v = t.get(c, {}).get(d)
                 if isinstance(v, float):
                     row["time_ms"][f"{c}_{d}"] = v
                     if c != "cusparse" and cs.get(d):
                         row["ratio_vs_cusparse"][f"{c}_{d}"] = v / cs[d]
-        for new, old in (("k2F_pre", "k2F"), ("k2F_k2_pre", "k2F_k2"), ("k2F_k2_pre", "k2F")):
+        for new, old in (("k2F_pre", "k2F"), ("k2F_pre_lanes", "k2F"), ("k2F_pre_lanes", "k2F_pre"),
+                         ("k2F_k2_pre", "k2F_k2"), ("k2F_k2_pre", "k2F")):
             for d in ("right", "left"):
                 a, b = row["time_ms"].get(f"{new}_{d}"), row["time_ms"].get(f"{old}_{d}")
                 if a and b:

@@ -26,7 +26,8 @@ products (B = 128) for
   a block combined in a shared-memory table of 256 slots per chunk (``k2F_agg_s64``: 64)
   before one atomic per distinct row of ``y``; ``k2F_pre`` (K = 4), ``k2F_k2_pre`` and
   ``k2_pre`` (tree-only): ``prefetch=True``, each 4 x 4 block's 4 inputs loaded with its
-  code before the block scan (``distgraph_k2tree_leaves_k<K>_pre``). Rows
+  code before the block scan (``distgraph_k2tree_leaves_k<K>_pre``); ``k2F_pre_lanes``: and
+  ``lane_combine=True`` (adjacent lanes updating the same entry of ``y`` combined first). Rows
   ``k2_warp``/``k2F_warp`` (commit 4de3042), ``k2_hash``/``k2F_hash`` (84cd318) and
   ``k2F_band*`` (f20ed2c, edcde2a: updates combined per band of rows in shared memory;
   ``band`` gives its h, W and items) are kernels since removed;
@@ -225,6 +226,7 @@ CONFIGS = {
     "k2F_pre": (dict(cached_frontier=True, prefetch=True), ("right", "left")),
     "k2F_k2_pre": (dict(cached_frontier=True, chunks_per_block=2, prefetch=True), ("right", "left")),
     "k2_pre": (dict(tile=1 << 20, prefetch=True), ("right", "left")),
+    "k2F_pre_lanes": (dict(cached_frontier=True, prefetch=True, lane_combine=True), ("right", "left")),
 }
 DEFAULT_CONFIGS = list(CONFIGS) + ["csr_ours"]
 BIG_CONFIGS = ["k2F", "k2F_k1"]

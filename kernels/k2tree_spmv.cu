@@ -58,6 +58,8 @@
 // and with each 4 x 4 block's 4 inputs loaded with its code, before the scan (prefetch=True,
 // not the default until measured; see "leaves with each block's inputs loaded with its code"):
 // __global__ distgraph_k2tree_leaves_k2_pre/_k4_pre (sig, dir, codes, delta, base, g0, n, x, nin, y, left)
+// and, K = 4, with runs of adjacent lanes that update the same entry of y combined first:
+// __global__ distgraph_k2tree_leaves_k4_pre_lanes (same arguments)
 // The alternative measured in benchmarks/gpu_k2tree_bench.py:
 // __global__ distgraph_k2tree_expand2_blk (sig, dir, in, g0, n, gchild0, out)
 //            two levels per launch: grandchildren codes, the middle level never written.
@@ -759,7 +761,8 @@ extern "C" __global__ void distgraph_k2tree_leaves_k8_agg(const unsigned char *_
 // x must start on a 16-byte boundary (bool: 4; the host checks, else it runs leaves_multi);
 // nin is its length. Launch as leaves_multi (grid = ceil(chunks meeting [g0, g0 + n) / K), block 256).
 // Kernels distgraph_k2tree_leaves_k2_pre/_k4_pre (sig, dir, codes, delta, base, g0, n, x,
-// nin, y, left); DeviceMatrix(prefetch=True).
+// nin, y, left); DeviceMatrix(prefetch=True). With LANES (distgraph_k2tree_leaves_k4_pre_lanes,
+// lane_combine=True) step (5) below combines runs of adjacent lanes first.
 
 // even bits of v to bits 0..15, odd bits to bits 16..31 (four delta swaps)
 __device__ __forceinline__ unsigned int unzip32(unsigned int v) {
@@ -801,7 +804,15 @@ __device__ __forceinline__ void load_inputs(const value_t *__restrict__ x, i64 i
     }
 }
 
-template <int K, bool LEFT>
+// shfl_up of a value of y (all lanes)
+__device__ __forceinline__ float shfl_up_val(float v, int o) { return __shfl_up_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ double shfl_up_val(double v, int o) { return __shfl_up_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ i64 shfl_up_val(i64 v, int o) { return __shfl_up_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ unsigned char shfl_up_val(unsigned char v, int o) {
+    return (unsigned char)__shfl_up_sync(0xffffffffu, (int)v, o);
+}
+
+template <int K, bool LEFT, bool LANES = false>
 __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig, const dir_t *__restrict__ dir,
                                            const u64 *__restrict__ codes, const unsigned int *__restrict__ delta,
                                            const u64 *__restrict__ base, i64 g0, i64 n,
@@ -869,7 +880,7 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
 #pragma unroll
     for (int j = 0; j < K; ++j) {
         unsigned int m = (unsigned int)lam[j];
-        if (!m) continue;
+        if (!LANES && !m) continue;  // LANES: every lane takes part in the shuffles below
         unsigned int t = (m ^ (m >> 2)) & 0x0C0Cu;  // bit 4b+q -> bit 4 dr + dc
         m ^= t ^ (t << 2);
         if (LEFT) {  // the transpose: bit 4 dc + dr
@@ -878,6 +889,8 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
             t = (m ^ (m >> 6)) & 0x00CCu;
             m ^= t ^ (t << 6);
         }
+        const int o1 = m ? (__ffs(m) - 1) >> 2 : 0;  // LANES: the first output goes through (5)
+        value_t v1 = Semiring::zero();
 #pragma unroll
         for (int o = 0; o < 4; ++o) {
             const unsigned int r = (m >> (4 * o)) & 15u;
@@ -890,7 +903,26 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
                 acc = any ? Semiring::combine(acc, xv[j][i]) : xv[j][i];
                 any = true;
             }
-            Semiring::flush(&y[((i64)ob[j] << 2) + o], acc);
+            if (LANES && o == o1)
+                v1 = acc;
+            else
+                Semiring::flush(&y[((i64)ob[j] << 2) + o], acc);
+        }
+        if constexpr (LANES) {
+            // (5) runs of adjacent lanes whose first output is the same entry of y are
+            // combined (a segmented inclusive scan, Hillis-Steele within each run) and the
+            // run's last lane updates y once. key: that entry, -1 for a lane without one.
+            const i64 key = m ? ((i64)ob[j] << 2) + o1 : -1;
+            const i64 kup = __shfl_up_sync(full, key, 1);
+            const unsigned heads = __ballot_sync(full, lane == 0 || kup != key);
+            const int start = 31 - __clz(heads & ((2u << lane) - 1u));  // first lane of this lane's run
+#pragma unroll
+            for (int off = 1; off < 32; off <<= 1) {
+                value_t u = shfl_up_val(v1, off);
+                if (lane - off >= start) v1 = Semiring::combine(v1, u);
+            }
+            const bool last = lane == 31 || ((heads >> (lane + 1)) & 1u);
+            if (key >= 0 && last) Semiring::flush(&y[key], v1);
         }
     }
 }
@@ -919,4 +951,21 @@ extern "C" __global__ void distgraph_k2tree_leaves_k4_pre(const unsigned char *_
         leaves_pre<4, true>(sig, dir, codes, delta, base, g0, n, x, nin, y);
     else
         leaves_pre<4, false>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+}
+
+// The same with runs of adjacent lanes updating the same entry of y combined first ((5)
+// above; DeviceMatrix(prefetch=True, lane_combine=True)). Of the right product's updates on
+// kron:18, 15.0% go to the entry the previous node (lane) updated (16.7% on kron:16; counted
+// on the host from the Morton-sorted arcs, not in a results file).
+extern "C" __global__ void distgraph_k2tree_leaves_k4_pre_lanes(const unsigned char *__restrict__ sig,
+                                                                const dir_t *__restrict__ dir,
+                                                                const u64 *__restrict__ codes,
+                                                                const unsigned int *__restrict__ delta,
+                                                                const u64 *__restrict__ base, i64 g0, i64 n,
+                                                                const value_t *__restrict__ x, i64 nin,
+                                                                value_t *__restrict__ y, int left) {
+    if (left)
+        leaves_pre<4, true, true>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+    else
+        leaves_pre<4, false, true>(sig, dir, codes, delta, base, g0, n, x, nin, y);
 }

@@ -1,12 +1,13 @@
 """The prefetching single-vector leaves (``distgraph_k2tree_leaves_k<K>_pre``,
-``DeviceMatrix(prefetch=True)``) of kernels/k2tree_spmv.cu.
+``DeviceMatrix(prefetch=True)``; ``_k4_pre_lanes`` with ``lane_combine=True``) of
+kernels/k2tree_spmv.cu.
 
 Without a GPU: the kernel's arithmetic replayed with numpy (the unshuffle of a code into
 row and column, the K fan-out scans packed in the bytes of one word with the warps'
 totals summed in 16-bit fields, the cells of a block regrouped by row or column, the
 inputs read 4 at a time with the guard at the end of ``x``) against scipy, on matrices
 whose chunks fill the packed bytes (fan-out 4 everywhere) and whose sides are not
-multiples of 4; the option checks. With a GPU (``@pytest.mark.gpu``): the kernels
+multiples of 4; the lane runs' segmented scan; the option checks. With a GPU (``@pytest.mark.gpu``): the kernels
 against scipy and the K-chunk leaves, every semiring and element type, right and left,
 k2+F (compact and 8-byte codes) and tree-only at several tiles, an unaligned ``x`` (it
 must fall back), and a CUDA graph of a product.
@@ -157,8 +158,44 @@ def test_prefetch_leaves_replayed_on_host(K, left):
     np.testing.assert_allclose(_replay(t, x, left, K), M @ x, rtol=1e-12, atol=1e-12)
 
 
+def _lane_runs(key, v):
+    """Step (5) of the lane-combining kernel on one warp, with its bit formulas: the
+    (key, value) updates its lanes issue."""
+    kup = np.concatenate([[key[0]], key[:-1]])  # __shfl_up_sync(.., 1): lane 0 keeps its own
+    lane = np.arange(32)
+    heads = int(sum(1 << i for i in range(32) if i == 0 or kup[i] != key[i]))
+    start = np.array([31 - (32 - (heads & (((2 << i) & 0xFFFFFFFF) - 1) & 0xFFFFFFFF).bit_length())
+                      for i in range(32)])  # 31 - __clz(.)
+    v = v.copy()
+    off = 1
+    while off < 32:
+        u = np.concatenate([v[:off], v[:-off]])  # lanes below off keep their own (unused)
+        v = np.where(lane - off >= start, v + u, v)
+        off <<= 1
+    last = (lane == 31) | np.array([(heads >> (i + 1)) & 1 for i in range(32)], bool)
+    return [(int(key[i]), float(v[i])) for i in range(32) if key[i] >= 0 and last[i]]
+
+
+def test_lane_runs_replayed_on_host():
+    """Runs of adjacent lanes with one key give one update each, with the run's sum."""
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        key = np.repeat(rng.integers(-1, 5, 32), rng.integers(1, 6, 32))[:32]
+        if len(key) < 32:
+            key = np.concatenate([key, np.full(32 - len(key), 7)])
+        v = rng.standard_normal(32)
+        got = _lane_runs(key, v)
+        runs = [i for i in range(32) if i == 0 or key[i] != key[i - 1]] + [32]
+        want = [(int(key[a]), float(v[a:b].sum())) for a, b in zip(runs[:-1], runs[1:]) if key[a] >= 0]
+        assert [k for k, _ in got] == [k for k, _ in want]
+        np.testing.assert_allclose([x for _, x in got], [x for _, x in want], rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("kw, msg", [
     (dict(prefetch=1), "prefetch must be True or False; got 1"),
+    (dict(prefetch=True, lane_combine=1), "lane_combine must be True or False; got 1"),
+    (dict(lane_combine=True), r"lane_combine=True needs prefetch=True and chunks_per_block in \(4,\)"),
+    (dict(prefetch=True, chunks_per_block=2, lane_combine=True), r"lane_combine=True needs prefetch=True"),
     (dict(prefetch=True, chunks_per_block=1), r"prefetch=True needs .*chunks_per_block in \(2, 4\)"),
     (dict(prefetch=True, chunks_per_block=8), r"prefetch=True needs .*chunks_per_block in \(2, 4\)"),
     (dict(prefetch=True, aggregate=True), r"prefetch=True needs .*aggregate=False"),
@@ -190,8 +227,8 @@ def _xs(k, seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("K", [2, 4])
-def test_gpu_prefetch_leaves_match_scipy_and_default(K):
+@pytest.mark.parametrize("K, lanes", [(2, False), (4, False), (4, True)])
+def test_gpu_prefetch_leaves_match_scipy_and_default(K, lanes):
     """prefetch=True on a 901 x 703 matrix with a dense corner, dense rows and columns and
     cells in the last row and column (x's end read by the guarded loads) and on kron:12:
     k2+F compact and 8-byte codes, tree-only with one and several leaves launches, right
@@ -199,7 +236,7 @@ def test_gpu_prefetch_leaves_match_scipy_and_default(K):
     product (float to 1e-12 / 1e-4; int64, lor_land and min_plus exactly) and exactly the
     K-chunk leaves' (int64, lor_land, min_plus). A product whose x is a view starting one
     entry into an array (not aligned to 4 entries) falls back to the K-chunk leaves and is
-    still right."""
+    still right. lanes: lane_combine=True as well (adjacent lanes combined first)."""
     import cupy as cp
 
     from distgraph import semiring
@@ -217,8 +254,8 @@ def test_gpu_prefetch_leaves_match_scipy_and_default(K):
             if tile == 4 and name == "kron12":  # thousands of launches: the small matrix only
                 continue
             kw = dict(tile=tile, cached_frontier=cached, compact_frontier=compact, chunks_per_block=K)
-            base, dm = DeviceMatrix(t, **kw), DeviceMatrix(t, prefetch=True, **kw)
-            assert dm.prefetch and dm.block and dm.chunks_per_block == K
+            base, dm = DeviceMatrix(t, **kw), DeviceMatrix(t, prefetch=True, lane_combine=lanes, **kw)
+            assert dm.prefetch and dm.lane_combine == lanes and dm.block and dm.chunks_per_block == K
             if tile < 1 << 20:
                 assert sum(st[0] == "leaves" for st in dm.steps) > 1
             for left in (False, True):
@@ -248,7 +285,7 @@ def test_gpu_prefetch_leaves_match_scipy_and_default(K):
                 out = cp.empty((M.shape[0], 1))
                 dm.multiply(xv, semiring.plus_times, left, out=out)
                 np.testing.assert_allclose(cp.asnumpy(out), M @ xf, rtol=1e-12, atol=1e-12, err_msg=str(msg))
-        dm = DeviceMatrix(t, cached_frontier=True, chunks_per_block=K, prefetch=True)
+        dm = DeviceMatrix(t, cached_frontier=True, chunks_per_block=K, prefetch=True, lane_combine=lanes)
         xd = cp.asarray(_xs(A.shape[1], 9)[0])
         y = cp.empty((A.shape[0], 1))
         gr = dm.graph(xd, y, semiring.plus_times, False)
@@ -271,7 +308,7 @@ def test_gpu_prefetch_leaves_64bit_directory():
     P = sp.csr_array(A != 0).astype(np.float64)
     t = K2Tree.from_scipy(A, top_nodes=16)
     t64 = dataclasses.replace(t, directory=t.directory.astype(np.int64))
-    for kw in (dict(cached_frontier=True), dict(tile=64)):
+    for kw in (dict(cached_frontier=True), dict(tile=64), dict(cached_frontier=True, lane_combine=True)):
         dm = DeviceMatrix(t64, prefetch=True, **kw)
         assert dm.dir64
         for left in (False, True):

@@ -82,7 +82,13 @@ K-chunk leaves (one atomic per non-empty row of each 4 x 4 block). Static sm_90 
 K = 4, both directions, float plus_times (nvcc 13.0, nvdisasm; not a measurement of
 time): 2568 instructions against 4728, 62 branches against 388, 48 registers either.
 Needs ``x`` C-contiguous from a 16-byte boundary (4 bytes for bool); another ``x`` (a
-view into a larger array) runs the K-chunk leaves.
+view into a larger array) runs the K-chunk leaves. With ``lane_combine=True`` as well (K = 4,
+``distgraph_k2tree_leaves_k4_pre_lanes``) the first updated row (column) of each node goes
+through a segmented scan over runs of adjacent lanes that update the same entry of ``y``,
+and each run's last lane updates ``y`` once: of the right product's updates on kron:18,
+15.0% go to the entry the previous node updated (16.7% on kron:16; counted on the host
+from the Morton-sorted arcs while writing this, not in a results file), for 7 more
+shuffles (12 for 8-byte values) and a ballot per node. Not measured on a GPU either.
 Offsets from a scan per tile (``offsets="scan"``) use the thread kernels.
 
 A tree of 2**32 nodes or more (kron:24: about 4.7e9) has an int64 directory; its kernels
@@ -112,6 +118,7 @@ LEAVES_AGG = {2: "distgraph_k2tree_leaves_k2_agg", 4: "distgraph_k2tree_leaves_k
               8: "distgraph_k2tree_leaves_k8_agg"}
 # prefetch=True: the same leaves with each block's inputs loaded with its code
 LEAVES_PRE = {2: "distgraph_k2tree_leaves_k2_pre", 4: "distgraph_k2tree_leaves_k4_pre"}
+LEAVES_PRE_LANES = {4: "distgraph_k2tree_leaves_k4_pre_lanes"}  # and lane_combine=True
 AGG_SLOTS = (8, 16, 32, 64, 128, 256)  # slots of the table per chunk of 256 nodes (256: the kernel's default)
 _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
             np.dtype(np.bool_): "unsigned char"}
@@ -307,12 +314,14 @@ class DeviceMatrix:
     in a table of ``aggregate_slots`` (one of ``AGG_SLOTS``) slots per chunk; 3-38x
     slower on Kronecker graphs (see the module docstring), not a default;
     ``prefetch``: the single-vector leaves load each 4 x 4 block's inputs with its code
-    (block kernels with K = 2 or 4, not with ``aggregate``; see the module docstring)."""
+    (block kernels with K = 2 or 4, not with ``aggregate``; see the module docstring);
+    ``lane_combine``: with ``prefetch`` and K = 4, adjacent lanes updating the same entry
+    of ``y`` combine first (module docstring)."""
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
                  levels_per_step=1, chunks_per_block=4, aggregate=False, aggregate_slots=256,
-                 prefetch=False):
+                 prefetch=False, lane_combine=False):
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
         if offsets not in ("directory", "scan"):
@@ -360,6 +369,12 @@ class DeviceMatrix:
                               or self.aggregate):
             raise InvalidArgumentError(f"prefetch=True needs the block kernels (directory offsets, sample={BLOCK}), "
                                        f"chunks_per_block in {tuple(LEAVES_PRE)} and aggregate=False")
+        if not isinstance(lane_combine, (bool, np.bool_)):
+            raise InvalidArgumentError(f"lane_combine must be True or False; got {lane_combine!r}")
+        self.lane_combine = bool(lane_combine)
+        if self.lane_combine and (not self.prefetch or self.chunks_per_block not in LEAVES_PRE_LANES):
+            raise InvalidArgumentError(f"lane_combine=True needs prefetch=True and chunks_per_block in "
+                                       f"{tuple(LEAVES_PRE_LANES)}")
         cp = import_cupy()
         self.cp = cp
         self.block = can_block and kernels != "thread"
@@ -559,7 +574,7 @@ class DeviceMatrix:
         K = self.chunks_per_block if B == 1 else 1
         pre = K > 1 and self.prefetch and _aligned4(xd)
         if pre:
-            leaves = mod.get_function(LEAVES_PRE[K])
+            leaves = mod.get_function(LEAVES_PRE_LANES[K] if self.lane_combine else LEAVES_PRE[K])
             nin = np.int64(xd.shape[0])
         elif K > 1:
             leaves = mod.get_function(LEAVES_AGG[K] if self.aggregate else LEAVES_K[K])
