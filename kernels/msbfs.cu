@@ -51,7 +51,10 @@
 //     (W shuffles) and ORed into the rows whose slice has bit b (same products, all BFSs
 //     at once, on CUDA cores).  Then the bits a row already has in Vn are dropped, the rest
 //     flushed with one atomicOr per non-zero word into Vn, and the row's slice set is
-//     marked dirty (row by row, or with DG_MS_FLUSH4 a lane's four rows together).
+//     marked dirty (row by row, or with DG_MS_FLUSH4 a lane's four rows together).  With
+//     DG_MS_SPARSE a VSS of at most 32 slices (nearly every VSS of a road network) takes
+//     neither loop: lane t takes slice t and ORs the frontier elements of the vertices its
+//     mask names, then flushes its one row (dg_ms_sparse_vss; same products).
 //   or bottom-up (when use_bu and mf * bu_ratio > mu, the CPU backend's test): every vertex u
 //     with target = G & ~Vc[u] != 0 (BFSs that are still running and have not reached u)
 //     ORs the frontier elements of its in-neighbours (CSR of G^T) until the target is
@@ -91,6 +94,9 @@
 #endif
 #ifndef DG_MS_FLUSH4
 #define DG_MS_FLUSH4 0  // stage 1 flushes a lane's four rows together (dg_ms_flush_rows4)
+#endif
+#ifndef DG_MS_SPARSE
+#define DG_MS_SPARSE 0  // stage 1 works on VSSs of at most 32 slices one slice per lane (dg_ms_sparse_vss)
 #endif
 #ifndef DG_MS_MINB
 #define DG_MS_MINB 2  // blocks per SM the persistent kernel is compiled for (2: 10% faster than 3-4, kron:18)
@@ -281,6 +287,44 @@ __device__ __forceinline__ void dg_ms_flush_rows4(const int4 u, unsigned (&M0)[D
     mark.mark4(ss, m);
 }
 
+// ---- Stage 1 of a sparse VSS (DG_MS_SPARSE): at most 32 slices, i.e. lanes 8-31 hold no slice
+// (slice k is lane k/4's row k%4, and a VSS's slices come first, padding after).  On road-like
+// graphs that is nearly every VSS: a slice set of 8 vertices of degree ~3 has ~22 slices, and the
+// 128-slice layout leaves ~106 of them padding.  There the layout costs more than the products:
+// the MMA loop runs 2 BMMAs and ~28 instructions (SASS of nvcc 13.0, sm_90) per active BFS, the
+// CUDA-core path 8 shuffles and 32 predicated ORs per frontier vertex, both for 4 rows a lane, and
+// the flush waits for up to 4 rows' Vn loads one after the other (and, with dirty bits in device
+// memory, 2 more round trips per row for the mark), although lanes 6-31 hold nothing.
+// Here lane t takes slice t (its row id and mask shuffled from lane t/4), ORs the frontier
+// elements of the frontier vertices its mask names -- shuffled from lanes 0-7 whole, 8 words,
+// one vertex per step, the warp stepping as often as the largest popc(mask & fmask) of a lane
+// (1-2 on road graphs: a vertex rarely has more in-neighbours in one slice set) -- and flushes
+// its one row: a single Vn round trip per VSS for all lanes together.  The products are the MMA
+// loop's: row t gets bit c iff some vertex b of its mask has bit c in its frontier element (any
+// such c is in act[s], the OR of the set's frontier elements), as in the CUDA-core path.
+template <class Mark>
+__device__ __forceinline__ void dg_ms_sparse_vss(const int4 u, const unsigned mk, const unsigned (&fv)[DG_MS_WORDS],
+                                                 unsigned fmask, dg_i64 rho, unsigned *Vn, const Mark &mark,
+                                                 unsigned lane) {
+    const int from = (int)(lane >> 2);
+    const unsigned c = lane & 3u;
+    const int rx = __shfl_sync(DG_FULL_MASK, u.x, from), ry = __shfl_sync(DG_FULL_MASK, u.y, from),
+              rz = __shfl_sync(DG_FULL_MASK, u.z, from), rw = __shfl_sync(DG_FULL_MASK, u.w, from);
+    const int row = c == 0u ? rx : (c == 1u ? ry : (c == 2u ? rz : rw));
+    unsigned m = (__shfl_sync(DG_FULL_MASK, mk, from) >> (8u * c)) & fmask;  // fmask: bits 0-7 only
+    unsigned M[DG_MS_WORDS];
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) M[j] = 0u;
+    while (__any_sync(DG_FULL_MASK, m != 0u)) {  // warp-uniform
+        // a lane with nothing left reads lane 8, whose fv is zero (lanes 8-31 load none)
+        const int b = m ? __ffs(m) - 1 : 8;
+        m &= m - 1u;
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) M[j] |= __shfl_sync(DG_FULL_MASK, fv[j], b);
+    }
+    dg_ms_flush_row(row, M, rho, Vn, mark);  // padding (mask 0) and rows not reached: nothing
+}
+
 // ---- Stage 1: lazy marking over the queue (Alg. 5 lines 6-36)
 template <class Mark>
 __device__ __forceinline__ void dg_ms_stage1(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
@@ -303,6 +347,12 @@ __device__ __forceinline__ void dg_ms_stage1(const int4 *__restrict__ row_ids, c
         const unsigned fmask = __ballot_sync(DG_FULL_MASK, fany != 0u) & 0xffu;  // frontier vertices of ss
         const int4 u = row_ids[vss * 32 + lane];
         const unsigned mk = masks[vss * 32 + lane];
+#if DG_MS_SPARSE
+        if (__ballot_sync(DG_FULL_MASK, lane >= 8u && mk != 0u) == 0u) {  // warp-uniform
+            dg_ms_sparse_vss(u, mk, fv, fmask, rho, Vn, mark, lane);
+            continue;
+        }
+#endif
         int nact = 0;
 #pragma unroll
         for (int j = 0; j < DG_MS_WORDS; ++j) nact += __popc(act[ss * DG_MS_WORDS + j]);  // warp-uniform
@@ -368,6 +418,12 @@ __device__ __forceinline__ void dg_ms_vss(unsigned (&fv)[DG_MS_WORDS], const int
         M0[j] = M1[j] = M2[j] = M3[j] = 0u;
     }
     const unsigned fmask = __ballot_sync(DG_FULL_MASK, fany != 0u) & 0xffu;  // frontier vertices of ss
+#if DG_MS_SPARSE
+    if (__ballot_sync(DG_FULL_MASK, lane >= 8u && mk != 0u) == 0u) {  // warp-uniform
+        dg_ms_sparse_vss(u, mk, fv, fmask, rho, Vn, mark, lane);
+        return;
+    }
+#endif
     int nact = 0;
 #pragma unroll
     for (int j = 0; j < DG_MS_WORDS; ++j) nact += __popc(aw[j]);

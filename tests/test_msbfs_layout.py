@@ -19,7 +19,7 @@ from distgraph import generators as gen
 from distgraph.algorithms.msbfs import run_batches
 from distgraph.backends.cpu.bits import normalize_limbs, recip_fixed
 from distgraph.backends.gpu.msbfs import (KAPPAS, emulate_batch, exchange_ranges, full_words, get_vi,
-                                          rows_subgraph, slice_set_bounds)
+                                          rows_subgraph, slice_set_bounds, sparse_share)
 from distgraph.formats.bvss import build_bvss
 from distgraph.graph import Graph
 from distgraph.runtime.context import get_context
@@ -46,7 +46,7 @@ def _parts(g, P):
             for p in range(P)], bounds
 
 
-def _emulated_sums(g, sources, per_source, kappa, P=1, bu_ratio=0):
+def _emulated_sums(g, sources, per_source, kappa, P=1, bu_ratio=0, sparse=False):
     tptr, tidx, _ = g.csc()
     parts, bounds = _parts(g, P)
     k = len(sources)
@@ -58,7 +58,7 @@ def _emulated_sums(g, sources, per_source, kappa, P=1, bu_ratio=0):
         o = tuple(a[lo:hi] for a in out) if per_source else out
         stats.append(emulate_batch(g.n, sources[lo:hi], kappa, per_source=per_source, bvss_parts=parts,
                                    bounds=bounds, t_indptr=tptr, t_indices=tidx, h_indptr=g.indptr,
-                                   bu_ratio=bu_ratio, out=o))
+                                   bu_ratio=bu_ratio, out=o, sparse=sparse))
     far, reach, h0, h1, h2 = out
     normalize_limbs(h0, h1, h2)
     return (far, reach.astype(np.int64), h0, h1, h2), stats
@@ -215,6 +215,61 @@ def test_emulation_repeated_and_partial_batch_sources():
     ref = _cpu_sums(g, srcs, False)
     got, _ = _emulated_sums(g, srcs, False, 256, P=2)
     _assert_same(got, ref)
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("kappa", [32, 256])
+@pytest.mark.parametrize("per_source", [False, True])
+def test_emulation_sparse_path_equals_cpu_backend(name, kappa, per_source):
+    # stage 1 as built with DG_MS_SPARSE (one slice per lane on VSSs of at most 32 slices, the
+    # lane words shuffled as dg_ms_sparse_vss does): the CPU backend's sums
+    g = GRAPHS[name]
+    srcs = np.arange(g.n, dtype=np.int64)
+    got, _ = _emulated_sums(g, srcs, per_source, kappa, sparse=True)
+    _assert_same(got, _cpu_sums(g, srcs, per_source))
+
+
+@pytest.mark.parametrize("P", [2, 3])
+def test_emulation_sparse_path_partitioned(P):
+    # each rank's BVSS of its own rows (fewer slices per VSS: more of them sparse)
+    for name in ("kron7", "grid", "random_dir_disconnected"):
+        g = GRAPHS[name]
+        srcs = np.arange(g.n, dtype=np.int64)
+        got, _ = _emulated_sums(g, srcs, False, 64, P=P, sparse=True)
+        _assert_same(got, _cpu_sums(g, srcs, False))
+
+
+def test_emulation_sparse_path_road_graph(data_dir):
+    # minnesota (a road graph, 2642 vertices: not a multiple of 8 or 128): every VSS sparse;
+    # 64 sources in a compact ball and 64 spread out
+    from distgraph.algorithms.msbfs import ball_sources
+    from distgraph.graph.readers import read_graph
+
+    path = data_dir / "minnesota.mtx.gz"
+    if not path.is_file():
+        pytest.skip("minnesota.mtx.gz not in the data folder")
+    g = read_graph(str(path))
+    g = Graph(g.indptr, g.indices, None, directed=g.directed)
+    assert sparse_share(build_bvss(g)) == 1.0
+    tptr, tidx, _ = g.csc()
+    ball = np.asarray(ball_sources(g.indptr, g.indices, tptr, tidx, np.arange(g.n, dtype=np.int64), 64)[:64])
+    for srcs in (ball.astype(np.int64), np.arange(0, g.n, 41, dtype=np.int64)[:64]):
+        got, _ = _emulated_sums(g, srcs, False, 64, sparse=True)
+        _assert_same(got, _cpu_sums(g, srcs, False))
+
+
+def test_sparse_share_and_auto():
+    from distgraph.backends.gpu.msbfs import SPARSE_SHARE, auto_sparse
+    from distgraph.formats.bvss import TAU
+
+    grid = build_bvss(GRAPHS["grid"])
+    assert sparse_share(grid) == 1.0 and auto_sparse(grid)
+    kron = build_bvss(GRAPHS["kron7"])
+    m = kron.masks.reshape(-1, TAU)
+    want = np.mean([not m[v, 32:].any() for v in range(m.shape[0])])
+    assert sparse_share(kron) == pytest.approx(want) and 0 < want < SPARSE_SHARE and not auto_sparse(kron)
+    empty = build_bvss(Graph.from_edges([], [], n=9, directed=True))
+    assert sparse_share(empty) == 0.0 and not auto_sparse(empty)
 
 
 @pytest.mark.parametrize("name", ["power.mtx.gz", "wiki-Vote.txt.gz"])
@@ -754,6 +809,41 @@ def test_host_code_with_fake_cupy_blocks(fake_gpu, name, slots, kappa):
                           progress=False, runner=r)[:5]
         _assert_same(got, _cpu_sums(g, some, True))
         assert r.info["launches"] > 0 and r.info["bottom_up_levels"] == 0
+
+
+@pytest.mark.parametrize("mode", ["blocks", "replicated", "stepwise"])
+def test_host_code_sparse_define(fake_gpu, monkeypatch, mode):
+    """``sparse``: the kernels are built with DG_MS_SPARSE=1 exactly when it is on -- forced,
+    by the config key, or "auto" on a graph whose VSSs are at least SPARSE_SHARE sparse (the
+    grid: all; kron7: a quarter) -- and the sums stay the CPU backend's."""
+    from distgraph.backends.gpu import loader
+    from distgraph.runtime.config import config
+
+    built = []
+    fake = loader.get_module
+
+    def spy(name, defines=None, options=(), cooperative=False):
+        built.append(dict(defines or {}))
+        return fake(name, defines=defines, options=options, cooperative=cooperative)
+
+    monkeypatch.setattr(loader, "get_module", spy)
+    for name, kw, want in (("grid", {}, True), ("kron7", {}, False), ("kron7", {"sparse": "on"}, True),
+                           ("kron7", {"sparse": True}, True), ("grid", {"sparse": "off"}, False),
+                           ("grid", {"sparse": False}, False), ("grid", {"sparse": "AUTO"}, True)):
+        g = GRAPHS[name]
+        built.clear()
+        r = _fake_runner(fake_gpu, g, kappa=64, mode=mode, reorder="none", **kw)
+        assert r.sparse is want and r.info["sparse"] is want, (name, kw)
+        assert built and all(d.get("DG_MS_SPARSE") == (1 if want else None) for d in built), (name, kw, built)
+        srcs = np.arange(0, g.n, 2, dtype=np.int64)
+        tptr, tidx, _ = g.csc()
+        got = run_batches(g.indptr, g.indices, tptr, tidx, srcs, per_source=False, batch_size=64, ctx=fake_gpu,
+                          progress=False, runner=r)[:5]
+        _assert_same(got, _cpu_sums(g, srcs, False))
+    monkeypatch.setattr(config, "gpu_msbfs_sparse", "on")
+    assert _fake_runner(fake_gpu, GRAPHS["kron7"], kappa=64, mode=mode, reorder="none").sparse is True
+    monkeypatch.setattr(config, "gpu_msbfs_sparse", "off")
+    assert _fake_runner(fake_gpu, GRAPHS["grid"], kappa=64, mode=mode, reorder="none").sparse is False
 
 
 @pytest.mark.parametrize("name", ["kron7", "kron7_dir", "grid"])

@@ -13,6 +13,8 @@ replicated when the memory plan fits one GPU, partitioned over the ranks' GPUs w
 NVSHMEM otherwise; or forced), ``gpu_msbfs_bu_ratio`` (bottom-up switch, 0 = never),
 ``gpu_msbfs_groups`` (concurrent 256-source launches per kernel, or ``blocks``: one thread
 block per batch, the ``auto`` choice on small graphs),
+``gpu_msbfs_sparse`` (``auto``/``on``/``off``: stage 1 runs virtual slice sets of at most 32
+slices one slice per lane on CUDA cores; ``auto`` turns it on for road-like graphs),
 ``gpu_bfs_window`` (Jaccard window of the reordering).
 """
 
@@ -22,7 +24,7 @@ __all__ = ["make_runner"]
 
 
 def make_runner(hptr, hidx, tptr, tidx, *, ctx, kappa=None, mode=None, bu_ratio=None, reorder="auto",
-                announce=None, cache_dir=None, all_sources=False):
+                announce=None, cache_dir=None, all_sources=False, sparse=None):
     """The GPU batch runner for the closeness driver.
 
     Parameters
@@ -41,6 +43,8 @@ def make_runner(hptr, hidx, tptr, tidx, *, ctx, kappa=None, mode=None, bu_ratio=
         too, the block schedule adds each BFS's sums at its source instead
         (``GpuMSBFS(symmetric=True)``): same totals, less memory traffic.  Checkpoints then
         hold per-batch sums that only add up to the result over all batches.
+    sparse : {"auto", "on", "off", True, False} or None
+        Stage 1's sparse path (``GpuMSBFS(sparse=...)``); None: ``config.gpu_msbfs_sparse``.
 
     Returns
     -------
@@ -64,4 +68,4 @@ def make_runner(hptr, hidx, tptr, tidx, *, ctx, kappa=None, mode=None, bu_ratio=
     bu_ratio = config.gpu_msbfs_bu_ratio if bu_ratio is None else bu_ratio
     symmetric = bool(all_sources) and np.array_equal(hptr, tptr) and np.array_equal(hidx, tidx)
     return GpuMSBFS(hptr, hidx, tptr, tidx, ctx=ctx, kappa=kappa, mode=mode, reorder=reorder, bu_ratio=bu_ratio,
-                    announce=announce, cache_dir=cache_dir, symmetric=symmetric)
+                    announce=announce, cache_dir=cache_dir, symmetric=symmetric, sparse=sparse)

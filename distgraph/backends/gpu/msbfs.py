@@ -51,11 +51,12 @@ import sys
 import numpy as np
 
 from ...errors import DeviceMemoryError, InvalidArgumentError, expect
-from ...formats.bvss import SIGMA, TAU, build_bvss
+from ...formats.bvss import SIGMA, TAU, THETA, build_bvss
 from .memory import MemoryPlan, format_bytes
 
 __all__ = ["KAPPAS", "MODES", "get_vi", "exchange_ranges", "slice_set_bounds", "rows_subgraph",
-           "emulate_batch", "msbfs_plan", "auto_groups", "auto_schedule", "GpuMSBFS"]
+           "emulate_batch", "msbfs_plan", "auto_groups", "auto_schedule", "sparse_share", "auto_sparse",
+           "SPARSE_CHOICES", "GpuMSBFS"]
 
 KAPPAS = (32, 64, 128, 256)
 MODES = ("auto", "replicated", "partitioned", "stepwise")
@@ -84,6 +85,28 @@ BU_HEAVY = 32
 GROUPS_ARCS = 2**21
 #: ``groups="auto"``: one block per batch (``"blocks"``) up to this many arcs.
 BLOCKS_ARCS = 2**22
+#: ``sparse="auto"``: stage 1's one-slice-per-lane path for VSSs of at most 32 slices
+#: (``DG_MS_SPARSE``, :func:`sparse_share`) when at least this share of the VSSs are that sparse.
+#: The path costs one more ballot on every VSS it does not take, and 8 more bytes of spills
+#: per thread under the 64-register cap of blocks of 1024 threads (32 against 24, ptxas of
+#: CUDA 13.0 for sm_90), so it is only turned on where nearly every VSS takes it: the
+#: road networks (road-NY: every VSS, 18 slices at the median, after RCM), not
+#: cond-mat-2005 or email-Enron (69% of their VSSs, holding 35% and 21% of the slices;
+#: benchmarks/results/msbfs_sparse_share.json).  An estimate from the kernel's arithmetic, not a
+#: measurement: on a sparse VSS the MMA loop costs ~28 instructions per active BFS (2 BMMAs)
+#: and the CUDA-core path 8 shuffles and 32 predicated ORs per frontier vertex, each for 4 rows
+#: a lane whose flush waits for up to 4 (12 with dirty bits in device memory) dependent
+#: memory round trips; the sparse path ~23 instructions per step (1-3 steps: the most
+#: frontier in-neighbours a row has in the slice set) and one row's flush (1 round trip,
+#: 3 with the dirty bits).  Replayed on the host for road-NY's first two batches of 256 ball
+#: sources (benchmarks/results/msbfs_sparse_share.json): ~540-590 warp instructions per queued
+#: VSS fall to ~160 (3.3-3.7x) and the flush rows with new bits from 3.8 to 1.0 per VSS.  With
+#: stage 1 at ~87% of a batch (gpu_closeness_block_profile.json), road-NY's 2.69 s would become
+#: ~1 s if the time followed the instructions (an estimate; benchmarks/device_h1_closeness.sh
+#: measures it).
+SPARSE_SHARE = 0.9
+#: ``sparse`` values: "auto" (:data:`SPARSE_SHARE`), "on"/True, "off"/False.
+SPARSE_CHOICES = ("auto", "on", "off", True, False)
 #: ``shared_dbits``: the most bytes of dirty bits kept in shared memory (the dynamic shared
 #: memory a launch gets without opting in).
 SHARED_DBITS_MAX = 48 * 1024
@@ -161,7 +184,7 @@ def _recip_fixed(d: int) -> int:
 
 # ============================================================================ numpy model
 def emulate_batch(n, sources, kappa, *, per_source, bvss_parts, bounds, t_indptr=None, t_indices=None,
-                  h_indptr=None, bu_ratio=0, out=None):
+                  h_indptr=None, bu_ratio=0, out=None, sparse=False):
     """Run one launch of ``kernels/msbfs.cu`` (``len(sources) <= kappa``) as a numpy model.
 
     The model keeps the kernel's state arrays in its layout (getVI positions, kappa-bit
@@ -185,6 +208,11 @@ def emulate_batch(n, sources, kappa, *, per_source, bvss_parts, bounds, t_indptr
         one part).
     out : tuple of 5 uint64 arrays
         ``far, reach, h0, h1, h2`` to add to (length ``n``, or ``len(sources)`` per source).
+    sparse : bool
+        Stage 1 as built with ``DG_MS_SPARSE``: a VSS whose lanes 8-31 hold no slice runs
+        lane by lane as ``dg_ms_sparse_vss`` does -- lane t's row id and mask taken from lane
+        t/4's int4 of row ids and 32-bit word of masks (byte t%4), the mask cut to the
+        frontier vertices, the OR of their whole frontier elements -- the others as above.
 
     Returns
     -------
@@ -286,10 +314,34 @@ def emulate_batch(n, sources, kappa, *, per_source, bvss_parts, bounds, t_indptr
             np.zeros(0, np.int64)
         return vss.astype(np.int64), np.repeat(ss, cnts)
 
+    def stage1_sparse(b, vss, ss, fv):
+        # the kernel's lane words: lane l's int4 of row ids and uint32 of masks (4 slices each)
+        u4 = b.row_ids[vss * TAU:(vss + 1) * TAU].reshape(32, THETA)
+        mk = b.masks[vss * TAU:(vss + 1) * TAU].view(np.uint32)              # little-endian bytes
+        if (mk[8:] != 0).any():
+            return False                                                       # not sparse: MMA loop
+        fmask = sum(1 << i for i in range(SIGMA) if fv[i].any())              # ballot of lanes 0-7
+        for t in range(32):
+            frm, c = t >> 2, t & 3                                             # __shfl_sync from lane t/4
+            row = int(u4[frm, c])
+            m = (int(mk[frm]) >> (8 * c)) & fmask
+            M = np.zeros(W, np.uint32)
+            while m:
+                bb = (m & -m).bit_length() - 1
+                m &= m - 1
+                M |= fv[bb]
+            if M.any():
+                i = get_vi(row, rho)
+                Vn[i] |= M
+                dirty[row >> 3] = 1
+        return True
+
     def stage1(p, qv, qs):
         b = bvss_parts[p]
         for vss, ss in zip(qv.tolist(), qs.tolist()):
             fv = F[p][np.arange(SIGMA) * rho + ss]                                # lanes 0-7 load
+            if sparse and stage1_sparse(b, vss, ss, fv):
+                continue
             fbits = np.unpackbits(fv.view(np.uint8), axis=1, bitorder="little")  # (8, kappa)
             abits = np.unpackbits(act[p][ss].view(np.uint8), bitorder="little")  # activeSets[ss]
             # column c of fbits is the ballot of bit c (alpha of BFS c); masked by activeSets
@@ -348,6 +400,23 @@ def emulate_batch(n, sources, kappa, *, per_source, bvss_parts, bounds, t_indptr
 
 
 # ============================================================================ memory plan
+def sparse_share(bvss) -> float:
+    """The share of the VSSs of ``bvss`` with at most 32 slices (lanes 8-31 of the warp hold
+    no slice): those that stage 1 runs one slice per lane with ``sparse`` on
+    (``dg_ms_sparse_vss`` in kernels/msbfs.cu).  0 for a BVSS without VSSs."""
+    nv = int(bvss.num_vss)
+    if not nv:
+        return 0.0
+    m = np.asarray(bvss.masks).reshape(nv, TAU)
+    dense = np.count_nonzero(m[:, 32:].any(axis=1))
+    return float(nv - dense) / nv
+
+
+def auto_sparse(bvss) -> bool:
+    """``sparse="auto"``: on when at least :data:`SPARSE_SHARE` of the VSSs are sparse."""
+    return sparse_share(bvss) >= SPARSE_SHARE
+
+
 def _bvss_device_bytes(bvss) -> int:
     """Bytes of the BVSS arrays GpuMSBFS uploads (row ids, masks, real pointers; no
     virtual-to-real map), as allocated (an empty BVSS gets one VSS of zeros)."""
@@ -565,6 +634,14 @@ class GpuMSBFS:
         Needs about 12 more registers (108 at 256 threads, ptxas of CUDA 13.0 for sm_90):
         meant for 256 or 512 threads at the default register budget; under a 64-register cap
         (1024 threads, ``min_blocks`` 2 at 512) it spills.
+    sparse : {"auto", "on", "off", True, False} or None
+        Stage 1 runs each virtual slice set of at most 32 slices one slice per lane on CUDA
+        cores (``DG_MS_SPARSE``, every schedule): lane t ORs the frontier elements of the
+        vertices its slice's mask names (shuffled from lanes 0-7) and flushes its one row,
+        instead of the per-BFS MMA loop or the per-vertex ORs over 4 rows a lane of the
+        128-slice layout.  The same products, hence the same sums.  ``"auto"``: on when at
+        least :data:`SPARSE_SHARE` of the VSSs are that sparse (:func:`sparse_share`; road
+        networks); None: ``config.gpu_msbfs_sparse``.
 
     Attributes
     ----------
@@ -585,7 +662,7 @@ class GpuMSBFS:
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
                  groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False, block_threads=None,
-                 flush4=False, _is_companion=False):
+                 flush4=False, sparse=None, _is_companion=False):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -609,6 +686,11 @@ class GpuMSBFS:
         for name, flag in (("symmetric", symmetric), ("shared_dbits", shared_dbits), ("prefetch", prefetch),
                            ("flush4", flush4)):
             expect(isinstance(flag, (bool, np.bool_)), name, "True or False", flag)
+        sparse = config.gpu_msbfs_sparse if sparse is None else sparse
+        if isinstance(sparse, str):
+            sparse = sparse.strip().lower()
+        expect(isinstance(sparse, (bool, np.bool_)) or sparse in ("auto", "on", "off"), "sparse",
+               "'auto', 'on', 'off', True or False", sparse)
         block_threads = config.gpu_msbfs_block_threads if block_threads is None else block_threads
         expect(isinstance(block_threads, (int, np.integer)) and block_threads in BLOCK_THREADS, "block_threads",
                "one of " + ", ".join(map(str, BLOCK_THREADS)), block_threads)
@@ -678,6 +760,9 @@ class GpuMSBFS:
             self.bounds = np.array([0, self.rho], np.int64)
             self.ss_lo, self.ss_hi = 0, self.rho
         t2ptr, t2idx, _ = g2.csc()
+        # stage 1's sparse path (a compile-time switch of every kernel that runs stage 1)
+        self.sparse_share = sparse_share(bvss)
+        self.sparse = (self.sparse_share >= SPARSE_SHARE) if sparse == "auto" else (sparse in ("on", True))
         ng = 1
         self.schedule = "grid"
         self.slots = 0
@@ -729,7 +814,8 @@ class GpuMSBFS:
                                           mode="replicated", reorder=reorder, window=window, bu_ratio=bu_ratio,
                                           announce=False, cache_dir=cache_dir, tc_ratio=tc_ratio,
                                           bu_heavy=bu_heavy, min_blocks=min_blocks, block_threads=BLOCK,
-                                          groups=auto_groups(int(t2ptr[-1])), _is_companion=True)
+                                          groups=auto_groups(int(t2ptr[-1])), sparse=self.sparse,
+                                          _is_companion=True)
         tdeg = np.diff(t2ptr)
         nheavy = int(np.count_nonzero(tdeg > int(bu_heavy)))
         if self.schedule == "grid":
@@ -756,7 +842,8 @@ class GpuMSBFS:
         elif err is not None:
             raise err
         self.info.update({"mode": mode, "parts": parts, "groups": ng, "schedule": self.schedule,
-                          "symmetric": self.symmetric, "device_bytes": self.plan.total,
+                          "symmetric": self.symmetric, "device_bytes": self.plan.total, "sparse": self.sparse,
+                          "sparse_share": round(self.sparse_share, 4),
                           "local_bvss": bvss.summary()})
         if announce is None:
             announce = config.progress == "on" or (config.progress == "auto" and sys.stderr.isatty())
@@ -837,6 +924,8 @@ class GpuMSBFS:
             from .loader import get_module
 
             defs = {"DG_MS_WORDS": W, "DG_MS_BLOCK": BLOCK}
+            if self.sparse:
+                defs["DG_MS_SPARSE"] = 1
             if min_blocks is not None:
                 defs["DG_MS_MINB"] = int(min_blocks)
             if self.schedule == "blocks":
