@@ -8,10 +8,10 @@
 #      1024, where the 64-register cap spills 236 bytes, ptxas of nvcc 13.0); road-NY in
 #      ball order, cond-mat-2005 and email-Enron in input order (what closeness() picks on
 #      each); every row's totals must equal the reference row's bit for bit
-#      (total_same_as_first_row); T_BENCH seconds (95).
+#      (total_same_as_first_row); T_BENCH seconds (85).
 #   2. tests/test_gpu_msbfs_sparse.py: the path forced on, every schedule, against the CPU
 #      backend (road-like grids, n not a multiple of 8/128, Kronecker, directed, disconnected,
-#      minnesota, power, email-Enron, cond-mat-2005, road-NY's first batches); T_TESTS (55).
+#      minnesota, power, email-Enron, cond-mat-2005, road-NY's first batches); T_TESTS (60).
 # The host-side estimate (no GPU) is benchmarks/results/msbfs_sparse_share.json.
 #
 #   DISTGRAPH_COMMIT=$(git rev-parse HEAD) bash benchmarks/device_h1_closeness.sh OUTDIR
@@ -27,8 +27,8 @@ cd "$(dirname "$0")/.." || exit 1
 . benchmarks/gpu_env.sh "$OUTDIR" || exit 1
 [ -d .cache/k2data ] && export DISTGRAPH_DATA=$PWD/.cache/k2data
 T0=$(date +%s)
-if [ "${T_BENCH:-95}" != 0 ]; then
-  timeout "${T_BENCH:-95}" "$PY" benchmarks/msbfs_sparse_bench.py "$OUTDIR" \
+if [ "${T_BENCH:-85}" != 0 ]; then
+  timeout "${T_BENCH:-85}" "$PY" benchmarks/msbfs_sparse_bench.py "$OUTDIR" \
     "${H1_GRAPHS:-road-NY:ball,cond-mat-2005:input,email-Enron:input}" \
     "${H1_VARIANTS:-b1024+off,b1024+on,b1024+on+sdb,b512+on+sdb+pf,b1024+on+sdb+pf}" \
     > "$OUTDIR/gpu_closeness_sparse.log" 2>&1
@@ -36,8 +36,8 @@ if [ "${T_BENCH:-95}" != 0 ]; then
   grep -o '^[^ ]* [^ ]* {"kappa[^}]*' "$OUTDIR/gpu_closeness_sparse.log" | \
     sed -E 's/"(kappa|schedule|slots|min_blocks|block_launches|batch_order_s|preprocess_s|sources_run|sources_total|extrapolated|edge_visits_per_s_per_gpu|device_bytes)": [^,]*, //g' | cut -c1-400
 fi
-if [ "${T_TESTS:-55}" != 0 ]; then
-  timeout "${T_TESTS:-55}" "$PY" -m pytest -q -rfs -p no:cacheprovider --junitxml="$OUTDIR/junit-sparse.xml" \
+if [ "${T_TESTS:-60}" != 0 ]; then
+  timeout "${T_TESTS:-60}" "$PY" -m pytest -q -rfs -p no:cacheprovider --junitxml="$OUTDIR/junit-sparse.xml" \
     tests/test_gpu_msbfs_sparse.py > "$OUTDIR/pytest-sparse.log" 2>&1
   echo "tests rc=$? after $(( $(date +%s) - T0 )) s: $(tail -n 1 "$OUTDIR/pytest-sparse.log")"
 fi
