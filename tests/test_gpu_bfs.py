@@ -217,6 +217,11 @@ def test_auto_variant_and_bfs_gpu():
     from distgraph.runtime.config import config
 
     assert eng.alpha == (0.0 if best == "switch-eq6" else config.gpu_bfs_alpha) == eng.info["alpha"]
+    # bottom-up work lists by default on graphs that are not scale-free-like only
+    assert eng.info["bu_list"] is False and eng.bu_list is False  # kron:11 is scale-free-like
+    eu = GpuBFS(gen.urand(10), variant="switch", reorder="none", cache_dir=False)
+    assert eu.bu_list is True and eu.info["bu_list"] is True
+    assert GpuBFS(gen.urand(10), variant="switch", cache_dir=False, bu_list=False).bu_list is False
     # directed graphs: Eq. 6 alone unless asked (the edge test counts in-arcs)
     gd = gen.kronecker(9, directed=True)
     assert GpuBFS(gd, variant="switch", cache_dir=False).alpha == 0.0

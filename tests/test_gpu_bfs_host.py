@@ -30,7 +30,8 @@ def _g():
     (dict(bu_chunk=3), "bu_chunk must be one of 1, 2, 4, 8, 16; got 3"),
     (dict(bu_chunk=True), "bu_chunk must be one of"),
     (dict(bu_chunk=4.0), "bu_chunk must be one of"),
-    (dict(bu_list=1), "bu_list must be True or False; got 1"),
+    (dict(bu_list=1), "bu_list must be True, False or 'auto'; got 1"),
+    (dict(bu_list="on"), "bu_list must be True, False or 'auto'; got 'on'"),
     (dict(variant="fast"), "variant must be one of auto, plain, lazy, switch"),
     (dict(reorder="metis"), "reorder must be one of"),
 ])

@@ -80,7 +80,11 @@ class Config:
     gpu_bfs_bu_chunk: int = 4
     #: GPU BFS: bottom-up levels hand unvisited vertices to idle lanes from a work list per warp
     #: (DG_BFS_BU_LIST) instead of one vertex per lane until the warp's longest scan ends.
-    gpu_bfs_bu_list: bool = False
+    #: "auto": on for graphs that are not scale-free-like (BLEST's footnote-2 test). H200, 64 GAP
+    #: sources, chunk 4, without / with lists: urand:27 switch-eq6 13.51 / 13.18 ms, urand:24 switch
+    #: 1.594 / 1.485, urand:21 0.228 / 0.224, but kron:21 (Jaccard) 0.199 / 0.232
+    #: (benchmarks/results/session6_x2/call4/).
+    gpu_bfs_bu_list: object = "auto"
     #: GPU BFS: window width W of the Jaccard-with-windows reordering (BLEST Alg. 1).
     #: 16384, not the paper's 2**16: on kron:22 (H200, both kernels) BFS after W=16384 is
     #: 19% faster than after 2**16 and the reordering cheaper (gpu_bfs_session3.json).
@@ -155,6 +159,12 @@ def reload_config(environ=None) -> Config:
                                    f"got {cfg.msbfs_batch_order!r}")
     if str(cfg.gpu_msbfs_sparse).lower() not in ("auto", "on", "off"):
         raise InvalidArgumentError(f"DISTGRAPH_GPU_MSBFS_SPARSE must be auto, on or off; got {cfg.gpu_msbfs_sparse!r}")
+    if isinstance(cfg.gpu_bfs_bu_list, str):  # from the environment: auto, or a boolean word
+        low = cfg.gpu_bfs_bu_list.strip().lower()
+        if low not in ("auto",) + tuple(_TRUE) + tuple(_FALSE):
+            raise InvalidArgumentError(f"DISTGRAPH_GPU_BFS_BU_LIST must be auto, true or false; "
+                                       f"got {cfg.gpu_bfs_bu_list!r}")
+        cfg.gpu_bfs_bu_list = "auto" if low == "auto" else low in _TRUE
     if cfg.gen_device not in ("cpu", "gpu"):
         raise InvalidArgumentError(f"DISTGRAPH_GEN_DEVICE must be cpu or gpu; got {cfg.gen_device!r}")
     return cfg
