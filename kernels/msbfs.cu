@@ -331,8 +331,18 @@ __device__ __forceinline__ void dg_ms_stage1(const int4 *__restrict__ row_ids, c
                                              const unsigned *F, const unsigned *act, unsigned *Vn,
                                              const Mark &mark, const int2 *qc, dg_i64 nq, dg_i64 rho,
                                              int tc_ratio, dg_i64 warp, dg_i64 nwarps, unsigned lane) {
+#if DG_MS_SPARSE
+    // the warp's next queue entry is loaded while it works on the current VSS: one dependent
+    // round trip less per VSS (a sparse VSS's chain is then its inputs, its Vn words, its mark)
+    int2 qnext = warp < nq ? qc[warp] : make_int2(0, 0);
+#endif
     for (dg_i64 w = warp; w < nq; w += nwarps) {
+#if DG_MS_SPARSE
+        const int2 q = qnext;
+        if (w + nwarps < nq) qnext = qc[w + nwarps];
+#else
         const int2 q = qc[w];
+#endif
         const dg_i64 vss = q.x, ss = q.y;
         unsigned fv[DG_MS_WORDS], M0[DG_MS_WORDS], M1[DG_MS_WORDS], M2[DG_MS_WORDS], M3[DG_MS_WORDS];
         const dg_i64 fbase = ((dg_i64)(lane & 7u) * rho + ss) * DG_MS_WORDS;
