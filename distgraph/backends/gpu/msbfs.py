@@ -87,24 +87,17 @@ GROUPS_ARCS = 2**21
 BLOCKS_ARCS = 2**22
 #: ``sparse="auto"``: stage 1's one-slice-per-lane path for VSSs of at most 32 slices
 #: (``DG_MS_SPARSE``, :func:`sparse_share`) when at least this share of the VSSs are that sparse.
-#: The path costs one more ballot on every VSS it does not take, and 8 more bytes of spills
-#: per thread under the 64-register cap of blocks of 1024 threads (32 against 24, ptxas of
-#: CUDA 13.0 for sm_90), so it is only turned on where nearly every VSS takes it: the
-#: road networks (road-NY: every VSS, 18 slices at the median, after RCM), not
-#: cond-mat-2005 or email-Enron (69% of their VSSs, holding 35% and 21% of the slices;
-#: benchmarks/results/msbfs_sparse_share.json).  An estimate from the kernel's arithmetic, not a
-#: measurement: on a sparse VSS the MMA loop costs ~28 instructions per active BFS (2 BMMAs)
-#: and the CUDA-core path 8 shuffles and 32 predicated ORs per frontier vertex, each for 4 rows
-#: a lane whose flush waits for up to 4 (12 with dirty bits in device memory) dependent
-#: memory round trips; the sparse path ~23 instructions per step (1-3 steps: the most
-#: frontier in-neighbours a row has in the slice set) and one row's flush (1 round trip,
-#: 3 with the dirty bits).  Replayed on the host for road-NY's first two batches of 256 ball
-#: sources (benchmarks/results/msbfs_sparse_share.json): ~540-590 warp instructions per queued
-#: VSS fall to ~160 (3.3-3.7x) and the flush rows with new bits from 3.8 to 1.0 per VSS.  With
-#: stage 1 at ~87% of a batch (gpu_closeness_block_profile.json), road-NY's 2.69 s would become
-#: ~1 s if the time followed the instructions (an estimate; benchmarks/device_h1_closeness.sh
-#: measures it).
-SPARSE_SHARE = 0.9
+#: On a sparse VSS the MMA loop costs ~28 instructions per active BFS (2 BMMAs) and a flush of 4
+#: rows per lane with up to 4 dependent round trips; the sparse path ~23 instructions per step
+#: (1-3 steps) and one row's flush (host replay of road-NY's first two ball batches: ~540-590
+#: warp instructions per queued VSS fall to ~160, benchmarks/results/msbfs_sparse_share.json).
+#: The path costs one more ballot on every VSS it does not take.  Measured on an H200 (blocks of
+#: 1024 threads, every source, totals equal to the path's absence;
+#: benchmarks/results/session6_x2/call6/h1/gpu_closeness_sparse.json): road-NY (every VSS
+#: sparse) 2.67 -> 1.71 s, cond-mat-2005 29.2 -> 25.2 ms and email-Enron 13.3 -> 11.0 ms (69% of
+#: their VSSs sparse).  Kronecker and urand graphs hold 13-23% sparse VSSs (scales 16-18, with and
+#: without Jaccard) and were not measured with it: they stay off.
+SPARSE_SHARE = 0.6
 #: ``sparse`` values: "auto" (:data:`SPARSE_SHARE`), "on"/True, "off"/False.
 SPARSE_CHOICES = ("auto", "on", "off", True, False)
 #: ``shared_dbits``: the most bytes of dirty bits kept in shared memory (the dynamic shared
