@@ -45,7 +45,9 @@ def add_arguments(p) -> None:
                         "settle within DISTGRAPH_GPU_SSSP_AUTO_ROUNDS (64), else the queue kernel")
     s.add_argument("--queue", choices=QUEUES, default="bq", help="queue of the async mode (Broker Queue or BWD)")
     s.add_argument("--remote", choices=REMOTES, default="atomic",
-                   help="remote relaxation of the async mode: atomic minimum + enqueue, or enqueue")
+                   help="remote relaxation of the async mode: atomic minimum + enqueue, enqueue of (vertex, "
+                        "candidate, tail), or batch (GPU backend on several ranks: the smallest candidate per "
+                        "vertex kept in a local outbox, shipped by one put per batch; the CPU async mode refuses it)")
     s.add_argument("--delta", type=float, default=None,
                    help="GPU async mode on one rank: near-far bucket width (vertices below a threshold first; "
                         "0 or inf: off; default: from the mean weight and degree); only a priority, the "
