@@ -13,11 +13,14 @@ products (B = 128) for
 
 * ``k2``: tree-only, directory offsets, the block kernels (default), bounded tiles of
   2**20 nodes, one CUDA graph per product, single-vector leaves with 4 chunks of 256
-  nodes per block; also ``k2_k1`` (one chunk per block: the leaves kernel up to commit
-  f20ed2c), ``k2_2lev`` (two levels per launch), ``k2_greedy`` (tiles cut on children
-  only, as first written), ``k2_tile21``/``k2_tile22`` (tiles of 2**21/2**22 nodes),
-  ``k2_thread`` (the first version: one thread per node, greedy tiles) and
-  ``batch_scan`` (offsets from a scan per tile);
+  nodes per block (``prefetch=False``: the K-chunk leaves, the library's default until
+  ``prefetch="auto"``; every configuration below that names no ``prefetch`` passes False
+  where "auto" would change its leaves, so each keeps the leaves it timed before); also
+  ``k2_k1`` (one chunk per block: the leaves kernel up to commit f20ed2c), ``k2_2lev`` (two
+  levels per launch), ``k2_greedy`` (tiles cut on children only, as first written),
+  ``k2_tile21``/``k2_tile22`` (tiles of 2**21/2**22 nodes), ``k2_thread`` (the first
+  version: one thread per node, greedy tiles) and ``batch_scan`` (offsets from a scan per
+  tile);
 * ``k2F``: the cached frontier (k2+F), block kernels, stored compact (4 bytes per node
   + 8 per block of 256: ``bytes.k2F_compact``), 4 chunks per block for single
   vectors; ``k2F_k1``/``k2F_k2``/``k2F_k8``: 1/2/8 chunks; ``k2F_full``: 8-byte codes
@@ -25,9 +28,12 @@ products (B = 128) for
   ``k2F_agg`` (K = 4), ``k2F_k2_agg``, ``k2F_k8_agg``: ``aggregate=True``, the updates of
   a block combined in a shared-memory table of 256 slots per chunk (``k2F_agg_s64``: 64)
   before one atomic per distinct row of ``y``; ``k2F_pre`` (K = 4), ``k2F_k2_pre`` and
-  ``k2_pre`` (tree-only): ``prefetch=True``, each 4 x 4 block's 4 inputs loaded with its
-  code before the block scan (``distgraph_k2tree_leaves_k<K>_pre``); ``k2F_pre_lanes``: and
-  ``lane_combine=True`` (adjacent lanes updating the same entry of ``y`` combined first). Rows
+  ``k2_pre`` (tree-only): ``prefetch=True, lane_combine=False``, each 4 x 4 block's 4 inputs
+  loaded with its code before the block scan (``distgraph_k2tree_leaves_k<K>_pre``);
+  ``k2F_pre_lanes``, ``k2_pre_lanes``: and ``lane_combine=True`` (adjacent lanes updating the
+  same entry of ``y`` combined first); ``k2F_auto``: the library's defaults
+  (``prefetch="auto"``: at K = 4 the leaves of ``k2F_pre_lanes``). Each product records the
+  leaves kernel it ran (``time_ms.<config>.<product>_leaves``, ``DeviceMatrix.info``). Rows
   ``k2_warp``/``k2F_warp`` (commit 4de3042), ``k2_hash``/``k2F_hash`` (84cd318) and
   ``k2F_band*`` (f20ed2c, edcde2a: updates combined per band of rows in shared memory;
   ``band`` gives its h, W and items) are kernels since removed;
@@ -200,21 +206,24 @@ class _Skip(Exception):
 
 
 # name: (DeviceMatrix keywords, products timed). Single vectors: k2 and k2F run the
-# leaves with K = 4 chunks of 256 nodes per block (the default); *_k1 the block kernel of
-# one chunk per block (the default up to commit 84cd318), *_k2 / *_k8 other K.
+# leaves with K = 4 chunks of 256 nodes per block (the default K; prefetch=False: the K-chunk
+# leaves, the default before prefetch="auto", as every configuration that names no prefetch
+# where "auto" would pick the prefetching leaves, so old and new rows stay comparable); *_k1
+# the block kernel of one chunk per block (the default up to commit 84cd318), *_k2 / *_k8 other K.
+OLD = dict(prefetch=False)
 CONFIGS = {
-    "k2": (dict(tile=1 << 20), ("right", "left", "batch")),
+    "k2": (dict(tile=1 << 20, **OLD), ("right", "left", "batch")),
     "k2_k1": (dict(tile=1 << 20, chunks_per_block=1), ("right",)),
-    "k2_2lev": (dict(tile=1 << 20, levels_per_step=2), ("right", "left", "batch")),
-    "k2_greedy": (dict(tile=1 << 20, bounded_tiles=False), ("right",)),
-    "k2_tile21": (dict(tile=1 << 21), ("right",)),
-    "k2_tile22": (dict(tile=1 << 22), ("right",)),
+    "k2_2lev": (dict(tile=1 << 20, levels_per_step=2, **OLD), ("right", "left", "batch")),
+    "k2_greedy": (dict(tile=1 << 20, bounded_tiles=False, **OLD), ("right",)),
+    "k2_tile21": (dict(tile=1 << 21, **OLD), ("right",)),
+    "k2_tile22": (dict(tile=1 << 22, **OLD), ("right",)),
     "k2_thread": (dict(tile=1 << 20, kernels="thread", bounded_tiles=False), ("right",)),
-    "k2F": (dict(cached_frontier=True), ("right", "left", "batch")),
+    "k2F": (dict(cached_frontier=True, **OLD), ("right", "left", "batch")),
     "k2F_k1": (dict(cached_frontier=True, chunks_per_block=1), ("right", "left")),
-    "k2F_k2": (dict(cached_frontier=True, chunks_per_block=2), ("right",)),
+    "k2F_k2": (dict(cached_frontier=True, chunks_per_block=2, **OLD), ("right",)),
     "k2F_k8": (dict(cached_frontier=True, chunks_per_block=8), ("right",)),
-    "k2F_full": (dict(cached_frontier=True, compact_frontier=False), ("right", "left")),
+    "k2F_full": (dict(cached_frontier=True, compact_frontier=False, **OLD), ("right", "left")),
     "k2F_thread": (dict(cached_frontier=True, kernels="thread"), ("right",)),
     # aggregate=True: the single-vector leaves combine the updates of a block in a
     # shared-memory table, one atomic per distinct row (column) of the block
@@ -223,10 +232,14 @@ CONFIGS = {
     "k2F_k8_agg": (dict(cached_frontier=True, chunks_per_block=8, aggregate=True), ("right",)),
     "k2F_agg_s64": (dict(cached_frontier=True, aggregate=True, aggregate_slots=64), ("right",)),
     # prefetch=True: each 4 x 4 block's inputs loaded with its code, before the scan
-    "k2F_pre": (dict(cached_frontier=True, prefetch=True), ("right", "left")),
+    # (lane_combine=False: its "auto" would combine lanes at K = 4)
+    "k2F_pre": (dict(cached_frontier=True, prefetch=True, lane_combine=False), ("right", "left")),
     "k2F_k2_pre": (dict(cached_frontier=True, chunks_per_block=2, prefetch=True), ("right", "left")),
-    "k2_pre": (dict(tile=1 << 20, prefetch=True), ("right", "left")),
+    "k2_pre": (dict(tile=1 << 20, prefetch=True, lane_combine=False), ("right", "left")),
     "k2F_pre_lanes": (dict(cached_frontier=True, prefetch=True, lane_combine=True), ("right", "left")),
+    "k2_pre_lanes": (dict(tile=1 << 20, prefetch=True, lane_combine=True), ("right", "left")),
+    # the library's defaults (prefetch="auto", lane_combine="auto"): k2F_pre_lanes at K = 4
+    "k2F_auto": (dict(cached_frontier=True), ("right", "left")),
 }
 DEFAULT_CONFIGS = list(CONFIGS) + ["csr_ours"]
 BIG_CONFIGS = ["k2F", "k2F_k1"]
@@ -317,6 +330,7 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
                 ms = timed(cp, go, r)
                 tt[key + "_mode"] = "launches"
             tt[key] = ms / (batch if key == "batch" else 1)
+            tt[key + "_leaves"] = dm.info.get("leaves")  # the leaves kernel this product ran
             errs[f"{name}_{key}"] = relerr(yout, key)
         if dm.tree is not None:
             tt["launches_per_product"] = len(dm.steps)
@@ -387,6 +401,15 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
     return res
 
 
+def _product(key):
+    """The product a key of ``time_ms.<config>`` belongs to: ``right``, ``right_mode`` and
+    ``right_leaves`` are all ``right``'s."""
+    for suffix in ("_mode", "_leaves"):
+        if key.endswith(suffix):
+            return key[:-len(suffix)]
+    return key
+
+
 def merge(new_path, into_path):
     """Merge the results of ``new_path`` into ``into_path``: a graph measured again gets
     the new entry, with the configurations only the old entry had (their times, the
@@ -415,8 +438,8 @@ def merge(new_path, into_path):
             for k, v in prev["time_ms"].items():  # measured again without some products (--products)
                 nv = g["time_ms"].get(k)
                 if k != "cusparse" and k not in keep and isinstance(v, dict) and isinstance(nv, dict):
-                    part = {d: w for d, w in v.items() if d.split("_mode")[0] in PRODUCTS + ("batch_scan",)
-                            and d.split("_mode")[0] not in nv}
+                    part = {d: w for d, w in v.items() if _product(d) in PRODUCTS + ("batch_scan",)
+                            and _product(d) not in nv}
                     if part:
                         keep[k] = part
             earlier = list(prev.get("earlier", []))

@@ -48,18 +48,23 @@
 // from dir[b] + a block scan of the fan-outs; see "block kernels" below), the default:
 // __global__ distgraph_k2tree_expand_blk  (sig, dir, in, g0, n, child0, out)
 // __global__ distgraph_k2tree_leaves_blk  (sig, dir, codes, delta, base, g0, n, x, y, B, left)
-// and, for single vectors (the default there), the leaves with K = 2, 4 (default) or
-// 8 aligned chunks of 256 nodes per block, every step done for K nodes at once (see
-// "leaves, K chunks per block"):
+// and, for single vectors (the default there where the prefetching leaves below do not run),
+// the leaves with K = 2, 4 (default) or 8 aligned chunks of 256 nodes per block, every step
+// done for K nodes at once (see "leaves, K chunks per block"):
 // __global__ distgraph_k2tree_leaves_k2/_k4/_k8 (sig, dir, codes, delta, base, g0, n, x, y, left)
 // and the same with the updates of a block combined in a shared-memory table before y
 // (one atomic per distinct row of the block; aggregate=True, not the default):
 // __global__ distgraph_k2tree_leaves_k2_agg/_k4_agg/_k8_agg (same arguments)
-// and with each 4 x 4 block's 4 inputs loaded with its code, before the scan (prefetch=True,
-// not the default until measured; see "leaves with each block's inputs loaded with its code"):
+// and with each 4 x 4 block's 4 inputs loaded with its code, before the scan (prefetch; see
+// "leaves with each block's inputs loaded with its code"):
 // __global__ distgraph_k2tree_leaves_k2_pre/_k4_pre (sig, dir, codes, delta, base, g0, n, x, nin, y, left)
 // and, K = 4, with runs of adjacent lanes that update the same entry of y combined first:
 // __global__ distgraph_k2tree_leaves_k4_pre_lanes (same arguments)
+// the default for single vectors wherever they apply (DeviceMatrix prefetch="auto",
+// lane_combine="auto": K = 2 or 4, not aggregate, x aligned): k2+F on an H200, time relative
+// to cuSPARSE on kron 21/22/23, right 2.36/2.61/2.65x with leaves_k4, 2.21/2.46/2.52x with
+// _k4_pre, 1.98/2.11/2.05x with _k4_pre_lanes; left 1.33/1.61/1.57x, 1.19/1.49/1.48x,
+// 1.20/1.40/1.32x (benchmarks/results/session6_x2/call6/h2/h2_k2tree_summary.json).
 // The alternative measured in benchmarks/gpu_k2tree_bench.py:
 // __global__ distgraph_k2tree_expand2_blk (sig, dir, in, g0, n, gchild0, out)
 //            two levels per launch: grandchildren codes, the middle level never written.
@@ -761,8 +766,9 @@ extern "C" __global__ void distgraph_k2tree_leaves_k8_agg(const unsigned char *_
 // x must start on a 16-byte boundary (bool: 4; the host checks, else it runs leaves_multi);
 // nin is its length. Launch as leaves_multi (grid = ceil(chunks meeting [g0, g0 + n) / K), block 256).
 // Kernels distgraph_k2tree_leaves_k2_pre/_k4_pre (sig, dir, codes, delta, base, g0, n, x,
-// nin, y, left); DeviceMatrix(prefetch=True). With LANES (distgraph_k2tree_leaves_k4_pre_lanes,
-// lane_combine=True) step (5) below combines runs of adjacent lanes first.
+// nin, y, left); DeviceMatrix(prefetch=True, or "auto", the default). With LANES
+// (distgraph_k2tree_leaves_k4_pre_lanes, lane_combine) step (5) below combines runs of
+// adjacent lanes first.
 
 // even bits of v to bits 0..15, odd bits to bits 16..31 (four delta swaps)
 __device__ __forceinline__ unsigned int unzip32(unsigned int v) {
@@ -954,9 +960,9 @@ extern "C" __global__ void distgraph_k2tree_leaves_k4_pre(const unsigned char *_
 }
 
 // The same with runs of adjacent lanes updating the same entry of y combined first ((5)
-// above; DeviceMatrix(prefetch=True, lane_combine=True)). Of the right product's updates on
-// kron:18, 15.0% go to the entry the previous node (lane) updated (16.7% on kron:16; counted
-// on the host from the Morton-sorted arcs, not in a results file).
+// above; DeviceMatrix(prefetch=True, lane_combine=True), the default at K = 4). Of the right
+// product's updates on kron:18, 15.0% go to the entry the previous node (lane) updated (16.7%
+// on kron:16; counted on the host from the Morton-sorted arcs, not in a results file).
 extern "C" __global__ void distgraph_k2tree_leaves_k4_pre_lanes(const unsigned char *__restrict__ sig,
                                                                 const dir_t *__restrict__ dir,
                                                                 const u64 *__restrict__ codes,

@@ -214,9 +214,11 @@ def test_gpu_matches_cpu_every_configuration():
 @pytest.mark.gpu
 @pytest.mark.parametrize("tile", [4, 7, 16, 300, 1 << 20])
 def test_gpu_block_and_thread_kernels_every_tile(tile):
-    """The block kernels (default; single vectors with 1, 2, 4 (default) or 8 chunks of
-    256 nodes per block) and the one-thread-per-node kernels give the scipy product for
-    every tile (bounded and greedy plans), direction, semiring and batch width."""
+    """The block kernels (default; single vectors with the K-chunk leaves, 1, 2, 4 (default)
+    or 8 chunks of 256 nodes per block, ``prefetch=False``) and the one-thread-per-node
+    kernels give the scipy product for every tile (bounded and greedy plans), direction,
+    semiring and batch width; so do the defaults (``prefetch="auto"``: the prefetching
+    leaves with lanes combined, tree-only and k2+F), which must run those leaves."""
     from distgraph import semiring
     from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
 
@@ -227,27 +229,36 @@ def test_gpu_block_and_thread_kernels_every_tile(tile):
     A = sp.csr_array(D)
     P = A.astype(np.float64)
     t = K2Tree.from_scipy(A, top_nodes=16)
-    for kernels, cached, compact, per_step, K in (
-            ("block", False, True, 1, 4), ("block", False, True, 2, 4), ("thread", False, True, 1, 4),
-            ("block", True, True, 1, 4), ("block", True, False, 1, 4), ("thread", True, True, 1, 4),
-            ("auto", True, True, 1, 4), ("block", False, True, 1, 1), ("block", False, True, 1, 2),
-            ("block", False, True, 1, 8), ("block", True, True, 1, 1), ("block", True, False, 1, 2),
-            ("block", True, True, 1, 8)):
+    for kernels, cached, compact, per_step, K, pre in (
+            ("block", False, True, 1, 4, False), ("block", False, True, 2, 4, False),
+            ("thread", False, True, 1, 4, False), ("block", True, True, 1, 4, False),
+            ("block", True, False, 1, 4, False), ("thread", True, True, 1, 4, False),
+            ("auto", True, True, 1, 4, False), ("block", False, True, 1, 1, False),
+            ("block", False, True, 1, 2, False), ("block", False, True, 1, 8, False),
+            ("block", True, True, 1, 1, False), ("block", True, False, 1, 2, False),
+            ("block", True, True, 1, 8, False), ("auto", False, True, 1, 4, "auto"),
+            ("auto", True, True, 1, 4, "auto")):
         if (cached and tile != 1 << 20) or (per_step == 2 and tile < 16):
             continue
         if K != 4 and tile < 16:  # the default K runs at every tile; keep the GPU run short
             continue
         kw = {} if K == 4 else dict(chunks_per_block=K)  # 4: the default
+        if pre is False:  # the K-chunk leaves (the default is "auto")
+            kw["prefetch"] = False
         dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, kernels=kernels, bounded_tiles=tile != 7,
                           compact_frontier=compact, levels_per_step=per_step, **kw)
         assert dm.block == (kernels != "thread") and dm.chunks_per_block == K
         assert dm.compact == (cached and compact and kernels != "thread")
+        assert dm.prefetch == dm.lane_combine == (pre == "auto")
         for B in (1, 3, 128):
             for left in (False, True):
                 M = P.T if left else P
                 k = M.shape[1]
                 x = _x(k, B, "plus_times", np.float64, 11)
                 np.testing.assert_allclose(dm.multiply(x, semiring.plus_times, left), M @ x, rtol=1e-12, atol=1e-12)
+                want = ("distgraph_k2tree_leaves" if kernels == "thread" else "distgraph_k2tree_leaves_blk"
+                        if B > 1 or K == 1 else f"distgraph_k2tree_leaves_k{K}" + ("_pre_lanes" if pre else ""))
+                assert dm.info["leaves"] == want, (kernels, cached, K, pre, B)
                 xb = _x(k, B, "lor_land", np.float64, 12)
                 assert np.array_equal(dm.multiply(xb, semiring.lor_land, left), (M @ xb.astype(float)) > 0)
                 xm = _x(k, B, "min_plus", np.float64, 13)
@@ -295,7 +306,8 @@ def test_gpu_aggregated_leaves_match_reference_and_default(K):
         assert t.level_sizes()[t.levels - 2] > 256 * K  # several blocks
         for cached, compact, tile in ((True, True, 1 << 20), (True, False, 1 << 20), (False, True, 1 << 20),
                                       (False, True, 512)):
-            base = DeviceMatrix(t, tile=tile, cached_frontier=cached, compact_frontier=compact, chunks_per_block=K)
+            base = DeviceMatrix(t, tile=tile, cached_frontier=cached, compact_frontier=compact, chunks_per_block=K,
+                                prefetch=False)  # the K-chunk leaves
             for slots in (256, 8):
                 dm = DeviceMatrix(t, tile=tile, cached_frontier=cached, compact_frontier=compact,
                                   chunks_per_block=K, aggregate=True, aggregate_slots=slots)
@@ -342,7 +354,8 @@ def test_gpu_64bit_directory_same_products():
     nodes); the runner then compiles the kernels with a 64-bit dir_t. Forced here on a
     small tree, every kernel family (tree-only leaves with 4 and 1 chunks per block, two
     levels per launch, thread kernels, scan offsets, the cached frontier compact and
-    full, batches) gives the products of the 32-bit directory."""
+    full, batches; the K-chunk leaves with ``prefetch=False``, and the defaults, the
+    prefetching leaves with lanes combined) gives the products of the 32-bit directory."""
     import dataclasses
 
     from distgraph import semiring
@@ -354,9 +367,11 @@ def test_gpu_64bit_directory_same_products():
     A = sp.csr_array(D)
     t = K2Tree.from_scipy(A, top_nodes=16)
     t64 = dataclasses.replace(t, directory=t.directory.astype(np.int64))
-    for kw in (dict(tile=64), dict(tile=64, chunks_per_block=1), dict(tile=64, levels_per_step=2),
-               dict(tile=64, kernels="thread"), dict(tile=64, offsets="scan"), dict(cached_frontier=True),
-               dict(cached_frontier=True, compact_frontier=False, chunks_per_block=1)):
+    for kw in (dict(tile=64, prefetch=False), dict(tile=64, chunks_per_block=1),
+               dict(tile=64, levels_per_step=2, prefetch=False), dict(tile=64, kernels="thread"),
+               dict(tile=64, offsets="scan"), dict(cached_frontier=True, prefetch=False),
+               dict(cached_frontier=True, compact_frontier=False, chunks_per_block=1), dict(tile=64),
+               dict(cached_frontier=True)):
         d32, d64 = DeviceMatrix(t, **kw), DeviceMatrix(t64, **kw)
         assert not d32.dir64 and d64.dir64 and d64.arrays["dir"].dtype == np.uint64
         for B in (1, 3):
@@ -439,6 +454,7 @@ def test_gpu_int64_and_graph_capture():
     for cached in (False, True):
         dm = DeviceMatrix(t, tile=32, cached_frontier=cached)
         assert np.array_equal(dm.multiply(x, semiring.plus_times), P @ x)
+        assert dm.info["leaves"] == "distgraph_k2tree_leaves_k4_pre_lanes"  # the default
         xd = cp.asarray(x.astype(np.float64))
         y = cp.empty((500, 1))
         g = dm.graph(xd, y, semiring.plus_times, False)

@@ -7,11 +7,16 @@ row and column, the K fan-out scans packed in the bytes of one word with the war
 totals summed in 16-bit fields, the cells of a block regrouped by row or column, the
 inputs read 4 at a time with the guard at the end of ``x``) against scipy, on matrices
 whose chunks fill the packed bytes (fan-out 4 everywhere) and whose sides are not
-multiples of 4; the lane runs' segmented scan; the option checks. With a GPU (``@pytest.mark.gpu``): the kernels
-against scipy and the K-chunk leaves, every semiring and element type, right and left,
-k2+F (compact and 8-byte codes) and tree-only at several tiles, an unaligned ``x`` (it
-must fall back), and a CUDA graph of a product.
+multiples of 4; the lane runs' segmented scan; the option checks; the choice of leaves
+(``prefetch="auto"``, ``lane_combine="auto"``, the defaults: :func:`leaves_options`,
+:func:`leaves_kernel`, and the launches of ``DeviceMatrix.run`` with a stand-in for CuPy).
+With a GPU (``@pytest.mark.gpu``): the kernels against scipy and the K-chunk leaves
+(``prefetch=False``), every semiring and element type, right and left, k2+F (compact and
+8-byte codes) and tree-only at several tiles, an unaligned ``x`` (it must fall back), a CUDA
+graph of a product, and the leaves the defaults run.
 """
+
+import types
 
 import numpy as np
 import pytest
@@ -192,22 +197,217 @@ def test_lane_runs_replayed_on_host():
 
 
 @pytest.mark.parametrize("kw, msg", [
-    (dict(prefetch=1), "prefetch must be True or False; got 1"),
-    (dict(prefetch=True, lane_combine=1), "lane_combine must be True or False; got 1"),
-    (dict(lane_combine=True), r"lane_combine=True needs prefetch=True and chunks_per_block in \(4,\)"),
+    (dict(prefetch=1), "prefetch must be True, False or 'auto'; got 1"),
+    (dict(prefetch="on"), "prefetch must be True, False or 'auto'; got 'on'"),
+    (dict(prefetch="AUTO"), "prefetch must be True, False or 'auto'; got 'AUTO'"),
+    (dict(prefetch=None), "prefetch must be True, False or 'auto'; got None"),
+    (dict(prefetch=True, lane_combine=1), "lane_combine must be True, False or 'auto'; got 1"),
+    (dict(lane_combine="true"), "lane_combine must be True, False or 'auto'; got 'true'"),
+    (dict(prefetch=False, lane_combine=True),
+     r"lane_combine=True needs prefetch=True \(or 'auto' where it applies\) and chunks_per_block in \(4,\)"),
     (dict(prefetch=True, chunks_per_block=2, lane_combine=True), r"lane_combine=True needs prefetch=True"),
+    # prefetch "auto" (the default) where lanes cannot be combined: an explicit True is refused
+    (dict(chunks_per_block=2, lane_combine=True), r"lane_combine=True needs prefetch=True"),
+    (dict(chunks_per_block=8, lane_combine=True), r"lane_combine=True needs prefetch=True"),
+    (dict(aggregate=True, lane_combine=True), r"lane_combine=True needs prefetch=True"),
+    (dict(kernels="thread", lane_combine=True), r"lane_combine=True needs prefetch=True"),
+    (dict(offsets="scan", lane_combine=True), r"lane_combine=True needs prefetch=True"),
     (dict(prefetch=True, chunks_per_block=1), r"prefetch=True needs .*chunks_per_block in \(2, 4\)"),
     (dict(prefetch=True, chunks_per_block=8), r"prefetch=True needs .*chunks_per_block in \(2, 4\)"),
     (dict(prefetch=True, aggregate=True), r"prefetch=True needs .*aggregate=False"),
     (dict(prefetch=True, kernels="thread"), r"prefetch=True needs the block kernels"),
     (dict(prefetch=True, offsets="scan"), r"prefetch=True needs the block kernels"),
+    (dict(prefetch=True, sample=64), r"prefetch=True needs the block kernels"),
+    (dict(prefetch=True, csr=True), r"prefetch=True needs the block kernels"),
 ])
 def test_prefetch_arguments_refused_before_cupy(kw, msg):
+    """Explicit True where the leaves do not exist is refused, with the reason; "auto" is
+    the only string."""
     from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
 
-    t = K2Tree.from_coo([0, 1, 2, 3], [1, 0, 3, 2], (4, 4))
+    kw = dict(kw)
+    t = K2Tree.from_coo([0, 1, 2, 3], [1, 0, 3, 2], (4, 4), sample=kw.pop("sample", 256))
+    if kw.pop("csr", False):
+        t, kw["csr"] = None, (np.array([0, 1, 1]), np.array([1], np.int32))
     with pytest.raises(InvalidArgumentError, match=msg):
         DeviceMatrix(t, **kw)
+
+
+# ------------------------------------------------ which leaves run (no GPU needed)
+def test_leaves_options_auto_true_false():
+    """"auto" (the default) turns the prefetching leaves on wherever they exist (block
+    kernels, K = 2 or 4, not aggregate) and lane combining with them at K = 4 only; False
+    keeps the K-chunk leaves; True keeps refusing where they do not exist."""
+    from distgraph.backends.gpu.k2tree_spmv import leaves_options
+
+    def opt(pre="auto", lanes="auto", block=True, K=4, agg=False):
+        return leaves_options(pre, lanes, block=block, chunks_per_block=K, aggregate=agg)
+
+    assert opt() == (True, True)
+    assert opt(K=2) == (True, False)
+    for kw in (dict(K=1), dict(K=8), dict(agg=True), dict(block=False), dict(K=2, agg=True), dict(K=8, agg=True)):
+        assert opt(**kw) == (False, False), kw
+        assert opt(lanes=False, **kw) == (False, False), kw
+        with pytest.raises(InvalidArgumentError, match="prefetch=True needs the block kernels"):
+            opt(pre=True, **kw)
+        with pytest.raises(InvalidArgumentError, match="lane_combine=True needs prefetch=True"):
+            opt(lanes=True, **kw)
+    assert opt(lanes=False) == (True, False)
+    assert opt(pre=True) == (True, True) and opt(pre=True, lanes=False) == (True, False)
+    assert opt(pre=True, K=2) == (True, False) and opt(pre=np.bool_(True), K=2) == (True, False)
+    assert opt(pre=False) == (False, False) and opt(pre=False, K=2) == (False, False)
+    assert opt(lanes=True) == (True, True) and opt(pre=True, lanes=np.bool_(True)) == (True, True)
+    for pre in (False, np.bool_(False)):
+        with pytest.raises(InvalidArgumentError, match="lane_combine=True needs prefetch=True"):
+            opt(pre=pre, lanes=True)
+    with pytest.raises(InvalidArgumentError, match="lane_combine=True needs prefetch=True"):
+        opt(lanes=True, K=2)
+    for bad in (1, 0, "on", "Auto", None, 4.0):
+        with pytest.raises(InvalidArgumentError, match=f"prefetch must be True, False or 'auto'; got {bad!r}"):
+            opt(pre=bad)
+        with pytest.raises(InvalidArgumentError, match=f"lane_combine must be True, False or 'auto'; got {bad!r}"):
+            opt(lanes=bad)
+
+
+def test_leaves_kernel_of_a_product():
+    """The kernel a product launches: the prefetching leaves only for single vectors with an
+    aligned x and K = 2 or 4; batches and K = 1 the one-chunk block kernel; the thread kernel
+    without the block kernels."""
+    from distgraph.backends.gpu.k2tree_spmv import LEAVES_AGG, LEAVES_K, LEAVES_PRE, LEAVES_PRE_LANES, leaves_kernel
+
+    def kern(K=4, B=1, pre=True, lanes=True, agg=False, aligned=True, block=True):
+        return leaves_kernel(block=block, chunks_per_block=K, B=B, prefetch=pre, lane_combine=lanes, aggregate=agg,
+                             aligned=aligned)
+
+    assert kern() == LEAVES_PRE_LANES[4] == "distgraph_k2tree_leaves_k4_pre_lanes"
+    assert kern(lanes=False) == LEAVES_PRE[4] and kern(K=2, lanes=False) == LEAVES_PRE[2]
+    assert kern(aligned=False) == LEAVES_K[4] and kern(K=2, lanes=False, aligned=False) == LEAVES_K[2]
+    assert kern(pre=False, lanes=False) == LEAVES_K[4]
+    for K in (1, 2, 4, 8):
+        assert kern(K=K, B=3, lanes=K == 4, pre=K in (2, 4)) == LEAVES_K[1] == "distgraph_k2tree_leaves_blk"
+    assert kern(K=1, pre=False, lanes=False) == LEAVES_K[1]
+    assert kern(K=8, pre=False, lanes=False) == LEAVES_K[8]
+    assert kern(K=8, pre=False, lanes=False, agg=True) == LEAVES_AGG[8]
+    assert kern(K=4, pre=False, lanes=False, agg=True) == LEAVES_AGG[4]
+    assert kern(block=False) == kern(block=False, B=5) == "distgraph_k2tree_leaves"
+
+
+class _DevArray:
+    """What DeviceMatrix.run reads of a CuPy array: shape, dtype, flags, data.ptr."""
+
+    def __init__(self, shape, dtype=np.float32, ptr=1 << 20, contiguous=True):
+        self.shape, self.dtype = shape, np.dtype(dtype)
+        self.flags = types.SimpleNamespace(c_contiguous=contiguous)
+        self.data = types.SimpleNamespace(ptr=ptr)
+
+
+class _Module:
+    """The compiled module: records every launch as (kernel, grid, block, args)."""
+
+    def __init__(self):
+        self.launches = []
+
+    def get_function(self, name):
+        return lambda grid, block, args: self.launches.append((name, grid, block, args))
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    """DeviceMatrix with numpy for CuPy (uploads, scratch) and a module that records launches."""
+    import sys
+
+    from distgraph.backends.gpu import k2tree_spmv as K
+
+    cp = types.SimpleNamespace(asarray=np.asarray, empty=np.empty, uint64=np.uint64, int32=np.int32,
+                               cumsum=lambda a, dtype=None, out=None: np.cumsum(a, dtype=dtype, out=out),
+                               get_default_memory_pool=lambda: types.SimpleNamespace(free_bytes=lambda: 0))
+    cp.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(memGetInfo=lambda: (2**34, 2**34)),
+                                    Device=lambda *a: types.SimpleNamespace(id=0))
+    mod = _Module()
+    monkeypatch.setitem(sys.modules, "cupy", cp)  # the memory plan asks CuPy for the free memory
+    monkeypatch.setattr(K, "import_cupy", lambda: cp)
+    monkeypatch.setattr(K, "get_module", lambda name, defines=None: mod)
+    return mod
+
+
+@pytest.mark.parametrize("kw, B, x, leaves, pre, lanes", [
+    # the defaults: the prefetching leaves with lanes combined at K = 4, an aligned x
+    (dict(), 1, dict(), "k4_pre_lanes", True, True),
+    (dict(cached_frontier=True), 1, dict(), "k4_pre_lanes", True, True),
+    (dict(cached_frontier=True, compact_frontier=False), 1, dict(), "k4_pre_lanes", True, True),
+    (dict(tile=4), 1, dict(), "k4_pre_lanes", True, True),
+    (dict(levels_per_step=2, tile=16), 1, dict(), "k4_pre_lanes", True, True),
+    (dict(cached_frontier=True), 1, dict(dtype=np.float64, ptr=48), "k4_pre_lanes", True, True),
+    (dict(cached_frontier=True), 1, dict(dtype=np.bool_, ptr=4), "k4_pre_lanes", True, True),
+    # K = 2: prefetching, no lanes
+    (dict(chunks_per_block=2), 1, dict(), "k2_pre", True, False),
+    (dict(cached_frontier=True, chunks_per_block=2), 1, dict(), "k2_pre", True, False),
+    # x not aligned or not contiguous: the K-chunk leaves, silently
+    (dict(cached_frontier=True), 1, dict(ptr=(1 << 20) + 4), "k4", True, True),
+    (dict(cached_frontier=True), 1, dict(dtype=np.float64, ptr=(1 << 20) + 8), "k4", True, True),
+    (dict(cached_frontier=True), 1, dict(dtype=np.bool_, ptr=(1 << 20) + 2), "k4", True, True),
+    (dict(cached_frontier=True), 1, dict(contiguous=False), "k4", True, True),
+    (dict(chunks_per_block=2), 1, dict(ptr=(1 << 20) + 4), "k2", True, False),
+    # batches: the one-chunk block kernel
+    (dict(cached_frontier=True), 3, dict(), "blk", True, True),
+    (dict(), 128, dict(), "blk", True, True),
+    # where the prefetching leaves do not exist: the kernels as before
+    (dict(chunks_per_block=1), 1, dict(), "blk", False, False),
+    (dict(cached_frontier=True, chunks_per_block=8), 1, dict(), "k8", False, False),
+    (dict(cached_frontier=True, aggregate=True), 1, dict(), "k4_agg", False, False),
+    (dict(chunks_per_block=2, aggregate=True), 1, dict(), "k2_agg", False, False),
+    (dict(kernels="thread"), 1, dict(), "thread", False, False),
+    (dict(cached_frontier=True, kernels="thread"), 1, dict(), "thread", False, False),
+    (dict(offsets="scan"), 1, dict(), "thread", False, False),
+    (dict(sample=64), 1, dict(), "thread", False, False),
+    # explicit choices
+    (dict(prefetch=False), 1, dict(), "k4", False, False),
+    (dict(cached_frontier=True, prefetch=False, lane_combine=False), 1, dict(), "k4", False, False),
+    (dict(cached_frontier=True, lane_combine=False), 1, dict(), "k4_pre", True, False),
+    (dict(cached_frontier=True, prefetch=True, lane_combine=False), 1, dict(), "k4_pre", True, False),
+    (dict(cached_frontier=True, prefetch=True), 1, dict(), "k4_pre_lanes", True, True),
+    (dict(cached_frontier=True, chunks_per_block=2, prefetch=True), 1, dict(), "k2_pre", True, False),
+])
+def test_leaves_run_by_default_with_a_stand_in_for_cupy(fake_cupy, kw, B, x, leaves, pre, lanes):
+    """DeviceMatrix with "auto" (the defaults) launches the prefetching leaves (lanes combined
+    at K = 4) wherever they apply, the kernels it ran before elsewhere, and says so in
+    ``info``; every leaves launch of a product is of that kernel, with the prefetching
+    leaves' arguments (x's length after x) exactly when they run."""
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+
+    kw = dict(kw)
+    t = K2Tree.from_scipy(_matrix(3), top_nodes=16, sample=kw.pop("sample", 256))
+    dm = DeviceMatrix(t, **kw)
+    assert (dm.prefetch, dm.lane_combine) == (pre, lanes)
+    assert dm.info == {"prefetch": pre, "lane_combine": lanes, "leaves": None}
+    xd = _DevArray((t.shape[1], B), **x)
+    dm.run(xd, object(), semiring.plus_times, False)
+    want = "distgraph_k2tree_leaves" + ("" if leaves == "thread" else "_" + leaves)
+    assert dm.info["leaves"] == want
+    launched = [ln for ln in fake_cupy.launches if "leaves" in ln[0]]
+    assert launched and {ln[0] for ln in launched} == {want}
+    for name, grid, block, args in launched:
+        if "_pre" in name:
+            assert len(args) == 11 and args[7] is xd and args[8] == t.shape[1] and isinstance(args[8], np.int64)
+        else:
+            assert args[7 if leaves != "thread" else 9] is xd
+    assert sum(ln[0].startswith("distgraph_k2tree_expand") for ln in fake_cupy.launches) == \
+        sum(st[0] != "leaves" for st in dm.steps)
+    fake_cupy.launches.clear()  # the choice is per product: an aligned x after a misaligned one
+    dm.run(_DevArray((t.shape[1], 1)), object(), semiring.plus_times, True)
+    again = {ln[0] for ln in fake_cupy.launches if "leaves" in ln[0]}
+    assert again == {dm.info["leaves"]}
+    if pre and B == 1 and not x:
+        assert again == {want}
+
+
+def test_csr_block_runs_no_leaves(fake_cupy):
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+
+    A = _matrix(3)
+    dm = DeviceMatrix(csr=(A.indptr, A.indices))
+    assert dm.info == {"prefetch": False, "lane_combine": False, "leaves": None}
 
 
 # --------------------------------------------------------------------- GPU
@@ -240,7 +440,7 @@ def test_gpu_prefetch_leaves_match_scipy_and_default(K, lanes):
     import cupy as cp
 
     from distgraph import semiring
-    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix, _aligned4
+    from distgraph.backends.gpu.k2tree_spmv import LEAVES_K, LEAVES_PRE, LEAVES_PRE_LANES, DeviceMatrix, _aligned4
     from distgraph.generators import from_spec
 
     g = from_spec("kron:12")
@@ -254,8 +454,9 @@ def test_gpu_prefetch_leaves_match_scipy_and_default(K, lanes):
             if tile == 4 and name == "kron12":  # thousands of launches: the small matrix only
                 continue
             kw = dict(tile=tile, cached_frontier=cached, compact_frontier=compact, chunks_per_block=K)
-            base, dm = DeviceMatrix(t, **kw), DeviceMatrix(t, prefetch=True, lane_combine=lanes, **kw)
+            base, dm = DeviceMatrix(t, prefetch=False, **kw), DeviceMatrix(t, prefetch=True, lane_combine=lanes, **kw)
             assert dm.prefetch and dm.lane_combine == lanes and dm.block and dm.chunks_per_block == K
+            assert not base.prefetch and not base.lane_combine
             if tile < 1 << 20:
                 assert sum(st[0] == "leaves" for st in dm.steps) > 1
             for left in (False, True):
@@ -264,12 +465,14 @@ def test_gpu_prefetch_leaves_match_scipy_and_default(K, lanes):
                 xf, xi, xb, xm = _xs(M.shape[1], 50 + tile % 97)
                 np.testing.assert_allclose(dm.multiply(xf, semiring.plus_times, left), M @ xf,
                                            rtol=1e-12, atol=1e-12, err_msg=str(msg))
+                assert dm.info["leaves"] == (LEAVES_PRE_LANES if lanes else LEAVES_PRE)[K], msg
                 x32 = xf.astype(np.float32)
                 np.testing.assert_allclose(dm.multiply(x32, semiring.plus_times, left), M @ x32.astype(np.float64),
                                            rtol=1e-4, atol=1e-4, err_msg=str(msg))
                 yi = dm.multiply(xi, semiring.plus_times, left)
                 assert np.array_equal(yi, M.astype(np.int64) @ xi), msg
                 assert np.array_equal(yi, base.multiply(xi, semiring.plus_times, left)), msg
+                assert base.info["leaves"] == LEAVES_K[K], msg
                 yb = dm.multiply(xb, semiring.lor_land, left)
                 assert np.array_equal(yb, (M @ xb.astype(float)) > 0), msg
                 assert np.array_equal(yb, base.multiply(xb, semiring.lor_land, left)), msg
@@ -284,6 +487,7 @@ def test_gpu_prefetch_leaves_match_scipy_and_default(K, lanes):
                 assert not _aligned4(xv) and _aligned4(cp.asarray(xf))
                 out = cp.empty((M.shape[0], 1))
                 dm.multiply(xv, semiring.plus_times, left, out=out)
+                assert dm.info["leaves"] == LEAVES_K[K], msg
                 np.testing.assert_allclose(cp.asnumpy(out), M @ xf, rtol=1e-12, atol=1e-12, err_msg=str(msg))
         dm = DeviceMatrix(t, cached_frontier=True, chunks_per_block=K, prefetch=True, lane_combine=lanes)
         xd = cp.asarray(_xs(A.shape[1], 9)[0])
@@ -308,7 +512,8 @@ def test_gpu_prefetch_leaves_64bit_directory():
     P = sp.csr_array(A != 0).astype(np.float64)
     t = K2Tree.from_scipy(A, top_nodes=16)
     t64 = dataclasses.replace(t, directory=t.directory.astype(np.int64))
-    for kw in (dict(cached_frontier=True), dict(tile=64), dict(cached_frontier=True, lane_combine=True)):
+    for kw in (dict(cached_frontier=True, lane_combine=False), dict(tile=64, lane_combine=False),
+               dict(cached_frontier=True, lane_combine=True)):
         dm = DeviceMatrix(t64, prefetch=True, **kw)
         assert dm.dir64
         for left in (False, True):
@@ -317,3 +522,27 @@ def test_gpu_prefetch_leaves_64bit_directory():
             np.testing.assert_allclose(dm.multiply(xf, semiring.plus_times, left), M @ xf, rtol=1e-12, atol=1e-12)
             assert np.array_equal(dm.multiply(xb, semiring.lor_land, left), (M @ xb.astype(float)) > 0)
             assert np.array_equal(dm.multiply(xm, semiring.min_plus, left), _min_plus_ref(M, xm))
+
+
+def test_benchmark_configurations_keep_their_leaves(fake_cupy, bench_script):
+    """benchmarks/gpu_k2tree_bench.py: with "auto" the default, each configuration still
+    runs the leaves it timed before (k2F, k2 and the others that name no prefetch: the
+    K-chunk leaves; k2F_pre / k2_pre: prefetching without lanes), k2F_auto the defaults'."""
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+
+    kb = bench_script("gpu_k2tree_bench.py", "gpu_k2tree_bench")
+    t = K2Tree.from_scipy(_matrix(3), top_nodes=16)
+    t.with_frontier()
+    for name, (kw, _) in kb.CONFIGS.items():
+        dm = DeviceMatrix(t, **kw)
+        pre, lanes = "_pre" in name or name.endswith("_auto"), name.endswith(("_lanes", "_auto"))
+        assert (dm.prefetch, dm.lane_combine) == (pre, lanes), name
+        dm.run(_DevArray((t.shape[1], 1)), object(), semiring.plus_times, False)
+        K, agg = dm.chunks_per_block, dm.aggregate
+        want = ("distgraph_k2tree_leaves" if not dm.block else "distgraph_k2tree_leaves_blk" if K == 1 else
+                f"distgraph_k2tree_leaves_k{K}" + ("_pre_lanes" if lanes else "_pre" if pre else "_agg" if agg else ""))
+        assert dm.info["leaves"] == want, name
+    assert kb.CONFIGS["k2F"][0]["prefetch"] is False and kb.CONFIGS["k2"][0]["prefetch"] is False
+    assert [kb._product(k) for k in ("right", "right_mode", "right_leaves", "batch_scan")] == \
+        ["right", "right", "right", "batch_scan"]

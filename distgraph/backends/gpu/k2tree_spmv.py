@@ -35,6 +35,19 @@ Defaults (the fastest configuration measured, ``benchmarks/results/k2tree_gpu.js
   codes and directory; block scans; the leaves' signatures; x) done for the 4 nodes of a
   thread at once (``distgraph_k2tree_leaves_k4``): k2+F right products on kron:20
   0.62 ms instead of 0.73 with one chunk per block (K = 2: 0.63, K = 8: 0.71).
+* ``prefetch="auto"``, ``lane_combine="auto"``: wherever they exist (block kernels, K = 2
+  or 4, ``aggregate=False``, a single vector, ``x`` C-contiguous from a 16-byte boundary)
+  the single-vector leaves are the prefetching ones (``distgraph_k2tree_leaves_k<K>_pre``,
+  below), at K = 4 with adjacent lanes combined (``distgraph_k2tree_leaves_k4_pre_lanes``);
+  elsewhere the K-chunk (or one-chunk, thread, aggregated) leaves run, silently. k2+F
+  single-vector products on an H200, time relative to cuSPARSE's on kron 21/22/23
+  (``benchmarks/results/session6_x2/call6/h2/h2_k2tree_summary.json``): K-chunk leaves
+  (``prefetch=False``) right 2.36/2.61/2.65x, left 1.33/1.61/1.57x; prefetching leaves
+  right 2.21/2.46/2.52x, left 1.19/1.49/1.48x; prefetching leaves with lanes combined right
+  1.98/2.11/2.05x, left 1.20/1.40/1.32x. Tree-only products take the same leaves; they
+  were not timed with them (bench config ``k2_pre``, ``k2_pre_lanes``). ``True`` refuses a
+  configuration without them; ``False`` keeps the K-chunk leaves. ``info["leaves"]`` names
+  the leaves kernel of the last product (:func:`leaves_kernel`).
 
 Options kept for comparison, not faster on the benchmark's graphs (single right
 and left products, time relative to the default): ``levels_per_step=2`` (two levels
@@ -68,8 +81,8 @@ it keeps the K-chunk loads, reads a slot before claiming it, and clears its tabl
 the barrier the leaves already have. Whether it pays is open: the removed band kernel,
 with no scattered atomics at all, was not faster than the one-chunk leaves (above).
 Batches are unchanged (``distgraph_k2tree_leaves_blk``).
-``prefetch=True`` (single-vector leaves with K = 2 or 4 chunks,
-``distgraph_k2tree_leaves_k<K>_pre``; opt-in until measured on a GPU): the same product
+The prefetching leaves (``prefetch``, single vectors with K = 2 or 4 chunks,
+``distgraph_k2tree_leaves_k<K>_pre``; the default where they apply, above): the same product
 with the 4 entries of ``x`` that a node's 4 x 4 block can read loaded in one vector load
 together with its code, before the block scan, so that ``x`` no longer waits for the
 scan and the leaves' signatures (the chain of dependent loads of a node goes from three
@@ -82,13 +95,18 @@ K-chunk leaves (one atomic per non-empty row of each 4 x 4 block). Static sm_90 
 K = 4, both directions, float plus_times (nvcc 13.0, nvdisasm; not a measurement of
 time): 2568 instructions against 4728, 62 branches against 388, 48 registers either.
 Needs ``x`` C-contiguous from a 16-byte boundary (4 bytes for bool); another ``x`` (a
-view into a larger array) runs the K-chunk leaves. With ``lane_combine=True`` as well (K = 4,
-``distgraph_k2tree_leaves_k4_pre_lanes``) the first updated row (column) of each node goes
+view into a larger array) runs the K-chunk leaves. With lanes combined (``lane_combine``,
+K = 4, ``distgraph_k2tree_leaves_k4_pre_lanes``) the first updated row (column) of each node goes
 through a segmented scan over runs of adjacent lanes that update the same entry of ``y``,
 and each run's last lane updates ``y`` once: of the right product's updates on kron:18,
 15.0% go to the entry the previous node updated (16.7% on kron:16; counted on the host
 from the Morton-sorted arcs while writing this, not in a results file), for 7 more
-shuffles (12 for 8-byte values) and a ballot per node. Not measured on a GPU either.
+shuffles (12 for 8-byte values) and a ballot per node. Measured on an H200 (k2+F, kron
+21/22/23, ``benchmarks/results/session6_x2/call6/h2/``; time relative to the K-chunk
+leaves'): prefetching 0.94/0.94/0.95 right, 0.90/0.93/0.94 left; with lanes combined
+0.84/0.81/0.77 right, 0.91/0.87/0.84 left; at K = 2 prefetching 0.93/0.94/0.95 right
+(cuSPARSE's time: 2.22/2.46/2.52x right, 1.19/1.49/1.48x left). The GPU tests of these
+leaves (``tests/test_gpu_k2tree_prefetch.py``, 19) passed there.
 Offsets from a scan per tile (``offsets="scan"``) use the thread kernels.
 
 A tree of 2**32 nodes or more (kron:24: about 4.7e9) has an int64 directory; its kernels
@@ -105,7 +123,8 @@ import numpy as np
 from ...errors import InvalidArgumentError
 from .loader import get_module, import_cupy
 
-__all__ = ["DeviceMatrix", "plan_tiles", "buffer_levels", "memory_plan", "tree_from_csr", "split_frontier"]
+__all__ = ["DeviceMatrix", "plan_tiles", "buffer_levels", "memory_plan", "tree_from_csr", "split_frontier",
+           "leaves_options", "leaves_kernel"]
 
 THREADS = 256
 BLOCK = 256  # nodes per block of the _blk kernels = the directory sample they need
@@ -116,9 +135,10 @@ LEAVES_K = {1: "distgraph_k2tree_leaves_blk", 2: "distgraph_k2tree_leaves_k2", 4
 # aggregate=True: the same leaves with the updates of a block combined in shared memory
 LEAVES_AGG = {2: "distgraph_k2tree_leaves_k2_agg", 4: "distgraph_k2tree_leaves_k4_agg",
               8: "distgraph_k2tree_leaves_k8_agg"}
-# prefetch=True: the same leaves with each block's inputs loaded with its code
+# prefetch (default "auto": where they apply): the same leaves with each block's inputs loaded with its code
 LEAVES_PRE = {2: "distgraph_k2tree_leaves_k2_pre", 4: "distgraph_k2tree_leaves_k4_pre"}
-LEAVES_PRE_LANES = {4: "distgraph_k2tree_leaves_k4_pre_lanes"}  # and lane_combine=True
+LEAVES_PRE_LANES = {4: "distgraph_k2tree_leaves_k4_pre_lanes"}  # and lane_combine
+LEAVES_THREAD = "distgraph_k2tree_leaves"  # the one-thread-per-node kernels (thread, scan offsets, S != 256)
 AGG_SLOTS = (8, 16, 32, 64, 128, 256)  # slots of the table per chunk of 256 nodes (256: the kernel's default)
 _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
             np.dtype(np.bool_): "unsigned char"}
@@ -303,6 +323,62 @@ def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=Fals
     return MemoryPlan("k2-tree SpMV", items, hints)
 
 
+def _flag(name, v):
+    """True, False or "auto" (numpy booleans as booleans)."""
+    if isinstance(v, str) and v == "auto":
+        return "auto"
+    if not isinstance(v, (bool, np.bool_)):
+        raise InvalidArgumentError(f"{name} must be True, False or 'auto'; got {v!r}")
+    return bool(v)
+
+
+def leaves_options(prefetch, lane_combine, *, block, chunks_per_block, aggregate):
+    """``(prefetch, lane_combine)`` as :class:`DeviceMatrix` runs them, each given as
+    True, False or ``"auto"``. ``block``: the block kernels run (directory offsets or the
+    cached frontier, sample ``BLOCK``, ``kernels != "thread"``).
+
+    The prefetching leaves exist for the block kernels with ``chunks_per_block`` in
+    ``LEAVES_PRE`` and ``aggregate=False``; lane combining for those with
+    ``chunks_per_block`` in ``LEAVES_PRE_LANES``. ``"auto"``: on where they exist, off
+    elsewhere; ``True`` where they do not raises InvalidArgumentError; ``False``: off.
+    Whether a product then runs them also depends on ``x`` (:func:`leaves_kernel`).
+
+    >>> leaves_options("auto", "auto", block=True, chunks_per_block=4, aggregate=False)
+    (True, True)
+    >>> leaves_options("auto", "auto", block=True, chunks_per_block=2, aggregate=False)
+    (True, False)
+    >>> leaves_options("auto", "auto", block=True, chunks_per_block=8, aggregate=False)
+    (False, False)
+    """
+    prefetch, lane_combine = _flag("prefetch", prefetch), _flag("lane_combine", lane_combine)
+    can_pre = bool(block) and chunks_per_block in LEAVES_PRE and not aggregate
+    if prefetch is True and not can_pre:
+        raise InvalidArgumentError(f"prefetch=True needs the block kernels (directory offsets, sample={BLOCK}), "
+                                   f"chunks_per_block in {tuple(LEAVES_PRE)} and aggregate=False")
+    pre = can_pre and prefetch is not False
+    can_lanes = pre and chunks_per_block in LEAVES_PRE_LANES
+    if lane_combine is True and not can_lanes:
+        raise InvalidArgumentError(f"lane_combine=True needs prefetch=True (or 'auto' where it applies) and "
+                                   f"chunks_per_block in {tuple(LEAVES_PRE_LANES)}")
+    return pre, can_lanes and lane_combine is not False
+
+
+def leaves_kernel(*, block, chunks_per_block, B, prefetch, lane_combine, aggregate, aligned):
+    """The name of the leaves kernel a product launches: ``prefetch`` and
+    ``lane_combine`` as resolved by :func:`leaves_options`, ``B`` the vectors of the
+    product, ``aligned`` whether the prefetching leaves can read its ``x``
+    (:func:`_aligned4`). Batches and K = 1 run ``distgraph_k2tree_leaves_blk``; the
+    prefetching leaves need an aligned ``x``, else the K-chunk leaves run."""
+    if not block:
+        return LEAVES_THREAD
+    K = chunks_per_block if B == 1 else 1
+    if K == 1:
+        return LEAVES_K[1]
+    if prefetch and aligned:
+        return LEAVES_PRE_LANES[K] if lane_combine else LEAVES_PRE[K]
+    return LEAVES_AGG[K] if aggregate else LEAVES_K[K]
+
+
 class DeviceMatrix:
     """One rank's block on the GPU (a k2-tree, or a CSR ``(indptr, indices)``).
 
@@ -316,12 +392,18 @@ class DeviceMatrix:
     ``prefetch``: the single-vector leaves load each 4 x 4 block's inputs with its code
     (block kernels with K = 2 or 4, not with ``aggregate``; see the module docstring);
     ``lane_combine``: with ``prefetch`` and K = 4, adjacent lanes updating the same entry
-    of ``y`` combine first (module docstring)."""
+    of ``y`` combine first (module docstring). Each True, False or ``"auto"`` (default: on
+    where they apply, :func:`leaves_options`; measured faster, module docstring).
+
+    ``info``: ``prefetch`` and ``lane_combine`` as resolved, and ``leaves``, the leaves
+    kernel of the last product (None before the first, and for a CSR block): the
+    prefetching leaves run only for single vectors whose ``x`` is C-contiguous from a
+    16-byte boundary (:func:`leaves_kernel`)."""
 
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
                  levels_per_step=1, chunks_per_block=4, aggregate=False, aggregate_slots=256,
-                 prefetch=False, lane_combine=False):
+                 prefetch="auto", lane_combine="auto"):
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
         if offsets not in ("directory", "scan"):
@@ -362,22 +444,14 @@ class DeviceMatrix:
             if max(tree.shape) >= 2**32 - 1:  # the table's keys are uint32, 2**32 - 1 the empty one
                 raise InvalidArgumentError(f"aggregate=True needs fewer than 2**32 - 1 rows and columns; "
                                            f"got {tree.shape}")
-        if not isinstance(prefetch, (bool, np.bool_)):
-            raise InvalidArgumentError(f"prefetch must be True or False; got {prefetch!r}")
-        self.prefetch = bool(prefetch)
-        if self.prefetch and (not can_block or kernels == "thread" or self.chunks_per_block not in LEAVES_PRE
-                              or self.aggregate):
-            raise InvalidArgumentError(f"prefetch=True needs the block kernels (directory offsets, sample={BLOCK}), "
-                                       f"chunks_per_block in {tuple(LEAVES_PRE)} and aggregate=False")
-        if not isinstance(lane_combine, (bool, np.bool_)):
-            raise InvalidArgumentError(f"lane_combine must be True or False; got {lane_combine!r}")
-        self.lane_combine = bool(lane_combine)
-        if self.lane_combine and (not self.prefetch or self.chunks_per_block not in LEAVES_PRE_LANES):
-            raise InvalidArgumentError(f"lane_combine=True needs prefetch=True and chunks_per_block in "
-                                       f"{tuple(LEAVES_PRE_LANES)}")
+        self.block = can_block and kernels != "thread"
+        # "auto": the prefetching leaves (lanes combined at K = 4) wherever they apply
+        self.prefetch, self.lane_combine = leaves_options(prefetch, lane_combine, block=self.block,
+                                                          chunks_per_block=self.chunks_per_block,
+                                                          aggregate=self.aggregate)
+        self.info = {"prefetch": self.prefetch, "lane_combine": self.lane_combine, "leaves": None}
         cp = import_cupy()
         self.cp = cp
-        self.block = can_block and kernels != "thread"
         self.arrays = {}
         if csr is not None:
             ip, ix = csr
@@ -539,7 +613,8 @@ class DeviceMatrix:
             self._run_block(mod, xd, y, B, left)
             return
         expand = mod.get_function("distgraph_k2tree_expand")
-        leaves = mod.get_function("distgraph_k2tree_leaves")
+        leaves = mod.get_function(LEAVES_THREAD)
+        self.info["leaves"] = LEAVES_THREAD
         fanout = mod.get_function("distgraph_k2tree_fanout")
         sig, dr, S = a["sig"], a["dir"], np.int32(self.tree.sample)
         use_dir = np.int32(1 if (self.use_dir or self.cached) else 0)
@@ -566,18 +641,19 @@ class DeviceMatrix:
         sample of ``BLOCK`` nodes; grid = the aligned blocks meeting the tile)."""
         expand = mod.get_function("distgraph_k2tree_expand_blk")
         expand2 = mod.get_function("distgraph_k2tree_expand2_blk")
-        leaves = mod.get_function("distgraph_k2tree_leaves_blk")
         a = self.arrays
         sig, dr = a["sig"], a["dir"]
         null = np.uint64(0)  # a null pointer: codes come from `src`
         delta, base = (a["frontier_delta"], a["frontier_base"]) if self.compact else (null, null)
         K = self.chunks_per_block if B == 1 else 1
-        pre = K > 1 and self.prefetch and _aligned4(xd)
+        name = leaves_kernel(block=True, chunks_per_block=self.chunks_per_block, B=B, prefetch=self.prefetch,
+                             lane_combine=self.lane_combine, aggregate=self.aggregate,
+                             aligned=self.prefetch and K > 1 and _aligned4(xd))
+        self.info["leaves"] = name
+        leaves = mod.get_function(name)
+        pre = name in LEAVES_PRE.values() or name in LEAVES_PRE_LANES.values()
         if pre:
-            leaves = mod.get_function(LEAVES_PRE_LANES[K] if self.lane_combine else LEAVES_PRE[K])
             nin = np.int64(xd.shape[0])
-        elif K > 1:
-            leaves = mod.get_function(LEAVES_AGG[K] if self.aggregate else LEAVES_K[K])
         for st in self.steps:
             level, g0, n, pos = st[1], st[2], st[3], st[4]
             src = self.bufs[level][pos:pos + n]
