@@ -107,8 +107,9 @@ class Config:
     #: GPU closeness: stage 1 runs virtual slice sets of at most 32 slices one slice per lane on CUDA
     #: cores (kernels/msbfs.cu, DG_MS_SPARSE): "on", "off" or "auto" (on when at least
     #: msbfs.SPARSE_SHARE = 60% of the VSSs are that sparse: all of road-NY's, 69% of cond-mat-2005's
-    #: and email-Enron's; H200: 2.67 -> 1.71 s, 29.2 -> 25.2 ms, 13.3 -> 11.0 ms; Kronecker graphs
-    #: hold 13-23%, off; benchmarks/results/session6_x2/call6/h1/gpu_closeness_sparse.json).
+    #: and email-Enron's; H200: 2.67 -> 1.71 s, 29.2 -> 25.2 ms, 13.3 -> 11.0 ms,
+    #: benchmarks/results/session6_x2/call6/h1/gpu_closeness_sparse.json; Kronecker and urand graphs
+    #: hold 12-23% at scales 16-18, off: benchmarks/results/msbfs_sparse_share_synthetic.json).
     gpu_msbfs_sparse: str = "auto"
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
     #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys

@@ -95,8 +95,10 @@ BLOCKS_ARCS = 2**22
 #: 1024 threads, every source, totals equal to the path's absence;
 #: benchmarks/results/session6_x2/call6/h1/gpu_closeness_sparse.json): road-NY (every VSS
 #: sparse) 2.67 -> 1.71 s, cond-mat-2005 29.2 -> 25.2 ms and email-Enron 13.3 -> 11.0 ms (69% of
-#: their VSSs sparse).  Kronecker and urand graphs hold 13-23% sparse VSSs (scales 16-18, with and
-#: without Jaccard) and were not measured with it: they stay off.
+#: their VSSs sparse).  Kronecker and urand graphs hold 12-23% sparse VSSs at scales 16-18 after
+#: the default reordering (Kronecker with Jaccard 19-23%, urand with RCM 12%; 9-18% in other
+#: orders; benchmarks/results/msbfs_sparse_share_synthetic.json) and were not measured with it:
+#: they stay off.
 SPARSE_SHARE = 0.6
 #: ``sparse`` values: "auto" (:data:`SPARSE_SHARE`), "on"/True, "off"/False.
 SPARSE_CHOICES = ("auto", "on", "off", True, False)
