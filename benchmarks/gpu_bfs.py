@@ -129,14 +129,14 @@ def parse_variants(text):
     if not names:
         return None
     for name in names:
-        v, ok = name, True
+        v, k_ok = name, True
         if "~c" in v:  # any variant with the bottom-up scan's chunk K (GpuBFS bu_chunk), "l": work lists
             v, k = v.rsplit("~c", 1)
-            ok = k.rstrip("l") in ("1", "2", "4", "8", "16")
-        ok = ok and v in VARIANTS
+            k_ok = k.rstrip("l") in ("1", "2", "4", "8", "16")
+        ok = k_ok and v in VARIANTS
         if v.startswith("switch~a"):
             try:
-                ok = float(v[len("switch~a"):]) >= 0
+                ok = k_ok and float(v[len("switch~a"):]) >= 0
             except ValueError:
                 ok = False
         if not ok:
