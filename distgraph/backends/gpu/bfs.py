@@ -420,6 +420,7 @@ class GpuBFS:
         expect(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k in (1, 2, 4, 8, 16),
                "bu_chunk", "one of 1, 2, 4, 8, 16", k)
         self._bu_chunk = int(k)
+        self.info["bu_chunk"] = self._bu_chunk
         self._load_kernels()
 
     @property
@@ -431,6 +432,7 @@ class GpuBFS:
     def bu_list(self, on):
         expect(isinstance(on, (bool, np.bool_)), "bu_list", "True or False", on)
         self._bu_list = bool(on)
+        self.info["bu_list"] = self._bu_list
         self._load_kernels()
 
     def _load_kernels(self):
