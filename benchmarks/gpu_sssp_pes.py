@@ -20,7 +20,11 @@ wall time of ``run()`` on rank 0 between barriers: kernel, resets, the host's ga
 distances), ``run_s`` (best of the slowest rank's ``time_run_s``: resets and launches, no
 gather), the remote counters (ghost drops, claims, coalesced, shipped, applied, puts),
 ``same_as_cpu``; and per case ``speedup_vs_1pe`` for each row of several PEs (best 1-PE
-``time_s`` over the row's). Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten
+``time_s`` over the row's). A remote ``X+phases`` (e.g. ``atomic+phases``) is remote ``X`` with
+near-far phases driven by the host (``QueueSSSP(multi_pe_phases=True)``), one row per
+``--phase-deltas`` value (``default``: the largest of the PEs' picks of the default rule; set by
+``set_delta``, same runner); on one PE it runs too (the NVSHMEM kernel with the host's phase
+changes, beside the kernel's own phases of the plain row): its cost per phase. Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten
 after every job; a job that fails or runs out of ``--budget`` keeps the rows it printed.
 """
 
@@ -89,7 +93,19 @@ def _cases(dirpath, graphs, wait_s):
                 yield f"{spec}_{wk}", p
 
 
-def worker(dirpath, graphs, queues, remotes, trials, wait_s, flushes):
+def _variant(label):
+    """``(remote, host_phases)`` of a --remotes entry (``atomic``, ``atomic+phases``, ...)."""
+    remote, _, extra = label.partition("+")
+    if extra not in ("", "phases"):
+        raise SystemExit(f"gpu_sssp_pes.py: unknown remote variant {label!r} (X or X+phases)")
+    return remote, extra == "phases"
+
+
+def _delta_arg(x):
+    return None if x == "default" else (int(x) if x.lstrip("-").isdigit() else float(x))
+
+
+def worker(dirpath, graphs, queues, remotes, trials, wait_s, flushes, phase_deltas=(None,)):
     """Under mpirun: every case x variant on all PEs; rank 0 prints one RESULT-JSON line per row."""
     from mpi4py import MPI
 
@@ -111,13 +127,14 @@ def worker(dirpath, graphs, queues, remotes, trials, wait_s, flushes):
         # rank 0 waits for the graph and says which cases there are (the same list on every rank)
         ready = comm.bcast(list(_cases(dirpath, [spec], wait_s)) if rank == 0 else None, root=0)
         for name, path in ready:
-            _run_case(comm, name, path, queues, remotes, trials, failed, flushes)
+            _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_deltas)
     pg.finalize()
 
 
-def _run_case(comm, name, path, queues, remotes, trials, failed, flushes):
+def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_deltas=(None,)):
     """Every queue x remote variant on one prepared case (collective; the errors of QueueSSSP
-    are raised on every rank), but those in ``failed``; rank 0 prints the rows."""
+    are raised on every rank), but those in ``failed``; rank 0 prints the rows. On one PE the
+    first plain remote and every ``+phases`` one run."""
     from mpi4py import MPI
 
     from distgraph.algorithms.bellman_ford import cycle_weight
@@ -130,10 +147,13 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes):
     s, ref = int(z["source"]), z["ref"]
     w = g.weights
     confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
+    plain = [x for x in remotes if not _variant(x)[1]]
+    labels = remotes if size > 1 else plain[:1] + [x for x in remotes if _variant(x)[1]]
     for queue in queues:
-        for remote in remotes if size > 1 else remotes[:1]:
-            row = {"kind": "row", "case": name, "pes": size, "queue": queue, "remote": remote if size > 1 else None,
-                   "vertices": g.n, "arcs": g.m}
+        for remote in labels:
+            rmode, phased = _variant(remote)
+            row = {"kind": "row", "case": name, "pes": size, "queue": queue,
+                   "remote": remote if size > 1 or phased else None, "vertices": g.n, "arcs": g.m}
             if (queue, remote) in failed:
                 row["skipped"] = "failed on an earlier case"
                 if rank == 0:
@@ -142,14 +162,22 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes):
             q = None
             try:
                 t0 = time.perf_counter()
-                q = QueueSSSP(g, w, comm, queue=queue, remote=remote, use_nvshmem=True)
+                q = QueueSSSP(g, w, comm, queue=queue, remote=rmode, use_nvshmem=True, multi_pe_phases=phased)
                 row["setup_s"] = time.perf_counter() - t0
                 q.run(s, confirm)  # warm-up (kernel load)
-                # batch: one row per flush setting (an attribute: same runner)
-                for flush in flushes if q.batch else (None,):
+                # batch: one row per flush setting (an attribute: same runner); phases: one per delta
+                settings = [(f, dl) for f in (flushes if q.batch else (None,))
+                            for dl in (phase_deltas if phased else (None,))]
+                for flush, pdelta in settings:
                     if flush is not None:
                         q.flush = flush
+                    if phased:
+                        q.set_delta(pdelta)  # collective
+                        if pdelta is not None:
+                            q.run(s, confirm)  # warm-up at this delta
                     r = dict(row)
+                    if phased:
+                        r["phase_delta_arg"] = "default" if pdelta is None else pdelta
                     times, runs, same = [], [], True
                     for _ in range(trials):
                         comm.Barrier()
@@ -161,7 +189,8 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes):
                         same &= cyc is None and bool(np.array_equal(d, ref))
                     r.update(time_s=min(times), times_s=times, run_s=min(runs), runs_s=runs,
                              same_as_cpu=all(comm.allgather(same)),
-                             **{k: st.get(k) for k in ("relaxations", "items", "launches", "delta", "phases", "ghost",
+                             **{k: st.get(k) for k in ("relaxations", "items", "launches", "delta", "phases",
+                                                       "multi_pe_phases", "checks", "ghost",
                                                        "flush", "ghost_dropped", "remote_claims", "coalesced",
                                                        "shipped", "applied", "flushes", "grid", "capacity")})
                     if rank == 0:
@@ -201,10 +230,11 @@ def run_job(n, args, timeout):
 
 
 def summarize(rows):
-    """speedup_vs_1pe of every row of several PEs (best 1-PE time_s of the case over the row's)."""
+    """speedup_vs_1pe of every row of several PEs (best 1-PE time_s of the case over the row's;
+    1-PE rows with host-driven phases are not the 1-PE reference)."""
     best1 = {}
     for r in rows:
-        if r.get("pes") == 1 and "time_s" in r:
+        if r.get("pes") == 1 and "time_s" in r and r.get("remote") is None:  # the kernel's own phases
             best1[r["case"]] = min(best1.get(r["case"], np.inf), r["time_s"])
             best1[r["case"] + "/run"] = min(best1.get(r["case"] + "/run", np.inf), r["run_s"])
     for r in rows:
@@ -224,6 +254,8 @@ def main(argv=None):
     ap.add_argument("--remotes", default="atomic,enqueue,batch")
     ap.add_argument("--trials", type=int, default=2)
     ap.add_argument("--flushes", default="256,32", help="batch rows: QueueSSSP.flush values (same runner)")
+    ap.add_argument("--phase-deltas", default="default",
+                    help="X+phases rows: near-far deltas ('default' or a number; set_delta, same runner)")
     ap.add_argument("--budget", type=float, default=150.0, help="seconds for all jobs together")
     ap.add_argument("--wait-prep", type=float, default=120.0, help="seconds a job waits for a graph's prep")
     ap.add_argument("--worker", action="store_true")
@@ -231,10 +263,13 @@ def main(argv=None):
     graphs = [x for x in a.graphs.split(",") if x]
     queues, remotes = [x for x in a.queues.split(",") if x], [x for x in a.remotes.split(",") if x]
     flushes = [int(x) for x in a.flushes.split(",") if x]
+    phase_deltas = [_delta_arg(x) for x in a.phase_deltas.split(",") if x]
+    for x in remotes:
+        _variant(x)
     if a.prep:
         return prep(a.prep, graphs) or 0
     if a.worker:
-        return worker(a.prepared, graphs, queues, remotes, a.trials, a.wait_prep, flushes) or 0
+        return worker(a.prepared, graphs, queues, remotes, a.trials, a.wait_prep, flushes, phase_deltas) or 0
     out = Path(a.outdir)
     out.mkdir(parents=True, exist_ok=True)
     res = {"benchmark": "gpu_sssp_pes", "commit": commit(),
@@ -242,7 +277,7 @@ def main(argv=None):
            "gpus": _sh("nvidia-smi -L").count("GPU "), "host_cpus": os.cpu_count(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "command": " ".join(sys.argv), "graphs": graphs, "queues": queues, "remotes": remotes,
-           "trials": a.trials, "flushes": flushes, "jobs": [], "rows": []}
+           "trials": a.trials, "flushes": flushes, "phase_deltas": a.phase_deltas, "jobs": [], "rows": []}
     save = lambda: (out / "gpu_sssp_pes.json").write_text(json.dumps(res, indent=1, default=float))  # noqa: E731
     t_start = time.monotonic()
     pes = [int(x) for x in a.pes.split(",") if x]
@@ -255,7 +290,7 @@ def main(argv=None):
         limit = left if i == len(pes) - 1 else max(left / (len(pes) - i) * (0.8 if i == 0 else 1.0), 10)
         args = ["--worker", "--prepared", a.prepared, "--graphs", a.graphs, "--queues", a.queues,
                 "--remotes", a.remotes, "--trials", str(a.trials), "--wait-prep", str(a.wait_prep),
-                "--flushes", a.flushes]
+                "--flushes", a.flushes, "--phase-deltas", a.phase_deltas]
         t0 = time.monotonic()
         lines, err, text = run_job(p, args, limit)
         job = {"pes": p, "wall_s": time.monotonic() - t0, "limit_s": limit}
@@ -270,7 +305,8 @@ def main(argv=None):
             print(f"{r['case']:16s} pes={r['pes']} {r['queue']} {str(r['remote']):8s} "
                   + (f"{r['time_s'] * 1e3:8.2f} ms run {r['run_s'] * 1e3:8.2f} ms same={r['same_as_cpu']} "
                      f"x1pe={r.get('speedup_vs_1pe', float('nan')):.2f} coalesced={r.get('coalesced')} "
-                     f"shipped={r.get('shipped')} puts={r.get('flushes')} flush={r.get('flush')}" if "time_s" in r
+                     f"shipped={r.get('shipped')} puts={r.get('flushes')} flush={r.get('flush')} "
+                     f"delta={r.get('delta')} phases={r.get('phases')} relax={r.get('relaxations')}" if "time_s" in r
                      else str(r.get("error", r.get("skipped")))[:300]),
                   flush=True)
         save()

@@ -24,7 +24,26 @@
 // yet, and rescans them after each later improvement (5-8 scans per arc on road graphs).
 // thr is only a priority: any improvement is queued near or far, the run ends when the queue,
 // the items in flight and the far pile are all empty, negative weights need no special case.
-// delta = 0 (several PEs, or asked for) turns it off: thr = INT64_MAX, nothing goes far.
+// delta = 0 (several PEs by default, or asked for) turns it off: thr = INT64_MAX, nothing goes far.
+//
+// Host-driven phases (the NVSHMEM build, ph[P_HOST] = 1; QueueSSSP(multi_pe_phases=True) on
+// several PEs, or on one PE with use_nvshmem=True): thr is one global value for all PEs, the same near/far rule, but
+// warp 0 never changes the phase in device code. When the termination test sees no item queued
+// or in flight anywhere, every PE ends its launch (ctl[FINISHED]) with its far piles kept; the
+// host takes the smallest pile key and the largest pile count over the PEs (MPI), and if a pile
+// holds anything sets the same next thr on every PE (max(thr, min key) + delta), flips the
+// phase, counts this PE's scan tasks in its SENT and relaunches after a barrier (so no PE can
+// see a quiescence before every PE's tasks are counted); warp 0 of each PE queues those tasks
+// (ph[P_TASKS] tasks over ph[P_TCNT] entries of the previous pile) at its first idle look. A
+// remote relaxation lands above thr on the owner in every remote mode: enqueue and batch items
+// are applied by the owner through mark() (near or far, as local ones); in atomic mode the
+// sender knows thr: below it, it swaps the owner's flag to near and enqueues unless it was near
+// already (a far-pile entry is then stale, as after a local near mark); at or above it, it
+// enqueues the vertex only if its flag was 0 (in a pile already: the pile's scan task reads the
+// current distance), and the owner, dequeuing a rescan whose key is at or above thr, puts it in
+// its far pile instead of scanning it (counted DONE like any item). The pile's smallest key can
+// then be stale (too large: a remote minimum lowered a piled vertex), which only makes the next
+// thr larger, never skips a vertex (its key is below it).
 //
 // Kept vertices (keep != 0): a warp keeps up to 32 of the near vertices it lowered (one per
 // lane, nx) and scans them at its next turn instead of sending them through the queue; the
@@ -92,9 +111,10 @@
 //   ring/tickets/meta: the queue segment (broker_queue.cuh), items Item{v, cand, u}: u == -1 a
 //             vertex to rescan, u >= 0 a remote relaxation (enqueue mode), u == -2 a scan task
 //             for far entries [v, cand) of the previous pile, u <= -3 arc chunk -3 - u of v
-//   far[2][far_cap] int32 local ids: the far piles; ph[8] i64: thr, phase (pile = phase & 1),
+//   far[2][far_cap] int32 local ids: the far piles; ph[16] i64: thr, phase (pile = phase & 1),
 //             count of pile 0 and 1, smallest key put in pile 0 and 1, delta (key units; the
-//             double's bits for float keys), +inf's key
+//             double's bits for float keys), +inf's key, host-driven phases (1) or not, scan
+//             tasks to queue at the launch's start and the previous pile's entries they cover
 //   ctr[24]   u64 symmetric: SENT at 0, DONE at 8, STOPREQ at 16 (one 64-byte line each)
 //   ctl[16]   i64 local: scans, arcs, below, finished, stop, abort (an int: dgq::Spin), items, then
 //             counters of remote relaxations (several PEs): dropped by the ghost keys, claims (sent
@@ -147,7 +167,8 @@ enum { SENT = 0, DONE = 8, STOPREQ = 16 };
 enum { C_SCANS = 0, C_ARCS = 1, C_BELOW = 2, C_FINISHED = 3, C_STOP = 4, C_ABORT = 5, C_ITEMS = 6,
        C_DROPPED = 7, C_CLAIMS = 8, C_COALESCED = 9, C_SHIPPED = 10, C_APPLIED = 11, C_FLUSHES = 12 };
 enum { B_OHEAD = 0, B_OTAIL = 1, B_OSENT = 2, B_OLOCK = 3, B_RCLAIM = 4, B_RDONE = 5 };
-enum { P_THR = 0, P_PHASE = 1, P_CNT = 2, P_FMIN = 4, P_DELTA = 6, P_INF = 7 };
+enum { P_THR = 0, P_PHASE = 1, P_CNT = 2, P_FMIN = 4, P_DELTA = 6, P_INF = 7, P_HOST = 8, P_TASKS = 9,
+       P_TCNT = 10 };
 enum { I_NEAR = 1, I_FAR = 2 };  // in-queue flag values besides 0; I_FAR + b: in far pile b
 
 #define DGBF_FULL 0xffffffffu
@@ -497,12 +518,23 @@ __device__ bool batch_drain(const Batch& b, int& rr, Item& it, bool& got, int* a
 #endif
 
 // Warp 0, idle (warp-collective): all DONE counters, then all SENT counters; equal sums
-// mean no item is queued or in flight. Then an empty far pile ends the run; otherwise the
-// threshold rises past the pile's smallest key and the pile is handed out as scan tasks.
+// mean no item is queued or in flight. Then an empty far pile (or host-driven phases: the host
+// changes the phase between launches) ends the launch; otherwise the threshold rises past the
+// pile's smallest key and the pile is handed out as scan tasks. Host-driven phases: the scan
+// tasks of a phase the host began (ph[P_TASKS], counted in SENT by the host before the launch, so
+// no PE can see a quiescence first) are handed out here at warp 0's first idle look.
 template <bool BQ>
 __device__ bool poll_termination(const dgq::Queue<Item>& q, u64* ctr, i64* ctl, i64* ph, int npes, int my_pe) {
     const int lane = threadIdx.x & 31;
     i64 ntasks = 0, cnt = 0, chunk = 0;
+#ifdef DISTGRAPH_WITH_NVSHMEM
+    if (lane == 0 && vload(ph + P_TASKS) > 0) {
+        ntasks = vload(ph + P_TASKS);
+        cnt = vload(ph + P_TCNT);
+        chunk = (cnt + ntasks - 1) / ntasks;
+        ph[P_TASKS] = 0;
+    } else
+#endif
     if (lane == 0) {
         u64 d = 0, s = 0;
         for (int p = 0; p < npes; ++p) d += dgq::amo_fetch(ctr + DONE, p, my_pe);
@@ -511,7 +543,7 @@ __device__ bool poll_termination(const dgq::Queue<Item>& q, u64* ctr, i64* ctl, 
         if (s == d) {
             const int cur = (int)(vload(ph + P_PHASE) & 1);
             cnt = vload(ph + P_CNT + cur);
-            if (cnt == 0) {
+            if (cnt == 0 || vload(ph + P_HOST) != 0) {
                 atomicExch((u64*)(ctl + C_FINISHED), 1ull);
             } else {  // quiescent: nobody else touches ph until the tasks are queued
                 const i64 thr = vload(ph + P_THR), fmin = vload(ph + P_FMIN + cur), inf = ph[P_INF];
@@ -575,6 +607,11 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
     (void)batch;
     (void)bb;
     (void)rr;
+#ifdef DISTGRAPH_WITH_NVSHMEM
+    // host-driven phases (the NVSHMEM build only): thr is global, the host changes the phase
+    // (poll_termination hands out its scan tasks); rescans at or above thr go far (remote heads)
+    const bool hp = vload(ph + P_HOST) != 0;
+#endif
     while (true) {
         int stop = 0;
         if (lane == 0) {
@@ -692,12 +729,25 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
         // more than split out-arcs scans its first split here and hands the others out as
         // chunk items (u = -3 - k: arcs [k split, (k + 1) split)), which any warp scans with
         // the vertex's distance at that time
-        const bool resc = got && it.u == -1;
+        bool resc = got && it.u == -1;
         const bool chunk = got && it.u <= -3;
+        if (resc) atomicExch(inq + it.v, 0);  // a later improvement enqueues v again
+        __threadfence();
+#ifdef DISTGRAPH_WITH_NVSHMEM
+        if (hp) {  // host-driven phases: a rescan at or above thr (a remote head) goes far instead
+            bool div = false;
+            if (resc) {
+                const i64 dv = vload(dist + it.v);
+                if (dv >= thr) {
+                    resc = false;
+                    div = mark(inq, it.v, dv, thr, cur, ph) == 2;
+                }
+            }
+            ok = far_append(div, it.v, far, ph, cur, far_cap) && ok;
+        }
+#endif
         const bool mine = resc || chunk;
         const i64 v = mine ? it.v : 0;
-        if (resc) atomicExch(inq + v, 0);  // a later improvement enqueues v again
-        __threadfence();
         i64 dk = 0, a = 0, deg = 0, nchunks = 0;
         if (mine) {
             dk = vload(dist + v);
@@ -787,7 +837,11 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                         if (ck < old) {
                             nvshmem_longlong_p((long long*)(pred + rl), ug, o);
                             if (ck < bound_key) below = 1;
-                            if (nvshmem_int_atomic_swap(inq + rl, I_NEAR, o) == 0) {
+                            // near: queued unless queued already (a far flag: only with host-driven
+                            // phases, its pile entry goes stale); far (host-driven phases only): queued
+                            // if in no pile, the owner moves it to its pile (see the header)
+                            if (ck < thr ? nvshmem_int_atomic_swap(inq + rl, I_NEAR, o) != I_NEAR
+                                         : nvshmem_int_atomic_compare_swap(inq + rl, 0, I_NEAR, o) == 0) {
                                 rowner = o;
                                 rx.v = rl;
                             }

@@ -59,7 +59,9 @@ def test_pes_benchmark_worker_rows(tmp_path, monkeypatch, capsys):
     """benchmarks/gpu_sssp_pes.py without a GPU (stand-in runner, one rank): --prep writes the
     cases with the CPU reference; the worker prints one row per variant, one per flush value
     for batch, checks distances against the reference, and skips a variant in later cases
-    once it failed (a hang costs the hang timeout once)."""
+    once it failed (a hang costs the hang timeout once); ``atomic+phases`` rows (host-driven
+    near-far phases, one per --phase-deltas value, also on one PE) build their runner with
+    multi_pe_phases=True and set each delta."""
     import importlib.util
     import json
     from pathlib import Path
@@ -76,16 +78,22 @@ def test_pes_benchmark_worker_rows(tmp_path, monkeypatch, capsys):
     made = []
 
     class Runner:
-        def __init__(self, graph, w, comm, queue, remote, use_nvshmem):
+        def __init__(self, graph, w, comm, queue, remote, use_nvshmem, multi_pe_phases=False):
             self.remote, self.batch, self.flush, self.case = remote, remote == "batch", 256, graph.n
-            made.append((graph.n, remote))
+            self.phases, self.delta = multi_pe_phases, None
+            made.append((graph.n, remote, multi_pe_phases))
+
+        def set_delta(self, d):
+            assert self.phases
+            self.delta = d
 
         def run(self, s, confirm):
             if self.remote == "enqueue":
                 raise DistgraphError("the GPU Bellman-Ford kernel did not finish within 20 s")
             ref = np.load(tmp_path / f"kron{8 if self.case == 256 else 9}_uniform.npz")["ref"]
             return ref.copy(), None, {"time_run_s": 0.001, "flush": self.flush if self.batch else None,
-                                      "coalesced": 3, "shipped": 5}, None
+                                      "coalesced": 3, "shipped": 5, "multi_pe_phases": self.phases,
+                                      "delta": self.delta}, None
 
         def close(self):
             pass
@@ -94,11 +102,20 @@ def test_pes_benchmark_worker_rows(tmp_path, monkeypatch, capsys):
     failed = set()
     for name in ("kron:8_uniform", "kron:9_uniform"):
         p = tmp_path / (name.replace(":", "") + ".npz")
-        b._run_case(MPI.COMM_SELF, name, p, ["bwd"], ["atomic", "enqueue", "batch"], 1, failed, [256, 32])
+        b._run_case(MPI.COMM_SELF, name, p, ["bwd"], ["atomic", "enqueue", "batch", "atomic+phases"], 1, failed,
+                    [256, 32], [None, 50])
     rows = [json.loads(x[12:]) for x in capsys.readouterr().out.splitlines() if x.startswith("RESULT-JSON ")]
-    # one PE: the first remote only (no remote arcs)
-    assert [(r["case"], r["remote"]) for r in rows] == [("kron:8_uniform", None), ("kron:9_uniform", None)]
+    # one PE: the first remote only (no remote arcs), and the host-driven phases per delta
+    assert [(r["case"], r["remote"], r.get("phase_delta_arg"), r.get("delta"), r.get("multi_pe_phases"))
+            for r in rows] == [("kron:8_uniform", None, None, None, False),
+                               ("kron:8_uniform", "atomic+phases", "default", None, True),
+                               ("kron:8_uniform", "atomic+phases", 50, 50, True),
+                               ("kron:9_uniform", None, None, None, False),
+                               ("kron:9_uniform", "atomic+phases", "default", None, True),
+                               ("kron:9_uniform", "atomic+phases", 50, 50, True)]
     assert all(r["same_as_cpu"] for r in rows)
+    b.summarize(rows)  # the 1-PE reference is the plain row only
+    assert not any("speedup_vs_1pe" in r for r in rows)
     class Two:  # the variants of several PEs, on one rank
         def __getattr__(self, k):
             return getattr(MPI.COMM_SELF, k)
@@ -109,13 +126,16 @@ def test_pes_benchmark_worker_rows(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     for name in ("kron:8_uniform", "kron:9_uniform"):
         p = tmp_path / (name.replace(":", "") + ".npz")
-        b._run_case(Two(), name, p, ["bwd"], ["atomic", "enqueue", "batch"], 1, failed, [256, 32])
+        b._run_case(Two(), name, p, ["bwd"], ["atomic", "enqueue", "batch", "atomic+phases"], 1, failed, [256, 32])
     rows = [json.loads(x[12:]) for x in capsys.readouterr().out.splitlines() if x.startswith("RESULT-JSON ")]
     got = [(r["case"][:6], r["remote"], r.get("flush"), "error" in r, "skipped" in r) for r in rows]
     assert got == [("kron:8", "atomic", None, False, False), ("kron:8", "enqueue", None, True, False),
                    ("kron:8", "batch", 256, False, False), ("kron:8", "batch", 32, False, False),
+                   ("kron:8", "atomic+phases", None, False, False),
                    ("kron:9", "atomic", None, False, False), ("kron:9", "enqueue", None, False, True),
-                   ("kron:9", "batch", 256, False, False), ("kron:9", "batch", 32, False, False)]
+                   ("kron:9", "batch", 256, False, False), ("kron:9", "batch", 32, False, False),
+                   ("kron:9", "atomic+phases", None, False, False)]
+    assert [m for m in made if m[2]] == [(256, "atomic", True), (512, "atomic", True)] * 2
     assert all(r["same_as_cpu"] for r in rows if "time_s" in r)
     one = {"case": "kron:8_uniform", "pes": 1, "time_s": 0.004, "run_s": 0.003}
     b.summarize(rows + [one])

@@ -4,7 +4,9 @@ test GPU in limited MPG: correctness only). Every remote relaxation (remote atom
 one put each) with either queue (BQ, BWD) must give the CPU backend's distances and
 predecessors exactly (and scipy's distances), and a reachable negative cycle must be
 raised on every rank with a confirmed negative weight. The batch mode's counters must
-add up: every claim shipped or coalesced, every shipped item applied by its owner.
+add up: every claim shipped or coalesced, every shipped item applied by its owner. Near-far
+phases driven by the host (``multi_pe_phases=True``, opt-in) on 1, 2 and 4 PEs, every remote
+mode: the same answers, several phases, negative cycles still found.
 
     mpirun -n 4 python tests/mpi_pytest.py --with-mpi tests/test_nvshmem_bellman_ford.py
 
@@ -121,9 +123,10 @@ def test_negative_cycle_on_every_rank(pg, remote):
 
 
 def test_delta_ignored_on_several_pes(pg):
-    """The near-far priority runs on one PE only: on several PEs a delta (given, or set
-    between runs) is ignored, stats say delta 0 and no phases, and the distances are the
-    CPU's. On one PE the delta is used as given (integer weights: as is)."""
+    """By default (``multi_pe_phases=False``) the near-far priority runs on one PE only: on
+    several PEs a delta (given, or set between runs) is ignored, stats say delta 0 and no
+    phases, and the distances are the CPU's. On one PE the delta is used as given (integer
+    weights: as is), by the kernel's own phase changes (not the host's)."""
     from distgraph.backends.cpu.bellman_ford import run_rounds
     from distgraph.backends.gpu.bellman_ford import QueueSSSP
 
@@ -156,6 +159,8 @@ def test_delta_ignored_on_several_pes(pg):
         bad.append(f"QueueSSSP delta/phases {st['delta']!r}/{st['phases']!r} on several PEs")
     if not several and st["delta"] != 2:
         bad.append(f"QueueSSSP delta {st['delta']!r} after set_delta(2)")
+    if st["multi_pe_phases"] is not False:
+        bad.append(f"QueueSSSP multi_pe_phases {st['multi_pe_phases']!r} by default")
     every = comm.allgather(bad)
     assert not any(every), every
 
@@ -267,3 +272,80 @@ def test_batch_small_inbox_rings_wrap(pg, monkeypatch):
         bad.append(f"only {shipped} items shipped: the rings never wrapped")
     every = comm.allgather(bad)
     assert not any(every), every
+
+
+def _phase_graphs():
+    g = _graphs()
+    g["kron10_uniform"] = uniform_weights(kronecker(10, seed=2), seed=2)
+    return g
+
+
+@pytest.mark.parametrize("remote", ["atomic", "enqueue", "batch"])
+def test_multi_pe_phases_equal_cpu_and_scipy(pg, remote):
+    """multi_pe_phases=True (host-driven near-far phases, one global threshold) forced with a
+    delta of about a tenth of the distance range (several phases; on 1 PE through the NVSHMEM
+    kernel too, so the host's phase changes run there as well): the CPU backend's distances and
+    predecessors, scipy's distances, stats that say so (given delta, at least 3 phases, one
+    launch per phase at least), on uniform, potential-shifted (negative), float and disconnected
+    graphs, twice per runner (the second run starts from a clean phase state), then with the
+    default delta (the largest of the PEs' picks: one value on every PE)."""
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    comm = MPI.COMM_WORLD
+    bad, phases = [], []
+    for name, g in sorted(_phase_graphs().items()):
+        w = _arc_weights(g, None)
+        s = int(np.argmax(np.diff(g.indptr)))
+        confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
+        ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+        sp_d = _scipy_distances(g, s)
+        reached = np.isfinite(sp_d)
+        span = float(sp_d[reached].max() - sp_d[reached].min())
+        delta = span / 10 if g.weights.dtype.kind == "f" else max(int(span // 10), 1)
+        q = QueueSSSP(g, w, comm, queue="bwd", remote=remote, use_nvshmem=True, delta=delta, multi_pe_phases=True)
+        try:
+            for trial in range(3):
+                if trial == 2:
+                    q.set_delta(None)  # collective
+                d, p, st, cyc = q.run(s, confirm, predecessors=True)
+                tag = f"{name} {remote} run {trial}"
+                if cyc is not None or not np.array_equal(d, ref_d) or not np.array_equal(p, ref_p):
+                    bad.append(f"{tag}: differs from the CPU backend (cycle {cyc is not None})")
+                got_inf = d == (np.inf if d.dtype.kind == "f" else np.iinfo(d.dtype).max)
+                if not (np.array_equal(got_inf, ~reached)
+                        and np.array_equal(d[reached].astype(np.float64), sp_d[reached])):
+                    bad.append(f"{tag}: distances differ from scipy's")
+                if st["multi_pe_phases"] is not True:
+                    bad.append(f"{tag}: stats multi_pe_phases {st['multi_pe_phases']!r}")
+                if trial < 2 and (st["delta"] != delta or not st["phases"] or st["phases"] < 3):
+                    bad.append(f"{tag}: delta {st['delta']!r} (given {delta!r}), phases {st['phases']!r}")
+                if st["phases"] and st["launches"] < st["phases"]:
+                    bad.append(f"{tag}: {st['launches']} launches for {st['phases']} phases")
+                if trial == 2 and len(set(comm.allgather(st["delta"]))) != 1:
+                    bad.append(f"{tag}: default delta differs over the PEs")
+                phases.append(st["phases"])
+        finally:
+            q.close()
+    if len(set(map(tuple, comm.allgather(phases)))) != 1:
+        bad.append("the PEs counted different phases")
+    every = comm.allgather(bad)
+    assert not any(every), every
+
+
+@pytest.mark.parametrize("remote", ["atomic", "enqueue", "batch"])
+def test_multi_pe_phases_negative_cycle(pg, remote):
+    """A reachable negative cycle is still found (and confirmed) with host-driven phases and
+    a small delta (the cycle's vertices sit in far piles between phases)."""
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    comm = MPI.COMM_WORLD
+    g, cyc = plant_negative_cycle(uniform_weights(kronecker(9, seed=2), seed=2), length=5, seed=4)
+    w = _arc_weights(g, None)
+    q = QueueSSSP(g, w, comm, queue="bwd", remote=remote, use_nvshmem=True, delta=40, multi_pe_phases=True)
+    try:
+        _, _, st, found = q.run(int(cyc[0]), lambda cy: cycle_weight(g, cy, w) < 0)
+    finally:
+        q.close()
+    ok = found is not None and cycle_weight(g, found, w) < 0 and st["multi_pe_phases"] is True
+    assert _all(comm, ok), (st, found)

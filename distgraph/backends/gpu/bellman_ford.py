@@ -18,6 +18,9 @@ per vertex (the smallest candidate wins, kept in the ghost keys), and shipped by
 applies them (no remote access per arc; see ``kernels/bellman_ford.cuh``). Termination is
 detected in device code from per-PE counters of items sent and finished. ``stats`` count
 the remote candidates: dropped by the ghost keys, claimed, coalesced, shipped, applied.
+The near-far priority (``delta``) runs on one PE by default; ``multi_pe_phases=True`` (opt-in)
+runs it on several PEs with one global threshold, the host changing the phase between
+launches (an MPI min-reduction of the PEs' smallest far keys).
 
 ``mode="rounds"``: :func:`rounds_cupy`, the round-based Bellman-Ford a CuPy user would
 write (array operations only: the out-arcs of the vertices improved in the last round are
@@ -81,6 +84,10 @@ _C_SCANS, _C_ARCS, _C_BELOW, _C_FINISHED, _C_STOP, _C_ABORT, _C_ITEMS = range(7)
 _C_COUNTERS = {"ghost_dropped": 7, "remote_claims": 8, "coalesced": 9, "shipped": 10, "applied": 11,
                "flushes": 12}
 _CTL = 16
+#: ph slots (near-far state, see kernels/bellman_ford.cuh): thr, phase, pile counts, pile minima,
+#: delta, +inf, host-driven phases (1), scan tasks the host asks warp 0 to queue, their entries
+_P_THR, _P_PHASE, _P_CNT, _P_FMIN, _P_DELTA, _P_INF, _P_HOST, _P_TASKS, _P_TCNT = 0, 1, 2, 4, 6, 7, 8, 9, 10
+_PH = 16
 #: Most outbox entries one put ships (``remote="batch"``; DG_BF_BATCH in the kernel).
 BATCH = 1024
 #: Default ``flush``: a warp ships an outbox once it holds this many entries (warp 0 ships any
@@ -255,14 +262,24 @@ class QueueSSSP:
     slot, and symmetric inbox rings of up to 2**20 items per source PE); ``flush``
     (``remote="batch"``): a warp ships an outbox once it holds this many entries, warp 0
     any after each of its turns (an attribute a run reads, 1 to :data:`BATCH`).
+    ``multi_pe_phases`` (opt-in, the same on every rank): the near-far priority on several PEs
+    too (and on one PE with ``use_nvshmem=True``), phases driven by the host: ``delta`` (None:
+    the largest of the PEs' picks of the default rule over their own blocks) gives one global
+    threshold; a launch ends when no near work is left anywhere, and the host raises the
+    threshold to the smallest far key over the PEs plus ``delta`` (MPI min-reduction) and
+    relaunches with the far vertices below it queued again (see ``kernels/bellman_ford.cuh``).
+    Each phase costs a relaunch, a reduction and two barriers: meant for few phases (the default
+    delta gave 2 on Kronecker 18-22 on one PE, benchmarks/results/session6_x2/call5/h3/
+    gpu_sssp_pes.json). Off (default): several PEs run a plain FIFO queue, ``delta`` ignored.
     """
 
     batch = False  # remote="batch" on several PEs (set by __init__)
+    host_phases = False  # multi_pe_phases on the NVSHMEM kernel (set by __init__)
     flush = FLUSH
 
     def __init__(self, graph, weights, comm, *, queue="bq", remote="atomic", use_nvshmem=None,
                  capacity=None, grid=None, timeout=None, delta=None, keep=True, idle_ns=IDLE_NS, split=SPLIT,
-                 ghost=True, flush=FLUSH):
+                 ghost=True, flush=FLUSH, multi_pe_phases=False):
         from ...runtime.context import get_context
         from ..cpu.bellman_ford import _neg_bound, _setup
         from .loader import import_cupy
@@ -287,6 +304,8 @@ class QueueSSSP:
             _check_delta(delta)
             expect(isinstance(keep, (bool, np.bool_)), "keep", "True or False", keep)
             expect(isinstance(ghost, (bool, np.bool_)), "ghost", "True or False", ghost)
+            expect(isinstance(multi_pe_phases, (bool, np.bool_)), "multi_pe_phases", "True or False",
+                   multi_pe_phases)
             expect(isinstance(idle_ns, (int, np.integer)) and not isinstance(idle_ns, bool)
                    and 32 <= idle_ns <= 1 << 20, "idle_ns", "an int in [32, 2**20] (nanoseconds)", idle_ns)
             expect(isinstance(split, (int, np.integer)) and not isinstance(split, bool) and (split == 0 or split >= 32),
@@ -296,7 +315,8 @@ class QueueSSSP:
         except InvalidArgumentError as e:
             err = e
         collective_check(comm, err, {"queue": queue, "remote": remote, "capacity": capacity,
-                                     "use_nvshmem": comm.Get_size() > 1 if use_nvshmem is None else bool(use_nvshmem)},
+                                     "use_nvshmem": comm.Get_size() > 1 if use_nvshmem is None else bool(use_nvshmem),
+                                     "multi_pe_phases": bool(multi_pe_phases)},
                          "one queue-driven run over the ranks")
         self.keep, self.idle_ns, self.split = bool(keep), int(idle_ns), int(split)
         self.ghost = bool(ghost)
@@ -316,7 +336,9 @@ class QueueSSSP:
         self.bound, self.has_neg = _neg_bound(self.ww, self.wdt, comm)
         self.isf = self.wdt.kind == "f"
         self.nl = self.hi - self.lo
-        self.delta = _pick_delta(self.indptr, self.ww, self.isf, delta) if size == 1 else 0
+        # host-driven near-far phases (opt-in): several PEs, or one PE on the NVSHMEM kernel
+        self.host_phases = bool(multi_pe_phases) and self.nvs
+        self.delta = self._global_delta(delta) if size == 1 or self.host_phases else 0
         maxnl = max(int(self.part.sizes().max()), 1)
         self.far_cap = maxnl
         if capacity is None:
@@ -394,8 +416,8 @@ class QueueSSSP:
         # batch mode: kernels of their own (the batch code's registers would lower the others' occupancy)
         self.kernel = mod.get_function(f"distgraph_bf_queue_{queue}" + ("_batch" if self.batch else ""))
         self.ctl = cp.zeros(_CTL, cp.int64)
-        self.ph = cp.zeros(8, cp.int64)
-        if comm.Get_size() > 1:
+        self.ph = cp.zeros(_PH, cp.int64)
+        if comm.Get_size() > 1 and not self.host_phases:
             self.far_cap = 0  # no near-far on several PEs (nothing is ever put in a pile)
         self.far = cp.zeros(max(2 * self.far_cap, 1), cp.int32)
         # ghost keys of remote heads (several PEs): 8 bytes per vertex of the whole graph, local;
@@ -420,10 +442,21 @@ class QueueSSSP:
         cp.cuda.Device().synchronize()
 
     def set_delta(self, delta):
-        """Change the near-far delta for the next runs (one PE; see the class docstring)."""
+        """Change the near-far delta for the next runs (one PE, or ``multi_pe_phases``: then
+        collective; see the class docstring)."""
         _check_delta(delta)
-        if self.comm.Get_size() == 1:
-            self.delta = _pick_delta(self.indptr, self.ww, self.isf, delta)
+        if self.comm.Get_size() == 1 or self.host_phases:
+            self.delta = self._global_delta(delta)
+
+    def _global_delta(self, delta):
+        """:func:`_pick_delta` on this rank's block; on several ranks (host-driven phases: one
+        threshold for all PEs) the largest pick over the ranks (collective), so every PE has the
+        same delta (a given delta is the same everywhere already; the default's mean weight and
+        degree are those of each block)."""
+        d = _pick_delta(self.indptr, self.ww, self.isf, delta)
+        if self.comm.Get_size() > 1:
+            d = max(self.comm.allgather(d))  # 0 (off) only if off everywhere (a block without arcs picks 0)
+        return d
 
     def close(self):
         """Free the symmetric arrays (collective); also after a failed construction."""
@@ -450,7 +483,11 @@ class QueueSSSP:
         if self.batch:  # outbox and inbox state; the rings' contents need no reset
             for a in (self.bst, self.oint, self.bsym):
                 a.fill(0)
-        self.ph.set(self._ph0(int(inf)))
+        ph = np.zeros(self.ph.shape[0], np.int64)
+        ph[:8] = self._ph0(int(inf))
+        if self.host_phases and self.delta:
+            ph[_P_HOST] = 1  # the kernel leaves phase changes to _next_phase
+        self.ph.set(ph)
         self.timed_out = False
         if self.lo <= source < self.hi:
             sl = source - self.lo
@@ -475,6 +512,57 @@ class QueueSSSP:
         else:
             dkey = thr = int(self.delta)
         return np.array([thr, 0, 0, 0, inf, inf, dkey, inf], np.int64)
+
+    def _next_thr(self, thr, fmin, inf):
+        """The next threshold key: max(thr, fmin) + delta (saturating at +inf; float keys: the
+        doubles added and ordered again), at least the next key up (the kernel's rule)."""
+        base = max(int(thr), int(fmin))
+        if self.isf:
+            if base >= inf:
+                return int(inf)
+            d = from_keys(np.array([base], np.int64), np.float64)[0] + np.float64(self.delta)
+            nt = int(to_keys(np.array([d], np.float64))[0])
+        else:
+            dl = int(self.delta)
+            nt = int(inf) if base >= int(inf) - dl else base + dl
+        if nt <= base < int(inf):
+            nt = base + 1
+        return nt
+
+    def _next_phase(self):
+        """Host-driven phases, after a launch that ended with no near work anywhere (collective):
+        the largest pile count and smallest pile key over the PEs; all piles empty: False (the run
+        is over). Else every PE gets the next threshold and phase, counts its scan tasks over its
+        pile in SENT and clears the stop state; a barrier before the relaunch, so that no PE's
+        termination test can see a quiescence before every PE's tasks are counted."""
+        from mpi4py import MPI
+
+        comm = self.comm
+        ph = np.asarray(self.ph.get(), np.int64).copy()
+        cur = int(ph[_P_PHASE]) & 1
+        cnt, inf = int(ph[_P_CNT + cur]), int(ph[_P_INF])
+        red = np.array([-cnt, int(ph[_P_FMIN + cur]) if cnt else inf], np.int64)
+        if comm.Get_size() > 1:
+            comm.Allreduce(MPI.IN_PLACE, red, op=MPI.MIN)
+        if red[0] == 0:
+            return False
+        ntasks = min(-(-cnt // 64), _MAX_TASKS)
+        ph[_P_THR] = self._next_thr(ph[_P_THR], red[1], inf)
+        ph[_P_CNT + (cur ^ 1)] = 0
+        ph[_P_FMIN + (cur ^ 1)] = inf
+        ph[_P_PHASE] += 1
+        ph[_P_TASKS], ph[_P_TCNT] = ntasks, cnt
+        self.ph.set(ph)
+        self.ctl[_C_FINISHED] = 0
+        self.ctl[_C_STOP] = 0
+        self.ctl[_C_BELOW] = 0
+        if ntasks:
+            self.ctr[_SENT] += ntasks
+        self._barrier()
+        if comm.Get_rank() == 0:
+            self.ctr[_STOPREQ] = 0
+        self._barrier()
+        return True
 
     def _launch(self, scan_limit):
         """One launch on a side stream, watched: past ``timeout`` seconds the host sets the
@@ -541,6 +629,9 @@ class QueueSSSP:
                     f"the GPU Bellman-Ford queue stalled (a spin limit was hit; queue capacity "
                     f"{self.capacity} per PE, remote={self.remote!r}): rerun with a larger capacity")
             if flags[0]:
+                # host-driven phases: every PE saw no near work anywhere; the next phase, if any pile holds a vertex
+                if self.host_phases and self._next_phase():
+                    continue
                 break
             # stopped for a negative-cycle check
             checks += 1
@@ -582,7 +673,8 @@ class QueueSSSP:
                  "ghost": bool(self.ghost or self.batch), "flush": self.flush if self.batch else None,
                  **{k: int(v) for k, v in zip(_C_COUNTERS, red[2:])},
                  "nvshmem": self.nvs, "launches": launches, "checks": checks, "relaxations": int(red[0]),
-                 "delta": self.delta, "phases": int(self.ph[1].get()) + 1 if self.delta else None,
+                 "delta": self.delta, "phases": int(self.ph.get()[_P_PHASE]) + 1 if self.delta else None,
+                 "multi_pe_phases": self.host_phases,
                  "items": int(red[1]), "grid": [self.grid, BLOCK], "capacity": self.capacity,
                  "time_setup_s": self.setup_s, "time_run_s": t_run}
         if cycle is not None:
