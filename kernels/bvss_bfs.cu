@@ -319,6 +319,24 @@ __device__ __forceinline__ void dg_lazy_mark(int u, int d, unsigned *vnext) {
 }
 
 // KIND: 0 = any mode, 1 = direct modes only, 2 = lazy modes only (see the top).
+// One round of the bottom-up scan (Alg. 4) of an unvisited vertex: in-arcs [p, p +
+// DG_BFS_BU_CHUNK) of its row ending at e, their loads, then their frontier words, issued
+// together; true if one of them comes from the frontier fcur.
+__device__ __forceinline__ bool dg_bu_round(long long p, long long e, const int *__restrict__ t_indices,
+                                            const unsigned *fcur) {
+    int vs[DG_BFS_BU_CHUNK];
+    unsigned fw[DG_BFS_BU_CHUNK];
+#pragma unroll
+    for (int k = 0; k < DG_BFS_BU_CHUNK; ++k) vs[k] = (p + k < e) ? t_indices[p + k] : -1;
+#pragma unroll
+    for (int k = 0; k < DG_BFS_BU_CHUNK; ++k) fw[k] = (vs[k] >= 0) ? fcur[vs[k] >> 5] : 0u;
+    bool hit = false;
+#pragma unroll
+    for (int k = 0; k < DG_BFS_BU_CHUNK; ++k)
+        if ((fw[k] >> (vs[k] & 31)) & 1u) hit = true;
+    return hit;
+}
+
 #if DG_BFS_BU_LIST
 // Position of the r-th (0-based) set bit of m; r < popc(m).
 __device__ __forceinline__ int dg_nth_bit(unsigned m, int r) {
@@ -375,15 +393,7 @@ __device__ __forceinline__ void dg_bottom_up_list(unsigned lane, int warp, int n
         if (__ballot_sync(DG_FULL_MASK, u >= 0) == 0u) break;  // no vertex left anywhere
         bool hit = false;
         if (u >= 0) {
-            int vs[DG_BFS_BU_CHUNK];
-            unsigned fw[DG_BFS_BU_CHUNK];
-#pragma unroll
-            for (int k = 0; k < DG_BFS_BU_CHUNK; ++k) vs[k] = (p + k < e) ? t_indices[p + k] : -1;
-#pragma unroll
-            for (int k = 0; k < DG_BFS_BU_CHUNK; ++k) fw[k] = (vs[k] >= 0) ? fcur[vs[k] >> 5] : 0u;
-#pragma unroll
-            for (int k = 0; k < DG_BFS_BU_CHUNK; ++k)
-                if ((fw[k] >> (vs[k] & 31)) & 1u) hit = true;
+            hit = dg_bu_round(p, e, t_indices, fcur);
             p += DG_BFS_BU_CHUNK;
         }
         const unsigned hits = __ballot_sync(DG_FULL_MASK, hit);
@@ -581,17 +591,8 @@ __device__ __forceinline__ void dg_bfs_persistent(const int4 *__restrict__ row_i
                     // whatever the chunk; one arc per round (chunk 1, BLEST's loop) made a
                     // warp wait for its longest scan one arc-latency chain at a time.
                     const long long e = t_indptr[u + 1];
-                    for (long long p = t_indptr[u]; p < e && !found; p += DG_BFS_BU_CHUNK) {
-                        int vs[DG_BFS_BU_CHUNK];
-                        unsigned fw[DG_BFS_BU_CHUNK];
-#pragma unroll
-                        for (int k = 0; k < DG_BFS_BU_CHUNK; ++k) vs[k] = (p + k < e) ? t_indices[p + k] : -1;
-#pragma unroll
-                        for (int k = 0; k < DG_BFS_BU_CHUNK; ++k) fw[k] = (vs[k] >= 0) ? fcur[vs[k] >> 5] : 0u;
-#pragma unroll
-                        for (int k = 0; k < DG_BFS_BU_CHUNK; ++k)
-                            if ((fw[k] >> (vs[k] & 31)) & 1u) found = true;
-                    }
+                    for (long long p = t_indptr[u]; p < e && !found; p += DG_BFS_BU_CHUNK)
+                        found = dg_bu_round(p, e, t_indices, fcur);
                 }
                 const unsigned bal = __ballot_sync(DG_FULL_MASK, found);
                 if (lane == 0 && bal) vnext[w] |= bal;  // this warp owns word w

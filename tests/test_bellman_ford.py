@@ -18,6 +18,7 @@ from distgraph.errors import (BackendUnavailableError, GraphValueError, InvalidA
                               NegativeCycleError, VerificationError)
 from distgraph.generators import kronecker, plant_negative_cycle, potential_shift, uniform_weights
 from distgraph.graph import Graph
+from _bf_host import FakeCuPy as _FakeCuPy, HostArray as _HostArray
 
 DTYPES = [np.int32, np.int64, np.float32, np.float64]
 # This file tests the CPU backend: pinned, so a host with a GPU does not switch it (backend=None
@@ -680,21 +681,6 @@ def test_gpu_distance_keys_order_like_the_values():
     assert np.array_equal(from_keys(to_keys(i), np.int64), i)
 
 
-class _HostArray(np.ndarray):
-    """A numpy array with CuPy's ``.get()`` (for the GPU driver's host logic)."""
-
-    def get(self):
-        return np.asarray(self).copy()
-
-    def set(self, x):
-        self[...] = x
-
-
-class _FakeCuPy:
-    class cuda:
-        class Device:
-            def synchronize(self):
-                pass
 
 
 def _fake_queue_sssp(g, launch):

@@ -22,25 +22,11 @@ from mpi4py import MPI
 from distgraph.algorithms.bellman_ford import _arc_weights, cycle_weight
 from distgraph.generators import kronecker, plant_negative_cycle, potential_shift, uniform_weights
 from distgraph.graph import Graph
+from _bf_host import FakeCuPy as _FakeCuPy, HostArray as _HostArray
 
 I_NEAR, I_FAR = 1, 2
 
 
-class _HostArray(np.ndarray):
-    """A numpy array with CuPy's ``.get()`` and ``.set()``."""
-
-    def get(self):
-        return np.asarray(self).copy()
-
-    def set(self, x):
-        self[...] = x
-
-
-class _FakeCuPy:
-    class cuda:
-        class Device:
-            def synchronize(self):
-                pass
 
 
 def _model_launch(q, scan_limit):
