@@ -768,7 +768,8 @@ extern "C" __global__ void distgraph_k2tree_leaves_k8_agg(const unsigned char *_
 // Kernels distgraph_k2tree_leaves_k2_pre/_k4_pre (sig, dir, codes, delta, base, g0, n, x,
 // nin, y, left); DeviceMatrix(prefetch=True, or "auto", the default). With LANES
 // (distgraph_k2tree_leaves_k4_pre_lanes, lane_combine) step (5) below combines runs of
-// adjacent lanes first.
+// adjacent lanes first. All three entries are leaves_pre<K, LEFT, LANES> through
+// leaves_pre_entry<K, LANES>; only LANES tells _k4_pre_lanes from _k4_pre.
 
 // even bits of v to bits 0..15, odd bits to bits 16..31 (four delta swaps)
 __device__ __forceinline__ unsigned int unzip32(unsigned int v) {
@@ -933,6 +934,19 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
     }
 }
 
+// The entries: K and LANES fixed at compile time, the direction (left) picked per launch.
+template <int K, bool LANES>
+__device__ __forceinline__ void leaves_pre_entry(const unsigned char *__restrict__ sig, const dir_t *__restrict__ dir,
+                                                 const u64 *__restrict__ codes,
+                                                 const unsigned int *__restrict__ delta, const u64 *__restrict__ base,
+                                                 i64 g0, i64 n, const value_t *__restrict__ x, i64 nin,
+                                                 value_t *__restrict__ y, int left) {
+    if (left)
+        leaves_pre<K, true, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+    else
+        leaves_pre<K, false, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+}
+
 extern "C" __global__ void distgraph_k2tree_leaves_k2_pre(const unsigned char *__restrict__ sig,
                                                           const dir_t *__restrict__ dir,
                                                           const u64 *__restrict__ codes,
@@ -940,10 +954,7 @@ extern "C" __global__ void distgraph_k2tree_leaves_k2_pre(const unsigned char *_
                                                           const u64 *__restrict__ base, i64 g0, i64 n,
                                                           const value_t *__restrict__ x, i64 nin,
                                                           value_t *__restrict__ y, int left) {
-    if (left)
-        leaves_pre<2, true>(sig, dir, codes, delta, base, g0, n, x, nin, y);
-    else
-        leaves_pre<2, false>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+    leaves_pre_entry<2, false>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_k4_pre(const unsigned char *__restrict__ sig,
@@ -953,10 +964,7 @@ extern "C" __global__ void distgraph_k2tree_leaves_k4_pre(const unsigned char *_
                                                           const u64 *__restrict__ base, i64 g0, i64 n,
                                                           const value_t *__restrict__ x, i64 nin,
                                                           value_t *__restrict__ y, int left) {
-    if (left)
-        leaves_pre<4, true>(sig, dir, codes, delta, base, g0, n, x, nin, y);
-    else
-        leaves_pre<4, false>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+    leaves_pre_entry<4, false>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
 }
 
 // The same with runs of adjacent lanes updating the same entry of y combined first ((5)
@@ -970,8 +978,5 @@ extern "C" __global__ void distgraph_k2tree_leaves_k4_pre_lanes(const unsigned c
                                                                 const u64 *__restrict__ base, i64 g0, i64 n,
                                                                 const value_t *__restrict__ x, i64 nin,
                                                                 value_t *__restrict__ y, int left) {
-    if (left)
-        leaves_pre<4, true, true>(sig, dir, codes, delta, base, g0, n, x, nin, y);
-    else
-        leaves_pre<4, false, true>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+    leaves_pre_entry<4, true>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
 }
