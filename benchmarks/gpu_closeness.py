@@ -452,6 +452,10 @@ def variant_kwargs(v):
         return {"symmetric": False}
     if v.startswith("mb") and v[2:].isdigit():
         return {"min_blocks": int(v[2:])}
+    if v == "pull":
+        return {"pull": "on"}
+    if v == "nopull":
+        return {"pull": "off"}
     if v == "sdb":
         return {"shared_dbits": True}
     if v.startswith("sdbmb") and v[5:].isdigit():
@@ -459,7 +463,7 @@ def variant_kwargs(v):
     return None
 
 
-SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "shared_dbits", "prefetch", "flush4",
+SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "shared_dbits", "prefetch", "flush4", "pull",
               "registers", "local_bytes", "block_launches", "batch_order", "batch_order_s", "preprocess_s",
               "sources_run", "sources_total", "seconds", "total_s", "extrapolated", "edge_visits_per_s_per_gpu",
               "vs_blest_per_gpu", "levels_per_launch", "first_batch_exact_vs_cpu", "device_bytes")
@@ -693,7 +697,7 @@ def main(argv=None):
                     help="extra GPU rows on graphs of the block schedule, e.g. 'k32,k64,k128,grid4,nosym,mb4,sdb,sdbmb4' "
                          "(kN: kappa N; gridN: groups=N, the grid-wide schedule; nosym: per-vertex sums; mbN: "
                          "min_blocks N; sdb: shared_dbits; sdbmbN: both; pf: prefetch; bN: block_threads N; "
-                         "f4: flush4; "
+                         "f4: flush4; pull / nopull: the pull kernel on / off; "
                          "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")
     ap.add_argument("--batch-order", default=os.environ.get("BENCH_GPU_CLOSENESS_BATCH_ORDER", "input"),
                     choices=BATCH_ORDERS, help="how the GPU rows group the sources before cutting batches: input "

@@ -19,7 +19,7 @@
 # --variants labels, e.g. b512+mb2,mb4 for 32 warps per SM in blocks of 512 / 256), SWEEP_ORDERS
 # (input,ball), T_SWEEP (seconds, 200); TESTS=1 first runs tests/test_gpu_msbfs_block_threads.py
 # (the larger blocks against the CPU backend, T_TESTS seconds, 240; OUTDIR/pytest-block-threads.log),
-# T_SWEEP=0 skips the sweep.
+# TEST_FILES replaces that file list (e.g. tests/test_gpu_msbfs_pull.py); T_SWEEP=0 skips the sweep.
 set -uo pipefail
 OUTDIR=${1:?usage: msbfs_block_sweep.sh OUTDIR}
 cd "$(dirname "$0")/.." || exit 1
@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.." || exit 1
 T0=$(date +%s)
 if [ "${TESTS:-0}" = 1 ]; then
   timeout "${T_TESTS:-240}" "$PY" -m pytest -q -rfs --junitxml="$OUTDIR/junit-block-threads.xml" \
-    tests/test_gpu_msbfs_block_threads.py > "$OUTDIR/pytest-block-threads.log" 2>&1
+    ${TEST_FILES:-tests/test_gpu_msbfs_block_threads.py} > "$OUTDIR/pytest-block-threads.log" 2>&1
   echo "tests rc=$? after $(( $(date +%s) - T0 )) s: $(tail -n 1 "$OUTDIR/pytest-block-threads.log")"
 fi
 [ "${T_SWEEP:-200}" = 0 ] && exit 0

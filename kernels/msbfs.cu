@@ -1171,6 +1171,216 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
     if (threadIdx.x == 0 && levels_run) atomicAdd((dg_u64 *)&stats[0], (dg_u64)levels_run);
 }
 
+// ================================================================= block mode, pull (road-like graphs)
+// distgraph_msbfs_pull_blocks: the block schedule (one block per kappa-source batch, as
+// distgraph_msbfs_blocks) with a pull level instead of stage 1 + stage 2, for graphs whose
+// VSSs are nearly all sparse (road networks: no tensor-core product pays there, see
+// dg_ms_sparse_vss).  Level l + 1 is one pass over the candidate slice sets -- the sets
+// that hold an out-neighbour of a vertex of a set active at level l (set graph sg_ptr /
+// sg_idx, built by the host from the arcs v -> u as v/8 -> u/8) -- with a thread per
+// candidate vertex u:
+//     new = (OR of F_l[v] over the in-neighbours v of u) & ~Vc[u];  Vc[u] |= new;
+//     F_{l+1}[u] = new;  the sums of level l + 1 for the popc(new) BFSs that reach u.
+// Each u is written by its one thread: no atomics on the state, no Vn (the push of stage
+// 1 ORs candidate rows into Vn with an atomic per non-zero word, then stage 2 reads Vn and
+// Vc of every dirty set back: two passes, 3 state arrays and the atomics per level),
+// two block barriers per level instead of four.  A vertex already reached by every BFS of
+// the batch reads no in-neighbour.  F is double-buffered (F0 = the slot's F, F1 = its Vn);
+// the frontier of level l is cleared, set by set, while the candidates of level l + 2 are
+// marked.  Candidate bits: two bit arrays (level parity) of cbw words each, in dynamic
+// shared memory when shared_cb (else cb, per slot).  lists (per slot, 3 * rho1 ints): the
+// sets active at even / odd levels, then the candidates.  Sums and per_source as in
+// distgraph_msbfs_blocks (bit-identical).
+__device__ __forceinline__ void dg_ms_or_elem(unsigned (&acc)[DG_MS_WORDS], const unsigned *p) {
+    unsigned v[DG_MS_WORDS];
+    dg_ms_load(p, v);
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] |= v[j];
+}
+
+extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK, DG_MS_MINB)
+distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__restrict__ t_indices,
+                            const int *__restrict__ sg_ptr, const int *__restrict__ sg_idx, int n,
+                            const int *__restrict__ srcs, const int *__restrict__ nsrcs, int nbatches, int per_source,
+                            unsigned *F0, unsigned *F1, unsigned *Vc, unsigned *cb, dg_i64 cbw, int shared_cb,
+                            int *lists, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2,
+                            unsigned *next, dg_i64 *stats) {
+    extern __shared__ unsigned s_dyn[];  // the candidate bits when shared_cb (2 * cbw words)
+    __shared__ unsigned scnt[DG_MS_KAPPA];
+    __shared__ unsigned s_na[2], s_nc[2];
+    __shared__ int s_batch;
+    const dg_i64 rho = ((dg_i64)n + 7) >> 3, rho1 = rho > 0 ? rho : 1;
+    const dg_i64 nhw = 8 * rho * DG_MS_WORDS;
+    {
+        const dg_i64 slot = blockIdx.x;
+        F0 += slot * nhw;
+        F1 += slot * nhw;
+        Vc += slot * nhw;
+        if (shared_cb) {
+            cb = s_dyn;
+            for (dg_i64 i = threadIdx.x; i < 2 * cbw; i += blockDim.x) cb[i] = 0u;
+        } else {
+            cb += slot * 2 * cbw;
+        }
+        lists += slot * 3 * rho1;
+    }
+    int *clist = lists + 2 * rho1;  // the sets active at even / odd levels: lists, lists + rho1
+    for (int i = threadIdx.x; i < DG_MS_KAPPA; i += blockDim.x) scnt[i] = 0u;
+    dg_i64 levels_run = 0;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            s_batch = (int)atomicAdd(next, 1u);
+            s_na[0] = s_na[1] = 0u;
+            s_nc[0] = s_nc[1] = 0u;
+        }
+        __syncthreads();
+        const int bt = s_batch;
+        if (bt >= nbatches) break;  // block-uniform
+        const int nsrc = nsrcs[bt];
+        const int *bs = srcs + (dg_i64)bt * DG_MS_KAPPA;
+        // ---- level 0: the sources (their sets are the active list of level 0; cb[1] dedups)
+        for (int c = threadIdx.x; c < nsrc; c += blockDim.x) {
+            const int s = bs[c];
+            const dg_i64 at = dg_vi(s, rho) * DG_MS_WORDS + (c >> 5);
+            atomicOr(&Vc[at], 1u << (c & 31));
+            atomicOr(&F0[at], 1u << (c & 31));
+            const dg_i64 ss = s >> 3;
+            const unsigned bit = 1u << (ss & 31);
+            if (!(atomicOr(cb + cbw + (ss >> 5), bit) & bit)) lists[atomicAdd(&s_na[0], 1u)] = (int)ss;
+            if (per_source) atomicAdd(&scnt[c], 1u);
+            else atomicAdd(&reach[s], 1ull);
+        }
+        __syncthreads();
+        for (dg_i64 i = threadIdx.x; i < s_na[0]; i += blockDim.x) cb[cbw + (lists[i] >> 5)] = 0u;
+        int l = 0;
+        for (;;) {
+            // ---- (a) per-source counts of level l; the frontier of level l - 1 cleared set by
+            // set (F of parity l-1, which level l + 1 writes) with its candidate bits; the
+            // candidates of level l + 1 marked from the sets active at level l
+            const int p = l & 1;
+            unsigned *Fc = p ? F1 : F0, *Fn = p ? F0 : F1;
+            unsigned *cbn = cb + p * cbw, *cbo = cb + (p ^ 1) * cbw;
+            if (per_source && (int)threadIdx.x < nsrc) {
+                const int c = threadIdx.x;
+                const dg_u64 q = scnt[c];
+                if (q) {
+                    scnt[c] = 0u;
+                    const dg_u64 rf = l >= 2 ? dg_recip_fixed((dg_u64)l) : 0ull;
+                    const dg_i64 at = per_source == 1 ? (dg_i64)bt * DG_MS_KAPPA + c : (dg_i64)bs[c];
+                    if (per_source == 1) {
+                        far[at] += (dg_u64)l * q;
+                        reach[at] += q;
+                        if (l == 1) h0[at] += q;
+                        else if (l >= 2) { h1[at] += q * (rf >> 32); h2[at] += q * (rf & 0xffffffffull); }
+                    } else {
+                        if (l) atomicAdd(&far[at], (dg_u64)l * q);
+                        atomicAdd(&reach[at], q);
+                        if (l == 1) atomicAdd(&h0[at], q);
+                        else if (l >= 2) { atomicAdd(&h1[at], q * (rf >> 32)); atomicAdd(&h2[at], q * (rf & 0xffffffffull)); }
+                    }
+                }
+            }
+            if (l >= 1) {
+                const dg_i64 nao = s_na[p ^ 1], nco = s_nc[p ^ 1];
+                const int *ao = lists + (p ^ 1) * rho1;
+                unsigned z[DG_MS_WORDS];
+#pragma unroll
+                for (int j = 0; j < DG_MS_WORDS; ++j) z[j] = 0u;
+                for (dg_i64 i = threadIdx.x; i < nao * 8; i += blockDim.x)
+                    dg_ms_store(Fn + ((i & 7) * rho + ao[i >> 3]) * DG_MS_WORDS, z);
+                for (dg_i64 i = threadIdx.x; i < nco; i += blockDim.x) cbo[clist[i] >> 5] = 0u;
+            }
+            const dg_i64 na = s_na[p];
+            if (na == 0) break;  // block-uniform: no frontier at level l
+            __syncthreads();     // (F of parity l-1 and the old candidate list are free now)
+            if (threadIdx.x == 0) { s_nc[p ^ 1] = 0u; s_na[p ^ 1] = 0u; }
+            {
+                const int *a = lists + p * rho1;
+                for (dg_i64 i = threadIdx.x; i < na; i += blockDim.x) {
+                    const int s = a[i];
+                    for (int e = sg_ptr[s]; e < sg_ptr[s + 1]; ++e) {
+                        const int t = sg_idx[e];
+                        const unsigned bit = 1u << (t & 31);
+                        if (cbn[t >> 5] & bit) continue;
+                        if (!(atomicOr(cbn + (t >> 5), bit) & bit)) clist[atomicAdd(&s_nc[p], 1u)] = t;
+                    }
+                }
+            }
+            __syncthreads();
+            // ---- (b) level l + 1: pull over the candidate sets' vertices, a thread each (the 8
+            // vertices of a set in 8 consecutive lanes of one warp)
+            const dg_i64 nc = s_nc[p];
+            const int L = l + 1;
+            const dg_u64 rf = L >= 2 ? dg_recip_fixed((dg_u64)L) : 0ull;
+            const unsigned lane = threadIdx.x & 31u;
+            int *an = lists + (p ^ 1) * rho1;
+            for (dg_i64 i0 = 0; i0 < nc * 8; i0 += blockDim.x) {
+                const dg_i64 i = i0 + threadIdx.x;
+                const dg_i64 ss = i < nc * 8 ? (dg_i64)clist[i >> 3] : 0;
+                const dg_i64 u = ss * 8 + (i & 7);
+                bool gotn = false;
+                if (i < nc * 8 && u < n) {
+                    const dg_i64 base = ((i & 7) * rho + ss) * DG_MS_WORDS;
+                    unsigned have[DG_MS_WORDS];
+                    dg_ms_load(Vc + base, have);
+                    unsigned open = 0u;
+#pragma unroll
+                    for (int j = 0; j < DG_MS_WORDS; ++j) open |= dg_full_word(j, nsrc) & ~have[j];
+                    if (open) {
+                        unsigned acc[DG_MS_WORDS];
+#pragma unroll
+                        for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] = 0u;
+                        dg_i64 e = t_indptr[u];
+                        const dg_i64 e1 = t_indptr[u + 1];
+                        for (; e + 2 <= e1; e += 2) {  // two in-neighbours' loads in flight
+                            const int v0 = t_indices[e], v1 = t_indices[e + 1];
+                            dg_ms_or_elem(acc, Fc + dg_vi(v0, rho) * DG_MS_WORDS);
+                            dg_ms_or_elem(acc, Fc + dg_vi(v1, rho) * DG_MS_WORDS);
+                        }
+                        if (e < e1) dg_ms_or_elem(acc, Fc + dg_vi(t_indices[e], rho) * DG_MS_WORDS);
+                        unsigned pc = 0u;
+#pragma unroll
+                        for (int j = 0; j < DG_MS_WORDS; ++j) {
+                            acc[j] &= ~have[j];
+                            pc += __popc(acc[j]);
+                        }
+                        if (pc) {
+                            gotn = true;
+#pragma unroll
+                            for (int j = 0; j < DG_MS_WORDS; ++j) have[j] |= acc[j];
+                            dg_ms_store(Vc + base, have);
+                            dg_ms_store(Fn + base, acc);
+                            if (per_source) {
+#pragma unroll
+                                for (int j = 0; j < DG_MS_WORDS; ++j)
+                                    for (unsigned d = acc[j]; d; d &= d - 1u) atomicAdd(&scnt[32 * j + __ffs(d) - 1], 1u);
+                            } else {
+                                atomicAdd(&far[u], (dg_u64)L * pc);
+                                atomicAdd(&reach[u], (dg_u64)pc);
+                                if (L == 1) atomicAdd(&h0[u], (dg_u64)pc);
+                                else { atomicAdd(&h1[u], pc * (rf >> 32)); atomicAdd(&h2[u], pc * (rf & 0xffffffffull)); }
+                            }
+                        }
+                    }
+                }
+                // the set is active at level l + 1 iff one of its 8 lanes got new bits: the
+                // group's first lane lists it
+                const unsigned grp = (__ballot_sync(DG_FULL_MASK, gotn) >> (lane & ~7u)) & 0xffu;
+                if (grp && (lane & 7u) == 0u) an[atomicAdd(&s_na[p ^ 1], 1u)] = (int)ss;
+            }
+            __syncthreads();
+            ++l;
+        }
+        // ---- clean the slot: the last frontier (parity l: zero, nothing new) and candidate bits
+        // were cleared in (a); Vc back to zero
+        const uint4 z4 = make_uint4(0u, 0u, 0u, 0u);
+        for (dg_i64 i = threadIdx.x; i < nhw / 4; i += blockDim.x) reinterpret_cast<uint4 *>(Vc)[i] = z4;
+        levels_run += l - 1;  // the deepest level reached, as distgraph_msbfs_blocks counts
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && levels_run) atomicAdd((dg_u64 *)&stats[0], (dg_u64)levels_run);
+}
+
 // ================================================================= partitioned mode (stepwise)
 extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK)
 distgraph_msbfs_seed(const int *__restrict__ srcs, int nsrc, int n, unsigned *Vn, unsigned char *dirty) {

@@ -111,6 +111,10 @@ class Config:
     #: benchmarks/results/session6_x2/call6/h1/gpu_closeness_sparse.json; Kronecker and urand graphs
     #: hold 12-23% at scales 16-18, off: benchmarks/results/msbfs_sparse_share_synthetic.json).
     gpu_msbfs_sparse: str = "auto"
+    #: GPU closeness, block schedule: each level as one pull over the candidate slice sets
+    #: (kernels/msbfs.cu, distgraph_msbfs_pull_blocks) instead of stage 1 + stage 2: "auto" (where
+    #: gpu_msbfs_sparse is on), "on" or "off".
+    gpu_msbfs_pull: str = "off"
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
     #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys
     #: there: distgraph/generators/_csr_device.py; the same graph). Generating and preprocessing
@@ -161,6 +165,8 @@ def reload_config(environ=None) -> Config:
                                    f"got {cfg.msbfs_batch_order!r}")
     if str(cfg.gpu_msbfs_sparse).lower() not in ("auto", "on", "off"):
         raise InvalidArgumentError(f"DISTGRAPH_GPU_MSBFS_SPARSE must be auto, on or off; got {cfg.gpu_msbfs_sparse!r}")
+    if str(cfg.gpu_msbfs_pull).lower() not in ("auto", "on", "off"):
+        raise InvalidArgumentError(f"DISTGRAPH_GPU_MSBFS_PULL must be auto, on or off; got {cfg.gpu_msbfs_pull!r}")
     if isinstance(cfg.gpu_bfs_bu_list, str):  # from the environment: auto, or a boolean word
         low = cfg.gpu_bfs_bu_list.strip().lower()
         if low not in ("auto",) + tuple(_TRUE) + tuple(_FALSE):

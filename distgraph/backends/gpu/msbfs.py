@@ -105,6 +105,30 @@ SPARSE_CHOICES = ("auto", "on", "off", True, False)
 #: ``shared_dbits``: the most bytes of dirty bits kept in shared memory (the dynamic shared
 #: memory a launch gets without opting in).
 SHARED_DBITS_MAX = 48 * 1024
+#: ``pull`` values: "auto" (the pull kernel where stage 1 would take the sparse path: block
+#: schedule and ``sparse``), "on"/True (block schedule), "off"/False.
+PULL_CHOICES = ("auto", "on", "off", True, False)
+
+
+def set_graph(tptr, tidx, n: int):
+    """The slice-set graph of the pull kernel (``distgraph_msbfs_pull_blocks``): an arc
+    ``s -> t`` for every slice set ``t`` holding the head ``u`` of an arc ``v -> u`` of
+    the searched graph with ``v`` in set ``s`` (``tptr``/``tidx``: its in-arcs, CSR of the
+    transpose).  A set of level ``l``'s frontier makes its successors the candidates of
+    level ``l + 1``.  int32 ``(rho + 1,)`` pointers and int32 heads, heads sorted."""
+    rho = (int(n) + SIGMA - 1) // SIGMA
+    tptr = np.asarray(tptr, dtype=np.int64)
+    if rho == 0 or tptr[-1] == 0:
+        return np.zeros(rho + 1, np.int32), np.zeros(0, np.int32)
+    heads = np.repeat(np.arange(n, dtype=np.int64) // SIGMA, np.diff(tptr))
+    key = np.unique((np.asarray(tidx, dtype=np.int64) // SIGMA) * rho + heads)
+    s, t = np.divmod(key, rho)
+    if key.shape[0] >= 2**31:
+        raise InvalidArgumentError(f"pull: the slice-set graph has {key.shape[0]} arcs, more than the kernel's "
+                                   "int32 pointers hold; use pull='off'")
+    ptr = np.zeros(rho + 1, np.int64)
+    np.cumsum(np.bincount(s, minlength=rho), out=ptr[1:])
+    return ptr.astype(np.int32), t.astype(np.int32)
 
 
 # ============================================================================ layout
@@ -422,7 +446,8 @@ def _bvss_device_bytes(bvss) -> int:
 
 def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, parts: int = 1,
                bvss_bytes: int | None = None, batch: int = 512, groups: int = 1, slots: int = 0,
-               reordered: bool = False, deferred: bool = True, heavy: int | None = None) -> MemoryPlan:
+               reordered: bool = False, deferred: bool = True, heavy: int | None = None,
+               pull_arcs: int | None = None) -> MemoryPlan:
     """Device memory of one rank: BVSS (or its part), kappa-bit state (one copy per group of
     concurrent launches, or per block with ``slots`` > 0: ``groups="blocks"``), queues, sums.
 
@@ -441,11 +466,16 @@ def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, pa
         W = words(kappa)
         nhat = rho1 * SIGMA
         items = {"bvss": bv,
-                 "frontier F, visited Vc, Vn": slots * 3 * 4 * W * nhat,
+                 ("frontiers F (two levels), visited Vc" if pull_arcs is not None else
+                  "frontier F, visited Vc, Vn"): slots * 3 * 4 * W * nhat,
                  "activeSets, dirty bits and lists": slots * (4 * W * rho1 + 4 * (rho1 // 32 + 1) + 12 * rho1),
                  "VSS queues": slots * 2 * 8 * max(bvss.num_vss, 1),
                  "sources, sums (far, reach, 3 harmonic limbs)": 4 * slots * kappa * 4 + 5 * 8 * max(n, batch),
                  "counters, launch sources": rho1 + 8 * kappa + 256 + 8 * W + 80, **extra}
+        if pull_arcs is not None:   # pull: in-arcs and the set graph instead of the VSS queues
+            items["VSS queues"] = 0
+            items["in-arcs (CSR of the transpose), slice-set graph"] = (8 * (n + 1) + 4 * max(t_arcs, 1)
+                                                                        + 4 * (rho1 + 1) + 4 * max(pull_arcs, 1))
         hints = ["a smaller kappa (fewer state words per vertex)", "groups=1 (one state copy for the whole GPU)"]
         return MemoryPlan(f"GPU closeness (kappa={kappa}, one block per batch, {slots} blocks)", items, tuple(hints))
     W = words(kappa)
@@ -602,6 +632,13 @@ class GpuMSBFS:
     prefetch : bool
         ``groups="blocks"``: software-pipelined stage 1 (a warp loads the next VSS's
         frontier words while it works on the current one; ``DG_MS_PREFETCH``).
+    pull : "auto", "on", "off", bool or None
+        ``groups="blocks"``: run each level as one pull over the candidate slice sets
+        (``distgraph_msbfs_pull_blocks``: a thread per vertex of a set that holds an
+        out-neighbour of the previous frontier ORs its in-neighbours' frontier elements; no
+        VSS queue, no atomics on the state, two block barriers per level) instead of stage
+        1 + stage 2.  ``"auto"``: where ``sparse`` is on (road-like graphs); None:
+        ``config.gpu_msbfs_pull``.  Same sums.
     block_threads : {256, 512, 1024}, optional
         ``groups="blocks"``: threads of the block that runs one batch (``DG_MS_BLOCK`` of
         its kernel; default ``config.gpu_msbfs_block_threads`` = 1024, 32 warps: road-NY
@@ -657,7 +694,7 @@ class GpuMSBFS:
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
                  groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False, block_threads=None,
-                 flush4=False, sparse=None, _is_companion=False):
+                 flush4=False, sparse=None, pull=None, _is_companion=False):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -686,6 +723,11 @@ class GpuMSBFS:
             sparse = sparse.strip().lower()
         expect(isinstance(sparse, (bool, np.bool_)) or sparse in ("auto", "on", "off"), "sparse",
                "'auto', 'on', 'off', True or False", sparse)
+        pull = config.gpu_msbfs_pull if pull is None else pull
+        if isinstance(pull, str):
+            pull = pull.strip().lower()
+        expect(isinstance(pull, (bool, np.bool_)) or pull in ("auto", "on", "off"), "pull",
+               "'auto', 'on', 'off', True or False", pull)
         block_threads = config.gpu_msbfs_block_threads if block_threads is None else block_threads
         expect(isinstance(block_threads, (int, np.integer)) and block_threads in BLOCK_THREADS, "block_threads",
                "one of " + ", ".join(map(str, BLOCK_THREADS)), block_threads)
@@ -765,6 +807,7 @@ class GpuMSBFS:
         self.shared_dbits = False
         self.prefetch = False
         self.flush4 = False
+        self.pull = False
         self.block_threads = BLOCK   # threads per block of the launches (block_threads: block schedule only)
         if mode == "replicated":
             pick = auto_schedule(int(t2ptr[-1])) if groups == "auto" else groups
@@ -780,6 +823,12 @@ class GpuMSBFS:
             _check_min_blocks(min_blocks, self.block_threads)
             sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
             S = int(slots) if slots is not None else sms * (SM_THREADS // self.block_threads)
+            # the pull kernel (distgraph_msbfs_pull_blocks) where stage 1 would take the sparse path
+            self.pull = bool(self.sparse) if pull == "auto" else (pull in ("on", True))
+            if self.pull:
+                self._sg = set_graph(t2ptr, t2idx, n)
+                self._plan_kw["pull_arcs"] = int(self._sg[1].shape[0])
+                self._plan_kw["t_arcs"] = int(t2ptr[-1])
             while True:
                 self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=S, **self._plan_kw)
                 try:
@@ -800,6 +849,9 @@ class GpuMSBFS:
             if not fits and groups == "auto":  # one grid-wide launch at a time may still fit
                 self.schedule, self.slots, err = "grid", 0, None
                 self.block_threads = BLOCK
+                self.pull = False
+                self._plan_kw.pop("pull_arcs", None)
+                self._plan_kw.pop("t_arcs", None)
             else:
                 self.use_bu = False
                 self.symmetric = bool(symmetric)
@@ -838,6 +890,7 @@ class GpuMSBFS:
             raise err
         self.info.update({"mode": mode, "parts": parts, "groups": ng, "schedule": self.schedule,
                           "symmetric": self.symmetric, "device_bytes": self.plan.total, "sparse": self.sparse,
+                          "pull": self.pull,
                           "sparse_share": round(self.sparse_share, 4),
                           "local_bvss": bvss.summary()})
         if announce is None:
@@ -937,7 +990,8 @@ class GpuMSBFS:
                     max(1, 512 // self.block_threads)
                 self._block_defs = dict(defs)   # what the block kernel is built with (profiling builds reuse it)
                 mod = get_module("msbfs", defines=defs)
-                self._blocks = mod.get_function("distgraph_msbfs_blocks")
+                self._blocks = mod.get_function("distgraph_msbfs_pull_blocks" if self.pull else
+                                                "distgraph_msbfs_blocks")
                 self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, self.block_threads)))
                 # the plan of what is allocated (the check above was for the untrimmed count)
                 self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=self.slots, **self._plan_kw)
@@ -945,15 +999,28 @@ class GpuMSBFS:
                 rho1 = max(self.rho, 1)
                 S = self.slots
                 self._dbw = rho1 // 32 + 1
-                self.shared_dbits = bool(shared_dbits) and 4 * self._dbw <= SHARED_DBITS_MAX
                 self._F = cp.zeros(S * nhat * W, cp.uint32)
                 self._Vc = cp.zeros(S * nhat * W, cp.uint32)
-                self._Vn = cp.zeros(S * nhat * W, cp.uint32)
-                self._act = cp.zeros(S * rho1 * W, cp.uint32)
-                self._dbits = cp.zeros(S * self._dbw, cp.uint32)
+                self._Vn = cp.zeros(S * nhat * W, cp.uint32)   # pull: the frontier of odd levels
                 self._lists = cp.zeros(S * 3 * rho1, cp.int32)
-                self._Q = cp.zeros(S * 2 * self._qcap * 2, cp.int32)
+                if self.pull:
+                    # two candidate bit arrays (level parity) per block, in shared memory when they fit
+                    self.shared_dbits = 8 * self._dbw <= SHARED_DBITS_MAX - 4096   # beside 1 KB of static counters
+                    self._dbits = cp.zeros(1 if self.shared_dbits else S * 2 * self._dbw, cp.uint32)
+                    self._act = cp.zeros(1, cp.uint32)
+                    self._Q = cp.zeros(2, cp.int32)
+                    self._pt_ip = cp.asarray(t2ptr.astype(np.int64, copy=False))
+                    self._pt_ix = (cp.asarray(t2idx.astype(np.int32, copy=False)) if t2idx.shape[0] else
+                                   cp.zeros(1, cp.int32))
+                    self._sg_ptr = cp.asarray(self._sg[0])
+                    self._sg_idx = cp.asarray(self._sg[1]) if self._sg[1].shape[0] else cp.zeros(1, cp.int32)
+                else:
+                    self.shared_dbits = bool(shared_dbits) and 4 * self._dbw <= SHARED_DBITS_MAX
+                    self._act = cp.zeros(S * rho1 * W, cp.uint32)
+                    self._dbits = cp.zeros(S * self._dbw, cp.uint32)
+                    self._Q = cp.zeros(S * 2 * self._qcap * 2, cp.int32)
                 self.info.update({"slots": S, "shared_dbits": self.shared_dbits, "prefetch": self.prefetch,
+                                  "pull": self.pull,
                                   "flush4": self.flush4, "block_threads": self.block_threads,
                                   "min_blocks": defs["DG_MS_MINB"],
                                   "registers": _func_attr(self._blocks, "NUM_REGS"),
@@ -1267,6 +1334,16 @@ class GpuMSBFS:
         nsrcs[-1] = k - (nb - 1) * K
         how = 1 if per_source else (2 if self.symmetric else 0)
         self._next.fill(0)
+        if self.pull:
+            self._blocks((min(self.slots, nb),), (self.block_threads,),
+                         (self._pt_ip, self._pt_ix, self._sg_ptr, self._sg_idx, np.int32(self.n), cp.asarray(srcs),
+                          cp.asarray(nsrcs), np.int32(nb), np.int32(how), self._F, self._Vn, self._Vc, self._dbits,
+                          np.int64(self._dbw), np.int32(self.shared_dbits), self._lists, *sums, self._next,
+                          self._stats),
+                         shared_mem=8 * self._dbw if self.shared_dbits else 0)
+            self.info["launches"] += nb
+            self.info["block_launches"] = self.info.get("block_launches", 0) + 1
+            return
         self._blocks((min(self.slots, nb),), (self.block_threads,),
                      (self._row_ids, self._masks, self._real_ptrs, np.int32(self.n), cp.asarray(srcs),
                       cp.asarray(nsrcs), np.int32(nb), np.int32(how), np.int32(self.tc_ratio), self._F, self._Vc,
