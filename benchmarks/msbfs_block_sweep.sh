@@ -27,8 +27,9 @@ cd "$(dirname "$0")/.." || exit 1
 [ -d .cache/k2data ] && export DISTGRAPH_DATA=$PWD/.cache/k2data
 T0=$(date +%s)
 if [ "${TESTS:-0}" = 1 ]; then
+  read -r -a FILES <<< "${TEST_FILES:-tests/test_gpu_msbfs_block_threads.py}"
   timeout "${T_TESTS:-240}" "$PY" -m pytest -q -rfs --junitxml="$OUTDIR/junit-block-threads.xml" \
-    ${TEST_FILES:-tests/test_gpu_msbfs_block_threads.py} > "$OUTDIR/pytest-block-threads.log" 2>&1
+    "${FILES[@]}" > "$OUTDIR/pytest-block-threads.log" 2>&1
   echo "tests rc=$? after $(( $(date +%s) - T0 )) s: $(tail -n 1 "$OUTDIR/pytest-block-threads.log")"
 fi
 [ "${T_SWEEP:-200}" = 0 ] && exit 0
