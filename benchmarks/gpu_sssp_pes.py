@@ -1,5 +1,5 @@
 """Benchmark: the NVSHMEM Bellman-Ford (issue 7) on 1 and several PEs, remote relaxations old
-(``atomic``, ``enqueue``, both with ghost keys) against new (``batch``: coalesced per vertex,
+(``atomic``, ``enqueue``, both with ghost keys; ``atomic_fetch``) against new (``batch``: coalesced per vertex,
 shipped by one put per batch), on Kronecker graphs with uniform [1, 255] and potential-shifted
 weights (``w + p(u) - p(v)``, about 29% negative, no negative cycle).
 
@@ -24,7 +24,11 @@ gather), the remote counters (ghost drops, claims, coalesced, shipped, applied, 
 near-far phases driven by the host (``QueueSSSP(multi_pe_phases=True)``), one row per
 ``--phase-deltas`` value (``default``: the largest of the PEs' picks of the default rule; set by
 ``set_delta``, same runner); on one PE it runs too (the NVSHMEM kernel with the host's phase
-changes, beside the kernel's own phases of the plain row): its cost per phase. Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten
+changes, beside the kernel's own phases of the plain row): its cost per phase. Remote
+``atomic_fetch`` is the atomic path before session 7 (a fetch before the CAS, a flag swap
+always, one queue reservation per lane) beside ``atomic`` (CAS from the ghost key, the flag of a
+first improvement set unfetched, one reservation per warp and destination); rows carry the
+counters ``cas_failed``, ``remote_wins``, ``remote_first``, ``remote_pushes``. Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten
 after every job; a job that fails or runs out of ``--budget`` keeps the rows it printed.
 """
 
@@ -192,7 +196,9 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
                              **{k: st.get(k) for k in ("relaxations", "items", "launches", "delta", "phases",
                                                        "multi_pe_phases", "checks", "ghost",
                                                        "flush", "ghost_dropped", "remote_claims", "coalesced",
-                                                       "shipped", "applied", "flushes", "grid", "capacity")})
+                                                       "shipped", "applied", "flushes", "cas_failed",
+                                                       "remote_wins", "remote_first", "remote_pushes", "grid",
+                                                       "capacity")})
                     if rank == 0:
                         print("RESULT-JSON " + json.dumps(r, default=float), flush=True)
                 row = None
@@ -306,7 +312,9 @@ def main(argv=None):
                   + (f"{r['time_s'] * 1e3:8.2f} ms run {r['run_s'] * 1e3:8.2f} ms same={r['same_as_cpu']} "
                      f"x1pe={r.get('speedup_vs_1pe', float('nan')):.2f} coalesced={r.get('coalesced')} "
                      f"shipped={r.get('shipped')} puts={r.get('flushes')} flush={r.get('flush')} "
-                     f"delta={r.get('delta')} phases={r.get('phases')} relax={r.get('relaxations')}" if "time_s" in r
+                     f"delta={r.get('delta')} phases={r.get('phases')} relax={r.get('relaxations')} "
+                     f"claims={r.get('remote_claims')} casfail={r.get('cas_failed')} wins={r.get('remote_wins')} "
+                     f"first={r.get('remote_first')} pushes={r.get('remote_pushes')}" if "time_s" in r
                      else str(r.get("error", r.get("skipped")))[:300]),
                   flush=True)
         save()

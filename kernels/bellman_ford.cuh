@@ -57,7 +57,9 @@
 // whose head another PE owns is relaxed one-sidedly, as chosen by remote_mode:
 //   0 "atomic":  compare-and-swap loop on the owner's distance (nvshmem_longlong_atomic_*; NVSHMEM
 //                has no fetch-min), then the owner's in-queue flag is swapped and, if it was clear,
-//                the head is enqueued into the owner's segment;
+//                the head is enqueued into the owner's segment (see "Remote atomic relaxations");
+//   3 "atomic_fetch": the same as before session 7 (a fetch before the CAS loop, a swap of the
+//                flag always, one queue reservation per lane), kept for A/B timings;
 //   1 "enqueue": the item (head, candidate, tail) is enqueued into the owner's segment; the owner
 //                applies it (local atomic minimum) and enqueues the head locally if it improved;
 //   2 "batch":   no remote access per arc. A candidate below the ghost key (below) claims it locally
@@ -84,6 +86,20 @@
 // loses the race to a smaller candidate drops its own). Only non-improving relaxations are
 // dropped, so distances, negative-cycle detection and termination are unchanged; a run that
 // aborts raises, and the next run starts from +inf again.
+//
+// Remote atomic relaxations (remote_mode 0): each is a chain of round trips to the owner, one
+// after the other, and a warp waits for its slowest lane. The CAS loop's first CAS expects the
+// ghost key returned by the local atomicMin that claimed the send (+inf without ghost keys), not a
+// fetched value: when this PE's last key for t is still the owner's (t lowered by nobody else
+// since), one round trip instead of a fetch and a CAS; otherwise the failed CAS returns the
+// owner's key (which refreshes the ghost key, as the fetch did) and the loop goes on from it. A CAS
+// that replaced +inf is the first improvement of t: nobody has queued t, so the flag is set
+// without fetching it (a store to the owner, delivered before the enqueue that follows by the
+// queue's nvshmem_fence; no phases only: a far flag could have been set meanwhile) and t is
+// enqueued; else the flag is swapped and its old value says whether to enqueue (a set without
+// the fetch would enqueue t at every improvement, as remote "enqueue" does). Should the owner lower
+// t locally between that CAS and the store, t is queued twice: one extra rescan, never a missed
+// one. The lanes' remote enqueues take one reservation per destination (push_remote_warp).
 //
 // Distances as 64-bit keys: integer weights are summed in int64 and the key is the distance;
 // float weights are summed in float64 and the key is the "ordered int" of the double (bits,
@@ -116,10 +132,12 @@
 //             double's bits for float keys), +inf's key, host-driven phases (1) or not, scan
 //             tasks to queue at the launch's start and the previous pile's entries they cover
 //   ctr[24]   u64 symmetric: SENT at 0, DONE at 8, STOPREQ at 16 (one 64-byte line each)
-//   ctl[16]   i64 local: scans, arcs, below, finished, stop, abort (an int: dgq::Spin), items, then
+//   ctl[24]   i64 local: scans, arcs, below, finished, stop, abort (an int: dgq::Spin), items, then
 //             counters of remote relaxations (several PEs): dropped by the ghost keys, claims (sent
 //             remotely, or claimed into an outbox), coalesced (claims into an entry already queued),
-//             shipped (outbox entries put), applied (remote items applied here), flushes (puts)
+//             shipped (outbox entries put), applied (remote items applied here), flushes (puts);
+//             atomic modes: CASes that found another key, remote minima that lowered the owner's
+//             key (wins), remote enqueues (any mode but batch), wins from +inf (flag set unfetched)
 //   ghost[n]  i64 local, by global id (several PEs, ghost_on): see "Ghost keys" above; batch mode:
 //             ghost[2n], gpred = ghost + n the tail of the claim (written after it, without a lock)
 // Batch mode only (else unused): bst[6][npes] i64 local words, one 64-byte line each: outbox head,
@@ -165,7 +183,9 @@ struct Item {
 
 enum { SENT = 0, DONE = 8, STOPREQ = 16 };
 enum { C_SCANS = 0, C_ARCS = 1, C_BELOW = 2, C_FINISHED = 3, C_STOP = 4, C_ABORT = 5, C_ITEMS = 6,
-       C_DROPPED = 7, C_CLAIMS = 8, C_COALESCED = 9, C_SHIPPED = 10, C_APPLIED = 11, C_FLUSHES = 12 };
+       C_DROPPED = 7, C_CLAIMS = 8, C_COALESCED = 9, C_SHIPPED = 10, C_APPLIED = 11, C_FLUSHES = 12,
+       C_CASFAIL = 13, C_RWINS = 14, C_RPUSH = 15, C_RFIRST = 16 };
+enum { R_ATOMIC = 0, R_ENQUEUE = 1, R_BATCH = 2, R_ATOMIC_FETCH = 3 };  // remote_mode
 enum { B_OHEAD = 0, B_OTAIL = 1, B_OSENT = 2, B_OLOCK = 3, B_RCLAIM = 4, B_RDONE = 5 };
 enum { P_THR = 0, P_PHASE = 1, P_CNT = 2, P_FMIN = 4, P_DELTA = 6, P_INF = 7, P_HOST = 8, P_TASKS = 9,
        P_TCNT = 10 };
@@ -204,15 +224,27 @@ __device__ __forceinline__ i64 vload(const i64* p) { return *(const volatile i64
 __device__ __forceinline__ int vloadi(const int* p) { return *(const volatile int*)p; }
 
 #ifdef DISTGRAPH_WITH_NVSHMEM
-// Fetch-and-minimum on another PE's element: NVSHMEM has no atomic min, so a CAS loop.
-__device__ __forceinline__ i64 remote_min(i64* p, i64 v, int pe) {
-    i64 old = nvshmem_longlong_atomic_fetch((long long*)p, pe);
+// Fetch-and-minimum on another PE's element: NVSHMEM has no atomic min, so a CAS loop whose
+// first CAS expects guess. Returns the value v replaced (then v < it), or the owner's value,
+// not above v (nothing written); fails counts the CASes that found another value. A current
+// guess costs one round trip; a stale one fails and returns the value, which the next CAS
+// expects (keys only decrease within a run: no ABA). With guess >= the value, v >= guess
+// writes nothing and returns guess (only for guess = +inf: then v cannot lower anything).
+__device__ __forceinline__ i64 remote_min_from(i64* p, i64 v, i64 guess, int pe, unsigned& fails) {
+    i64 old = guess;
     while (v < old) {
-        i64 seen = nvshmem_longlong_atomic_compare_swap((long long*)p, old, v, pe);
+        const i64 seen = nvshmem_longlong_atomic_compare_swap((long long*)p, old, v, pe);
         if (seen == old) break;
         old = seen;
+        ++fails;
     }
     return old;
+}
+
+// The same from a fetched value (remote "atomic_fetch", the path before session 7: one more
+// round trip per call, kept for A/B timings).
+__device__ __forceinline__ i64 remote_min(i64* p, i64 v, int pe, unsigned& fails) {
+    return remote_min_from(p, v, nvshmem_longlong_atomic_fetch((long long*)p, pe), pe, fails);
 }
 #endif
 
@@ -230,9 +262,10 @@ __device__ __forceinline__ int mark(int* inq, i64 t, i64 ck, i64 thr, int cur, i
     return atomicCAS(inq + t, 0, I_FAR + cur) == 0 ? 2 : 0;
 }
 
-// The lanes with want enqueue x into this PE's segment, one reservation (warp-collective).
+// The lanes with want enqueue x into PE s's segment, one reservation (warp-collective), counted
+// in this PE's SENT first.
 template <bool BQ>
-__device__ bool push_local(const dgq::Queue<Item>& q, bool want, const Item& x, u64* ctr) {
+__device__ bool push_to(const dgq::Queue<Item>& q, int s, bool want, const Item& x, u64* ctr) {
     unsigned m = __ballot_sync(DGBF_FULL, want);
     if (m == 0) return true;
     if ((int)(threadIdx.x & 31) == __ffs(m) - 1) {
@@ -242,11 +275,17 @@ __device__ bool push_local(const dgq::Queue<Item>& q, bool want, const Item& x, 
     __syncwarp();
     dgq::Spin spin(q.abort);
     while (true) {
-        int st = q.template enqueue_warp<BQ>(q.my_pe, want, x);
+        int st = q.template enqueue_warp<BQ>(s, want, x);
         if (st == DGQ_OK) return true;
         if (st == DGQ_ABORTED) return false;
         if (!spin.wait()) return false;
     }
+}
+
+// The lanes with want enqueue x into this PE's segment, one reservation (warp-collective).
+template <bool BQ>
+__device__ __forceinline__ bool push_local(const dgq::Queue<Item>& q, bool want, const Item& x, u64* ctr) {
+    return push_to<BQ>(q, q.my_pe, want, x, ctr);
 }
 
 // The lanes with want enqueue x, already counted in SENT (kept items flushed at a stop).
@@ -328,6 +367,21 @@ __device__ bool push_remote(const dgq::Queue<Item>& q, int o, const Item& x, u64
         if (st == DGQ_ABORTED) return false;
         if (!spin.wait()) return false;
     }
+}
+
+// The lanes with o >= 0 enqueue x into PE o's segment (warp-collective): one reservation per
+// destination (remote "atomic": the lanes' pushes used to reserve one slot each, each lane its
+// own round trips on the owner's count and tail words).
+template <bool BQ>
+__device__ bool push_remote_warp(const dgq::Queue<Item>& q, int o, const Item& x, u64* ctr) {
+    bool ok = true;
+    for (unsigned left = __ballot_sync(DGBF_FULL, o >= 0); left;) {
+        const int od = __shfl_sync(DGBF_FULL, o, __ffs(left) - 1);
+        const bool mine = o == od;
+        left &= ~__ballot_sync(DGBF_FULL, mine);
+        ok = push_to<BQ>(q, od, mine, x, ctr) && ok;
+    }
+    return ok;
 }
 #endif
 
@@ -611,6 +665,7 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
     // host-driven phases (the NVSHMEM build only): thr is global, the host changes the phase
     // (poll_termination hands out its scan tasks); rescans at or above thr go far (remote heads)
     const bool hp = vload(ph + P_HOST) != 0;
+    const i64 infk = ph[P_INF];  // the key of +inf: every distance at a run's start
 #endif
     while (true) {
         int stop = 0;
@@ -779,7 +834,9 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
         const i64 excl = incl - deg;
         const int scans = __popc(__ballot_sync(DGBF_FULL, resc));
 #ifdef DISTGRAPH_WITH_NVSHMEM
-        unsigned ndrop = 0, nclaim = 0, ncoal = 0;  // this lane's remote candidates (counters)
+        // this lane's remote candidates (counters): dropped, claimed, coalesced; atomic modes:
+        // failed CASes, minima that lowered the owner's key, of those from +inf, pushes
+        unsigned ndrop = 0, nclaim = 0, ncoal = 0, nfail = 0, nwin = 0, nfirst = 0, npush = 0;
 #endif
         for (i64 base = 0; base < total; base += 32) {
             const i64 k = base + lane;
@@ -818,8 +875,13 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                 else {
                     const i64 rl = t - offsets[o];
                     bool send = true;
+                    i64 guess = infk;  // the owner's key as far as this PE knows (+inf: nothing known)
                     if (ghost_on) {
-                        send = ck < vload(ghost + t) && ck < (i64)atomicMin((long long*)(ghost + t), (long long)ck);
+                        send = false;
+                        if (ck < vload(ghost + t)) {
+                            guess = (i64)atomicMin((long long*)(ghost + t), (long long)ck);
+                            send = ck < guess;
+                        }
                     }
                     ndrop += !send;
                     nclaim += send;
@@ -831,22 +893,37 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                         ncoal += !app;
                         bo = o;
                         tg = t;
-                    } else if (remote_mode == 0) {
-                        i64 old = remote_min(dist + rl, ck, o);
+                    } else if (!BATCH && (remote_mode == R_ATOMIC || remote_mode == R_ATOMIC_FETCH)) {
+                        // atomic: the first CAS expects the ghost key (or +inf), see "Remote atomic
+                        // relaxations" in the header; atomic_fetch: fetches the owner's key first
+                        const bool fetch = remote_mode == R_ATOMIC_FETCH;
+                        const i64 old = fetch ? remote_min(dist + rl, ck, o, nfail)
+                                              : remote_min_from(dist + rl, ck, guess, o, nfail);
                         if (ghost_on && old < ck) atomicMin((long long*)(ghost + t), (long long)old);
                         if (ck < old) {
+                            ++nwin;
                             nvshmem_longlong_p((long long*)(pred + rl), ug, o);
                             if (ck < bound_key) below = 1;
-                            // near: queued unless queued already (a far flag: only with host-driven
-                            // phases, its pile entry goes stale); far (host-driven phases only): queued
-                            // if in no pile, the owner moves it to its pile (see the header)
-                            if (ck < thr ? nvshmem_int_atomic_swap(inq + rl, I_NEAR, o) != I_NEAR
-                                         : nvshmem_int_atomic_compare_swap(inq + rl, 0, I_NEAR, o) == 0) {
+                            bool enq;
+                            if (!fetch && !hp && old == infk) {
+                                // first key of t (no phases): nobody lowered t before this CAS, so
+                                // nobody queued it; the flag is set without waiting for its old value
+                                ++nfirst;
+                                nvshmem_int_atomic_set(inq + rl, I_NEAR, o);
+                                enq = true;
+                            } else {
+                                // near: queued unless queued already (a far flag: only with host-driven
+                                // phases, its pile entry goes stale); far (host-driven phases only): queued
+                                // if in no pile, the owner moves it to its pile (see the header)
+                                enq = ck < thr ? nvshmem_int_atomic_swap(inq + rl, I_NEAR, o) != I_NEAR
+                                               : nvshmem_int_atomic_compare_swap(inq + rl, 0, I_NEAR, o) == 0;
+                            }
+                            if (enq) {
                                 rowner = o;
                                 rx.v = rl;
                             }
                         }
-                    } else {
+                    } else if (!BATCH) {  // enqueue (the batch kernels run remote_mode 2 only)
                         rowner = o;
                         rx.v = rl;
                         rx.cand = ck;
@@ -859,7 +936,12 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
             ok = far_append(want == 2, tl, far, ph, cur, far_cap) && ok;
 #ifdef DISTGRAPH_WITH_NVSHMEM
             if (batch) ok = batch_append(bb, app, bo, tg, ctr, abort_flag) && ok;  // warp-collective
-            if (rowner >= 0 && !push_remote<BQ>(q, rowner, rx, ctr)) ok = false;
+            npush += rowner >= 0;
+            if (!BATCH && remote_mode == R_ATOMIC) {  // one reservation per destination (warp-collective)
+                ok = push_remote_warp<BQ>(q, rowner, rx, ctr) && ok;
+            } else if (rowner >= 0 && !push_remote<BQ>(q, rowner, rx, ctr)) {
+                ok = false;
+            }
             ok = __all_sync(DGBF_FULL, ok);
 #endif
         }
@@ -868,10 +950,18 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
             ndrop = __reduce_add_sync(DGBF_FULL, ndrop);
             nclaim = __reduce_add_sync(DGBF_FULL, nclaim);
             ncoal = __reduce_add_sync(DGBF_FULL, ncoal);
+            nfail = __reduce_add_sync(DGBF_FULL, nfail);
+            nwin = __reduce_add_sync(DGBF_FULL, nwin);
+            nfirst = __reduce_add_sync(DGBF_FULL, nfirst);
+            npush = __reduce_add_sync(DGBF_FULL, npush);
             if (lane == 0) {
                 if (ndrop) atomicAdd((u64*)(ctl + C_DROPPED), (u64)ndrop);
                 if (nclaim) atomicAdd((u64*)(ctl + C_CLAIMS), (u64)nclaim);
                 if (ncoal) atomicAdd((u64*)(ctl + C_COALESCED), (u64)ncoal);
+                if (nfail) atomicAdd((u64*)(ctl + C_CASFAIL), (u64)nfail);
+                if (nwin) atomicAdd((u64*)(ctl + C_RWINS), (u64)nwin);
+                if (nfirst) atomicAdd((u64*)(ctl + C_RFIRST), (u64)nfirst);
+                if (npush) atomicAdd((u64*)(ctl + C_RPUSH), (u64)npush);
             }
         }
 #endif
@@ -918,8 +1008,11 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                          ghost_on, bst, oint, bsym, inbox, stage, ring_in, obox_cap, flush_min);               \
     }
 
-DGBF_KERNEL(distgraph_bf_queue_bq, true, false, 1)
-DGBF_KERNEL(distgraph_bf_queue_bwd, false, false, 1)
+// 3 blocks per SM (128 threads, at most 168 registers): with the bound 1, ptxas of CUDA 13.0 gave
+// the NVSHMEM build of session 7 (remote_min_from, push_remote_warp, counters) 168 / 176 registers
+// (BWD / BQ: 3 / 2 blocks per SM), with it 154 / 153 and no spills (sm_90); before, 146 / 152 either way
+DGBF_KERNEL(distgraph_bf_queue_bq, true, false, 3)
+DGBF_KERNEL(distgraph_bf_queue_bwd, false, false, 3)
 #ifdef DISTGRAPH_WITH_NVSHMEM
 // remote_mode 2 (batch): kernels of their own, so that the batch code's registers do not lower
 // the occupancy of the others; DG_BF_BATCH_MINB blocks per SM (3, as the others get at 144-146

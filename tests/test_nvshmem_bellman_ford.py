@@ -6,7 +6,10 @@ predecessors exactly (and scipy's distances), and a reachable negative cycle mus
 raised on every rank with a confirmed negative weight. The batch mode's counters must
 add up: every claim shipped or coalesced, every shipped item applied by its owner. Near-far
 phases driven by the host (``multi_pe_phases=True``, opt-in) on 1, 2 and 4 PEs, every remote
-mode: the same answers, several phases, negative cycles still found.
+mode: the same answers, several phases, negative cycles still found. The remote atomic
+relaxation (``atomic``: CAS loop from the ghost key, the flag of a first improvement set
+without a fetch, one queue reservation per warp and destination) beside the path before
+session 7 (``atomic_fetch``) in every test, with counters that must add up.
 
     mpirun -n 4 python tests/mpi_pytest.py --with-mpi tests/test_nvshmem_bellman_ford.py
 
@@ -25,7 +28,9 @@ from distgraph.graph import Graph
 pytestmark = [pytest.mark.nvshmem, pytest.mark.mpi]
 
 VARIANTS = [("bq", "atomic"), ("bq", "enqueue"), ("bwd", "atomic"), ("bwd", "enqueue"), ("bq", "batch"),
-            ("bwd", "batch")]
+            ("bwd", "batch"), ("bq", "atomic_fetch"), ("bwd", "atomic_fetch")]
+#: every remote relaxation QueueSSSP takes (atomic_fetch: the atomic path before session 7, A/B)
+REMOTES = ["atomic", "enqueue", "batch", "atomic_fetch"]
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +109,7 @@ def test_public_api_on_comm_world(pg):
     assert _all(comm, ok)
 
 
-@pytest.mark.parametrize("remote", ["atomic", "enqueue", "batch"])
+@pytest.mark.parametrize("remote", REMOTES)
 def test_negative_cycle_on_every_rank(pg, remote):
     from distgraph.backends.gpu.bellman_ford import QueueSSSP
 
@@ -118,6 +123,8 @@ def test_negative_cycle_on_every_rank(pg, remote):
         q.close()
     ok = found is not None and cycle_weight(g, found, w) < 0
     assert _all(comm, ok)
+    if remote == "atomic_fetch":
+        return  # QueueSSSP only (not a bellman_ford() option)
     with pytest.raises(NegativeCycleError):
         bellman_ford(g, int(cyc[0]), backend="gpu", mode="async", remote=remote, comm=comm)
 
@@ -280,7 +287,7 @@ def _phase_graphs():
     return g
 
 
-@pytest.mark.parametrize("remote", ["atomic", "enqueue", "batch"])
+@pytest.mark.parametrize("remote", REMOTES)
 def test_multi_pe_phases_equal_cpu_and_scipy(pg, remote):
     """multi_pe_phases=True (host-driven near-far phases, one global threshold) forced with a
     delta of about a tenth of the distance range (several phases; on 1 PE through the NVSHMEM
@@ -333,7 +340,7 @@ def test_multi_pe_phases_equal_cpu_and_scipy(pg, remote):
     assert not any(every), every
 
 
-@pytest.mark.parametrize("remote", ["atomic", "enqueue", "batch"])
+@pytest.mark.parametrize("remote", REMOTES)
 def test_multi_pe_phases_negative_cycle(pg, remote):
     """A reachable negative cycle is still found (and confirmed) with host-driven phases and
     a small delta (the cycle's vertices sit in far piles between phases)."""
@@ -349,3 +356,93 @@ def test_multi_pe_phases_negative_cycle(pg, remote):
         q.close()
     ok = found is not None and cycle_weight(g, found, w) < 0 and st["multi_pe_phases"] is True
     assert _all(comm, ok), (st, found)
+
+
+def _atomic_graphs():
+    g = _graphs()
+    g["kron12_uniform"] = uniform_weights(kronecker(12, seed=8), seed=8)  # more remote traffic per run
+    return g
+
+
+@pytest.mark.parametrize("queue", ["bwd", "bq"])
+def test_atomic_paths_equal_cpu_and_counters_add_up(pg, queue):
+    """remote="atomic" (CAS from the ghost key or +inf, first improvements flagged without a
+    fetch, warp-aggregated remote enqueues) and "atomic_fetch" (the path before session 7), with
+    and without ghost keys (without: the first CAS expects +inf), three runs each on one runner:
+    the CPU backend's distances and predecessors, scipy's distances, and counters that add up
+    (summed over PEs): pushes <= wins <= claims, first <= wins, no batch counters; on several PEs
+    remote wins and pushes happened, "atomic" set first-improvement flags unfetched and
+    "atomic_fetch" never did; on one PE every remote counter is 0. A CAS whose failure were taken
+    for a success, a flag stored after the enqueue it guards, or a push into the wrong PE's
+    segment loses or corrupts distances here."""
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+
+    comm = MPI.COMM_WORLD
+    several = comm.Get_size() > 1
+    bad, tot = [], {}
+    keys = ("remote_claims", "remote_wins", "remote_first", "remote_pushes", "cas_failed", "ghost_dropped",
+            "coalesced", "shipped", "applied", "flushes")
+    for name, g in sorted(_atomic_graphs().items()):
+        w = _arc_weights(g, None)
+        s = int(np.argmax(np.diff(g.indptr)))
+        confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
+        ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+        sp_d = _scipy_distances(g, s)
+        reached = np.isfinite(sp_d)
+        for remote in ("atomic", "atomic_fetch"):
+            q = QueueSSSP(g, w, comm, queue=queue, remote=remote, use_nvshmem=True,
+                          split=32 if queue == "bq" else 4096)
+            try:
+                for ghost in (True, False):
+                    q.ghost = ghost
+                    for trial in range(3):
+                        d, p, st, cyc = q.run(s, confirm, predecessors=True)
+                        tag = f"{name} {remote} ghost={ghost} run {trial}"
+                        if cyc is not None or not np.array_equal(d, ref_d) or not np.array_equal(p, ref_p):
+                            bad.append(f"{tag}: differs from the CPU backend (cycle {cyc is not None})")
+                        got_inf = d == (np.inf if d.dtype.kind == "f" else np.iinfo(d.dtype).max)
+                        if not (np.array_equal(got_inf, ~reached)
+                                and np.array_equal(d[reached].astype(np.float64), sp_d[reached])):
+                            bad.append(f"{tag}: distances differ from scipy's")
+                        c = {k: st[k] for k in keys}
+                        if st["remote"] != remote:
+                            bad.append(f"{tag}: stats say remote={st['remote']!r}")
+                        if not (c["remote_pushes"] <= c["remote_wins"] <= c["remote_claims"]
+                                and c["remote_first"] <= c["remote_wins"]):
+                            bad.append(f"{tag}: not pushes <= wins <= claims, first <= wins: {c}")
+                        if any(c[k] for k in ("coalesced", "shipped", "applied", "flushes")):
+                            bad.append(f"{tag}: batch counters in an atomic mode: {c}")
+                        if not ghost and c["ghost_dropped"]:
+                            bad.append(f"{tag}: ghost drops without ghost keys: {c}")
+                        if not several and any(c.values()):
+                            bad.append(f"{tag}: remote counters on one PE: {c}")
+                        if remote == "atomic_fetch" and c["remote_first"]:
+                            bad.append(f"{tag}: atomic_fetch set flags unfetched: {c}")
+                        for k in keys:
+                            tot[(remote, k)] = tot.get((remote, k), 0) + c[k]
+            finally:
+                q.close()
+    if several:
+        for remote in ("atomic", "atomic_fetch"):
+            if not (tot[(remote, "remote_wins")] and tot[(remote, "remote_pushes")]):
+                bad.append(f"{remote}: no remote win or push on several PEs: {tot}")
+        if not tot[("atomic", "remote_first")]:
+            bad.append(f"atomic never set a first-improvement flag unfetched: {tot}")
+    every = comm.allgather(bad)
+    assert not any(every), every
+
+
+def test_atomic_fetch_is_queue_only(pg):
+    """remote="atomic_fetch" is a QueueSSSP option for A/B timings, not a bellman_ford() one
+    (refused there on every rank with the allowed values), and a bad remote name is refused by
+    QueueSSSP naming atomic_fetch among the allowed ones."""
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+    from distgraph.errors import InvalidArgumentError
+
+    comm = MPI.COMM_WORLD
+    g = _graphs()["kron10_shifted"]
+    with pytest.raises(InvalidArgumentError):
+        bellman_ford(g, 5, backend="gpu", mode="async", remote="atomic_fetch", comm=comm)
+    with pytest.raises(InvalidArgumentError, match="atomic_fetch"):
+        QueueSSSP(g, _arc_weights(g, None), comm, remote="atomic-fetch", use_nvshmem=True)

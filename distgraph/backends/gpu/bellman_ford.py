@@ -17,7 +17,14 @@ per vertex (the smallest candidate wins, kept in the ghost keys), and shipped by
 ``nvshmemx_putmem_signal_warp`` of up to :data:`BATCH` items into the owner's inbox, which
 applies them (no remote access per arc; see ``kernels/bellman_ford.cuh``). Termination is
 detected in device code from per-PE counters of items sent and finished. ``stats`` count
-the remote candidates: dropped by the ghost keys, claimed, coalesced, shipped, applied.
+the remote candidates: dropped by the ghost keys, claimed, coalesced, shipped, applied; in the
+atomic modes the CASes that found another key than expected (``cas_failed``), the remote minima
+that lowered the owner's key (``remote_wins``; ``remote_first``: of those, from +inf, the flag
+set without a fetch) and the enqueues into other PEs' segments (``remote_pushes``, also in
+enqueue mode). ``remote="atomic"`` starts its CAS loop from the ghost key (one round trip when
+it is current) and reserves the warp's remote enqueues once per destination;
+``remote="atomic_fetch"`` (:class:`QueueSSSP` only, for A/B timings) is the path before: a
+fetch first, a flag swap always, one reservation per lane.
 The near-far priority (``delta``) runs on one PE by default; ``multi_pe_phases=True`` (opt-in)
 runs it on several PEs with one global threshold, the host changing the phase between
 launches (an MPI min-reduction of the PEs' smallest far keys).
@@ -82,8 +89,10 @@ _SENT, _DONE, _STOPREQ = 0, 8, 16
 _C_SCANS, _C_ARCS, _C_BELOW, _C_FINISHED, _C_STOP, _C_ABORT, _C_ITEMS = range(7)
 #: ctl counters of remote candidates (several PEs), summed over PEs into ``stats`` under these names
 _C_COUNTERS = {"ghost_dropped": 7, "remote_claims": 8, "coalesced": 9, "shipped": 10, "applied": 11,
-               "flushes": 12}
-_CTL = 16
+               "flushes": 12, "cas_failed": 13, "remote_wins": 14, "remote_pushes": 15, "remote_first": 16}
+_CTL = 24
+#: remote_mode of the kernel per ``remote`` (``atomic_fetch``: the atomic path before session 7, for A/B)
+_REMOTE_MODE = {"atomic": 0, "enqueue": 1, "batch": 2, "atomic_fetch": 3}
 #: ph slots (near-far state, see kernels/bellman_ford.cuh): thr, phase, pile counts, pile minima,
 #: delta, +inf, host-driven phases (1), scan tasks the host asks warp 0 to queue, their entries
 _P_THR, _P_PHASE, _P_CNT, _P_FMIN, _P_DELTA, _P_INF, _P_HOST, _P_TASKS, _P_TCNT = 0, 1, 2, 4, 6, 7, 8, 9, 10
@@ -293,7 +302,7 @@ class QueueSSSP:
         err = None
         try:
             expect(queue in ("bq", "bwd"), "queue", "'bq' or 'bwd'", queue)
-            expect(remote in ("atomic", "enqueue", "batch"), "remote", "'atomic', 'enqueue' or 'batch'", remote)
+            expect(remote in _REMOTE_MODE, "remote", "'atomic', 'enqueue', 'batch' or 'atomic_fetch'", remote)
             expect(capacity is None or (isinstance(capacity, (int, np.integer)) and capacity >= 64
                                         and capacity & (capacity - 1) == 0),
                    "capacity", "None or a power of two >= 64 (queue slots per PE)", capacity)
@@ -345,7 +354,7 @@ class QueueSSSP:
             # the largest block's arcs: the segments are symmetric (this rank's arcs gave PEs of
             # one run different capacities)
             arcs = int(np.diff(np.asarray(graph.indptr, np.int64)[self.part.offsets]).max())
-            if remote in ("atomic", "batch") or size == 1:
+            if remote in ("atomic", "atomic_fetch", "batch") or size == 1:
                 # room for every own vertex, plus the near-far scan tasks of one phase change
                 # (batch mode queues own vertices only: remote candidates go through the inboxes)
                 need = maxnl + _MAX_TASKS + 64
@@ -574,7 +583,7 @@ class QueueSSSP:
                          self.tickets, self.meta, np.uint64(self.capacity), self.d_offsets,
                          np.int32(self.comm.Get_size()), np.int32(self.comm.Get_rank()), self.ctr, self.ctl,
                          np.int64(self.bound_key), np.int64(scan_limit),
-                         np.int32({"atomic": 0, "enqueue": 1, "batch": 2}[self.remote]), self.ph, self.far,
+                         np.int32(_REMOTE_MODE[self.remote]), self.ph, self.far,
                          np.int64(self.far_cap), np.int32(self.keep), np.uint32(self.idle_ns),
                          np.int64(self.split), self.d_ghost,
                          np.int32((self.ghost or self.batch) and self.comm.Get_size() > 1), self.bst, self.oint,
