@@ -55,7 +55,8 @@ pa=$!
     > "$OUTDIR/b/gpu_bfs_scale24_alpha.log" 2>&1
   echo "bfs rc $? at $(el) s" >> "$OUTDIR/b/timeline.txt"
   if [ -s "$W/prep.pgid" ]; then kill -CONT -- "-$(cat "$W/prep.pgid")" 2>/dev/null; kill -- "-$(cat "$W/prep.pgid")" 2>/dev/null; fi
-  # k2+F single-vector products with the shared-memory aggregation (benchmarks/device_k2tree_agg.sh)
+  # k2+F single-vector products with the shared-memory aggregation (as the retired device_k2tree_agg.sh;
+  # now TESTS= CONFIGS="k2F k2F_k2 k2F_agg k2F_k2_agg k2F_k8_agg k2F_agg_s64" benchmarks/device_k2tree.sh)
   left=$(( P1 - $(el) - 5 ))
   cfg=(k2F k2F_k2 k2F_agg k2F_k2_agg k2F_k8_agg k2F_agg_s64)
   timeout "$left" taskset -c 16-31 "$PY" benchmarks/gpu_k2tree_bench.py --prepared "$K" \
