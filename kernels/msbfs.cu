@@ -1319,9 +1319,6 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
                 const dg_i64 ss = i < nc * 8 ? (dg_i64)clist[i >> 3] : 0;
                 const dg_i64 u = ss * 8 + (i & 7);
                 bool gotn = false;
-                unsigned acc[DG_MS_WORDS];  // the BFSs that reach u at level L (zero: none, or no u)
-#pragma unroll
-                for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] = 0u;
                 if (i < nc * 8 && u < n) {
                     const dg_i64 base = ((i & 7) * rho + ss) * DG_MS_WORDS;
                     unsigned have[DG_MS_WORDS];
@@ -1330,6 +1327,9 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
 #pragma unroll
                     for (int j = 0; j < DG_MS_WORDS; ++j) open |= dg_full_word(j, nsrc) & ~have[j];
                     if (open) {
+                        unsigned acc[DG_MS_WORDS];
+#pragma unroll
+                        for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] = 0u;
                         dg_i64 e = t_indptr[u];
                         const dg_i64 e1 = t_indptr[u + 1];
                         for (; e + 2 <= e1; e += 2) {  // two in-neighbours' loads in flight
@@ -1350,29 +1350,16 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
                             for (int j = 0; j < DG_MS_WORDS; ++j) have[j] |= acc[j];
                             dg_ms_store(Vc + base, have);
                             dg_ms_store(Fn + base, acc);
-                            if (!per_source) {
+                            if (per_source) {
+#pragma unroll
+                                for (int j = 0; j < DG_MS_WORDS; ++j)
+                                    for (unsigned d = acc[j]; d; d &= d - 1u) atomicAdd(&scnt[32 * j + __ffs(d) - 1], 1u);
+                            } else {
                                 atomicAdd(&far[u], (dg_u64)L * pc);
                                 atomicAdd(&reach[u], (dg_u64)pc);
                                 if (L == 1) atomicAdd(&h0[u], (dg_u64)pc);
                                 else { atomicAdd(&h1[u], pc * (rf >> 32)); atomicAdd(&h2[u], pc * (rf & 0xffffffffull)); }
                             }
-                        }
-                    }
-                }
-                if (per_source) {
-                    // per-source counts, a warp's 32 vertices at once: for each BFS c that reaches
-                    // one of them (the warp's OR of word j), a ballot counts them and lane c%32 adds
-                    // the count -- one shared atomic per (warp, BFS) instead of one per reached
-                    // vertex, which serialized on the same counter (nearby vertices are reached by
-                    // the same BFSs at the same level)
-#pragma unroll
-                    for (int j = 0; j < DG_MS_WORDS; ++j) {
-                        unsigned U = __reduce_or_sync(DG_FULL_MASK, acc[j]);
-                        while (U) {  // warp-uniform
-                            const int c = __ffs(U) - 1;
-                            U &= U - 1u;
-                            const unsigned cnt = __popc(__ballot_sync(DG_FULL_MASK, (acc[j] >> c) & 1u));
-                            if ((int)lane == c) atomicAdd(&scnt[32 * j + c], cnt);
                         }
                     }
                 }
