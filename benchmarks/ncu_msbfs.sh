@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Nsight Compute on one wave of the MS-BFS block schedule (benchmarks/ncu_msbfs.py) of GRAPH
+# (default road-NY), the stage 1 + stage 2 kernel and the pull kernel: speed of light (DRAM,
+# L2, L1 throughput), memory workload, warp stall reasons, occupancy -> OUTDIR/ncu-{push,pull}.txt
+# (and .ncu-rep). Without ncu: the plain timings only.
+#   bash benchmarks/ncu_msbfs.sh OUTDIR [GRAPH]
+set -uo pipefail
+OUTDIR=${1:?usage: ncu_msbfs.sh OUTDIR [GRAPH]}; GRAPH=${2:-road-NY}
+cd "$(dirname "$0")/.." || exit 1
+. benchmarks/gpu_env.sh "$OUTDIR" || exit 1
+[ -d .cache/k2data ] && export DISTGRAPH_DATA=$PWD/.cache/k2data
+NCU=$(command -v ncu || find /usr/local/cuda*/bin /opt/nvidia -name ncu -type f 2>/dev/null | head -n 1)
+echo "ncu: ${NCU:-none}" | tee "$OUTDIR/ncu-path.txt"
+for p in off on; do
+  name=$([ "$p" = on ] && echo pull || echo push)
+  "$PY" benchmarks/ncu_msbfs.py "$GRAPH" --pull "$p" > "$OUTDIR/plain-$name.txt" 2>&1
+  if [ -n "${NCU:-}" ]; then
+    timeout "${T_NCU:-120}" "$NCU" -k regex:distgraph_msbfs_.*blocks -c 1 --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
+      -o "$OUTDIR/ncu-$name" -f "$PY" benchmarks/ncu_msbfs.py "$GRAPH" --pull "$p" > "$OUTDIR/ncu-$name.log" 2>&1
+    "$NCU" --import "$OUTDIR/ncu-$name.ncu-rep" --page details > "$OUTDIR/ncu-$name.txt" 2>&1
+  fi
+done
+cat "$OUTDIR"/plain-*.txt
+exit 0
