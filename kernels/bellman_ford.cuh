@@ -63,13 +63,14 @@
 //   1 "enqueue": the item (head, candidate, tail) is enqueued into the owner's segment; the owner
 //                applies it (local atomic minimum) and enqueues the head locally if it improved;
 //   2 "batch":   no remote access per arc. A candidate below the ghost key (below) claims it locally
-//                (ghost[t] = min, gpred[t] = its tail) and, if t is not in the outbox of t's owner
+//                (t's pair (key, tail) = (candidate, its tail), one 16-byte CAS loop on sm_90, see
+//                claim_pair) and, if t is not in the outbox of t's owner
 //                yet (flag[t], swapped to 1), appends t there; otherwise the claim is coalesced into
 //                the entry already queued. A warp ships an outbox (one lock per destination) once it
 //                holds flush_min entries, warp 0 whatever it holds after each of its items or idle
 //                looks (one warp: entries gather between its looks instead of leaving one by one,
 //                and none waits long): it takes up to DG_BF_BATCH entries,
-//                clears each flag[t] and then reads ghost[t] and gpred[t] (so a claim made before the
+//                clears each flag[t] and then reads t's pair (so a claim made before the
 //                clear is in what it reads, and one after it appends t again), writes the items
 //                (owner's local id, candidate, tail) to a staging buffer and sends them with one
 //                nvshmemx_putmem_signal_warp into the owner's inbox ring for this source (R items),
@@ -83,7 +84,8 @@
 // t only decreases and is at most every key sent to it once that relaxation is applied, so a
 // candidate that is not below ghost[t] cannot improve t: it is dropped without a remote access.
 // A candidate below it claims the send with a local atomicMin first (a lane of this PE that
-// loses the race to a smaller candidate drops its own). Only non-improving relaxations are
+// loses the race to a smaller candidate drops its own; batch mode: a CAS on the pair of key
+// and tail, ghost[2t] and ghost[2t + 1]). Only non-improving relaxations are
 // dropped, so distances, negative-cycle detection and termination are unchanged; a run that
 // aborts raises, and the next run starts from +inf again.
 //
@@ -139,7 +141,8 @@
 //             atomic modes: CASes that found another key, remote minima that lowered the owner's
 //             key (wins), remote enqueues (any mode but batch), wins from +inf (flag set unfetched)
 //   ghost[n]  i64 local, by global id (several PEs, ghost_on): see "Ghost keys" above; batch mode:
-//             ghost[2n], gpred = ghost + n the tail of the claim (written after it, without a lock)
+//             pairs KeyTail[n] in the same 16 n bytes (key and tail of a claim, claimed together by
+//             a 16-byte CAS on sm_90: a key never pairs with another claim's tail; bellman_ford_pairs.cuh)
 // Batch mode only (else unused): bst[6][npes] i64 local words, one 64-byte line each: outbox head,
 //   tail, items shipped, lock (per destination); inbox claimed, released (per source);
 //   oint: flag[n] int (1 while t is in an outbox), then obuf[npes][C] int (t + 1, 0 = empty);
@@ -150,6 +153,9 @@
 #define DISTGRAPH_BELLMAN_FORD_CUH
 
 #include "broker_queue.cuh"
+#ifdef DISTGRAPH_WITH_NVSHMEM
+#include "bellman_ford_pairs.cuh"  // batch mode's (key, tail) claims: a 16-byte CAS (sm_90)
+#endif
 
 #ifndef DG_BF_FLOAT
 #define DG_BF_FLOAT 0
@@ -390,8 +396,7 @@ struct Batch {
     i64* bst;
     int* flag;
     int* obuf;
-    i64* ghost;
-    i64* gpred;
+    i64* ghost;  // (key, tail) pairs (bellman_ford_pairs.cuh): pair t at ghost[2t], ghost[2t + 1]
     u64* bsym;
     Item* inbox;
     Item* stage;
@@ -490,7 +495,8 @@ __device__ bool batch_flush(const Batch& b, int o, i64 need, i64* ctl, int* abor
                 const i64 t = (i64)x - 1;
                 atomicExch(b.flag + t, 0);  // a later claim appends t again
                 __threadfence();            // ... and every earlier one is in what is read now
-                st[j] = Item{t - olo, vload(b.ghost + t), vload(b.gpred + t)};
+                const KeyTail kt = read_pair((KeyTail*)b.ghost + t);
+                st[j] = Item{t - olo, kt.key, kt.tail};
             }
         }
     }
@@ -655,7 +661,7 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
     (void)ghost_on;
     const bool batch = BATCH && remote_mode == 2 && npes > 1;  // its own kernels (registers)
     const i64 nall = offsets[npes];
-    const Batch bb{bst, oint, oint + nall, ghost, ghost + nall, bsym, inbox, stage, ring_in, obox_cap,
+    const Batch bb{bst, oint, oint + nall, ghost, bsym, inbox, stage, ring_in, obox_cap,
                    flush_min, offsets, npes, my_pe};
     int rr = (int)(gwarp % (npes > 0 ? npes : 1));  // first inbox this warp looks at
     (void)batch;
@@ -876,7 +882,9 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                     const i64 rl = t - offsets[o];
                     bool send = true;
                     i64 guess = infk;  // the owner's key as far as this PE knows (+inf: nothing known)
-                    if (ghost_on) {
+                    if (batch) {  // key and tail claimed together (the batch kernels' ghost pairs)
+                        send = claim_pair((KeyTail*)ghost + t, ck, ug);
+                    } else if (ghost_on) {
                         send = false;
                         if (ck < vload(ghost + t)) {
                             guess = (i64)atomicMin((long long*)(ghost + t), (long long)ck);
@@ -887,7 +895,6 @@ __device__ void worker(const i64* __restrict__ indptr, const int* __restrict__ i
                     nclaim += send;
                     if (!send) {
                     } else if (batch) {  // claimed locally: into the outbox, or coalesced
-                        *(volatile i64*)(bb.gpred + t) = ug;
                         __threadfence();  // the claim before the flag, which a flusher clears first
                         app = atomicExch(bb.flag + t, 1) == 0;
                         ncoal += !app;

@@ -446,3 +446,49 @@ def test_atomic_fetch_is_queue_only(pg):
         bellman_ford(g, 5, backend="gpu", mode="async", remote="atomic_fetch", comm=comm)
     with pytest.raises(InvalidArgumentError, match="atomic_fetch"):
         QueueSSSP(g, _arc_weights(g, None), comm, remote="atomic-fetch", use_nvshmem=True)
+
+
+_PAIRS_TEST = r"""
+#include "bellman_ford_pairs.cuh"
+// Every thread claims keys on pair (i % npairs), tail = 7 key + 3, and reads pairs back; bad
+// counts read pairs whose tail is not their key's, best[p] is the smallest key tried on pair p.
+extern "C" __global__ void hammer(dgbf::KeyTail* pairs, int npairs, int rounds, unsigned long long seed,
+                                  unsigned long long* bad, long long* best) {
+    const unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    unsigned long long x = seed ^ (i * 0x9E3779B97F4A7C15ull);
+    const int p = (int)(i % npairs);
+    for (int r = 0; r < rounds; ++r) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        const long long ck = (long long)(x % 1000003ull) + 1000000ll * (rounds - r);  // mostly falling
+        atomicMin(best + p, ck);
+        dgbf::claim_pair(pairs + p, ck, 7 * ck + 3);
+        const dgbf::KeyTail kt = dgbf::read_pair(pairs + ((p + r) % npairs));
+        if (kt.key != 0x7fffffffffffffffll && kt.tail != 7 * kt.key + 3) atomicAdd(bad, 1ull);
+    }
+}
+"""
+
+
+def test_batch_pairs_claim_key_and_tail_together():
+    """bellman_ford_pairs.cuh on the GPU (sm_90: 16-byte CAS): 16 pairs hammered by 64 K
+    threads, 64 claims each, tails a function of their key: every pair read during the run
+    and at its end holds one claim's key with that claim's tail, and its key is the smallest
+    claimed. With the key's minimum and the tail written apart (the fallback of GPUs without
+    a 16-byte CAS) the last tail written is often not the smallest key's."""
+    cp = pytest.importorskip("cupy")
+    from distgraph._kernels import kernels_dir
+
+    if int(cp.cuda.Device().compute_capability) < 90:
+        pytest.skip("16-byte atomicCAS needs sm_90")
+    mod = cp.RawModule(code=_PAIRS_TEST, options=("-std=c++17", f"-I{kernels_dir()}"))
+    k = mod.get_function("hammer")
+    npairs, rounds, inf = 16, 64, np.iinfo(np.int64).max
+    pairs = cp.full(2 * npairs, inf, cp.int64)  # (key, tail) pairs, 16-byte aligned
+    best = cp.full(npairs, inf, cp.int64)
+    bad = cp.zeros(1, cp.uint64)
+    k((512,), (128,), (pairs, np.int32(npairs), np.int32(rounds), np.uint64(12345), bad, best))
+    cp.cuda.Device().synchronize()
+    got = pairs.get().reshape(npairs, 2)
+    b = best.get()
+    ok = int(bad.get()[0]) == 0 and np.array_equal(got[:, 0], b) and np.array_equal(got[:, 1], 7 * b + 3)
+    assert _all(MPI.COMM_WORLD, ok), (int(bad.get()[0]), got[:4], b[:4])

@@ -430,7 +430,7 @@ class QueueSSSP:
             self.far_cap = 0  # no near-far on several PEs (nothing is ever put in a pile)
         self.far = cp.zeros(max(2 * self.far_cap, 1), cp.int32)
         # ghost keys of remote heads (several PEs): 8 bytes per vertex of the whole graph, local;
-        # batch mode: the claims' tails after them, outbox flags and rings, control words
+        # batch mode: (key, tail) pairs of 16 bytes (16-byte CAS), outbox flags and rings, control words
         n, size = self.graph.n, comm.Get_size()
         self.d_ghost = cp.empty((2 if self.batch else 1) * n if size > 1 else 1, cp.int64)
         self.bst = cp.zeros(6 * size * 8 if self.batch else 1, cp.int64)
@@ -485,7 +485,8 @@ class QueueSSSP:
         cp = self.cp
         inf = np.float64(np.inf).view(np.int64) if self.isf else np.iinfo(np.int64).max
         self.dist.fill(int(inf))
-        self.d_ghost[:self.graph.n if self.comm.Get_size() > 1 else 1].fill(int(inf))
+        # batch mode: (key, tail) pairs, all set to +inf (the tails are read only after a claim)
+        self.d_ghost[:(2 if self.batch else 1) * self.graph.n if self.comm.Get_size() > 1 else 1].fill(int(inf))
         self.pred.fill(-1)
         for a in (self.inq, self.ctr, self.ring, self.tickets, self.meta, self.ctl):
             a.fill(0)
