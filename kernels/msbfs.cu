@@ -1314,30 +1314,42 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
             const dg_u64 rf = L >= 2 ? dg_recip_fixed((dg_u64)L) : 0ull;
             const unsigned lane = threadIdx.x & 31u;
             int *an = lists + (p ^ 1) * rho1;
-            for (dg_i64 i0 = 0; i0 < nc * 8; i0 += blockDim.x) {
-                const dg_i64 i = i0 + threadIdx.x;
-                const dg_i64 ss = i < nc * 8 ? (dg_i64)clist[i >> 3] : 0;
-                const dg_i64 u = ss * 8 + (i & 7);
+            const int nc8 = (int)nc * 8;
+            for (int i0 = 0; i0 < nc8; i0 += blockDim.x) {
+                const int i = i0 + (int)threadIdx.x;
+                int ss = 0, u = -1;
+                if (i < nc8) {
+                    ss = clist[i >> 3];
+                    u = ss * 8 + (i & 7);
+                    if (u >= n) u = -1;
+                }
                 bool gotn = false;
-                if (i < nc * 8 && u < n) {
-                    const dg_i64 base = ((i & 7) * rho + ss) * DG_MS_WORDS;
-                    unsigned have[DG_MS_WORDS];
-                    dg_ms_load(Vc + base, have);
+                if (u >= 0) {
+                    const dg_i64 base = ((dg_i64)(i & 7) * rho + ss) * DG_MS_WORDS;
+                    // u's visited element and its in-arc range, loaded together; the element is
+                    // read again after the in-neighbours (an L1 hit) rather than held in 8
+                    // registers across their loads (the 64-register cap of 1024 threads spilled)
                     unsigned open = 0u;
+                    {
+                        unsigned have[DG_MS_WORDS];
+                        dg_ms_load(Vc + base, have);
 #pragma unroll
-                    for (int j = 0; j < DG_MS_WORDS; ++j) open |= dg_full_word(j, nsrc) & ~have[j];
+                        for (int j = 0; j < DG_MS_WORDS; ++j) open |= dg_full_word(j, nsrc) & ~have[j];
+                    }
+                    dg_i64 e = t_indptr[u];
+                    const dg_i64 e1 = t_indptr[u + 1];
                     if (open) {
                         unsigned acc[DG_MS_WORDS];
 #pragma unroll
                         for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] = 0u;
-                        dg_i64 e = t_indptr[u];
-                        const dg_i64 e1 = t_indptr[u + 1];
                         for (; e + 2 <= e1; e += 2) {  // two in-neighbours' loads in flight
                             const int v0 = t_indices[e], v1 = t_indices[e + 1];
                             dg_ms_or_elem(acc, Fc + dg_vi(v0, rho) * DG_MS_WORDS);
                             dg_ms_or_elem(acc, Fc + dg_vi(v1, rho) * DG_MS_WORDS);
                         }
                         if (e < e1) dg_ms_or_elem(acc, Fc + dg_vi(t_indices[e], rho) * DG_MS_WORDS);
+                        unsigned have[DG_MS_WORDS];
+                        dg_ms_load(Vc + base, have);
                         unsigned pc = 0u;
 #pragma unroll
                         for (int j = 0; j < DG_MS_WORDS; ++j) {
