@@ -27,12 +27,16 @@ def sums(g, sources, per_source, runner=None, batch_size=512):
 
 
 def runner(g, **kw):
-    """A ``GpuMSBFS`` of ``g`` without kernel cache or announcement (unless ``kw`` says)."""
+    """A ``GpuMSBFS`` of ``g`` without kernel cache or announcement, stage 1 + stage 2 (unless
+    ``kw`` says)."""
     from distgraph.backends.gpu.msbfs import GpuMSBFS
 
     tptr, tidx, _ = g.csc()
     kw.setdefault("cache_dir", False)
     kw.setdefault("announce", False)
+    # stage 1 + stage 2 unless a test asks for the pull kernel (tests/test_gpu_msbfs_pull.py),
+    # whose "auto" would otherwise take the road-like graphs of the stage-1 tests
+    kw.setdefault("pull", "off")
     return GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=ctx(), **kw)
 
 

@@ -82,7 +82,8 @@ def test_pull_symmetric_total_equal_cpu(name, kappa):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["grid_29x37", "kron10", "kron9_dir", "two_grids_isolated"])
 def test_pull_on_off_auto_same_sums(name):
-    # the three settings give the same sums; "auto" follows the sparse path's choice
+    # the three settings give the same sums; "auto" follows the sparse path's choice and the
+    # in-degree bound
     g = GRAPHS[name]
     srcs = np.arange(g.n, dtype=np.int64)
     got = {}
@@ -90,7 +91,9 @@ def test_pull_on_off_auto_same_sums(name):
         r = runner(g, groups="blocks", reorder="none", pull=pl)
         got[pl] = _sums(g, srcs, False, r)
         if pl == "auto":
-            assert r.pull == r.sparse
+            from distgraph.backends.gpu.msbfs import PULL_MAX_IN_DEGREE
+
+            assert r.pull == (r.sparse and int(np.diff(g.csc()[0]).max()) <= PULL_MAX_IN_DEGREE)
             if name.startswith(("grid", "two_grids")):
                 assert r.pull
     assert _same(got["on"], got["off"]) and _same(got["on"], got["auto"])
@@ -129,8 +132,10 @@ def test_pull_real_graph_all_sources(data_dir, name):
 
 @pytest.mark.gpu
 def test_pull_real_scale_free_some_sources(data_dir):
-    # email-Enron (hubs: long in-arc lists), 700 random sources, per vertex, reorder="auto"
+    # email-Enron (hubs: long in-arc lists; "auto" leaves it off), 700 random sources, per vertex,
+    # reorder="auto"
     g = _real(data_dir, "email-Enron.mtx.gz")
+    assert not runner(g, groups="blocks", reorder="auto", pull="auto").pull
     rng = np.random.default_rng(8)
     srcs = np.sort(rng.choice(g.n, size=700, replace=False)).astype(np.int64)
     r = _runner(g, kappa=256, reorder="auto")

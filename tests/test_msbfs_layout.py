@@ -638,6 +638,103 @@ class _Kernels:
             vn[:] = 0
             stats[0] += lvl - 1
 
+    def k_pull_blocks(self, t_indptr, t_indices, sg_ptr, sg_idx, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc,
+                      cb, cbw, shared_cb, lists, far, reach, h0, h1, h2, nxt, stats):
+        # the pull kernel's protocol: level l + 1 pulls the in-neighbours' frontier elements into
+        # the vertices of the candidate sets (successors in the set graph of the sets active at
+        # level l); frontiers double-buffered (F0: even levels, F1: odd), the frontier of level
+        # l - 1 cleared set by set; every slot clean when a batch starts and after it ends
+        rho = (n + 7) // 8
+        W, K, r1 = self.W, 32 * self.W, max(rho, 1)
+        nhw = 8 * rho * W
+        S = F0.size // max(nhw, 1)
+        assert S >= 1 and F1.size == S * nhw and Vc.size == S * nhw and lists.size == S * 3 * r1
+        assert shared_cb or cb.size == S * 2 * cbw
+        assert cbw * 32 >= rho and sg_ptr.shape[0] == rho + 1
+        while int(nxt[0]) < nbatches:
+            bt = int(nxt[0])
+            nxt[0] += 1
+            slot = bt % S
+            f = [a[slot * nhw:(slot + 1) * nhw] for a in (F0, F1)]
+            vc = Vc[slot * nhw:(slot + 1) * nhw]
+            cbs = np.zeros(2 * cbw, np.uint32) if shared_cb else cb[slot * 2 * cbw:(slot + 1) * 2 * cbw]
+            assert not (f[0].any() or f[1].any() or vc.any() or cbs.any()), "slot not clean"
+            Fe, Ce = [self._el(a) for a in f], self._el(vc)
+            nsrc = int(nsrcs[bt])
+            bs = srcs[bt * K:bt * K + nsrc].astype(np.int64)
+            full = full_words(nsrc, W)
+            cnt = np.zeros(K, np.int64)
+            for c in range(nsrc):
+                i = int(get_vi(bs[c], rho))
+                Ce[i, c >> 5] |= np.uint32(1 << (c & 31))
+                Fe[0][i, c >> 5] |= np.uint32(1 << (c & 31))
+                if per_source:
+                    cnt[c] += 1
+                else:
+                    reach[bs[c]] += np.uint64(1)
+            act = sorted(set((bs >> 3).tolist()))
+            prev = []
+            lvl = 0
+            while True:
+                p = lvl & 1
+                if per_source:
+                    rf = _recip_fixed(lvl) if lvl >= 2 else 0
+                    for c in np.flatnonzero(cnt[:nsrc]).tolist():
+                        at = bt * K + c if per_source == 1 else int(bs[c])
+                        qv = int(cnt[c])
+                        far[at] += np.uint64(lvl * qv)
+                        reach[at] += np.uint64(qv)
+                        if lvl == 1:
+                            h0[at] += np.uint64(qv)
+                        elif lvl >= 2:
+                            h1[at] += np.uint64(qv * (rf >> 32))
+                            h2[at] += np.uint64(qv * (rf & 0xFFFFFFFF))
+                    cnt[:] = 0
+                for ss in prev:  # the frontier of level l - 1
+                    Fe[p ^ 1][np.arange(8) * rho + ss] = 0
+                if not act:
+                    break
+                cand = sorted({int(t) for s in act for t in sg_idx[sg_ptr[s]:sg_ptr[s + 1]]})
+                L = lvl + 1
+                rf = _recip_fixed(L) if L >= 2 else 0
+                new_act = []
+                for ss in cand:
+                    got = False
+                    for b in range(8):
+                        u = ss * 8 + b
+                        if u >= n:
+                            break
+                        i = b * rho + ss
+                        if not (full & ~Ce[i]).any():
+                            continue
+                        nb = t_indices[t_indptr[u]:t_indptr[u + 1]].astype(np.int64)
+                        acc = (np.bitwise_or.reduce(Fe[p][get_vi(nb, rho)], axis=0) if nb.size
+                               else np.zeros(W, np.uint32)) & ~Ce[i]
+                        pc = int(np.bitwise_count(acc).sum())
+                        if not pc:
+                            continue
+                        got = True
+                        Ce[i] |= acc
+                        assert not Fe[p ^ 1][i].any(), "next frontier not clean"
+                        Fe[p ^ 1][i] = acc
+                        if per_source:
+                            cnt += np.unpackbits(acc.view(np.uint8), bitorder="little").astype(np.int64)
+                        else:
+                            far[u] += np.uint64(L * pc)
+                            reach[u] += np.uint64(pc)
+                            if L == 1:
+                                h0[u] += np.uint64(pc)
+                            else:
+                                h1[u] += np.uint64(pc * (rf >> 32))
+                                h2[u] += np.uint64(pc * (rf & 0xFFFFFFFF))
+                    if got:
+                        new_act.append(ss)
+                prev, act = act, new_act
+                lvl += 1
+            assert not (f[0].any() or f[1].any() or cbs.any()), "batch left state behind"
+            vc[:] = 0
+            stats[0] += lvl - 1
+
     def k_persistent(self, row_ids, masks, real_ptrs, t_indptr, t_indices, h_indptr, n, srcs, nsrcs, per_source,
                      use_bu, bu_ratio, F, Vc, Vn, act, wasact, dirty, Q, qcap, ctr, cnt, far, reach, h0, h1, h2, G,
                      heavy, nheavy, bu_heavy, tc_ratio, stats, ngroups, bar):
@@ -713,6 +810,7 @@ def _fake_runner(ctx, g, **kw):
     # the slot counts these tests assert are those of 256-thread blocks (8 per SM), the block
     # schedule's size before config.gpu_msbfs_block_threads became 1024 (3ba86f0)
     kw.setdefault("block_threads", 256)
+    kw.setdefault("pull", "off")   # stage 1 + stage 2 (the pull kernel: test_host_code_with_fake_cupy_pull)
     if kw.get("mode") == "blocks":  # the block schedule of replicated mode (the default on small graphs)
         kw["mode"] = "replicated"
         kw.setdefault("groups", "blocks")
@@ -725,7 +823,7 @@ def test_signatures_parsed():
     s = _signatures()
     assert set(s) == {"distgraph_msbfs_" + k for k in
                       ("persistent", "seed", "stage1", "bottom_up", "stage2", "build_queue", "flush_sources",
-                       "blocks")}
+                       "blocks", "pull_blocks")}
     assert len(s["distgraph_msbfs_persistent"]) == 35
 
 
@@ -809,6 +907,44 @@ def test_host_code_with_fake_cupy_blocks(fake_gpu, name, slots, kappa):
                           progress=False, runner=r)[:5]
         _assert_same(got, _cpu_sums(g, some, True))
         assert r.info["launches"] > 0 and r.info["bottom_up_levels"] == 0
+
+
+@pytest.mark.parametrize("name", ["kron7", "kron7_dir", "grid", "random_dir_disconnected", "path4", "star_dir"])
+@pytest.mark.parametrize("slots", [1, 3, None])
+@pytest.mark.parametrize("kappa", [32, 256])
+def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa):
+    """The pull kernel's host code (GpuMSBFS(pull="on")): its arguments against the kernel's
+    signature, the set graph and in-arcs it uploads, the candidate bits in shared memory or
+    one pair of bit arrays per slot, symmetric, per-vertex and per-source sums."""
+    g = GRAPHS[name]
+    tptr, tidx, _ = g.csc()
+    allsrc = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    for sym in (False, not g.directed):
+        r = _fake_runner(fake_gpu, g, kappa=kappa, mode="blocks", slots=slots, symmetric=sym, pull="on",
+                         reorder="none")
+        assert r.schedule == "blocks" and r.pull and r.info["pull"] and r.symmetric == sym
+        assert "in-arcs (CSR of the transpose), slice-set graph" in r.plan.items
+        got = run_batches(g.indptr, g.indices, tptr, tidx, allsrc, per_source=False, batch_size=40, ctx=fake_gpu,
+                          progress=False, runner=r)[:5]
+        _assert_same(got, _cpu_sums(g, allsrc, False))
+    some = np.arange(0, g.n, 3, dtype=np.int64)
+    got = run_batches(g.indptr, g.indices, tptr, tidx, some, per_source=True, batch_size=64, ctx=fake_gpu,
+                      progress=False, runner=r)[:5]
+    _assert_same(got, _cpu_sums(g, some, True))
+
+
+def test_host_code_pull_auto(fake_gpu):
+    """pull="auto": on where the sparse path is and no vertex has more than
+    PULL_MAX_IN_DEGREE in-arcs (the grid), off on kron7 (not sparse) and on a star (sparse,
+    one vertex with more in-arcs than the bound)."""
+    from distgraph.backends.gpu import msbfs
+    from distgraph.graph import Graph
+
+    star = Graph.from_edges(np.zeros(600, np.int64), np.arange(1, 601), directed=False)
+    for g, want in ((GRAPHS["grid"], True), (GRAPHS["kron7"], False), (star, False)):
+        r = _fake_runner(fake_gpu, g, mode="blocks", pull="auto", reorder="none")
+        assert r.pull is want, (g.n, r.sparse, r.pull)
+    assert msbfs.PULL_MAX_IN_DEGREE < 600
 
 
 @pytest.mark.parametrize("mode", ["blocks", "replicated", "stepwise"])

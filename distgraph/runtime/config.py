@@ -113,8 +113,10 @@ class Config:
     gpu_msbfs_sparse: str = "auto"
     #: GPU closeness, block schedule: each level as one pull over the candidate slice sets
     #: (kernels/msbfs.cu, distgraph_msbfs_pull_blocks) instead of stage 1 + stage 2: "auto" (where
-    #: gpu_msbfs_sparse is on), "on" or "off".
-    gpu_msbfs_pull: str = "off"
+    #: gpu_msbfs_sparse is on and no vertex has more than msbfs.PULL_MAX_IN_DEGREE = 512 in-arcs:
+    #: road-NY 1.73 -> 1.60 s, cond-mat-2005 18.7 -> 16.3 ms; not email-Enron, 9.0 -> 11.7 ms with
+    #: it; H200, benchmarks/results/session7_x2/call6/), "on" or "off".
+    gpu_msbfs_pull: str = "auto"
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
     #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys
     #: there: distgraph/generators/_csr_device.py; the same graph). Generating and preprocessing

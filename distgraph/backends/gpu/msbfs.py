@@ -105,9 +105,14 @@ SPARSE_CHOICES = ("auto", "on", "off", True, False)
 #: ``shared_dbits``: the most bytes of dirty bits kept in shared memory (the dynamic shared
 #: memory a launch gets without opting in).
 SHARED_DBITS_MAX = 48 * 1024
-#: ``pull`` values: "auto" (the pull kernel where stage 1 would take the sparse path: block
-#: schedule and ``sparse``), "on"/True (block schedule), "off"/False.
+#: ``pull`` values: "auto" (the pull kernel where stage 1 would take the sparse path and no vertex
+#: has more than :data:`PULL_MAX_IN_DEGREE` in-arcs), "on"/True (block schedule), "off"/False.
 PULL_CHOICES = ("auto", "on", "off", True, False)
+#: The pull kernel scans a vertex's in-arcs in one thread, so a level waits for its longest scan.
+#: H200, every source, blocks of 1024 threads (benchmarks/results/session7_x2/call6/): road-NY
+#: (largest in-degree 8) 1.60 s against 1.73 s for stage 1 + 2, cond-mat-2005 (278) 16.3 against
+#: 18.7 ms, email-Enron (1383) 11.7 against 9.0 ms.
+PULL_MAX_IN_DEGREE = 512
 
 
 def set_graph(tptr, tidx, n: int):
@@ -637,8 +642,9 @@ class GpuMSBFS:
         (``distgraph_msbfs_pull_blocks``: a thread per vertex of a set that holds an
         out-neighbour of the previous frontier ORs its in-neighbours' frontier elements; no
         VSS queue, no atomics on the state, two block barriers per level) instead of stage
-        1 + stage 2.  ``"auto"``: where ``sparse`` is on (road-like graphs); None:
-        ``config.gpu_msbfs_pull``.  Same sums.
+        1 + stage 2.  ``"auto"``: where ``sparse`` is on and no vertex has more than
+        :data:`PULL_MAX_IN_DEGREE` in-arcs (road networks; not email-Enron, whose hubs' scans
+        held every level up); None: ``config.gpu_msbfs_pull``.  Same sums.
     block_threads : {256, 512, 1024}, optional
         ``groups="blocks"``: threads of the block that runs one batch (``DG_MS_BLOCK`` of
         its kernel; default ``config.gpu_msbfs_block_threads`` = 1024, 32 warps: road-NY
@@ -824,7 +830,8 @@ class GpuMSBFS:
             sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
             S = int(slots) if slots is not None else sms * (SM_THREADS // self.block_threads)
             # the pull kernel (distgraph_msbfs_pull_blocks) where stage 1 would take the sparse path
-            self.pull = bool(self.sparse) if pull == "auto" else (pull in ("on", True))
+            self.pull = (bool(self.sparse) and int(np.diff(t2ptr).max(initial=0)) <= PULL_MAX_IN_DEGREE
+                         if pull == "auto" else pull in ("on", True))
             if self.pull:
                 self._sg = set_graph(t2ptr, t2idx, n)
                 self._plan_kw["pull_arcs"] = int(self._sg[1].shape[0])
