@@ -1190,7 +1190,10 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
 // marked.  Candidate bits: two bit arrays (level parity) of cbw words each, in dynamic
 // shared memory when shared_cb (else cb, per slot).  lists (per slot, 3 * rho1 ints): the
 // sets active at even / odd levels, then the candidates.  Sums and per_source as in
-// distgraph_msbfs_blocks (bit-identical).
+// distgraph_msbfs_blocks (bit-identical).  ell[u]: u's first four in-neighbours (-1: none), so
+// that their frontier elements are loaded without waiting for an index load; a vertex with more
+// reads the rest from t_indptr / t_indices (Nsight Compute on road-NY: the kernel is latency-bound,
+// 77% of its stalls wait on L1TEX: each dependent load of a vertex's chain costs a level time).
 __device__ __forceinline__ void dg_ms_or_elem(unsigned (&acc)[DG_MS_WORDS], const unsigned *p) {
     unsigned v[DG_MS_WORDS];
     dg_ms_load(p, v);
@@ -1200,7 +1203,7 @@ __device__ __forceinline__ void dg_ms_or_elem(unsigned (&acc)[DG_MS_WORDS], cons
 
 extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK, DG_MS_MINB)
 distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__restrict__ t_indices,
-                            const int *__restrict__ sg_ptr, const int *__restrict__ sg_idx, int n,
+                            const int4 *__restrict__ ell, const int *__restrict__ sg_ptr, const int *__restrict__ sg_idx, int n,
                             const int *__restrict__ srcs, const int *__restrict__ nsrcs, int nbatches, int per_source,
                             unsigned *F0, unsigned *F1, unsigned *Vc, unsigned *cb, dg_i64 cbw, int shared_cb,
                             int *lists, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2,
@@ -1326,8 +1329,8 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
                 bool gotn = false;
                 if (u >= 0) {
                     const dg_i64 base = ((dg_i64)(i & 7) * rho + ss) * DG_MS_WORDS;
-                    // u's visited element and its in-arc range, loaded together; the element is
-                    // read again after the in-neighbours (an L1 hit) rather than held in 8
+                    // u's visited element and its first in-neighbours, loaded together; the element
+                    // is read again after the in-neighbours (an L1 hit) rather than held in 8
                     // registers across their loads (the 64-register cap of 1024 threads spilled)
                     unsigned open = 0u;
                     {
@@ -1336,18 +1339,28 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
 #pragma unroll
                         for (int j = 0; j < DG_MS_WORDS; ++j) open |= dg_full_word(j, nsrc) & ~have[j];
                     }
-                    dg_i64 e = t_indptr[u];
-                    const dg_i64 e1 = t_indptr[u + 1];
+                    // the first four in-neighbours (ELL row, -1 padding) need no index load after
+                    // the visited element: their frontier elements are loaded two by two right away
+                    const int4 q = ell[u];
                     if (open) {
                         unsigned acc[DG_MS_WORDS];
 #pragma unroll
                         for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] = 0u;
-                        for (; e + 2 <= e1; e += 2) {  // two in-neighbours' loads in flight
-                            const int v0 = t_indices[e], v1 = t_indices[e + 1];
-                            dg_ms_or_elem(acc, Fc + dg_vi(v0, rho) * DG_MS_WORDS);
-                            dg_ms_or_elem(acc, Fc + dg_vi(v1, rho) * DG_MS_WORDS);
+                        if (q.x >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.x, rho) * DG_MS_WORDS);
+                        if (q.y >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.y, rho) * DG_MS_WORDS);
+                        if (q.z >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.z, rho) * DG_MS_WORDS);
+                        if (q.w >= 0) {
+                            dg_ms_or_elem(acc, Fc + dg_vi(q.w, rho) * DG_MS_WORDS);
+                            // more than four: the rest from the CSR of the transpose
+                            dg_i64 e = t_indptr[u] + 4;
+                            const dg_i64 e1 = t_indptr[u + 1];
+                            for (; e + 2 <= e1; e += 2) {
+                                const int v0 = t_indices[e], v1 = t_indices[e + 1];
+                                dg_ms_or_elem(acc, Fc + dg_vi(v0, rho) * DG_MS_WORDS);
+                                dg_ms_or_elem(acc, Fc + dg_vi(v1, rho) * DG_MS_WORDS);
+                            }
+                            if (e < e1) dg_ms_or_elem(acc, Fc + dg_vi(t_indices[e], rho) * DG_MS_WORDS);
                         }
-                        if (e < e1) dg_ms_or_elem(acc, Fc + dg_vi(t_indices[e], rho) * DG_MS_WORDS);
                         unsigned have[DG_MS_WORDS];
                         dg_ms_load(Vc + base, have);
                         unsigned pc = 0u;

@@ -638,7 +638,7 @@ class _Kernels:
             vn[:] = 0
             stats[0] += lvl - 1
 
-    def k_pull_blocks(self, t_indptr, t_indices, sg_ptr, sg_idx, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc,
+    def k_pull_blocks(self, t_indptr, t_indices, ell, sg_ptr, sg_idx, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc,
                       cb, cbw, shared_cb, lists, far, reach, h0, h1, h2, nxt, stats):
         # the pull kernel's protocol: level l + 1 pulls the in-neighbours' frontier elements into
         # the vertices of the candidate sets (successors in the set graph of the sets active at
@@ -651,6 +651,10 @@ class _Kernels:
         assert S >= 1 and F1.size == S * nhw and Vc.size == S * nhw and lists.size == S * 3 * r1
         assert shared_cb or cb.size == S * 2 * cbw
         assert cbw * 32 >= rho and sg_ptr.shape[0] == rho + 1
+        E = ell.reshape(-1, 4)
+        for u in range(n):  # the first four in-arcs, -1 padded
+            row = t_indices[t_indptr[u]:t_indptr[u + 1]][:4]
+            assert E[u, :row.size].tolist() == row.tolist() and (E[u, row.size:] == -1).all()
         while int(nxt[0]) < nbatches:
             bt = int(nxt[0])
             nxt[0] += 1
@@ -923,7 +927,7 @@ def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa):
         r = _fake_runner(fake_gpu, g, kappa=kappa, mode="blocks", slots=slots, symmetric=sym, pull="on",
                          reorder="none")
         assert r.schedule == "blocks" and r.pull and r.info["pull"] and r.symmetric == sym
-        assert "in-arcs (CSR of the transpose), slice-set graph" in r.plan.items
+        assert "in-arcs (CSR of the transpose, first four per vertex), slice-set graph" in r.plan.items
         got = run_batches(g.indptr, g.indices, tptr, tidx, allsrc, per_source=False, batch_size=40, ctx=fake_gpu,
                           progress=False, runner=r)[:5]
         _assert_same(got, _cpu_sums(g, allsrc, False))

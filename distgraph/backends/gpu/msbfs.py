@@ -115,6 +115,18 @@ PULL_CHOICES = ("auto", "on", "off", True, False)
 PULL_MAX_IN_DEGREE = 512
 
 
+def ell4(tptr, tidx, n: int) -> np.ndarray:
+    """The first four in-arcs of every vertex (``tptr``/``tidx``: CSR of the transpose), -1
+    where it has fewer: int32 ``(max(n, 1), 4)``, the ``ell`` of the pull kernel."""
+    tptr = np.asarray(tptr, dtype=np.int64)
+    out = np.full((max(int(n), 1), 4), -1, np.int32)
+    deg = np.diff(tptr)
+    for k in range(4):
+        has = np.flatnonzero(deg > k)
+        out[has, k] = np.asarray(tidx)[tptr[has] + k]
+    return out
+
+
 def set_graph(tptr, tidx, n: int):
     """The slice-set graph of the pull kernel (``distgraph_msbfs_pull_blocks``): an arc
     ``s -> t`` for every slice set ``t`` holding the head ``u`` of an arc ``v -> u`` of
@@ -479,8 +491,8 @@ def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, pa
                  "counters, launch sources": rho1 + 8 * kappa + 256 + 8 * W + 80, **extra}
         if pull_arcs is not None:   # pull: in-arcs and the set graph instead of the VSS queues
             items["VSS queues"] = 0
-            items["in-arcs (CSR of the transpose), slice-set graph"] = (8 * (n + 1) + 4 * max(t_arcs, 1)
-                                                                        + 4 * (rho1 + 1) + 4 * max(pull_arcs, 1))
+            items["in-arcs (CSR of the transpose, first four per vertex), slice-set graph"] = (
+                8 * (n + 1) + 4 * max(t_arcs, 1) + 16 * max(n, 1) + 4 * (rho1 + 1) + 4 * max(pull_arcs, 1))
         hints = ["a smaller kappa (fewer state words per vertex)", "groups=1 (one state copy for the whole GPU)"]
         return MemoryPlan(f"GPU closeness (kappa={kappa}, one block per batch, {slots} blocks)", items, tuple(hints))
     W = words(kappa)
@@ -1019,6 +1031,7 @@ class GpuMSBFS:
                     self._pt_ip = cp.asarray(t2ptr.astype(np.int64, copy=False))
                     self._pt_ix = (cp.asarray(t2idx.astype(np.int32, copy=False)) if t2idx.shape[0] else
                                    cp.zeros(1, cp.int32))
+                    self._ell = cp.asarray(ell4(t2ptr, t2idx, n))
                     self._sg_ptr = cp.asarray(self._sg[0])
                     self._sg_idx = cp.asarray(self._sg[1]) if self._sg[1].shape[0] else cp.zeros(1, cp.int32)
                 else:
@@ -1343,7 +1356,7 @@ class GpuMSBFS:
         self._next.fill(0)
         if self.pull:
             self._blocks((min(self.slots, nb),), (self.block_threads,),
-                         (self._pt_ip, self._pt_ix, self._sg_ptr, self._sg_idx, np.int32(self.n), cp.asarray(srcs),
+                         (self._pt_ip, self._pt_ix, self._ell, self._sg_ptr, self._sg_idx, np.int32(self.n), cp.asarray(srcs),
                           cp.asarray(nsrcs), np.int32(nb), np.int32(how), self._F, self._Vn, self._Vc, self._dbits,
                           np.int64(self._dbw), np.int32(self.shared_dbits), self._lists, *sums, self._next,
                           self._stats),
