@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The NVSHMEM Bellman-Ford (issue 7) on a GPU machine, best on two GPUs of one host
 # (nvidia-h200-x2): GPU tests, then timings on 1 and 2 PEs, results in OUTDIR. One script for
-# the device calls of benchmarks/gpu_sssp_pes.py (device_h3_sssp.sh and device_h6_sssp_phases.sh
-# are its one-off forerunners: their runs are these environment settings):
+# the device calls of benchmarks/gpu_sssp_pes.py (its one-off forerunners device_h3_sssp.sh and
+# device_h6_sssp_phases.sh, retired in session 7, are these environment settings, below):
 #   1. the host prepares the graphs (SSSP_GRAPHS), uniform and potential-shifted weights, and
 #      the CPU backend's reference distances (gpu_sssp_pes.py --prep, background, niced) while
 #      the two NVSHMEM cubins (int and float distances) are built side by side;
@@ -22,7 +22,12 @@
 #   SSSP_GRAPHS=kron:20,kron:22   SSSP_REMOTES=atomic_fetch,atomic   SSSP_QUEUES=bwd   SSSP_TRIALS=3
 #   SSSP_DELTAS=default (X+phases rows)   SSSP_FLUSHES=256,32 (batch rows)
 #   SSSP_TEST_K= (all)   SSSP_TEST_S=70   SSSP_MORE_PES=1,4   SSSP_MORE_K=atomic
-# e.g. device_h6's run: SSSP_REMOTES=atomic,atomic+phases SSSP_TRIALS=2 SSSP_MORE_K="phases or delta".
+# The retired scripts' runs (read them with git show fb3e7d4:benchmarks/device_h3_sssp.sh and
+# git show b7a0678:benchmarks/device_h6_sssp_phases.sh):
+#   device_h3_sssp.sh OUTDIR 200:        SSSP_GRAPHS=kron:18,kron:20,kron:22 SSSP_REMOTES=atomic,enqueue,batch
+#                                        SSSP_TRIALS=2 SSSP_TEST_S=45 SSSP_MORE_K= (its 1-PE tests ran before the timings)
+#   device_h6_sssp_phases.sh OUTDIR 150: SSSP_REMOTES=atomic,atomic+phases SSSP_TRIALS=2 SSSP_TEST_S=55
+#                                        SSSP_MORE_K="phases or delta" (its logs: pytest-nvshmem-bf-phases-np{1,4}.log)
 # Needs the carried wheels of benchmarks/fetch_device_wheels.sh (.whl/: nvshmem4py-cu13).
 set -uo pipefail
 OUTDIR=${1:?usage: device_sssp_pes.sh OUTDIR [LIMIT]}; LIMIT=${2:-200}
