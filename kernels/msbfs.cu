@@ -1021,6 +1021,32 @@ __device__ __forceinline__ void dg_ms_finalize_set(const int *__restrict__ real_
     for (int v = real_ptrs[ss]; v < e; ++v) qn[p++] = make_int2(v, (int)ss);
 }
 
+// Block schedule, per-source modes (per_source 1 or 2): thread c < nsrc adds BFS c's count of
+// level l (scnt[c], then zeroed) to its sums, rf = round(2^64 / l) for l >= 2: per_source 1 at
+// the batch position bt * kappa + c (plain adds: the batch belongs to the block), 2 at its
+// source vertex bs[c] (atomic adds: every block adds there).
+__device__ __forceinline__ void dg_ms_block_flush_counts(unsigned *scnt, int per_source, int nsrc, int bt,
+                                                         const int *bs, int l, dg_u64 rf, dg_u64 *far,
+                                                         dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2) {
+    if ((int)threadIdx.x >= nsrc) return;
+    const int c = threadIdx.x;
+    const dg_u64 q = scnt[c];
+    if (!q) return;
+    scnt[c] = 0u;
+    const dg_i64 at = per_source == 1 ? (dg_i64)bt * DG_MS_KAPPA + c : (dg_i64)bs[c];
+    if (per_source == 1) {
+        far[at] += (dg_u64)l * q;
+        reach[at] += q;
+        if (l == 1) h0[at] += q;
+        else if (l >= 2) { h1[at] += q * (rf >> 32); h2[at] += q * (rf & 0xffffffffull); }
+    } else {
+        if (l) atomicAdd(&far[at], (dg_u64)l * q);
+        atomicAdd(&reach[at], q);
+        if (l == 1) atomicAdd(&h0[at], q);
+        else if (l >= 2) { atomicAdd(&h1[at], q * (rf >> 32)); atomicAdd(&h2[at], q * (rf & 0xffffffffull)); }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK, DG_MS_MINB)
 distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restrict__ masks,
                        const int *__restrict__ real_ptrs, int n, const int *__restrict__ srcs,
@@ -1110,25 +1136,7 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
             __syncthreads();
             // ---- end of level l: dirty bits back to zero, per-source counts of level l
             for (dg_i64 i = threadIdx.x; i < nd; i += blockDim.x) dbits[dlist[i] >> 5] = 0u;
-            if (per_source && (int)threadIdx.x < nsrc) {
-                const int c = threadIdx.x;
-                const dg_u64 q = scnt[c];
-                if (q) {
-                    scnt[c] = 0u;
-                    const dg_i64 at = per_source == 1 ? (dg_i64)bt * DG_MS_KAPPA + c : (dg_i64)bs[c];
-                    if (per_source == 1) {
-                        far[at] += (dg_u64)l * q;
-                        reach[at] += q;
-                        if (l == 1) h0[at] += q;
-                        else if (l >= 2) { h1[at] += q * (rf >> 32); h2[at] += q * (rf & 0xffffffffull); }
-                    } else {
-                        if (l) atomicAdd(&far[at], (dg_u64)l * q);
-                        atomicAdd(&reach[at], q);
-                        if (l == 1) atomicAdd(&h0[at], q);
-                        else if (l >= 2) { atomicAdd(&h1[at], q * (rf >> 32)); atomicAdd(&h2[at], q * (rf & 0xffffffffull)); }
-                    }
-                }
-            }
+            if (per_source) dg_ms_block_flush_counts(scnt, per_source, nsrc, bt, bs, l, rf, far, reach, h0, h1, h2);
             if (threadIdx.x == 0) s_dn = 0u;
             __syncthreads();
             ++l;
@@ -1263,26 +1271,9 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
             const int p = l & 1;
             unsigned *Fc = p ? F1 : F0, *Fn = p ? F0 : F1;
             unsigned *cbn = cb + p * cbw, *cbo = cb + (p ^ 1) * cbw;
-            if (per_source && (int)threadIdx.x < nsrc) {
-                const int c = threadIdx.x;
-                const dg_u64 q = scnt[c];
-                if (q) {
-                    scnt[c] = 0u;
-                    const dg_u64 rf = l >= 2 ? dg_recip_fixed((dg_u64)l) : 0ull;
-                    const dg_i64 at = per_source == 1 ? (dg_i64)bt * DG_MS_KAPPA + c : (dg_i64)bs[c];
-                    if (per_source == 1) {
-                        far[at] += (dg_u64)l * q;
-                        reach[at] += q;
-                        if (l == 1) h0[at] += q;
-                        else if (l >= 2) { h1[at] += q * (rf >> 32); h2[at] += q * (rf & 0xffffffffull); }
-                    } else {
-                        if (l) atomicAdd(&far[at], (dg_u64)l * q);
-                        atomicAdd(&reach[at], q);
-                        if (l == 1) atomicAdd(&h0[at], q);
-                        else if (l >= 2) { atomicAdd(&h1[at], q * (rf >> 32)); atomicAdd(&h2[at], q * (rf & 0xffffffffull)); }
-                    }
-                }
-            }
+            if (per_source)
+                dg_ms_block_flush_counts(scnt, per_source, nsrc, bt, bs, l, l >= 2 ? dg_recip_fixed((dg_u64)l) : 0ull,
+                                         far, reach, h0, h1, h2);
             if (l >= 1) {
                 const dg_i64 nao = s_na[p ^ 1], nco = s_nc[p ^ 1];
                 const int *ao = lists + (p ^ 1) * rho1;

@@ -40,6 +40,25 @@ def runner(g, **kw):
     return GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=ctx(), **kw)
 
 
+_REAL = {}
+
+
+def real_graph(data_dir, name):
+    """``name`` from the data folder as an unweighted Graph (read once per session); the test
+    is skipped when the file is missing."""
+    import pytest
+
+    from distgraph.graph.readers import read_graph
+
+    path = data_dir / name
+    if not path.is_file():
+        pytest.skip(f"{name} not in the data folder {data_dir}")
+    if name not in _REAL:
+        g = read_graph(str(path))
+        _REAL[name] = Graph(g.indptr, g.indices, None, directed=g.directed)
+    return _REAL[name]
+
+
 def same(a, b):
     """The sums ``a`` and ``b`` are equal, array by array, as uint64."""
     return all(np.array_equal(np.asarray(x).astype(np.uint64), np.asarray(y).astype(np.uint64))

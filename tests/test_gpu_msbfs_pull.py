@@ -19,7 +19,8 @@ import pytest
 from distgraph import generators as gen
 from distgraph.graph import Graph
 
-from _msbfs_cases import closeness_pair, closeness_same, graphs, runner, same as _same, sums as _sums
+from _msbfs_cases import closeness_pair, closeness_same, graphs, real_graph as _real, runner, same as _same, \
+    sums as _sums
 
 
 def _graphs():
@@ -99,19 +100,6 @@ def test_pull_on_off_auto_same_sums(name):
     assert _same(got["on"], got["off"]) and _same(got["on"], got["auto"])
 
 
-_REAL = {}
-
-
-def _real(data_dir, name):
-    from distgraph.graph.readers import read_graph
-
-    path = data_dir / name
-    if not path.is_file():
-        pytest.skip(f"{name} not in the data folder {data_dir}")
-    if name not in _REAL:
-        g = read_graph(str(path))
-        _REAL[name] = Graph(g.indptr, g.indices, None, directed=g.directed)
-    return _REAL[name]
 
 
 @pytest.mark.gpu

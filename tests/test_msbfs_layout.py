@@ -541,6 +541,22 @@ class _Kernels:
                 h1[c] += np.uint64(qv * (rf >> 32))
                 h2[c] += np.uint64(qv * (rf & 0xFFFFFFFF))
 
+    def _flush_counts(self, cnt, nsrc, per_source, bt, bs, lvl, far, reach, h0, h1, h2):
+        # the block kernels' per-source sums of level lvl (dg_ms_block_flush_counts): at the batch
+        # position (per_source 1) or at the source vertex (2)
+        K = 32 * self.W
+        rf = _recip_fixed(lvl) if lvl >= 2 else 0
+        for c in np.flatnonzero(cnt[:nsrc]).tolist():
+            at = bt * K + c if per_source == 1 else int(bs[c])
+            qv = int(cnt[c])
+            far[at] += np.uint64(lvl * qv)
+            reach[at] += np.uint64(qv)
+            if lvl == 1:
+                h0[at] += np.uint64(qv)
+            elif lvl >= 2:
+                h1[at] += np.uint64(qv * (rf >> 32))
+                h2[at] += np.uint64(qv * (rf & 0xFFFFFFFF))
+
     def k_blocks(self, row_ids, masks, real_ptrs, n, srcs, nsrcs, nbatches, per_source, tc_ratio, F, Vc, Vn, act,
                  dbits, dbw, shared_dbits, lists, Q, qcap, far, reach, h0, h1, h2, nxt, stats):
         # the block schedule: batches taken from the counter, batch b on slot b % slots (the
@@ -615,16 +631,7 @@ class _Kernels:
                     db[ss >> 5] = 0
                     mark[ss] = 0
                 if per_source:
-                    for c in np.flatnonzero(cnt[:nsrc]).tolist():
-                        at = bt * K + c if per_source == 1 else int(bs[c])
-                        qv = int(cnt[c])
-                        far[at] += np.uint64(lvl * qv)
-                        reach[at] += np.uint64(qv)
-                        if lvl == 1:
-                            h0[at] += np.uint64(qv)
-                        elif lvl >= 2:
-                            h1[at] += np.uint64(qv * (rf >> 32))
-                            h2[at] += np.uint64(qv * (rf & 0xFFFFFFFF))
+                    self._flush_counts(cnt, nsrc, per_source, bt, bs, lvl, far, reach, h0, h1, h2)
                 aold = anew
                 lvl += 1
                 if nq == 0:
@@ -682,17 +689,7 @@ class _Kernels:
             while True:
                 p = lvl & 1
                 if per_source:
-                    rf = _recip_fixed(lvl) if lvl >= 2 else 0
-                    for c in np.flatnonzero(cnt[:nsrc]).tolist():
-                        at = bt * K + c if per_source == 1 else int(bs[c])
-                        qv = int(cnt[c])
-                        far[at] += np.uint64(lvl * qv)
-                        reach[at] += np.uint64(qv)
-                        if lvl == 1:
-                            h0[at] += np.uint64(qv)
-                        elif lvl >= 2:
-                            h1[at] += np.uint64(qv * (rf >> 32))
-                            h2[at] += np.uint64(qv * (rf & 0xFFFFFFFF))
+                    self._flush_counts(cnt, nsrc, per_source, bt, bs, lvl, far, reach, h0, h1, h2)
                     cnt[:] = 0
                 for ss in prev:  # the frontier of level l - 1
                     Fe[p ^ 1][np.arange(8) * rho + ss] = 0
