@@ -15,7 +15,9 @@ NVSHMEM otherwise; or forced), ``gpu_msbfs_bu_ratio`` (bottom-up switch, 0 = nev
 block per batch, the ``auto`` choice on small graphs),
 ``gpu_msbfs_sparse`` (``auto``/``on``/``off``: stage 1 runs virtual slice sets of at most 32
 slices one slice per lane on CUDA cores; ``auto`` turns it on for road-like graphs),
-``gpu_bfs_window`` (Jaccard window of the reordering).
+``gpu_msbfs_pull`` (``auto``/``on``/``off``: the block schedule runs each level as one pull
+over the candidate slice sets; ``auto``: where the sparse path is on and no vertex has more
+than 512 in-arcs), ``gpu_bfs_window`` (Jaccard window of the reordering).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ __all__ = ["make_runner"]
 
 
 def make_runner(hptr, hidx, tptr, tidx, *, ctx, kappa=None, mode=None, bu_ratio=None, reorder="auto",
-                announce=None, cache_dir=None, all_sources=False, sparse=None):
+                announce=None, cache_dir=None, all_sources=False, sparse=None, pull=None):
     """The GPU batch runner for the closeness driver.
 
     Parameters
@@ -45,6 +47,9 @@ def make_runner(hptr, hidx, tptr, tidx, *, ctx, kappa=None, mode=None, bu_ratio=
         hold per-batch sums that only add up to the result over all batches.
     sparse : {"auto", "on", "off", True, False} or None
         Stage 1's sparse path (``GpuMSBFS(sparse=...)``); None: ``config.gpu_msbfs_sparse``.
+    pull : {"auto", "on", "off", True, False} or None
+        The pull kernel of the block schedule (``GpuMSBFS(pull=...)``); None:
+        ``config.gpu_msbfs_pull``.
 
     Returns
     -------
@@ -68,4 +73,5 @@ def make_runner(hptr, hidx, tptr, tidx, *, ctx, kappa=None, mode=None, bu_ratio=
     bu_ratio = config.gpu_msbfs_bu_ratio if bu_ratio is None else bu_ratio
     symmetric = bool(all_sources) and np.array_equal(hptr, tptr) and np.array_equal(hidx, tidx)
     return GpuMSBFS(hptr, hidx, tptr, tidx, ctx=ctx, kappa=kappa, mode=mode, reorder=reorder, bu_ratio=bu_ratio,
-                    announce=announce, cache_dir=cache_dir, symmetric=symmetric, sparse=sparse)
+                    announce=announce, cache_dir=cache_dir, symmetric=symmetric, sparse=sparse,
+                    pull=pull)
