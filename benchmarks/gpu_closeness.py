@@ -394,6 +394,7 @@ def block_profile(g, reorder="auto", **kw):
     tptr, tidx, _ = g.csc()
     kw.setdefault("kappa", 256)
     kw.setdefault("symmetric", not g.directed)
+    kw.setdefault("pull", "off")   # the profiling stamps are stage 1 + stage 2's (the pull kernel has none)
     r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), announce=False, reorder=reorder, **kw)
     if r.schedule != "blocks":
         return {"error": f"schedule {r.schedule!r}: the profile covers the block schedule only"}

@@ -15,7 +15,8 @@
 #   DISTGRAPH_COMMIT=$(git rev-parse HEAD) bash benchmarks/msbfs_block_sweep.sh OUTDIR
 #     -> OUTDIR/gpu_closeness_block_sweep.json, OUTDIR/gpu_closeness_block_sweep.log
 #
-# Env: SWEEP_GRAPHS (road-NY,email-Enron,cond-mat-2005), SWEEP_VARIANTS (b256,b512,b1024,f4; any
+# Env: SWEEP_GRAPHS (road-NY,email-Enron,cond-mat-2005), SWEEP_VARIANTS (b1024 = the defaults, then stage 1 + 2 rows:
+# b1024+nopull,b512+nopull,b256+nopull,f4+nopull; any
 # --variants labels, e.g. b512+mb2,mb4 for 32 warps per SM in blocks of 512 / 256), SWEEP_ORDERS
 # (input,ball), T_SWEEP (seconds, 200); TESTS=1 first runs tests/test_gpu_msbfs_block_threads.py
 # (the larger blocks against the CPU backend, T_TESTS seconds, 240; OUTDIR/pytest-block-threads.log),
@@ -35,7 +36,7 @@ fi
 [ "${T_SWEEP:-200}" = 0 ] && exit 0
 timeout "${T_SWEEP:-200}" "$PY" benchmarks/gpu_closeness.py --outdir "$OUTDIR" \
   --block-sweep "${SWEEP_GRAPHS:-road-NY,email-Enron,cond-mat-2005}" \
-  --sweep-variants "${SWEEP_VARIANTS:-b256,b512,b1024,f4}" --sweep-orders "${SWEEP_ORDERS:-input,ball}" \
+  --sweep-variants "${SWEEP_VARIANTS:-b1024,b1024+nopull,b512+nopull,b256+nopull,f4+nopull}" --sweep-orders "${SWEEP_ORDERS:-input,ball}" \
   > "$OUTDIR/gpu_closeness_block_sweep.log" 2>&1
 echo "sweep rc=$? after $(( $(date +%s) - T0 )) s"
 cut -c1-240 "$OUTDIR/gpu_closeness_block_sweep.log" | tail -n 20

@@ -1391,7 +1391,8 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
         // were cleared in (a); Vc back to zero
         const uint4 z4 = make_uint4(0u, 0u, 0u, 0u);
         for (dg_i64 i = threadIdx.x; i < nhw / 4; i += blockDim.x) reinterpret_cast<uint4 *>(Vc)[i] = z4;
-        levels_run += l - 1;  // the deepest level reached, as distgraph_msbfs_blocks counts
+        levels_run += l - 1;  // the deepest level reached (distgraph_msbfs_blocks counts one more when
+                              // its last frontier's sets still queue VSSs: an empty last level)
         __syncthreads();
     }
     if (threadIdx.x == 0 && levels_run) atomicAdd((dg_u64 *)&stats[0], (dg_u64)levels_run);

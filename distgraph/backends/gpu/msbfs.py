@@ -491,6 +491,7 @@ def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, pa
                  "counters, launch sources": rho1 + 8 * kappa + 256 + 8 * W + 80, **extra}
         if pull_arcs is not None:   # pull: in-arcs and the set graph instead of the VSS queues
             items["VSS queues"] = 0
+            items["activeSets, dirty bits and lists"] = slots * (8 * (rho1 // 32 + 1) + 12 * rho1)
             items["in-arcs (CSR of the transpose, first four per vertex), slice-set graph"] = (
                 8 * (n + 1) + 4 * max(t_arcs, 1) + 16 * max(n, 1) + 4 * (rho1 + 1) + 4 * max(pull_arcs, 1))
         hints = ["a smaller kappa (fewer state words per vertex)", "groups=1 (one state copy for the whole GPU)"]
@@ -656,7 +657,9 @@ class GpuMSBFS:
         VSS queue, no atomics on the state, two block barriers per level) instead of stage
         1 + stage 2.  ``"auto"``: where ``sparse`` is on and no vertex has more than
         :data:`PULL_MAX_IN_DEGREE` in-arcs (road networks; not email-Enron, whose hubs' scans
-        held every level up); None: ``config.gpu_msbfs_pull``.  Same sums.
+        held every level up); None: ``config.gpu_msbfs_pull``.  Same sums.  ``prefetch`` and
+        ``flush4`` are stage 1's and do not apply to it; its candidate bits go to shared memory
+        whenever they fit, whatever ``shared_dbits`` says.
     block_threads : {256, 512, 1024}, optional
         ``groups="blocks"``: threads of the block that runs one batch (``DG_MS_BLOCK`` of
         its kernel; default ``config.gpu_msbfs_block_threads`` = 1024, 32 warps: road-NY
@@ -996,10 +999,10 @@ class GpuMSBFS:
             if min_blocks is not None:
                 defs["DG_MS_MINB"] = int(min_blocks)
             if self.schedule == "blocks":
-                self.prefetch = bool(prefetch)
+                self.prefetch = bool(prefetch) and not self.pull   # stage 1's options
                 if self.prefetch:
                     defs["DG_MS_PREFETCH"] = 1
-                self.flush4 = bool(flush4)
+                self.flush4 = bool(flush4) and not self.pull
                 if self.flush4:
                     defs["DG_MS_FLUSH4"] = 1
                 # the block size, and the blocks per SM its register cap is computed for (the
