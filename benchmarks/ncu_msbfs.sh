@@ -2,7 +2,9 @@
 # Nsight Compute on one wave of the MS-BFS block schedule (benchmarks/ncu_msbfs.py) of GRAPH
 # (default road-NY), the stage 1 + stage 2 kernel and the pull kernel: speed of light (DRAM,
 # L2, L1 throughput), memory workload, warp stall reasons, occupancy -> OUTDIR/ncu-{push,pull}.txt
-# (and .ncu-rep). Without ncu: the plain timings only.
+# (and .ncu-rep). Without ncu: the plain timings only. NCU_SOURCE=1 also builds the kernels with
+# -lineinfo (DISTGRAPH_NVRTC_OPTIONS) and collects the source counters (warp stalls per SASS / source
+# line) -> OUTDIR/ncu-{push,pull}-source.csv: where a level's time waits.
 #   bash benchmarks/ncu_msbfs.sh OUTDIR [GRAPH]
 set -uo pipefail
 OUTDIR=${1:?usage: ncu_msbfs.sh OUTDIR [GRAPH]}; GRAPH=${2:-road-NY}
@@ -19,6 +21,17 @@ for p in off on; do
       --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
       -o "$OUTDIR/ncu-$name" -f "$PY" benchmarks/ncu_msbfs.py "$GRAPH" --pull "$p" > "$OUTDIR/ncu-$name.log" 2>&1
     "$NCU" --import "$OUTDIR/ncu-$name.ncu-rep" --page details > "$OUTDIR/ncu-$name.txt" 2>&1
+    if [ "${NCU_SOURCE:-0}" = 1 ]; then
+      DISTGRAPH_NVRTC_OPTIONS=-lineinfo timeout "${T_NCU:-120}" "$NCU" -k regex:distgraph_msbfs_.*blocks -c 1 \
+        --section SourceCounters --section WarpStateStats --import-source yes -o "$OUTDIR/ncu-$name-source" -f \
+        "$PY" benchmarks/ncu_msbfs.py "$GRAPH" --pull "$p" > "$OUTDIR/ncu-$name-source.log" 2>&1
+      "$NCU" --import "$OUTDIR/ncu-$name-source.ncu-rep" --page source --csv --print-source cuda,sass \
+        > "$OUTDIR/ncu-$name-source.csv" 2>&1 ||
+        "$NCU" --import "$OUTDIR/ncu-$name-source.ncu-rep" --page source --csv > "$OUTDIR/ncu-$name-source.csv" 2>&1
+      "$NCU" --import "$OUTDIR/ncu-$name-source.ncu-rep" --page details > "$OUTDIR/ncu-$name-source.txt" 2>&1
+      rm -f "$OUTDIR/ncu-$name-source.ncu-rep"
+    fi
+    rm -f "$OUTDIR/ncu-$name.ncu-rep"
   fi
 done
 cat "$OUTDIR"/plain-*.txt

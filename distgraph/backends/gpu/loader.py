@@ -66,12 +66,15 @@ def get_module(name: str, defines: dict | None = None, options=(), *, cooperativ
     defines : dict, optional
         ``{"DG_BFS_BLOCK": 256}`` becomes ``#define DG_BFS_BLOCK 256`` before the file.
     options : tuple of str
-        Extra NVRTC options.
+        Extra NVRTC options; the environment's ``DISTGRAPH_NVRTC_OPTIONS`` (whitespace-separated,
+        e.g. ``-lineinfo`` for Nsight Compute's source view, ``benchmarks/ncu_msbfs.sh``) are
+        added to every module.
     cooperative : bool
         Load for cooperative launches (``grid.sync()``).
     """
     cupy = import_cupy()
     dev = cupy.cuda.Device()
+    options = tuple(options) + tuple(os.environ.get("DISTGRAPH_NVRTC_OPTIONS", "").split())
     key = (dev.id, name, tuple(sorted((defines or {}).items())), tuple(options), cooperative)
     with _LOCK:
         mod = _MEMO.get(key)
