@@ -394,6 +394,20 @@ def _fake_cupy(sms=4):
     return cp
 
 
+def _add_sums(sums, at, level, p):
+    """The kernels' sums of ``p`` BFSs reaching ``at``'s entry at ``level`` (BLEST Eq. 7 with
+    reach and the harmonic limbs of distgraph/backends/cpu/bits.py)."""
+    far, reach, h0, h1, h2 = sums
+    far[at] += np.uint64(level * p)
+    reach[at] += np.uint64(p)
+    if level == 1:
+        h0[at] += np.uint64(p)
+    elif level >= 2:
+        rf = _recip_fixed(level)
+        h1[at] += np.uint64(p * (rf >> 32))
+        h2[at] += np.uint64(p * (rf & 0xFFFFFFFF))
+
+
 class _Kernels:
     """Python versions of the kernel entry points of msbfs.cu (same parameters)."""
 
@@ -464,7 +478,6 @@ class _Kernels:
         W = self.W
         full = full_words(nsrc, W)
         Fe, Ce, Ne, Ae = self._el(F), self._el(Vc), self._el(Vn), self._el(act)
-        rf = _recip_fixed(level) if level >= 2 else 0
         q = qn.reshape(-1, 2)
         for ss in range(ss_lo, ss_hi):
             active = False
@@ -487,13 +500,7 @@ class _Kernels:
                         cnt[:bits.size] += bits.astype(np.uint32)
                     if p:
                         if not per_source:
-                            far[u] += np.uint64(level * p)
-                            reach[u] += np.uint64(p)
-                            if level == 1:
-                                h0[u] += np.uint64(p)
-                            elif level >= 2:
-                                h1[u] += np.uint64(p * (rf >> 32))
-                                h2[u] += np.uint64(p * (rf & 0xFFFFFFFF))
+                            _add_sums((far, reach, h0, h1, h2), u, level, p)
                         if use_bu:
                             ctr[8 + (level & 3)] += h_indptr[u + 1] - h_indptr[u]
                             if (nx == full).all():
@@ -532,30 +539,14 @@ class _Kernels:
             if not qv:
                 continue
             cnt[c] = 0
-            far[c] += np.uint64(level * qv)
-            reach[c] += np.uint64(qv)
-            if level == 1:
-                h0[c] += np.uint64(qv)
-            elif level >= 2:
-                rf = _recip_fixed(level)
-                h1[c] += np.uint64(qv * (rf >> 32))
-                h2[c] += np.uint64(qv * (rf & 0xFFFFFFFF))
+            _add_sums((far, reach, h0, h1, h2), c, level, qv)
 
     def _flush_counts(self, cnt, nsrc, per_source, bt, bs, lvl, far, reach, h0, h1, h2):
         # the block kernels' per-source sums of level lvl (dg_ms_block_flush_counts): at the batch
         # position (per_source 1) or at the source vertex (2)
         K = 32 * self.W
-        rf = _recip_fixed(lvl) if lvl >= 2 else 0
         for c in np.flatnonzero(cnt[:nsrc]).tolist():
-            at = bt * K + c if per_source == 1 else int(bs[c])
-            qv = int(cnt[c])
-            far[at] += np.uint64(lvl * qv)
-            reach[at] += np.uint64(qv)
-            if lvl == 1:
-                h0[at] += np.uint64(qv)
-            elif lvl >= 2:
-                h1[at] += np.uint64(qv * (rf >> 32))
-                h2[at] += np.uint64(qv * (rf & 0xFFFFFFFF))
+            _add_sums((far, reach, h0, h1, h2), bt * K + c if per_source == 1 else int(bs[c]), lvl, int(cnt[c]))
 
     def k_blocks(self, row_ids, masks, real_ptrs, n, srcs, nsrcs, nbatches, per_source, tc_ratio, F, Vc, Vn, act,
                  dbits, dbw, shared_dbits, lists, Q, qcap, far, reach, h0, h1, h2, nxt, stats):
@@ -594,8 +585,7 @@ class _Kernels:
                     if not (int(db[ss >> 5]) >> (ss & 31)) & 1:
                         Ae[ss] = 0
                         Fe[np.arange(8) * rho + ss] = 0
-                rf = _recip_fixed(lvl) if lvl >= 2 else 0
-                cnt = np.zeros(K, np.int64)
+                        cnt = np.zeros(K, np.int64)
                 anew, nq = [], 0
                 for ss in dl:
                     A = np.zeros(W, np.uint32)
@@ -614,13 +604,7 @@ class _Kernels:
                         if p:
                             Ce[i] = nx
                             if not per_source:
-                                far[u] += np.uint64(lvl * p)
-                                reach[u] += np.uint64(p)
-                                if lvl == 1:
-                                    h0[u] += np.uint64(p)
-                                elif lvl >= 2:
-                                    h1[u] += np.uint64(p * (rf >> 32))
-                                    h2[u] += np.uint64(p * (rf & 0xFFFFFFFF))
+                                _add_sums((far, reach, h0, h1, h2), u, lvl, p)
                     Ae[ss] = A
                     if A.any():
                         anew.append(ss)
@@ -697,7 +681,6 @@ class _Kernels:
                     break
                 cand = sorted({int(t) for s in act for t in sg_idx[sg_ptr[s]:sg_ptr[s + 1]]})
                 L = lvl + 1
-                rf = _recip_fixed(L) if L >= 2 else 0
                 new_act = []
                 for ss in cand:
                     got = False
@@ -721,13 +704,7 @@ class _Kernels:
                         if per_source:
                             cnt += np.unpackbits(acc.view(np.uint8), bitorder="little").astype(np.int64)
                         else:
-                            far[u] += np.uint64(L * pc)
-                            reach[u] += np.uint64(pc)
-                            if L == 1:
-                                h0[u] += np.uint64(pc)
-                            else:
-                                h1[u] += np.uint64(pc * (rf >> 32))
-                                h2[u] += np.uint64(pc * (rf & 0xFFFFFFFF))
+                            _add_sums((far, reach, h0, h1, h2), u, L, pc)
                     if got:
                         new_act.append(ss)
                 prev, act = act, new_act
