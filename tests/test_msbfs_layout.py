@@ -585,7 +585,7 @@ class _Kernels:
                     if not (int(db[ss >> 5]) >> (ss & 31)) & 1:
                         Ae[ss] = 0
                         Fe[np.arange(8) * rho + ss] = 0
-                        cnt = np.zeros(K, np.int64)
+                cnt = np.zeros(K, np.int64)
                 anew, nq = [], 0
                 for ss in dl:
                     A = np.zeros(W, np.uint32)
