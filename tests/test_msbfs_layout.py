@@ -1368,3 +1368,17 @@ def test_block_profile_summary(bench_script):
         [(0, None, 0.5, 0), (1, 0.5, 1.0, 8), (2, 0.5, 0.5, 16), (3, 0.5, None, 4)]
     assert out["first_batch_block0"]["stage1_us_total"] == 1.5
     assert out["first_batch_block0"]["dirty_sets_total"] == 9
+
+
+def test_grid_size_counts_dynamic_shared_memory():
+    """Resident blocks of the block schedule: registers and threads bound them, and so does
+    the dynamic shared memory of each block (the pull kernel's candidate bits, the shared dirty
+    bits); here through the stand-in's estimate (no CUDA driver)."""
+    from distgraph.backends.gpu.msbfs import _grid_size
+
+    cp = _fake_cupy(sms=4)
+    k = types.SimpleNamespace(num_regs=32)
+    assert _grid_size(cp, k, 256) == 4 * 8            # 2048 threads per SM
+    assert _grid_size(cp, k, 256, smem=8 * 1024) == 4 * 8
+    assert _grid_size(cp, k, 256, smem=100 * 1024) == 4 * 2   # 228 KB per SM
+    assert _grid_size(cp, types.SimpleNamespace(num_regs=64), 1024, smem=44 * 1024) == 4

@@ -536,16 +536,20 @@ def auto_schedule(arcs: int):
     return "blocks" if arcs <= BLOCKS_ARCS else auto_groups(arcs)
 
 
-def _grid_size(cp, kernel, block: int) -> int:
+def _grid_size(cp, kernel, block: int, smem: int = 0) -> int:
+    """Resident blocks of ``kernel`` on the device: blocks of ``block`` threads with ``smem``
+    bytes of dynamic shared memory each, per SM, times the SMs."""
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     try:
         from cupy.cuda import driver
 
         fn = getattr(kernel, "kernel", kernel)
-        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, block, 0))
+        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, block, int(smem)))
     except Exception:
         regs = max(int(getattr(kernel, "num_regs", 64)), 1)
         per_sm = max(1, min(65536 // (-(-regs * 32 // 256) * 256 * (block // 32)), 2048 // block))
+        if smem:   # 228 KB of shared memory per SM (sm_90), 1 KB of it reserved per block
+            per_sm = max(1, min(per_sm, (228 * 1024) // (int(smem) + 2048)))
     return int(sms * max(per_sm, 1))
 
 
@@ -1014,7 +1018,13 @@ class GpuMSBFS:
                 mod = get_module("msbfs", defines=defs)
                 self._blocks = mod.get_function("distgraph_msbfs_pull_blocks" if self.pull else
                                                 "distgraph_msbfs_blocks")
-                self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, self.block_threads)))
+                # the dynamic shared memory of a block: the pull kernel's two candidate bit arrays,
+                # or the block kernel's dirty bits with shared_dbits, where they fit
+                dbw = max(self.rho, 1) // 32 + 1
+                smem = (8 * dbw if 8 * dbw <= SHARED_DBITS_MAX - 4096 else 0) if self.pull else \
+                    (4 * dbw if shared_dbits and 4 * dbw <= SHARED_DBITS_MAX else 0)
+                self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, self.block_threads,
+                                                                           smem)))
                 # the plan of what is allocated (the check above was for the untrimmed count)
                 self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=self.slots, **self._plan_kw)
                 self.info["device_bytes"] = self.plan.total
