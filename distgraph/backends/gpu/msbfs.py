@@ -56,7 +56,7 @@ from .memory import MemoryPlan, format_bytes
 
 __all__ = ["KAPPAS", "MODES", "get_vi", "exchange_ranges", "slice_set_bounds", "rows_subgraph",
            "emulate_batch", "msbfs_plan", "auto_groups", "auto_schedule", "sparse_share", "auto_sparse",
-           "SPARSE_CHOICES", "GpuMSBFS"]
+           "SPARSE_CHOICES", "PULL_CHOICES", "GpuMSBFS"]
 
 KAPPAS = (32, 64, 128, 256)
 MODES = ("auto", "replicated", "partitioned", "stepwise")
@@ -1047,6 +1047,7 @@ class GpuMSBFS:
                     self._ell = cp.asarray(ell4(t2ptr, t2idx, n))
                     self._sg_ptr = cp.asarray(self._sg[0])
                     self._sg_idx = cp.asarray(self._sg[1]) if self._sg[1].shape[0] else cp.zeros(1, cp.int32)
+                    del self._sg   # on the device now
                 else:
                     self.shared_dbits = bool(shared_dbits) and 4 * self._dbw <= SHARED_DBITS_MAX
                     self._act = cp.zeros(S * rho1 * W, cp.uint32)
