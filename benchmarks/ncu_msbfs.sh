@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.." || exit 1
 [ -d .cache/k2data ] && export DISTGRAPH_DATA=$PWD/.cache/k2data
 NCU=$(command -v ncu || find /usr/local/cuda*/bin /opt/nvidia -name ncu -type f 2>/dev/null | head -n 1)
 echo "ncu: ${NCU:-none}" | tee "$OUTDIR/ncu-path.txt"
-for p in off on; do
+for p in ${NCU_MODES:-off on}; do  # NCU_MODES=on: the pull kernel only
   name=$([ "$p" = on ] && echo pull || echo push)
   "$PY" benchmarks/ncu_msbfs.py "$GRAPH" --pull "$p" > "$OUTDIR/plain-$name.txt" 2>&1
   if [ -n "${NCU:-}" ]; then
