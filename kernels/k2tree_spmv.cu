@@ -77,7 +77,11 @@
 // no scattered atomics at all, yet 0.98-1.07x the block kernel's time on kron 20-23,
 // 1.18x the 4-chunk leaves' on kron:20; rows k2F_band*, commits f20ed2c/edcde2a): the
 // single-vector leaves are bound by the latency of their chain of dependent loads, not
-// by the atomics.
+// by the atomics. Also removed: the prefetching leaves with the lanes of a warp grouped by
+// output row (__match_any_sync) and each group's outputs combined in shared memory
+// (lane_combine="warp", commit 365dae1), 1.21-1.45x the default leaves' time on
+// degree-ordered kron 20-24, where hub rows fill whole warps
+// (benchmarks/results/session8_x2/call2/).
 //
 // CSR, the baseline with the same semirings (left products run it on the CSR of A^T):
 // __global__ distgraph_csr_rows        (indptr, indices, nrows, x, y, B)
@@ -819,16 +823,13 @@ __device__ __forceinline__ unsigned char shfl_up_val(unsigned char v, int o) {
     return (unsigned char)__shfl_up_sync(0xffffffffu, (int)v, o);
 }
 
-template <int K, bool LEFT, bool LANES = false, bool WARP = false>
+template <int K, bool LEFT, bool LANES = false>
 __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig, const dir_t *__restrict__ dir,
                                            const u64 *__restrict__ codes, const unsigned int *__restrict__ delta,
                                            const u64 *__restrict__ base, i64 g0, i64 n,
                                            const value_t *__restrict__ x, i64 nin, value_t *__restrict__ y) {
     static_assert(K >= 1 && K <= 4, "the packed scan holds up to 4 chunks");
-    static_assert(!(LANES && WARP), "one way of combining lanes");
     __shared__ unsigned int wsum[DG_K2_BLOCK / 32];
-    // WARP: a slot of 4 outputs per lane, where the other lanes of its group combine theirs
-    __shared__ value_t s_grp[WARP ? DG_K2_BLOCK / 32 : 1][WARP ? 32 : 1][4];
     const unsigned full = 0xffffffffu;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const i64 c0 = g0 / DG_K2_BLOCK, clast = (g0 + n - 1) / DG_K2_BLOCK;
@@ -890,7 +891,7 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
 #pragma unroll
     for (int j = 0; j < K; ++j) {
         unsigned int m = (unsigned int)lam[j];
-        if (!LANES && !WARP && !m) continue;  // LANES, WARP: every lane takes part in the shuffles below
+        if (!LANES && !m) continue;  // LANES: every lane takes part in the shuffles below
         unsigned int t = (m ^ (m >> 2)) & 0x0C0Cu;  // bit 4b+q -> bit 4 dr + dc
         m ^= t ^ (t << 2);
         if (LEFT) {  // the transpose: bit 4 dc + dr
@@ -901,12 +902,9 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
         }
         const int o1 = m ? (__ffs(m) - 1) >> 2 : 0;  // LANES: the first output goes through (5)
         value_t v1 = Semiring::zero();
-        value_t vo[4];  // WARP: this lane's four outputs (zero() where none), through (6)
-        unsigned int outs = 0u;  // WARP: the outputs it has (bit o)
 #pragma unroll
         for (int o = 0; o < 4; ++o) {
             const unsigned int r = (m >> (4 * o)) & 15u;
-            vo[o] = Semiring::zero();
             if (!r) continue;
             value_t acc = xv[j][0];
             bool any = false;
@@ -916,54 +914,10 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
                 acc = any ? Semiring::combine(acc, xv[j][i]) : xv[j][i];
                 any = true;
             }
-            if (LANES && o == o1) {
+            if (LANES && o == o1)
                 v1 = acc;
-            } else if (WARP) {
-                vo[o] = acc;
-                outs |= 1u << o;
-            } else {
+            else
                 Semiring::flush(&y[((i64)ob[j] << 2) + o], acc);
-            }
-        }
-        if constexpr (WARP) {
-            // (6) the lanes of the warp whose node has the same block row (left: column) ob
-            // form a group (__match_any_sync); where some group has two lanes or more, each
-            // group's lanes combine their four outputs into the slot of its first lane in
-            // shared memory and that lane updates y once per output the group has. On a
-            // degree-ordered matrix the hub rows fill the dense corner, whose nodes, in
-            // Z-order, share rows across the warp: their atomic updates of the same entries
-            // of y serialize otherwise.
-            const u64 gkey = m ? (u64)ob[j] : (1ull << 32) + (u64)lane;  // lanes without output: alone
-            const unsigned grp = __match_any_sync(full, gkey);
-            const bool dup = m && (grp & (grp - 1u));
-            if (__any_sync(full, dup)) {
-                const int lead = __ffs(grp) - 1;
-                value_t *slot = s_grp[w][lead];
-                if (dup && lane == lead) {
-#pragma unroll
-                    for (int o = 0; o < 4; ++o) slot[o] = vo[o];
-                }
-                __syncwarp();
-                if (dup && lane != lead) {
-#pragma unroll
-                    for (int o = 0; o < 4; ++o)
-                        if ((outs >> o) & 1u) Semiring::combine_shared(&slot[o], vo[o]);
-                }
-                __syncwarp();
-                if (dup) {
-                    const unsigned all = __reduce_or_sync(grp, outs);
-                    if (lane == lead) {
-#pragma unroll
-                        for (int o = 0; o < 4; ++o)
-                            if ((all >> o) & 1u) Semiring::flush(&y[((i64)ob[j] << 2) + o], slot[o]);
-                    }
-                    outs = 0u;
-                }
-                __syncwarp();  // the slots are free for the next chunk
-            }
-#pragma unroll
-            for (int o = 0; o < 4; ++o)
-                if ((outs >> o) & 1u) Semiring::flush(&y[((i64)ob[j] << 2) + o], vo[o]);
         }
         if constexpr (LANES) {
             // (5) runs of adjacent lanes whose first output is the same entry of y are
@@ -984,17 +938,17 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
     }
 }
 
-// The entries: K, LANES and WARP fixed at compile time, the direction (left) picked per launch.
-template <int K, bool LANES, bool WARP = false>
+// The entries: K and LANES fixed at compile time, the direction (left) picked per launch.
+template <int K, bool LANES>
 __device__ __forceinline__ void leaves_pre_entry(const unsigned char *__restrict__ sig, const dir_t *__restrict__ dir,
                                                  const u64 *__restrict__ codes,
                                                  const unsigned int *__restrict__ delta, const u64 *__restrict__ base,
                                                  i64 g0, i64 n, const value_t *__restrict__ x, i64 nin,
                                                  value_t *__restrict__ y, int left) {
     if (left)
-        leaves_pre<K, true, LANES, WARP>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+        leaves_pre<K, true, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y);
     else
-        leaves_pre<K, false, LANES, WARP>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+        leaves_pre<K, false, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y);
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_k2_pre(const unsigned char *__restrict__ sig,
@@ -1029,17 +983,4 @@ extern "C" __global__ void distgraph_k2tree_leaves_k4_pre_lanes(const unsigned c
                                                                 const value_t *__restrict__ x, i64 nin,
                                                                 value_t *__restrict__ y, int left) {
     leaves_pre_entry<4, true>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
-}
-
-// The same with the lanes of a warp grouped by output row (left: column) and each group's
-// updates combined in shared memory first ((6) above; DeviceMatrix(prefetch=True,
-// lane_combine="warp")): for degree-ordered matrices, whose hub rows and columns collide.
-extern "C" __global__ void distgraph_k2tree_leaves_k4_pre_warp(const unsigned char *__restrict__ sig,
-                                                               const dir_t *__restrict__ dir,
-                                                               const u64 *__restrict__ codes,
-                                                               const unsigned int *__restrict__ delta,
-                                                               const u64 *__restrict__ base, i64 g0, i64 n,
-                                                               const value_t *__restrict__ x, i64 nin,
-                                                               value_t *__restrict__ y, int left) {
-    leaves_pre_entry<4, false, true>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
 }

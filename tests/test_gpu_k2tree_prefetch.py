@@ -202,12 +202,8 @@ def test_lane_runs_replayed_on_host():
     (dict(prefetch="on"), "prefetch must be True, False or 'auto'; got 'on'"),
     (dict(prefetch="AUTO"), "prefetch must be True, False or 'auto'; got 'AUTO'"),
     (dict(prefetch=None), "prefetch must be True, False or 'auto'; got None"),
-    (dict(prefetch=True, lane_combine=1), "lane_combine must be True, False, 'auto' or 'warp'; got 1"),
-    (dict(lane_combine="true"), "lane_combine must be True, False, 'auto' or 'warp'; got 'true'"),
-    (dict(prefetch=False, lane_combine="warp"),
-     r"lane_combine='warp' needs prefetch=True \(or 'auto' where it applies\) and chunks_per_block in \(4,\)"),
-    (dict(chunks_per_block=2, lane_combine="warp"), r"lane_combine='warp' needs prefetch=True"),
-    (dict(aggregate=True, lane_combine="warp"), r"lane_combine='warp' needs prefetch=True"),
+    (dict(prefetch=True, lane_combine=1), "lane_combine must be True, False or 'auto'; got 1"),
+    (dict(lane_combine="true"), "lane_combine must be True, False or 'auto'; got 'true'"),
     (dict(prefetch=False, lane_combine=True),
      r"lane_combine=True needs prefetch=True \(or 'auto' where it applies\) and chunks_per_block in \(4,\)"),
     (dict(prefetch=True, chunks_per_block=2, lane_combine=True), r"lane_combine=True needs prefetch=True"),
@@ -270,30 +266,21 @@ def test_leaves_options_auto_true_false():
     for bad in (1, 0, "on", "Auto", None, 4.0):
         with pytest.raises(InvalidArgumentError, match=f"prefetch must be True, False or 'auto'; got {bad!r}"):
             opt(pre=bad)
-        with pytest.raises(InvalidArgumentError,
-                           match=f"lane_combine must be True, False, 'auto' or 'warp'; got {bad!r}"):
+        with pytest.raises(InvalidArgumentError, match=f"lane_combine must be True, False or 'auto'; got {bad!r}"):
             opt(lanes=bad)
-    # "warp": the lanes of a warp grouped by output, only where lanes can be combined
-    assert opt(lanes="warp") == (True, "warp") and opt(pre=True, lanes="warp") == (True, "warp")
-    for kw in (dict(K=2), dict(pre=False), dict(agg=True), dict(block=False), dict(K=8)):
-        with pytest.raises(InvalidArgumentError, match="lane_combine='warp' needs prefetch=True"):
-            opt(lanes="warp", **kw)
 
 
 def test_leaves_kernel_of_a_product():
     """The kernel a product launches: the prefetching leaves only for single vectors with an
     aligned x and K = 2 or 4; batches and K = 1 the one-chunk block kernel; the thread kernel
     without the block kernels."""
-    from distgraph.backends.gpu.k2tree_spmv import (LEAVES_AGG, LEAVES_K, LEAVES_PRE, LEAVES_PRE_LANES, LEAVES_PRE_WARP,
-                                                    leaves_kernel)
+    from distgraph.backends.gpu.k2tree_spmv import LEAVES_AGG, LEAVES_K, LEAVES_PRE, LEAVES_PRE_LANES, leaves_kernel
 
     def kern(K=4, B=1, pre=True, lanes=True, agg=False, aligned=True, block=True):
         return leaves_kernel(block=block, chunks_per_block=K, B=B, prefetch=pre, lane_combine=lanes, aggregate=agg,
                              aligned=aligned)
 
     assert kern() == LEAVES_PRE_LANES[4] == "distgraph_k2tree_leaves_k4_pre_lanes"
-    assert kern(lanes="warp") == LEAVES_PRE_WARP[4] == "distgraph_k2tree_leaves_k4_pre_warp"
-    assert kern(lanes="warp", aligned=False) == LEAVES_K[4] and kern(lanes="warp", B=2) == LEAVES_K[1]
     assert kern(lanes=False) == LEAVES_PRE[4] and kern(K=2, lanes=False) == LEAVES_PRE[2]
     assert kern(aligned=False) == LEAVES_K[4] and kern(K=2, lanes=False, aligned=False) == LEAVES_K[2]
     assert kern(pre=False, lanes=False) == LEAVES_K[4]
@@ -353,10 +340,6 @@ def fake_cupy(monkeypatch):
     (dict(levels_per_step=2, tile=16), 1, dict(), "k4_pre_lanes", True, True),
     (dict(cached_frontier=True), 1, dict(dtype=np.float64, ptr=48), "k4_pre_lanes", True, True),
     (dict(cached_frontier=True), 1, dict(dtype=np.bool_, ptr=4), "k4_pre_lanes", True, True),
-    # lane_combine="warp": the lanes of a warp grouped by output
-    (dict(cached_frontier=True, lane_combine="warp"), 1, dict(), "k4_pre_warp", True, "warp"),
-    (dict(lane_combine="warp"), 1, dict(ptr=(1 << 20) + 4), "k4", True, "warp"),
-    (dict(lane_combine="warp"), 2, dict(), "blk", True, "warp"),
     # K = 2: prefetching, no lanes
     (dict(chunks_per_block=2), 1, dict(), "k2_pre", True, False),
     (dict(cached_frontier=True, chunks_per_block=2), 1, dict(), "k2_pre", True, False),
@@ -445,7 +428,7 @@ def _xs(k, seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("K, lanes", [(2, False), (4, False), (4, True), (4, "warp")])
+@pytest.mark.parametrize("K, lanes", [(2, False), (4, False), (4, True)])
 def test_gpu_prefetch_leaves_match_scipy_and_default(K, lanes):
     """prefetch=True on a 901 x 703 matrix with a dense corner, dense rows and columns and
     cells in the last row and column (x's end read by the guarded loads) and on kron:12:
@@ -458,18 +441,12 @@ def test_gpu_prefetch_leaves_match_scipy_and_default(K, lanes):
     import cupy as cp
 
     from distgraph import semiring
-    from distgraph.backends.gpu.k2tree_spmv import (LEAVES_K, LEAVES_PRE, LEAVES_PRE_LANES, LEAVES_PRE_WARP,
-                                                    DeviceMatrix, _aligned4)
+    from distgraph.backends.gpu.k2tree_spmv import LEAVES_K, LEAVES_PRE, LEAVES_PRE_LANES, DeviceMatrix, _aligned4
     from distgraph.generators import from_spec
 
     g = from_spec("kron:12")
     mats = {"dense-rows": _matrix(7),
             "kron12": sp.csr_array((np.ones(g.m), g.indices, g.indptr), shape=(g.n, g.n))}
-    if lanes == "warp":  # made for degree-ordered matrices: their hub rows fill whole warps
-        from distgraph.formats.reorder import degree_order
-
-        old_of_new = np.argsort(degree_order(g), kind="stable")
-        mats["kron12-degree"] = mats["kron12"][old_of_new][:, old_of_new]
     for name, A in mats.items():
         P = sp.csr_array(A != 0).astype(np.float64)
         t = K2Tree.from_scipy(A, top_nodes=16)
@@ -489,8 +466,7 @@ def test_gpu_prefetch_leaves_match_scipy_and_default(K, lanes):
                 xf, xi, xb, xm = _xs(M.shape[1], 50 + tile % 97)
                 np.testing.assert_allclose(dm.multiply(xf, semiring.plus_times, left), M @ xf,
                                            rtol=1e-12, atol=1e-12, err_msg=str(msg))
-                assert dm.info["leaves"] == (LEAVES_PRE_WARP if lanes == "warp" else LEAVES_PRE_LANES if lanes
-                                             else LEAVES_PRE)[K], msg
+                assert dm.info["leaves"] == (LEAVES_PRE_LANES if lanes else LEAVES_PRE)[K], msg
                 x32 = xf.astype(np.float32)
                 np.testing.assert_allclose(dm.multiply(x32, semiring.plus_times, left), M @ x32.astype(np.float64),
                                            rtol=1e-4, atol=1e-4, err_msg=str(msg))
@@ -561,14 +537,12 @@ def test_benchmark_configurations_keep_their_leaves(fake_cupy, bench_script):
     t.with_frontier()
     for name, (kw, _) in kb.CONFIGS.items():
         dm = DeviceMatrix(t, **kw)
-        pre = "_pre" in name or name.endswith(("_auto", "_warp"))
-        lanes = "warp" if name.endswith("_warp") else name.endswith(("_lanes", "_auto"))
+        pre, lanes = "_pre" in name or name.endswith("_auto"), name.endswith(("_lanes", "_auto"))
         assert (dm.prefetch, dm.lane_combine) == (pre, lanes), name
         dm.run(_DevArray((t.shape[1], 1)), object(), semiring.plus_times, False)
         K, agg = dm.chunks_per_block, dm.aggregate
         want = ("distgraph_k2tree_leaves" if not dm.block else "distgraph_k2tree_leaves_blk" if K == 1 else
-                f"distgraph_k2tree_leaves_k{K}" + ("_pre_warp" if lanes == "warp" else "_pre_lanes" if lanes else
-                                                  "_pre" if pre else "_agg" if agg else ""))
+                f"distgraph_k2tree_leaves_k{K}" + ("_pre_lanes" if lanes else "_pre" if pre else "_agg" if agg else ""))
         assert dm.info["leaves"] == want, name
     assert kb.CONFIGS["k2F"][0]["prefetch"] is False and kb.CONFIGS["k2"][0]["prefetch"] is False
     assert [kb._product(k) for k in ("right", "right_mode", "right_leaves", "batch_scan")] == \

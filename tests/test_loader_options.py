@@ -31,3 +31,11 @@ def test_environment_options_added(monkeypatch, tmp_path):
     assert len(seen) == 2
     assert seen[0][-1] == "-DX=1" and "-lineinfo" not in seen[0]
     assert seen[1][-3:] == ("-DX=1", "-lineinfo", "-G0")
+
+
+def test_environment_options_accepted_by_the_configuration():
+    # the configuration refuses unknown DISTGRAPH_* variables: this one must not be refused, or
+    # every run with it (benchmarks/ncu_msbfs.sh NCU_SOURCE=1) fails at import
+    from distgraph.runtime.config import reload_config
+
+    reload_config({"DISTGRAPH_NVRTC_OPTIONS": "-lineinfo"})

@@ -25,6 +25,7 @@ _FALSE = {"0", "false", "no", "off"}
 _NOT_KEYS = {"DISTGRAPH_TEST_TIMEOUT", "DISTGRAPH_TEST_LOGDIR",  # tests/run.sh, tests/mpi_pytest.py
              "DISTGRAPH_DATA",  # tests/conftest.py and benchmarks/: the shared data folder
              "DISTGRAPH_NVSHMEM_INCLUDE", "DISTGRAPH_COMMIT",  # tests/test_kernels_compile.py, gpu_check.sh
+             "DISTGRAPH_NVRTC_OPTIONS",  # backends/gpu/loader.py reads it when it compiles a module
              # launch/dglaunch.py (LAUNCH_VARS): read by the launchers, removed before the command runs
              "DISTGRAPH_LAUNCH_THREADS", "DISTGRAPH_LAUNCH_GPUS", "DISTGRAPH_LAUNCH_BIND",
              "DISTGRAPH_LAUNCH_SYMMETRIC_SIZE", "DISTGRAPH_LAUNCH_MEMORY_PLAN", "DISTGRAPH_LAUNCH_NVLS",
