@@ -823,12 +823,13 @@ __device__ __forceinline__ unsigned char shfl_up_val(unsigned char v, int o) {
     return (unsigned char)__shfl_up_sync(0xffffffffu, (int)v, o);
 }
 
-template <int K, bool LEFT, bool LANES = false>
+template <int K, bool LEFT, bool LANES = false, bool ROWS = false>
 __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig, const dir_t *__restrict__ dir,
                                            const u64 *__restrict__ codes, const unsigned int *__restrict__ delta,
                                            const u64 *__restrict__ base, i64 g0, i64 n,
                                            const value_t *__restrict__ x, i64 nin, value_t *__restrict__ y) {
     static_assert(K >= 1 && K <= 4, "the packed scan holds up to 4 chunks");
+    static_assert(!(LANES && ROWS), "one way of combining lanes");
     __shared__ unsigned int wsum[DG_K2_BLOCK / 32];
     const unsigned full = 0xffffffffu;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -891,7 +892,7 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
 #pragma unroll
     for (int j = 0; j < K; ++j) {
         unsigned int m = (unsigned int)lam[j];
-        if (!LANES && !m) continue;  // LANES: every lane takes part in the shuffles below
+        if (!LANES && !ROWS && !m) continue;  // LANES, ROWS: every lane takes part in the shuffles below
         unsigned int t = (m ^ (m >> 2)) & 0x0C0Cu;  // bit 4b+q -> bit 4 dr + dc
         m ^= t ^ (t << 2);
         if (LEFT) {  // the transpose: bit 4 dc + dr
@@ -902,9 +903,12 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
         }
         const int o1 = m ? (__ffs(m) - 1) >> 2 : 0;  // LANES: the first output goes through (5)
         value_t v1 = Semiring::zero();
+        value_t vo[4];           // ROWS: the four outputs (zero() where none), through (6)
+        unsigned int outs = 0u;  // ROWS: the outputs this lane has (bit o)
 #pragma unroll
         for (int o = 0; o < 4; ++o) {
             const unsigned int r = (m >> (4 * o)) & 15u;
+            vo[o] = Semiring::zero();
             if (!r) continue;
             value_t acc = xv[j][0];
             bool any = false;
@@ -914,10 +918,41 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
                 acc = any ? Semiring::combine(acc, xv[j][i]) : xv[j][i];
                 any = true;
             }
-            if (LANES && o == o1)
+            if (LANES && o == o1) {
                 v1 = acc;
-            else
+            } else if (ROWS) {
+                vo[o] = acc;
+                outs |= 1u << o;
+            } else {
                 Semiring::flush(&y[((i64)ob[j] << 2) + o], acc);
+            }
+        }
+        if constexpr (ROWS) {
+            // (6) runs of adjacent lanes whose node has the same block row (left: column) ob
+            // combine all four outputs (a segmented inclusive scan of each, and of the outputs'
+            // bits), and the run's last lane updates y once per output the run has. The scan
+            // takes only as many steps as the longest run of the warp needs: none where no two
+            // adjacent lanes share ob, one where runs are pairs (Z-order neighbours).
+            const i64 key = m ? (i64)ob[j] : -1;
+            const i64 kup = __shfl_up_sync(full, key, 1);
+            const unsigned heads = __ballot_sync(full, lane == 0 || kup != key);
+            const int start = 31 - __clz(heads & ((2u << lane) - 1u));  // first lane of this lane's run
+            const int span = __reduce_max_sync(full, (unsigned)(lane - start));  // longest run - 1
+            for (int off = 1; off <= span; off <<= 1) {  // warp-uniform bound
+#pragma unroll
+                for (int o = 0; o < 4; ++o) {
+                    const value_t u = shfl_up_val(vo[o], off);
+                    if (lane - off >= start) vo[o] = Semiring::combine(vo[o], u);
+                }
+                const unsigned int ou = __shfl_up_sync(full, outs, off);
+                if (lane - off >= start) outs |= ou;
+            }
+            const bool last = lane == 31 || ((heads >> (lane + 1)) & 1u);
+            if (key >= 0 && last) {
+#pragma unroll
+                for (int o = 0; o < 4; ++o)
+                    if ((outs >> o) & 1u) Semiring::flush(&y[((i64)ob[j] << 2) + o], vo[o]);
+            }
         }
         if constexpr (LANES) {
             // (5) runs of adjacent lanes whose first output is the same entry of y are
@@ -938,17 +973,17 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
     }
 }
 
-// The entries: K and LANES fixed at compile time, the direction (left) picked per launch.
-template <int K, bool LANES>
+// The entries: K, LANES and ROWS fixed at compile time, the direction (left) picked per launch.
+template <int K, bool LANES, bool ROWS = false>
 __device__ __forceinline__ void leaves_pre_entry(const unsigned char *__restrict__ sig, const dir_t *__restrict__ dir,
                                                  const u64 *__restrict__ codes,
                                                  const unsigned int *__restrict__ delta, const u64 *__restrict__ base,
                                                  i64 g0, i64 n, const value_t *__restrict__ x, i64 nin,
                                                  value_t *__restrict__ y, int left) {
     if (left)
-        leaves_pre<K, true, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+        leaves_pre<K, true, LANES, ROWS>(sig, dir, codes, delta, base, g0, n, x, nin, y);
     else
-        leaves_pre<K, false, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+        leaves_pre<K, false, LANES, ROWS>(sig, dir, codes, delta, base, g0, n, x, nin, y);
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_k2_pre(const unsigned char *__restrict__ sig,
@@ -983,4 +1018,16 @@ extern "C" __global__ void distgraph_k2tree_leaves_k4_pre_lanes(const unsigned c
                                                                 const value_t *__restrict__ x, i64 nin,
                                                                 value_t *__restrict__ y, int left) {
     leaves_pre_entry<4, true>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
+}
+
+// The same with runs of adjacent lanes whose nodes share a block row (left: column) combining
+// all four outputs first ((6) above; DeviceMatrix(prefetch=True, lane_combine="rows")).
+extern "C" __global__ void distgraph_k2tree_leaves_k4_pre_rows(const unsigned char *__restrict__ sig,
+                                                               const dir_t *__restrict__ dir,
+                                                               const u64 *__restrict__ codes,
+                                                               const unsigned int *__restrict__ delta,
+                                                               const u64 *__restrict__ base, i64 g0, i64 n,
+                                                               const value_t *__restrict__ x, i64 nin,
+                                                               value_t *__restrict__ y, int left) {
+    leaves_pre_entry<4, false, true>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
 }
