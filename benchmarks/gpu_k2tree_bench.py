@@ -31,8 +31,7 @@ products (B = 128) for
   ``k2_pre`` (tree-only): ``prefetch=True, lane_combine=False``, each 4 x 4 block's 4 inputs
   loaded with its code before the block scan (``distgraph_k2tree_leaves_k<K>_pre``);
   ``k2F_pre_lanes``, ``k2_pre_lanes``: and ``lane_combine=True`` (adjacent lanes updating the
-  same entry of ``y`` combined first); ``k2F_rows``: ``lane_combine="rows"``, runs of adjacent
-  lanes with the same block row (left: column) combining all four outputs; ``k2F_auto``: the library's defaults
+  same entry of ``y`` combined first); ``k2F_auto``: the library's defaults
   (``prefetch="auto"``: at K = 4 the leaves of ``k2F_pre_lanes``). Each product records the
   leaves kernel it ran (``time_ms.<config>.<product>_leaves``, ``DeviceMatrix.info``). Rows
   ``k2_warp``/``k2F_warp`` (commit 4de3042), ``k2_hash``/``k2F_hash`` (84cd318) and
@@ -238,7 +237,6 @@ CONFIGS = {
     "k2F_k2_pre": (dict(cached_frontier=True, chunks_per_block=2, prefetch=True), ("right", "left")),
     "k2_pre": (dict(tile=1 << 20, prefetch=True, lane_combine=False), ("right", "left")),
     "k2F_pre_lanes": (dict(cached_frontier=True, prefetch=True, lane_combine=True), ("right", "left")),
-    "k2F_rows": (dict(cached_frontier=True, prefetch=True, lane_combine="rows"), ("right", "left")),
     "k2_pre_lanes": (dict(tile=1 << 20, prefetch=True, lane_combine=True), ("right", "left")),
     # the library's defaults (prefetch="auto", lane_combine="auto"): k2F_pre_lanes at K = 4
     "k2F_auto": (dict(cached_frontier=True), ("right", "left")),

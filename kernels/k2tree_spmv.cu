@@ -81,7 +81,9 @@
 // output row (__match_any_sync) and each group's outputs combined in shared memory
 // (lane_combine="warp", commit 365dae1), 1.21-1.45x the default leaves' time on
 // degree-ordered kron 20-24, where hub rows fill whole warps
-// (benchmarks/results/session8_x2/call2/).
+// (benchmarks/results/session8_x2/call2/); and runs of adjacent lanes with the same block row
+// combining all four outputs by shuffles (lane_combine="rows", commit 8a98c34), 1.18-1.29x
+// there and 1.04-1.05x unreordered (session8_x2/call5/).
 //
 // CSR, the baseline with the same semirings (left products run it on the CSR of A^T):
 // __global__ distgraph_csr_rows        (indptr, indices, nrows, x, y, B)
@@ -823,13 +825,12 @@ __device__ __forceinline__ unsigned char shfl_up_val(unsigned char v, int o) {
     return (unsigned char)__shfl_up_sync(0xffffffffu, (int)v, o);
 }
 
-template <int K, bool LEFT, bool LANES = false, bool ROWS = false>
+template <int K, bool LEFT, bool LANES = false>
 __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig, const dir_t *__restrict__ dir,
                                            const u64 *__restrict__ codes, const unsigned int *__restrict__ delta,
                                            const u64 *__restrict__ base, i64 g0, i64 n,
                                            const value_t *__restrict__ x, i64 nin, value_t *__restrict__ y) {
     static_assert(K >= 1 && K <= 4, "the packed scan holds up to 4 chunks");
-    static_assert(!(LANES && ROWS), "one way of combining lanes");
     __shared__ unsigned int wsum[DG_K2_BLOCK / 32];
     const unsigned full = 0xffffffffu;
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
@@ -892,7 +893,7 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
 #pragma unroll
     for (int j = 0; j < K; ++j) {
         unsigned int m = (unsigned int)lam[j];
-        if (!LANES && !ROWS && !m) continue;  // LANES, ROWS: every lane takes part in the shuffles below
+        if (!LANES && !m) continue;  // LANES: every lane takes part in the shuffles below
         unsigned int t = (m ^ (m >> 2)) & 0x0C0Cu;  // bit 4b+q -> bit 4 dr + dc
         m ^= t ^ (t << 2);
         if (LEFT) {  // the transpose: bit 4 dc + dr
@@ -903,12 +904,9 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
         }
         const int o1 = m ? (__ffs(m) - 1) >> 2 : 0;  // LANES: the first output goes through (5)
         value_t v1 = Semiring::zero();
-        value_t vo[4];           // ROWS: the four outputs (zero() where none), through (6)
-        unsigned int outs = 0u;  // ROWS: the outputs this lane has (bit o)
 #pragma unroll
         for (int o = 0; o < 4; ++o) {
             const unsigned int r = (m >> (4 * o)) & 15u;
-            vo[o] = Semiring::zero();
             if (!r) continue;
             value_t acc = xv[j][0];
             bool any = false;
@@ -918,41 +916,10 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
                 acc = any ? Semiring::combine(acc, xv[j][i]) : xv[j][i];
                 any = true;
             }
-            if (LANES && o == o1) {
+            if (LANES && o == o1)
                 v1 = acc;
-            } else if (ROWS) {
-                vo[o] = acc;
-                outs |= 1u << o;
-            } else {
+            else
                 Semiring::flush(&y[((i64)ob[j] << 2) + o], acc);
-            }
-        }
-        if constexpr (ROWS) {
-            // (6) runs of adjacent lanes whose node has the same block row (left: column) ob
-            // combine all four outputs (a segmented inclusive scan of each, and of the outputs'
-            // bits), and the run's last lane updates y once per output the run has. The scan
-            // takes only as many steps as the longest run of the warp needs: none where no two
-            // adjacent lanes share ob, one where runs are pairs (Z-order neighbours).
-            const i64 key = m ? (i64)ob[j] : -1;
-            const i64 kup = __shfl_up_sync(full, key, 1);
-            const unsigned heads = __ballot_sync(full, lane == 0 || kup != key);
-            const int start = 31 - __clz(heads & ((2u << lane) - 1u));  // first lane of this lane's run
-            const int span = __reduce_max_sync(full, (unsigned)(lane - start));  // longest run - 1
-            for (int off = 1; off <= span; off <<= 1) {  // warp-uniform bound
-#pragma unroll
-                for (int o = 0; o < 4; ++o) {
-                    const value_t u = shfl_up_val(vo[o], off);
-                    if (lane - off >= start) vo[o] = Semiring::combine(vo[o], u);
-                }
-                const unsigned int ou = __shfl_up_sync(full, outs, off);
-                if (lane - off >= start) outs |= ou;
-            }
-            const bool last = lane == 31 || ((heads >> (lane + 1)) & 1u);
-            if (key >= 0 && last) {
-#pragma unroll
-                for (int o = 0; o < 4; ++o)
-                    if ((outs >> o) & 1u) Semiring::flush(&y[((i64)ob[j] << 2) + o], vo[o]);
-            }
         }
         if constexpr (LANES) {
             // (5) runs of adjacent lanes whose first output is the same entry of y are
@@ -973,17 +940,17 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
     }
 }
 
-// The entries: K, LANES and ROWS fixed at compile time, the direction (left) picked per launch.
-template <int K, bool LANES, bool ROWS = false>
+// The entries: K and LANES fixed at compile time, the direction (left) picked per launch.
+template <int K, bool LANES>
 __device__ __forceinline__ void leaves_pre_entry(const unsigned char *__restrict__ sig, const dir_t *__restrict__ dir,
                                                  const u64 *__restrict__ codes,
                                                  const unsigned int *__restrict__ delta, const u64 *__restrict__ base,
                                                  i64 g0, i64 n, const value_t *__restrict__ x, i64 nin,
                                                  value_t *__restrict__ y, int left) {
     if (left)
-        leaves_pre<K, true, LANES, ROWS>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+        leaves_pre<K, true, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y);
     else
-        leaves_pre<K, false, LANES, ROWS>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+        leaves_pre<K, false, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y);
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_k2_pre(const unsigned char *__restrict__ sig,
@@ -1018,16 +985,4 @@ extern "C" __global__ void distgraph_k2tree_leaves_k4_pre_lanes(const unsigned c
                                                                 const value_t *__restrict__ x, i64 nin,
                                                                 value_t *__restrict__ y, int left) {
     leaves_pre_entry<4, true>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
-}
-
-// The same with runs of adjacent lanes whose nodes share a block row (left: column) combining
-// all four outputs first ((6) above; DeviceMatrix(prefetch=True, lane_combine="rows")).
-extern "C" __global__ void distgraph_k2tree_leaves_k4_pre_rows(const unsigned char *__restrict__ sig,
-                                                               const dir_t *__restrict__ dir,
-                                                               const u64 *__restrict__ codes,
-                                                               const unsigned int *__restrict__ delta,
-                                                               const u64 *__restrict__ base, i64 g0, i64 n,
-                                                               const value_t *__restrict__ x, i64 nin,
-                                                               value_t *__restrict__ y, int left) {
-    leaves_pre_entry<4, false, true>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
 }

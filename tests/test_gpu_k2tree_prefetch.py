@@ -197,68 +197,13 @@ def test_lane_runs_replayed_on_host():
         np.testing.assert_allclose([x for _, x in got], [x for _, x in want], rtol=1e-12, atol=1e-12)
 
 
-def _row_runs(key, vo, outs):
-    """Step (6) of the row-combining kernel on one warp (lane_combine="rows"): runs of
-    adjacent lanes with one block row ``key`` (-1: no output) scan their four outputs ``vo``
-    (32 x 4, zero where none) and output bits ``outs``, in only as many steps as the longest
-    run needs; the (entry of y, value) updates the warp issues."""
-    kup = np.concatenate([[key[0]], key[:-1]])
-    lane = np.arange(32)
-    heads = int(sum(1 << i for i in range(32) if i == 0 or kup[i] != key[i]))
-    start = np.array([31 - (32 - (heads & (((2 << i) & 0xFFFFFFFF) - 1) & 0xFFFFFFFF).bit_length())
-                      for i in range(32)])
-    span = int((lane - start).max())  # __reduce_max_sync
-    vo, outs = vo.copy(), outs.copy()
-    off = 1
-    while off <= span:
-        u = np.concatenate([vo[:off], vo[:-off]])
-        ou = np.concatenate([outs[:off], outs[:-off]])
-        on = lane - off >= start
-        vo = np.where(on[:, None], vo + u, vo)
-        outs = np.where(on, outs | ou, outs)
-        off <<= 1
-    last = (lane == 31) | np.array([(heads >> (i + 1)) & 1 for i in range(32)], bool)
-    return sorted((int(4 * key[i] + o), float(vo[i, o])) for i in range(32) if key[i] >= 0 and last[i]
-                  for o in range(4) if (outs[i] >> o) & 1)
-
-
-def test_row_runs_replayed_on_host():
-    """Runs of adjacent lanes with one block row give one update per output the run has,
-    with the run's sum; long runs (a degree-ordered corner), pairs and no runs at all."""
-    rng = np.random.default_rng(5)
-    for trial in range(400):
-        reps = rng.integers(1, [2, 3, 33, 9][trial % 4], 32)
-        key = np.repeat(rng.integers(-1, 6, 32), reps)[:32]
-        if len(key) < 32:
-            key = np.concatenate([key, np.full(32 - len(key), 9)])
-        outs = np.where(key >= 0, rng.integers(0, 16, 32), 0)
-        outs[(key >= 0) & (outs == 0)] = 1
-        vo = np.where((outs[:, None] >> np.arange(4)) & 1, rng.standard_normal((32, 4)), 0.0)
-        want = {}
-        for i in range(32):
-            for o in range(4):
-                if key[i] >= 0 and (outs[i] >> o) & 1:
-                    run = i  # the run's first lane identifies it
-                    while run > 0 and key[run - 1] == key[i]:
-                        run -= 1
-                    want[(run, 4 * key[i] + o)] = want.get((run, 4 * key[i] + o), 0.0) + vo[i, o]
-        want = sorted((k, v) for (_, k), v in want.items())
-        got = _row_runs(key, vo, outs)
-        assert [k for k, _ in got] == [k for k, _ in want]
-        np.testing.assert_allclose([v for _, v in got], [v for _, v in want], rtol=1e-12, atol=1e-12)
-
-
 @pytest.mark.parametrize("kw, msg", [
     (dict(prefetch=1), "prefetch must be True, False or 'auto'; got 1"),
     (dict(prefetch="on"), "prefetch must be True, False or 'auto'; got 'on'"),
     (dict(prefetch="AUTO"), "prefetch must be True, False or 'auto'; got 'AUTO'"),
     (dict(prefetch=None), "prefetch must be True, False or 'auto'; got None"),
-    (dict(prefetch=True, lane_combine=1), "lane_combine must be True, False, 'auto' or 'rows'; got 1"),
-    (dict(lane_combine="true"), "lane_combine must be True, False, 'auto' or 'rows'; got 'true'"),
-    (dict(prefetch=False, lane_combine="rows"),
-     r"lane_combine='rows' needs prefetch=True \(or 'auto' where it applies\) and chunks_per_block in \(4,\)"),
-    (dict(chunks_per_block=2, lane_combine="rows"), r"lane_combine='rows' needs prefetch=True"),
-    (dict(aggregate=True, lane_combine="rows"), r"lane_combine='rows' needs prefetch=True"),
+    (dict(prefetch=True, lane_combine=1), "lane_combine must be True, False or 'auto'; got 1"),
+    (dict(lane_combine="true"), "lane_combine must be True, False or 'auto'; got 'true'"),
     (dict(prefetch=False, lane_combine=True),
      r"lane_combine=True needs prefetch=True \(or 'auto' where it applies\) and chunks_per_block in \(4,\)"),
     (dict(prefetch=True, chunks_per_block=2, lane_combine=True), r"lane_combine=True needs prefetch=True"),
@@ -321,30 +266,21 @@ def test_leaves_options_auto_true_false():
     for bad in (1, 0, "on", "Auto", None, 4.0):
         with pytest.raises(InvalidArgumentError, match=f"prefetch must be True, False or 'auto'; got {bad!r}"):
             opt(pre=bad)
-        with pytest.raises(InvalidArgumentError,
-                           match=f"lane_combine must be True, False, 'auto' or 'rows'; got {bad!r}"):
+        with pytest.raises(InvalidArgumentError, match=f"lane_combine must be True, False or 'auto'; got {bad!r}"):
             opt(lanes=bad)
-    # "rows": runs of adjacent lanes with the same block row, only where lanes can be combined
-    assert opt(lanes="rows") == (True, "rows") and opt(pre=True, lanes="rows") == (True, "rows")
-    for kw in (dict(K=2), dict(pre=False), dict(agg=True), dict(block=False), dict(K=8)):
-        with pytest.raises(InvalidArgumentError, match="lane_combine='rows' needs prefetch=True"):
-            opt(lanes="rows", **kw)
 
 
 def test_leaves_kernel_of_a_product():
     """The kernel a product launches: the prefetching leaves only for single vectors with an
     aligned x and K = 2 or 4; batches and K = 1 the one-chunk block kernel; the thread kernel
     without the block kernels."""
-    from distgraph.backends.gpu.k2tree_spmv import (LEAVES_AGG, LEAVES_K, LEAVES_PRE, LEAVES_PRE_LANES, LEAVES_PRE_ROWS,
-                                                    leaves_kernel)
+    from distgraph.backends.gpu.k2tree_spmv import LEAVES_AGG, LEAVES_K, LEAVES_PRE, LEAVES_PRE_LANES, leaves_kernel
 
     def kern(K=4, B=1, pre=True, lanes=True, agg=False, aligned=True, block=True):
         return leaves_kernel(block=block, chunks_per_block=K, B=B, prefetch=pre, lane_combine=lanes, aggregate=agg,
                              aligned=aligned)
 
     assert kern() == LEAVES_PRE_LANES[4] == "distgraph_k2tree_leaves_k4_pre_lanes"
-    assert kern(lanes="rows") == LEAVES_PRE_ROWS[4] == "distgraph_k2tree_leaves_k4_pre_rows"
-    assert kern(lanes="rows", aligned=False) == LEAVES_K[4] and kern(lanes="rows", B=2) == LEAVES_K[1]
     assert kern(lanes=False) == LEAVES_PRE[4] and kern(K=2, lanes=False) == LEAVES_PRE[2]
     assert kern(aligned=False) == LEAVES_K[4] and kern(K=2, lanes=False, aligned=False) == LEAVES_K[2]
     assert kern(pre=False, lanes=False) == LEAVES_K[4]
@@ -404,10 +340,6 @@ def fake_cupy(monkeypatch):
     (dict(levels_per_step=2, tile=16), 1, dict(), "k4_pre_lanes", True, True),
     (dict(cached_frontier=True), 1, dict(dtype=np.float64, ptr=48), "k4_pre_lanes", True, True),
     (dict(cached_frontier=True), 1, dict(dtype=np.bool_, ptr=4), "k4_pre_lanes", True, True),
-    # lane_combine="rows": runs of adjacent lanes with the same block row
-    (dict(cached_frontier=True, lane_combine="rows"), 1, dict(), "k4_pre_rows", True, "rows"),
-    (dict(lane_combine="rows"), 1, dict(ptr=(1 << 20) + 4), "k4", True, "rows"),
-    (dict(lane_combine="rows"), 2, dict(), "blk", True, "rows"),
     # K = 2: prefetching, no lanes
     (dict(chunks_per_block=2), 1, dict(), "k2_pre", True, False),
     (dict(cached_frontier=True, chunks_per_block=2), 1, dict(), "k2_pre", True, False),
@@ -496,7 +428,7 @@ def _xs(k, seed):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("K, lanes", [(2, False), (4, False), (4, True), (4, "rows")])
+@pytest.mark.parametrize("K, lanes", [(2, False), (4, False), (4, True)])
 def test_gpu_prefetch_leaves_match_scipy_and_default(K, lanes):
     """prefetch=True on a 901 x 703 matrix with a dense corner, dense rows and columns and
     cells in the last row and column (x's end read by the guarded loads) and on kron:12:
@@ -509,18 +441,12 @@ def test_gpu_prefetch_leaves_match_scipy_and_default(K, lanes):
     import cupy as cp
 
     from distgraph import semiring
-    from distgraph.backends.gpu.k2tree_spmv import (LEAVES_K, LEAVES_PRE, LEAVES_PRE_LANES, LEAVES_PRE_ROWS,
-                                                    DeviceMatrix, _aligned4)
+    from distgraph.backends.gpu.k2tree_spmv import LEAVES_K, LEAVES_PRE, LEAVES_PRE_LANES, DeviceMatrix, _aligned4
     from distgraph.generators import from_spec
 
     g = from_spec("kron:12")
     mats = {"dense-rows": _matrix(7),
             "kron12": sp.csr_array((np.ones(g.m), g.indices, g.indptr), shape=(g.n, g.n))}
-    if lanes == "rows":  # degree-ordered: hub rows in long runs of adjacent lanes
-        from distgraph.formats.reorder import degree_order
-
-        old_of_new = np.argsort(degree_order(g), kind="stable")
-        mats["kron12-degree"] = mats["kron12"][old_of_new][:, old_of_new]
     for name, A in mats.items():
         P = sp.csr_array(A != 0).astype(np.float64)
         t = K2Tree.from_scipy(A, top_nodes=16)
@@ -540,8 +466,7 @@ def test_gpu_prefetch_leaves_match_scipy_and_default(K, lanes):
                 xf, xi, xb, xm = _xs(M.shape[1], 50 + tile % 97)
                 np.testing.assert_allclose(dm.multiply(xf, semiring.plus_times, left), M @ xf,
                                            rtol=1e-12, atol=1e-12, err_msg=str(msg))
-                assert dm.info["leaves"] == (LEAVES_PRE_ROWS if lanes == "rows" else LEAVES_PRE_LANES if lanes
-                                             else LEAVES_PRE)[K], msg
+                assert dm.info["leaves"] == (LEAVES_PRE_LANES if lanes else LEAVES_PRE)[K], msg
                 x32 = xf.astype(np.float32)
                 np.testing.assert_allclose(dm.multiply(x32, semiring.plus_times, left), M @ x32.astype(np.float64),
                                            rtol=1e-4, atol=1e-4, err_msg=str(msg))
@@ -612,14 +537,12 @@ def test_benchmark_configurations_keep_their_leaves(fake_cupy, bench_script):
     t.with_frontier()
     for name, (kw, _) in kb.CONFIGS.items():
         dm = DeviceMatrix(t, **kw)
-        pre = "_pre" in name or name.endswith(("_auto", "_rows"))
-        lanes = "rows" if name.endswith("_rows") else name.endswith(("_lanes", "_auto"))
+        pre, lanes = "_pre" in name or name.endswith("_auto"), name.endswith(("_lanes", "_auto"))
         assert (dm.prefetch, dm.lane_combine) == (pre, lanes), name
         dm.run(_DevArray((t.shape[1], 1)), object(), semiring.plus_times, False)
         K, agg = dm.chunks_per_block, dm.aggregate
         want = ("distgraph_k2tree_leaves" if not dm.block else "distgraph_k2tree_leaves_blk" if K == 1 else
-                f"distgraph_k2tree_leaves_k{K}" + ("_pre_rows" if lanes == "rows" else "_pre_lanes" if lanes else
-                                                  "_pre" if pre else "_agg" if agg else ""))
+                f"distgraph_k2tree_leaves_k{K}" + ("_pre_lanes" if lanes else "_pre" if pre else "_agg" if agg else ""))
         assert dm.info["leaves"] == want, name
     assert kb.CONFIGS["k2F"][0]["prefetch"] is False and kb.CONFIGS["k2"][0]["prefetch"] is False
     assert [kb._product(k) for k in ("right", "right_mode", "right_leaves", "batch_scan")] == \

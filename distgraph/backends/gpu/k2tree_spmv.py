@@ -67,7 +67,12 @@ outputs combined in shared memory: made for degree-ordered trees, whose hub rows
 whole warps, yet k2+F on them took 1.21-1.45x the default leaves' time on kron 20-24,
 right and left, and 1.58-1.69x on the right unreordered; commit 365dae1,
 ``benchmarks/results/session8_x2/call2/``: the atomics on the hub rows are not what
-makes degree-ordered trees slower).
+makes degree-ordered trees slower), and ``lane_combine="rows"`` (runs of adjacent lanes
+with the same block row combining all four outputs by shuffles, as many scan steps as
+the warp's longest run needs: 1.18-1.29x the default leaves' time on degree-ordered kron
+20-24, 1.04-1.05x unreordered; commit 8a98c34, ``session8_x2/call5/``). On degree-ordered
+trees the default's combining of each lane's first output is worth 1.26-1.36x over the
+prefetching leaves without it (``session8_x2/call4/``).
 ``aggregate=True`` (single-vector leaves with K = 2, 4 or 8 chunks,
 ``distgraph_k2tree_leaves_k<K>_agg``; measured slower, kept opt-in for the record: right
 product 12.4/13.6/13.5x cuSPARSE's time on kron 21/22/23 at K = 4 against 2.36/2.60/2.68x
@@ -144,7 +149,6 @@ LEAVES_AGG = {2: "distgraph_k2tree_leaves_k2_agg", 4: "distgraph_k2tree_leaves_k
 # prefetch (default "auto": where they apply): the same leaves with each block's inputs loaded with its code
 LEAVES_PRE = {2: "distgraph_k2tree_leaves_k2_pre", 4: "distgraph_k2tree_leaves_k4_pre"}
 LEAVES_PRE_LANES = {4: "distgraph_k2tree_leaves_k4_pre_lanes"}  # and lane_combine
-LEAVES_PRE_ROWS = {4: "distgraph_k2tree_leaves_k4_pre_rows"}  # and lane_combine="rows"
 LEAVES_THREAD = "distgraph_k2tree_leaves"  # the one-thread-per-node kernels (thread, scan offsets, S != 256)
 AGG_SLOTS = (8, 16, 32, 64, 128, 256)  # slots of the table per chunk of 256 nodes (256: the kernel's default)
 _VALUE_T = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int64): "long long",
@@ -330,13 +334,12 @@ def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=Fals
     return MemoryPlan("k2-tree SpMV", items, hints)
 
 
-def _flag(name, v, words=("auto",)):
-    """True, False or one of ``words`` (numpy booleans as booleans)."""
-    if isinstance(v, str) and v in words:
-        return v
+def _flag(name, v):
+    """True, False or "auto" (numpy booleans as booleans)."""
+    if isinstance(v, str) and v == "auto":
+        return "auto"
     if not isinstance(v, (bool, np.bool_)):
-        allowed = ["True", "False"] + [repr(w) for w in words]
-        raise InvalidArgumentError(f"{name} must be {', '.join(allowed[:-1])} or {allowed[-1]}; got {v!r}")
+        raise InvalidArgumentError(f"{name} must be True, False or 'auto'; got {v!r}")
     return bool(v)
 
 
@@ -358,7 +361,7 @@ def leaves_options(prefetch, lane_combine, *, block, chunks_per_block, aggregate
     >>> leaves_options("auto", "auto", block=True, chunks_per_block=8, aggregate=False)
     (False, False)
     """
-    prefetch, lane_combine = _flag("prefetch", prefetch), _flag("lane_combine", lane_combine, ("auto", "rows"))
+    prefetch, lane_combine = _flag("prefetch", prefetch), _flag("lane_combine", lane_combine)
     can_pre = bool(block) and chunks_per_block in LEAVES_PRE and not aggregate
     if prefetch is True and not can_pre:
         raise InvalidArgumentError(f"prefetch=True needs the block kernels (directory offsets, sample={BLOCK}), "
@@ -368,11 +371,6 @@ def leaves_options(prefetch, lane_combine, *, block, chunks_per_block, aggregate
     if lane_combine is True and not can_lanes:
         raise InvalidArgumentError(f"lane_combine=True needs prefetch=True (or 'auto' where it applies) and "
                                    f"chunks_per_block in {tuple(LEAVES_PRE_LANES)}")
-    if lane_combine == "rows":
-        if not (pre and chunks_per_block in LEAVES_PRE_ROWS):
-            raise InvalidArgumentError(f"lane_combine='rows' needs prefetch=True (or 'auto' where it applies) and "
-                                       f"chunks_per_block in {tuple(LEAVES_PRE_ROWS)}")
-        return pre, "rows"
     return pre, can_lanes and lane_combine is not False
 
 
@@ -388,8 +386,6 @@ def leaves_kernel(*, block, chunks_per_block, B, prefetch, lane_combine, aggrega
     if K == 1:
         return LEAVES_K[1]
     if prefetch and aligned:
-        if lane_combine == "rows":
-            return LEAVES_PRE_ROWS[K]
         return LEAVES_PRE_LANES[K] if lane_combine else LEAVES_PRE[K]
     return LEAVES_AGG[K] if aggregate else LEAVES_K[K]
 
@@ -407,11 +403,8 @@ class DeviceMatrix:
     ``prefetch``: the single-vector leaves load each 4 x 4 block's inputs with its code
     (block kernels with K = 2 or 4, not with ``aggregate``; see the module docstring);
     ``lane_combine``: with ``prefetch`` and K = 4, adjacent lanes updating the same entry
-    of ``y`` combine first (module docstring); ``"rows"``: instead, runs of adjacent lanes
-    whose 4 x 4 blocks share a block row (left: column) combine all four outputs by
-    shuffles, only as many scan steps as the warp's longest run needs
-    (``distgraph_k2tree_leaves_k4_pre_rows``). Each True, False or ``"auto"`` (default: on where they apply,
-    :func:`leaves_options`; measured faster, module docstring).
+    of ``y`` combine first (module docstring). Each True, False or ``"auto"`` (default: on
+    where they apply, :func:`leaves_options`; measured faster, module docstring).
 
     ``info``: ``prefetch`` and ``lane_combine`` as resolved, and ``leaves``, the leaves
     kernel of the last product (None before the first, and for a CSR block): the
@@ -669,7 +662,7 @@ class DeviceMatrix:
                              aligned=self.prefetch and K > 1 and _aligned4(xd))
         self.info["leaves"] = name
         leaves = mod.get_function(name)
-        pre = name in LEAVES_PRE.values() or name in LEAVES_PRE_LANES.values() or name in LEAVES_PRE_ROWS.values()
+        pre = name in LEAVES_PRE.values() or name in LEAVES_PRE_LANES.values()
         if pre:
             nin = np.int64(xd.shape[0])
         for st in self.steps:
