@@ -1202,32 +1202,11 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
 // that their frontier elements are loaded without waiting for an index load; a vertex with more
 // reads the rest from t_indptr / t_indices (Nsight Compute on road-NY: the kernel is latency-bound,
 // 77% of its stalls wait on L1TEX: each dependent load of a vertex's chain costs a level time).
-// The per-source counts of a warp's new bits (bits: each lane's, zero for a lane without
-// any; every lane of the warp calls it): each word is transposed as a 32 x 32 bit matrix
-// across the lanes (5 shuffle stages, lane t then holds which lanes have bit t) and lane t
-// adds the popcount to scnt[32 j + t], one shared atomic per non-zero count. It replaces a
-// loop over each lane's set bits with an atomic per bit, divergent across the warp and
-// colliding on the sources' counters: the most executed line of the pull kernel on road-NY
-// and 13% of its source-attributed stall samples (benchmarks/results/session8_x2/call3/ncu/).
-__device__ __forceinline__ void dg_ms_warp_counts(unsigned *scnt, const unsigned (&bits)[DG_MS_WORDS],
-                                                  unsigned lane) {
-#pragma unroll
-    for (int j = 0; j < DG_MS_WORDS; ++j) {
-        unsigned w = bits[j];
-        if (!__any_sync(DG_FULL_MASK, w != 0u)) continue;  // warp-uniform
-#pragma unroll
-        for (int s = 16; s >= 1; s >>= 1) {
-            // swap the off-diagonal s x s blocks: the lane below keeps its bits c with c & s == 0
-            // and takes its partner's low ones; the lane above keeps c & s != 0 and takes the high
-            const unsigned m = s == 16 ? 0x0000ffffu : s == 8 ? 0x00ff00ffu : s == 4 ? 0x0f0f0f0fu
-                             : s == 2  ? 0x33333333u : 0x55555555u;
-            const unsigned y = __shfl_xor_sync(DG_FULL_MASK, w, s);
-            w = (lane & (unsigned)s) ? ((w & ~m) | ((y & ~m) >> s)) : ((w & m) | ((y & m) << s));
-        }
-        if (w) atomicAdd(&scnt[32 * j + lane], (unsigned)__popc(w));
-    }
-}
-
+// Per-source counts: a loop over each new bit with a shared atomic (the most executed line on
+// road-NY, 13% of the source-attributed stall samples, benchmarks/results/session8_x2/call3/ncu/).
+// Counting a warp's bits by a 32 x 32 transpose across the lanes instead (59ad04d, reverted) was
+// not faster: road-NY 1.576 s against 1.527 s (8 more spilled bytes), cond-mat-2005 16.1 ms
+// (session8_x2/call6/).
 __device__ __forceinline__ void dg_ms_or_elem(unsigned (&acc)[DG_MS_WORDS], const unsigned *p) {
     unsigned v[DG_MS_WORDS];
     dg_ms_load(p, v);
@@ -1344,9 +1323,6 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
                     if (u >= n) u = -1;
                 }
                 bool gotn = false;
-                unsigned acc[DG_MS_WORDS];  // u's new bits (zero without any: per-source counts below)
-#pragma unroll
-                for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] = 0u;
                 if (u >= 0) {
                     const dg_i64 base = ((dg_i64)(i & 7) * rho + ss) * DG_MS_WORDS;
                     // u's visited element and its first in-neighbours, loaded together; the element
@@ -1363,6 +1339,9 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
                     // the visited element: their frontier elements are loaded two by two right away
                     const int4 q = ell[u];
                     if (open) {
+                        unsigned acc[DG_MS_WORDS];
+#pragma unroll
+                        for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] = 0u;
                         if (q.x >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.x, rho) * DG_MS_WORDS);
                         if (q.y >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.y, rho) * DG_MS_WORDS);
                         if (q.z >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.z, rho) * DG_MS_WORDS);
@@ -1392,7 +1371,11 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
                             for (int j = 0; j < DG_MS_WORDS; ++j) have[j] |= acc[j];
                             dg_ms_store(Vc + base, have);
                             dg_ms_store(Fn + base, acc);
-                            if (!per_source) {
+                            if (per_source) {
+#pragma unroll
+                                for (int j = 0; j < DG_MS_WORDS; ++j)
+                                    for (unsigned d = acc[j]; d; d &= d - 1u) atomicAdd(&scnt[32 * j + __ffs(d) - 1], 1u);
+                            } else {
                                 atomicAdd(&far[u], (dg_u64)L * pc);
                                 atomicAdd(&reach[u], (dg_u64)pc);
                                 if (L == 1) atomicAdd(&h0[u], (dg_u64)pc);
@@ -1401,7 +1384,6 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
                         }
                     }
                 }
-                if (per_source) dg_ms_warp_counts(scnt, acc, lane);  // the whole warp
                 // the set is active at level l + 1 iff one of its 8 lanes got new bits: the
                 // group's first lane lists it
                 const unsigned grp = (__ballot_sync(DG_FULL_MASK, gotn) >> (lane & ~7u)) & 0xffu;

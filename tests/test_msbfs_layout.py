@@ -1382,30 +1382,3 @@ def test_grid_size_counts_dynamic_shared_memory():
     assert _grid_size(cp, k, 256, smem=8 * 1024) == 4 * 8
     assert _grid_size(cp, k, 256, smem=100 * 1024) == 4 * 2   # 228 KB per SM
     assert _grid_size(cp, types.SimpleNamespace(num_regs=64), 1024, smem=44 * 1024) == 4
-
-
-def _warp_counts(bits):
-    """dg_ms_warp_counts (kernels/msbfs.cu) on one warp and one word, step by step: the
-    32 x 32 bit transpose by 5 shuffle stages, then lane t's popcount = the count of bit t."""
-    w = [int(b) for b in bits]
-    masks = {16: 0x0000FFFF, 8: 0x00FF00FF, 4: 0x0F0F0F0F, 2: 0x33333333, 1: 0x55555555}
-    for s in (16, 8, 4, 2, 1):
-        m, y = masks[s], [w[lane ^ s] for lane in range(32)]  # __shfl_xor_sync
-        w = [((w[t] & ~m) | ((y[t] & ~m) >> s)) & 0xFFFFFFFF if t & s else ((w[t] & m) | ((y[t] & m) << s)) & 0xFFFFFFFF
-             for t in range(32)]
-    return [bin(x).count("1") for x in w]
-
-
-def test_warp_counts_transpose_counts_each_bit():
-    """The pull kernel's per-source counts of a warp: lane t ends with the number of lanes
-    whose word has bit t (random words, sparse ones, one lane, all ones, none)."""
-    rng = np.random.default_rng(11)
-    cases = [rng.integers(0, 2**32, 32, dtype=np.uint64) for _ in range(50)]
-    cases += [rng.integers(0, 2**32, 32, dtype=np.uint64) & rng.integers(0, 2**32, 32, dtype=np.uint64)
-              & rng.integers(0, 2**32, 32, dtype=np.uint64) for _ in range(50)]
-    one = np.zeros(32, np.uint64)
-    one[7] = 0x80000001
-    cases += [one, np.full(32, 2**32 - 1, np.uint64), np.zeros(32, np.uint64)]
-    for bits in cases:
-        want = [int(sum((int(b) >> t) & 1 for b in bits)) for t in range(32)]
-        assert _warp_counts(bits) == want
