@@ -318,3 +318,28 @@ def test_mpi_killed_on_one_rank_resumed_on_p(comm, graph, dynamic, monkeypatch):
         nsrc = int(np.count_nonzero(np.diff(graph.indptr) > 0))
         ok.append(sorted(batches) == list(range((nsrc + 15) // 16)))
     assert all(comm.allgather(all(ok)))
+
+
+def test_stop_signal_while_starting_up_is_kept_for_the_run():
+    """defer_stop_signals (the CLI calls it first thing when --checkpoint is given): a SIGUSR1
+    before the checkpointed run starts does not kill the process; the run's StopSignals
+    block takes it (once), so the run saves at its first boundary and stops with it."""
+    import os
+    import signal
+
+    from distgraph.runtime import checkpoint as ck
+
+    old = {s: signal.getsignal(s) for s in ck.StopSignals.SIGNALS}
+    try:
+        ck.defer_stop_signals()
+        os.kill(os.getpid(), signal.SIGUSR1)  # would end the process with the default action
+        os.kill(os.getpid(), signal.SIGTERM)  # the first one is kept
+        with ck.StopSignals() as st:
+            assert st.signum == signal.SIGUSR1
+        with ck.StopSignals() as st:  # taken once
+            assert st.signum is None
+        assert signal.getsignal(signal.SIGUSR1) is ck._early_handler  # restored after the block
+    finally:
+        ck._EARLY["signum"] = None
+        for s, h in old.items():
+            signal.signal(s, h)

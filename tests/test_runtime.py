@@ -94,3 +94,57 @@ def test_cli_rank_failure_aborts_the_job_without_hanging(tmp_path):
     r = _cli("stats", str(tmp_path / "missing.mtx"), n=2)
     assert r.returncode != 0
     assert "GRAPH must be an existing file" in r.stderr
+
+
+_HOOK_SCRIPT = """
+import sys
+from mpi4py import MPI
+from distgraph.runtime.abort import collective_raise, install_abort_hook
+comm = MPI.COMM_WORLD
+install_abort_hook(comm)
+if sys.argv[1] == "all":  # found on rank 1, raised on every rank by collective_raise
+    collective_raise(comm, ValueError("bad input on rank 1") if comm.Get_rank() == 1 else None)
+elif comm.Get_rank() == 1:  # one rank fails while the other waits in a collective
+    raise ValueError("rank 1 alone failed")
+comm.Barrier()
+"""
+
+
+@pytest.mark.parametrize("kind", ["all", "one"])
+def test_abort_hook_ends_the_job_with_the_message(tmp_path, kind):
+    """install_abort_hook on 2 ranks: an error every rank raised together (collective_raise)
+    ends the job normally, status 1, the message once (rank 0) and no MPI_Abort; an error on
+    one rank while the other waits in a barrier aborts the job with the message (after
+    ABORT_GRACE_S), no hang."""
+    import subprocess
+    import sys
+
+    from distgraph.testing import clean_mpi_env, mpiexec_path
+
+    script = tmp_path / "hook.py"
+    script.write_text(_HOOK_SCRIPT)
+    r = subprocess.run([mpiexec_path(), "-n", "2", sys.executable, str(script), kind], capture_output=True,
+                       text=True, timeout=120, env=clean_mpi_env())
+    if kind == "all":
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.count("distgraph: rank 0: ValueError: bad input on rank 1") == 1, r.stderr
+        assert "MPI_Abort" not in r.stderr and "rank 1:" not in r.stderr, r.stderr
+    else:
+        assert r.returncode != 0
+        assert "distgraph: rank 1: ValueError: rank 1 alone failed" in r.stderr, r.stderr
+
+
+def test_collective_errors_are_marked():
+    """collective_raise / collective_check mark what they raise on more than one rank; a
+    plain error is not marked; on one rank they raise the error as it is."""
+    from distgraph.runtime.abort import _on_all_ranks, collective_check, collective_raise, raised_on_all_ranks
+
+    e = ValueError("x")
+    assert not raised_on_all_ranks(e)
+    with pytest.raises(ValueError) as got:
+        collective_raise(None, e)
+    assert got.value is e and not raised_on_all_ranks(got.value)
+    with pytest.raises(InvalidArgumentError) as got:
+        collective_check(None, InvalidArgumentError("y"), {})
+    assert not raised_on_all_ranks(got.value)
+    assert raised_on_all_ranks(_on_all_ranks(ValueError("z")))

@@ -7,7 +7,10 @@ issues add their command by adding a module.
 
 ``main`` wraps the subcommand the way ``python -m mpi4py`` wraps a script: an
 exception on any rank prints one line ``distgraph: error: ...`` and aborts the job
-(MPI_Abort when more than one rank), so no rank is ever left waiting.
+(MPI_Abort when more than one rank), so no rank is ever left waiting. An error that every
+rank raised together (``distgraph.runtime.abort.raised_on_all_ranks``: a bad input file
+found by rank 0, a bad argument) needs no abort: rank 0 prints it and every rank exits
+with status 2.
 """
 
 from __future__ import annotations
@@ -45,10 +48,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "checkpoint", None):  # a stop signal while starting up: save and stop, not die
+        from ..runtime.checkpoint import defer_stop_signals
+
+        defer_stop_signals()
     from mpi4py import MPI
 
     from ..errors import DistgraphError
-    from ..runtime.abort import abort
+    from ..runtime.abort import abort, raised_on_all_ranks
     from ..runtime.log import setup_logging
 
     comm = MPI.COMM_WORLD
@@ -58,9 +65,11 @@ def main(argv=None) -> int:
         return int(args._run(args) or 0)
     except (DistgraphError, OSError, ValueError, TypeError, MemoryError, ImportError) as e:
         msg = f"distgraph: error: {e}" if size == 1 else f"distgraph: error (rank {rank}): {e}"
-        if size > 1:
+        if size > 1 and not raised_on_all_ranks(e):
             abort(comm, msg, 2)
-        sys.stderr.write(msg + "\n")
+        if rank == 0:
+            sys.stderr.write(msg + "\n")
+            sys.stderr.flush()
         return 2
     except KeyboardInterrupt:
         if size > 1:

@@ -6,15 +6,41 @@ so that an uncaught exception prints ``distgraph: rank R: ErrorType: message`` o
 one line and calls ``MPI_Abort``. :func:`collective_raise` is the polite variant for
 errors found on some ranks only: every rank learns of the first error and raises it.
 :func:`collective_check` does the same for argument checks, and also compares values that
-must be the same on every rank.
+must be the same on every rank. The errors these two raise are marked
+(:func:`raised_on_all_ranks`), so that a caller that catches them on every rank (the CLI)
+can end the job normally instead of aborting it: ``MPI_Abort`` kills the other ranks at
+once, and the launcher may drop the message a rank wrote just before (mpiexec's output
+forwarding lost it in a CI run). :func:`abort` itself waits ``ABORT_GRACE_S`` after the
+message before ``MPI_Abort`` for the same reason.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 
-__all__ = ["install_abort_hook", "abort", "collective_raise", "collective_check", "format_error"]
+__all__ = ["install_abort_hook", "abort", "collective_raise", "collective_check", "format_error",
+           "raised_on_all_ranks"]
+
+#: Seconds between writing the message and ``MPI_Abort`` (the launcher forwards the message
+#: meanwhile; other ranks failing at the same time write theirs).
+ABORT_GRACE_S = 0.5
+_ALL_RANKS = "_distgraph_raised_on_all_ranks"
+
+
+def raised_on_all_ranks(exc: BaseException) -> bool:
+    """True for an error that :func:`collective_raise` or :func:`collective_check` raised:
+    every rank of the communicator raises it at the same point."""
+    return bool(getattr(exc, _ALL_RANKS, False))
+
+
+def _on_all_ranks(exc: BaseException) -> BaseException:
+    try:
+        setattr(exc, _ALL_RANKS, True)
+    except Exception:  # an exception type that takes no attributes: left unmarked
+        pass
+    return exc
 
 
 def format_error(exc: BaseException) -> str:
@@ -25,6 +51,7 @@ def abort(comm, message: str, code: int = 1) -> None:
     sys.stderr.write(message.rstrip() + "\n")
     sys.stderr.flush()
     if comm is not None and comm.Get_size() > 1:
+        time.sleep(ABORT_GRACE_S)
         comm.Abort(code)
     raise SystemExit(code)
 
@@ -39,7 +66,15 @@ def install_abort_hook(comm=None, verbose: bool = False) -> None:
     def hook(etype, value, tb):
         if verbose:
             traceback.print_exception(etype, value, tb)
-        abort(comm, f"distgraph: rank {rank}: {format_error(value)}")
+        message = f"distgraph: rank {rank}: {format_error(value)}"
+        if comm.Get_size() > 1 and raised_on_all_ranks(value):
+            # every rank is ending here with this error: no rank waits, no abort needed;
+            # the interpreter then exits with status 1 on every rank
+            if rank == 0:
+                sys.stderr.write(message + "\n")
+                sys.stderr.flush()
+            return
+        abort(comm, message)
 
     sys.excepthook = hook
 
@@ -70,8 +105,8 @@ def collective_raise(comm, exc: BaseException | None) -> None:
             payload = DistgraphError(format_error(exc))
     err = comm.bcast(payload, root=first)
     if exc is not None and comm.Get_rank() == first:
-        raise exc
-    raise err
+        raise _on_all_ranks(exc)
+    raise _on_all_ranks(err)
 
 
 def collective_check(comm, err: BaseException | None, values: dict, why: str = "", unit: str = "rank") -> None:
@@ -91,7 +126,7 @@ def collective_check(comm, err: BaseException | None, values: dict, why: str = "
     seen = comm.allgather((None if err is None else str(err), None if err is not None else list(values.values())))
     bad = [r for r, (e, _) in enumerate(seen) if e is not None]
     if bad:
-        raise InvalidArgumentError(f"{seen[bad[0]][0]} (on {unit} {bad[0]})") from err
+        raise _on_all_ranks(InvalidArgumentError(f"{seen[bad[0]][0]} (on {unit} {bad[0]})")) from err
     for i, name in enumerate(values):
         vals = [v[i] for _, v in seen]
         if any(v != vals[0] for v in vals):
@@ -100,4 +135,4 @@ def collective_check(comm, err: BaseException | None, values: dict, why: str = "
                 first.setdefault(v, r)
             got = ", ".join(f"{v!r} on {unit} {r}" for v, r in first.items())
             why = f" ({why})" if why else ""
-            raise InvalidArgumentError(f"{name} must be the same on every {unit}{why}; got {got}")
+            raise _on_all_ranks(InvalidArgumentError(f"{name} must be the same on every {unit}{why}; got {got}"))

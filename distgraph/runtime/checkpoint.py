@@ -93,6 +93,8 @@ class StopSignals:
         if threading.current_thread() is threading.main_thread():
             for s in self.SIGNALS:
                 self._old[s] = signal.signal(s, self._handler)
+            if self.signum is None and _EARLY["signum"] is not None:  # came while the command started
+                self.signum, _EARLY["signum"] = _EARLY["signum"], None
         return self
 
     def __exit__(self, *exc):
@@ -100,6 +102,30 @@ class StopSignals:
             signal.signal(s, h)
         self._old.clear()
         return False
+
+
+_EARLY = {"signum": None}  # the first stop signal recorded by defer_stop_signals' handler
+
+
+def _early_handler(signum, frame):
+    if _EARLY["signum"] is None:
+        _EARLY["signum"] = signum
+
+
+def defer_stop_signals() -> None:
+    """From now on (main thread only), ``SIGTERM`` and ``SIGUSR1`` are recorded instead of
+    ending the process, and the next :class:`StopSignals` block takes the first one: it then
+    saves at its first batch boundary and raises :class:`CheckpointInterrupted`. A
+    checkpointed command calls this first thing, and the handler stays in place outside the
+    run's block too: otherwise a signal that reaches a rank outside it -- still reading the
+    graph, or done with its batches and waiting for the others in the final collectives --
+    kills that rank, and the launcher ends the others (srun: rank 1 killed by SIGUSR1, rank
+    0 by SIGTERM, exit 143 instead of 138 in a CI run of tests/test_slurm.py). A rank that
+    records one there ends as the others do: stopped with them if one of them was still
+    running (the error is raised on every rank), normally if all had finished."""
+    if threading.current_thread() is threading.main_thread():
+        for s in StopSignals.SIGNALS:
+            signal.signal(s, _early_handler)
 
 
 def array_checksum(*arrays) -> str:
