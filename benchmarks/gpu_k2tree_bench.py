@@ -54,13 +54,15 @@ host build (numba passes after a numpy sort), and for graphs up to
 ``--gpu-build-max-arcs`` also of :func:`tree_from_csr` (Morton codes sorted on the GPU).
 Results go to OUTDIR/k2tree_gpu.json with commit, device, date.
 
-``--reorder degree|rcm`` renumbers every graph first (:mod:`distgraph.formats.reorder`,
+``--reorder degree|rcm|headF`` renumbers every graph first (:mod:`distgraph.formats.reorder`,
 as ``K2Tree.from_graph(g, reorder=...)`` does): the trees, distgraph's CSR and
 cuSPARSE then all run on the renumbered matrix (compare cuSPARSE with the
 unreordered k2tree_gpu.json); ``reorder_s`` is the ordering plus the relabelling, and
 ``perm_gather_ms`` the time of the two gathers a product in the caller's ids adds
 (``x[inv]`` before, ``y[perm]`` after, int32 indices; single vector and per vector of a
-batch). Results then go to OUTDIR/k2tree_gpu_reorder_<method>.json.
+batch). Results then go to OUTDIR/k2tree_gpu_reorder_<method>.json. ``headF`` (e.g. ``head0.01``)
+is ``degree_order(g, head=F)``: only the fraction F of the vertices of largest degree move to
+the front, the others keep their order (a smaller corner of hubs than the full degree order).
 """
 
 from __future__ import annotations
@@ -110,7 +112,11 @@ def read_and_build(spec, reorder="none"):
         from distgraph.formats.reorder import degree_order, permute_graph, rcm
 
         t0 = time.perf_counter()
-        g = permute_graph(g, degree_order(g) if reorder == "degree" else rcm(g))
+        if reorder.startswith("head"):  # headF: degree_order(g, head=F), the hubs only
+            new_id = degree_order(g, head=float(reorder[4:]))
+        else:
+            new_id = degree_order(g) if reorder == "degree" else rcm(g)
+        g = permute_graph(g, new_id)
         t_reorder = time.perf_counter() - t0
     t0 = time.perf_counter()
     tree = K2Tree.from_graph(g)
@@ -467,6 +473,18 @@ def merge(new_path, into_path):
     print("merged", new_path, "into", into_path)
 
 
+def _reorder_arg(v):
+    if v in ("none", "degree", "rcm"):
+        return v
+    try:
+        f = float(v[4:]) if v.startswith("head") else None
+    except ValueError:
+        f = None
+    if f is None or not 0 < f <= 1:
+        raise argparse.ArgumentTypeError(f"none, degree, rcm or headF with F in (0, 1] expected; got {v!r}")
+    return v
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--outdir", default=os.path.join(ROOT, "benchmarks", "results"))
@@ -487,8 +505,10 @@ def main(argv=None):
     p.add_argument("--big-configs", nargs="*", default=BIG_CONFIGS)
     p.add_argument("--products", nargs="*", default=list(PRODUCTS), choices=PRODUCTS,
                    help="products to time (default all; without batch no n x B vectors are allocated)")
-    p.add_argument("--reorder", choices=("none", "degree", "rcm"), default="none",
-                   help="renumber every graph first (results to k2tree_gpu_reorder_<method>.json)")
+    p.add_argument("--reorder", type=_reorder_arg, default="none",
+                   help="none, degree, rcm or headF (degree order of the fraction F of the vertices of largest "
+                        "degree only, e.g. head0.01): renumber every graph first (results to "
+                        "k2tree_gpu_reorder_<method>.json)")
     p.add_argument("--merge", nargs=2, metavar=("NEW", "INTO"),
                    help="merge the results file NEW into INTO (by graph; configurations of INTO that NEW "
                         "did not run are kept under 'earlier' with their commit) and exit")

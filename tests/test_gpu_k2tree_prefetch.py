@@ -547,3 +547,15 @@ def test_benchmark_configurations_keep_their_leaves(fake_cupy, bench_script):
     assert kb.CONFIGS["k2F"][0]["prefetch"] is False and kb.CONFIGS["k2"][0]["prefetch"] is False
     assert [kb._product(k) for k in ("right", "right_mode", "right_leaves", "batch_scan")] == \
         ["right", "right", "right", "batch_scan"]
+
+
+def test_benchmark_reorder_argument(bench_script):
+    """benchmarks/gpu_k2tree_bench.py --reorder: none, degree, rcm or headF, F in (0, 1]."""
+    import argparse
+
+    kb = bench_script("gpu_k2tree_bench.py", "gpu_k2tree_bench")
+    for ok in ("none", "degree", "rcm", "head0.01", "head1"):
+        assert kb._reorder_arg(ok) == ok
+    for bad in ("head", "head0", "head2", "headx", "Degree", "hubs0.1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="headF with F in"):
+            kb._reorder_arg(bad)

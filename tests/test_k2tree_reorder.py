@@ -219,6 +219,29 @@ def test_degree_order_shrinks_kronecker_trees():
     assert csr / t.sig.nbytes > 1.5 * csr / plain.sig.nbytes
 
 
+def test_degree_order_head_moves_only_the_hubs():
+    """degree_order(g, head=f): the ceil(f n) largest-degree vertices first, by degree, the
+    rest in their input order; head=1 is the full order; the tree shrinks between the
+    unreordered one and the fully ordered one (a permutation passed as reorder=)."""
+    from distgraph.formats.reorder import degree_order
+
+    g = kron_graph(14)
+    deg = np.diff(g.indptr)
+    full = degree_order(g)
+    assert np.array_equal(degree_order(g, head=1.0), full) and np.array_equal(degree_order(g, head=1), full)
+    new_id = degree_order(g, head=0.01)
+    h = int(np.ceil(0.01 * g.n))
+    old_of_new = np.argsort(new_id)
+    assert np.array_equal(old_of_new[:h], np.argsort(full)[:h])  # the hubs, by degree
+    assert np.all(np.diff(old_of_new[h:]) > 0)  # the others in their order
+    assert deg[old_of_new[:h]].min() >= deg[old_of_new[h:]].max()
+    sizes = [K2Tree.from_graph(g, reorder=r).sig.nbytes for r in (None, degree_order(g, head=0.01), full)]
+    assert sizes[0] > sizes[1] > sizes[2], sizes
+    for bad in (0, 0.0, -0.1, 1.5, True, "0.1"):
+        with pytest.raises(InvalidArgumentError, match="head"):
+            degree_order(g, head=bad)
+
+
 # ------------------------------------------------------------------ MPI
 def _all_true(comm, flag):
     return all(comm.allgather(bool(flag)))
