@@ -482,7 +482,7 @@ def _reorder_arg(v):
         f = None
     if f is None or not 0 < f <= 1:
         raise argparse.ArgumentTypeError(f"none, degree, rcm or headF with F in (0, 1] expected; got {v!r}")
-    return v
+    return f"head{f:g}"  # one spelling per fraction: the result file's name
 
 
 def main(argv=None):

@@ -1,6 +1,6 @@
 """One k2+F single-vector product for Nsight Compute (benchmarks/ncu_k2tree.sh): the tree of
 GRAPH (a generator spec or a file of the data folder), renumbered first with ``--reorder``
-(degree or none, as ``benchmarks/gpu_k2tree_bench.py --reorder``), cached frontier, the default
+(none, degree, rcm or headF, as ``benchmarks/gpu_k2tree_bench.py --reorder``), cached frontier, the default
 leaves, plus_times on float32 ones; ``--left`` for x^T A.
 
     python benchmarks/ncu_k2tree.py GRAPH [--reorder none|degree] [--left]
@@ -17,12 +17,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("graph")
-    ap.add_argument("--reorder", default="none", choices=("none", "degree"))
+    from gpu_k2tree_bench import _reorder_arg, read_and_build
+
+    ap.add_argument("--reorder", default="none", type=_reorder_arg, help="none, degree, rcm or headF")
     ap.add_argument("--left", action="store_true")
     a = ap.parse_args()
     import cupy as cp
 
-    from gpu_k2tree_bench import read_and_build
     from distgraph import semiring
     from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
 

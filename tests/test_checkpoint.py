@@ -339,7 +339,37 @@ def test_stop_signal_while_starting_up_is_kept_for_the_run():
         with ck.StopSignals() as st:  # taken once
             assert st.signum is None
         assert signal.getsignal(signal.SIGUSR1) is ck._early_handler  # restored after the block
+        os.kill(os.getpid(), signal.SIGUSR1)  # recorded after the run: forgotten by restore
+        ck.restore_stop_signals()
+        assert ck._EARLY["signum"] is None
+        assert all(signal.getsignal(s) == h for s, h in old.items())  # the handlers from before
     finally:
         ck._EARLY["signum"] = None
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def test_cli_defers_stop_signals_only_around_a_checkpointed_run(tmp_path):
+    """`distgraph closeness --checkpoint DIR` records stop signals while it runs and gives the
+    handlers back when it returns; without --checkpoint nothing is installed."""
+    import signal
+
+    from distgraph.cli import main
+    from distgraph.runtime import checkpoint as ck
+
+    seen = []
+    real = ck.defer_stop_signals
+
+    def spy():
+        seen.append(signal.getsignal(signal.SIGUSR1))
+        real()
+
+    before = signal.getsignal(signal.SIGUSR1)
+    ck.defer_stop_signals = spy
+    try:
+        assert main(["closeness", "kron:6", "--backend", "cpu", "--checkpoint", str(tmp_path / "ck")]) == 0
+        assert len(seen) == 1 and signal.getsignal(signal.SIGUSR1) == before and ck._EARLY["signum"] is None
+        assert main(["closeness", "kron:6", "--backend", "cpu"]) == 0
+        assert len(seen) == 1
+    finally:
+        ck.defer_stop_signals = real

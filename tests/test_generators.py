@@ -420,8 +420,9 @@ def test_bad_specs(spec, words):
 
 
 # ------------------------------------------------------------------------ CLI
-# In-process calls of the CLI: on more than one rank an error path would MPI_Abort
-# the whole job by design, so these run on one rank only.
+# In-process calls of the CLI: on more than one rank an error path would end the whole job
+# by design (MPI_Abort, or every rank returning from an error raised on all ranks), so these
+# run on one rank only.
 one_rank = pytest.mark.skipif(__import__("mpi4py.MPI").MPI.COMM_WORLD.Get_size() > 1,
                               reason="in-process CLI test: one rank only")
 

@@ -556,6 +556,7 @@ def test_benchmark_reorder_argument(bench_script):
     kb = bench_script("gpu_k2tree_bench.py", "gpu_k2tree_bench")
     for ok in ("none", "degree", "rcm", "head0.01", "head1"):
         assert kb._reorder_arg(ok) == ok
+    assert kb._reorder_arg("head0.010") == kb._reorder_arg("head1e-2") == "head0.01"  # one name each
     for bad in ("head", "head0", "head2", "headx", "Degree", "hubs0.1"):
         with pytest.raises(argparse.ArgumentTypeError, match="headF with F in"):
             kb._reorder_arg(bad)

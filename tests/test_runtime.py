@@ -99,23 +99,33 @@ def test_cli_rank_failure_aborts_the_job_without_hanging(tmp_path):
 _HOOK_SCRIPT = """
 import sys
 from mpi4py import MPI
-from distgraph.runtime.abort import collective_raise, install_abort_hook
+from distgraph.errors import InvalidArgumentError
+from distgraph.runtime.abort import collective_check, collective_raise, install_abort_hook
 comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
 install_abort_hook(comm)
-if sys.argv[1] == "all":  # found on rank 1, raised on every rank by collective_raise
-    collective_raise(comm, ValueError("bad input on rank 1") if comm.Get_rank() == 1 else None)
-elif comm.Get_rank() == 1:  # one rank fails while the other waits in a collective
+kind = sys.argv[1]
+if kind == "all":  # found on rank 1, raised on every rank by collective_raise
+    collective_raise(comm, ValueError("bad input on rank 1") if rank == 1 else None)
+elif kind == "check":  # an argument check failing on rank 1, raised on every rank
+    collective_check(comm, InvalidArgumentError("k must be positive; got -1") if rank == 1 else None, {"k": 1})
+elif kind == "sub":  # raised together by ranks 1 and 2 only, while rank 0 waits in the world
+    sub = comm.Split(1 if rank > 0 else 0, rank)
+    if rank > 0:
+        collective_raise(sub, ValueError("bad input on sub rank 0") if rank == 1 else None)
+elif rank == 1:  # one rank fails while the other waits in a collective
     raise ValueError("rank 1 alone failed")
 comm.Barrier()
 """
 
 
-@pytest.mark.parametrize("kind", ["all", "one"])
-def test_abort_hook_ends_the_job_with_the_message(tmp_path, kind):
-    """install_abort_hook on 2 ranks: an error every rank raised together (collective_raise)
-    ends the job normally, status 1, the message once (rank 0) and no MPI_Abort; an error on
-    one rank while the other waits in a barrier aborts the job with the message (after
-    ABORT_GRACE_S), no hang."""
+@pytest.mark.parametrize("kind, n", [("all", 2), ("check", 2), ("one", 2), ("sub", 3)])
+def test_abort_hook_ends_the_job_with_the_message(tmp_path, kind, n):
+    """install_abort_hook: an error every rank raised together (collective_raise,
+    collective_check) ends the job normally, status 1, the message once with the rank that
+    found it, no MPI_Abort; an error on one rank while the other waits in a barrier aborts
+    the job with the message (after ABORT_GRACE_S), no hang; so does an error raised
+    together on a sub-communicator that leaves rank 0 waiting in the world's barrier."""
     import subprocess
     import sys
 
@@ -123,21 +133,26 @@ def test_abort_hook_ends_the_job_with_the_message(tmp_path, kind):
 
     script = tmp_path / "hook.py"
     script.write_text(_HOOK_SCRIPT)
-    r = subprocess.run([mpiexec_path(), "-n", "2", sys.executable, str(script), kind], capture_output=True,
+    r = subprocess.run([mpiexec_path(), "-n", str(n), sys.executable, str(script), kind], capture_output=True,
                        text=True, timeout=120, env=clean_mpi_env())
-    if kind == "all":
+    if kind in ("all", "check"):
+        want = ("distgraph: rank 1: ValueError: bad input on rank 1" if kind == "all" else
+                "distgraph: rank 1: InvalidArgumentError: k must be positive; got -1 (on rank 1)")
         assert r.returncode == 1, r.stderr
-        assert r.stderr.count("distgraph: rank 0: ValueError: bad input on rank 1") == 1, r.stderr
-        assert "MPI_Abort" not in r.stderr and "rank 1:" not in r.stderr, r.stderr
+        assert r.stderr.count(want) == 1, r.stderr
+        assert "MPI_Abort" not in r.stderr and r.stderr.count("distgraph:") == 1, r.stderr
     else:
         assert r.returncode != 0
-        assert "distgraph: rank 1: ValueError: rank 1 alone failed" in r.stderr, r.stderr
+        want = "rank 1 alone failed" if kind == "one" else "bad input on sub rank 0"
+        assert "ValueError: " + want in r.stderr, r.stderr
 
 
 def test_collective_errors_are_marked():
     """collective_raise / collective_check mark what they raise on more than one rank; a
     plain error is not marked; on one rank they raise the error as it is."""
     from distgraph.runtime.abort import _on_all_ranks, collective_check, collective_raise, raised_on_all_ranks
+
+    from mpi4py import MPI
 
     e = ValueError("x")
     assert not raised_on_all_ranks(e)
@@ -147,4 +162,7 @@ def test_collective_errors_are_marked():
     with pytest.raises(InvalidArgumentError) as got:
         collective_check(None, InvalidArgumentError("y"), {})
     assert not raised_on_all_ranks(got.value)
-    assert raised_on_all_ranks(_on_all_ranks(ValueError("z")))
+    z = _on_all_ranks(ValueError("z"), MPI.COMM_SELF, 0)
+    assert raised_on_all_ranks(z) and raised_on_all_ranks(z, MPI.COMM_SELF)
+    # marked for COMM_SELF, so not raised on every rank of a world of more than one rank
+    assert raised_on_all_ranks(z, MPI.COMM_WORLD) == (MPI.COMM_WORLD.Get_size() == 1)

@@ -48,14 +48,21 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "checkpoint", None):  # a stop signal while starting up: save and stop, not die
-        from ..runtime.checkpoint import defer_stop_signals
+    from ..runtime.checkpoint import defer_stop_signals, restore_stop_signals
 
+    if getattr(args, "checkpoint", None):  # a stop signal outside the run's own block: save and stop, not die
         defer_stop_signals()
+    try:
+        return _main(args)
+    finally:
+        restore_stop_signals()
+
+
+def _main(args) -> int:
     from mpi4py import MPI
 
     from ..errors import DistgraphError
-    from ..runtime.abort import abort, raised_on_all_ranks
+    from ..runtime.abort import abort, found_on_rank, raised_on_all_ranks
     from ..runtime.log import setup_logging
 
     comm = MPI.COMM_WORLD
@@ -64,8 +71,11 @@ def main(argv=None) -> int:
     try:
         return int(args._run(args) or 0)
     except (DistgraphError, OSError, ValueError, TypeError, MemoryError, ImportError) as e:
-        msg = f"distgraph: error: {e}" if size == 1 else f"distgraph: error (rank {rank}): {e}"
-        if size > 1 and not raised_on_all_ranks(e):
+        together = size > 1 and raised_on_all_ranks(e, comm)
+        found = found_on_rank(e) if together else rank
+        msg = (f"distgraph: error: {e}" if size == 1 else
+               f"distgraph: error (rank {found}): {e}" if found is not None else f"distgraph: error: {e}")
+        if size > 1 and not together:
             abort(comm, msg, 2)
         if rank == 0:
             sys.stderr.write(msg + "\n")

@@ -95,7 +95,7 @@ class _Ids:
 def run(args) -> int:
     from ..algorithms.closeness import closeness, verify_closeness
     from ..errors import InvalidArgumentError
-    from ..runtime.checkpoint import CheckpointInterrupted
+    from ..runtime.checkpoint import CheckpointInterrupted, restore_stop_signals
 
     ctx = context_from_args(args)
     if args.resume and not args.checkpoint:
@@ -118,6 +118,8 @@ def run(args) -> int:
 
             print(f"distgraph closeness: {e} (checkpoint {args.checkpoint})", file=sys.stderr, flush=True)
         return 128 + e.signum
+    finally:
+        restore_stop_signals()  # the run (and its final collectives) is over: signals end the process again
     elapsed = time.perf_counter() - t
     verified = None
     if args.verify:

@@ -31,8 +31,9 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from mpi4py import MPI
 
-    from ..errors import DistgraphError, InvalidArgumentError
+    from ..errors import InvalidArgumentError
     from ..generators import describe_families, from_spec, parse_spec
+    from ..runtime.abort import collective_raise
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -61,13 +62,9 @@ def run(args) -> int:
                        "output": args.output, "generate_s": round(t1 - t0, 6), "write_s": round(t2 - t1, 6),
                        "meta": {k: v for k, v in g.meta.items() if k in ("generator", "params", "weights",
                                                                         "negative_cycle", "negative_cycle_weight")}}
-        except Exception as e:  # handed to every rank below, raised on rank 0 as is
+        except Exception as e:  # raised on every rank below (the job then ends without MPI_Abort)
             err = e
-    msg = comm.bcast(None if err is None else f"{type(err).__name__}: {err}", root=0)
-    if err is not None:
-        raise err
-    if msg is not None:
-        raise DistgraphError(f"rank 0 failed: {msg}")
+    collective_raise(comm, err)
     if rank == 0:
         if args.json:
             sys.stdout.write(json.dumps(summary, default=str) + "\n")

@@ -24,6 +24,7 @@ E. Cuthill and J. McKee, "Reducing the bandwidth of sparse symmetric matrices", 
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -153,7 +154,9 @@ def degree_order(graph, head: float | None = None) -> np.ndarray:
     if head is not None:
         ok = isinstance(head, (float, int, np.floating, np.integer)) and not isinstance(head, bool) and 0 < head <= 1
         expect(ok, "head", "a fraction in (0, 1] of the vertices", head)
-        top = order[: int(np.ceil(float(head) * order.shape[0]))]
+        from fractions import Fraction
+
+        top = order[: math.ceil(Fraction(str(float(head))) * order.shape[0])]  # 0.07 of 100: 7, not 8
         rest = np.ones(order.shape[0], np.bool_)
         rest[top] = False
         order = np.concatenate([top, np.flatnonzero(rest)])

@@ -21,23 +21,42 @@ import time
 import traceback
 
 __all__ = ["install_abort_hook", "abort", "collective_raise", "collective_check", "format_error",
-           "raised_on_all_ranks"]
+           "raised_on_all_ranks", "found_on_rank"]
 
 #: Seconds between writing the message and ``MPI_Abort`` (the launcher forwards the message
 #: meanwhile; other ranks failing at the same time write theirs).
-ABORT_GRACE_S = 0.5
-_ALL_RANKS = "_distgraph_raised_on_all_ranks"
+ABORT_GRACE_S = 1.0
+_ALL_RANKS = "_distgraph_raised_on_all_ranks"  # (communicator, the rank that found the error)
 
 
-def raised_on_all_ranks(exc: BaseException) -> bool:
-    """True for an error that :func:`collective_raise` or :func:`collective_check` raised:
-    every rank of the communicator raises it at the same point."""
-    return bool(getattr(exc, _ALL_RANKS, False))
+def raised_on_all_ranks(exc: BaseException, comm=None) -> bool:
+    """True for an error that :func:`collective_raise` or :func:`collective_check` raised on
+    every rank of ``comm`` (a communicator with the same group; default: any): every rank
+    of it raises the error at the same point. An error raised together by the ranks of a
+    smaller communicator is not raised on all ranks of a larger one: the others may be
+    waiting in its collectives."""
+    mark = getattr(exc, _ALL_RANKS, None)
+    if mark is None:
+        return False
+    if comm is None:
+        return True
+    from mpi4py import MPI
 
-
-def _on_all_ranks(exc: BaseException) -> BaseException:
     try:
-        setattr(exc, _ALL_RANKS, True)
+        return MPI.Comm.Compare(mark[0], comm) in (MPI.IDENT, MPI.CONGRUENT)
+    except Exception:  # a freed communicator
+        return False
+
+
+def found_on_rank(exc: BaseException):
+    """The rank that found an error :func:`raised_on_all_ranks` marks (None if unknown)."""
+    mark = getattr(exc, _ALL_RANKS, None)
+    return None if mark is None else mark[1]
+
+
+def _on_all_ranks(exc: BaseException, comm, rank) -> BaseException:
+    try:
+        setattr(exc, _ALL_RANKS, (comm, rank))
     except Exception:  # an exception type that takes no attributes: left unmarked
         pass
     return exc
@@ -67,7 +86,9 @@ def install_abort_hook(comm=None, verbose: bool = False) -> None:
         if verbose:
             traceback.print_exception(etype, value, tb)
         message = f"distgraph: rank {rank}: {format_error(value)}"
-        if comm.Get_size() > 1 and raised_on_all_ranks(value):
+        if comm.Get_size() > 1 and raised_on_all_ranks(value, comm):
+            found = found_on_rank(value)
+            message = f"distgraph: rank {found if found is not None else rank}: {format_error(value)}"
             # every rank is ending here with this error: no rank waits, no abort needed;
             # the interpreter then exits with status 1 on every rank
             if rank == 0:
@@ -105,8 +126,8 @@ def collective_raise(comm, exc: BaseException | None) -> None:
             payload = DistgraphError(format_error(exc))
     err = comm.bcast(payload, root=first)
     if exc is not None and comm.Get_rank() == first:
-        raise _on_all_ranks(exc)
-    raise _on_all_ranks(err)
+        raise _on_all_ranks(exc, comm, first)
+    raise _on_all_ranks(err, comm, first)
 
 
 def collective_check(comm, err: BaseException | None, values: dict, why: str = "", unit: str = "rank") -> None:
@@ -126,7 +147,7 @@ def collective_check(comm, err: BaseException | None, values: dict, why: str = "
     seen = comm.allgather((None if err is None else str(err), None if err is not None else list(values.values())))
     bad = [r for r, (e, _) in enumerate(seen) if e is not None]
     if bad:
-        raise _on_all_ranks(InvalidArgumentError(f"{seen[bad[0]][0]} (on {unit} {bad[0]})")) from err
+        raise _on_all_ranks(InvalidArgumentError(f"{seen[bad[0]][0]} (on {unit} {bad[0]})"), comm, bad[0]) from err
     for i, name in enumerate(values):
         vals = [v[i] for _, v in seen]
         if any(v != vals[0] for v in vals):
@@ -135,4 +156,5 @@ def collective_check(comm, err: BaseException | None, values: dict, why: str = "
                 first.setdefault(v, r)
             got = ", ".join(f"{v!r} on {unit} {r}" for v, r in first.items())
             why = f" ({why})" if why else ""
-            raise _on_all_ranks(InvalidArgumentError(f"{name} must be the same on every {unit}{why}; got {got}"))
+            raise _on_all_ranks(InvalidArgumentError(f"{name} must be the same on every {unit}{why}; got {got}"),
+                                comm, None)

@@ -104,7 +104,7 @@ class StopSignals:
         return False
 
 
-_EARLY = {"signum": None}  # the first stop signal recorded by defer_stop_signals' handler
+_EARLY = {"signum": None, "old": {}}  # the first stop signal recorded by defer_stop_signals' handler
 
 
 def _early_handler(signum, frame):
@@ -122,10 +122,24 @@ def defer_stop_signals() -> None:
     kills that rank, and the launcher ends the others (srun: rank 1 killed by SIGUSR1, rank
     0 by SIGTERM, exit 143 instead of 138 in a CI run of tests/test_slurm.py). A rank that
     records one there ends as the others do: stopped with them if one of them was still
-    running (the error is raised on every rank), normally if all had finished."""
+    running (the error is raised on every rank), normally if all had finished.
+    :func:`restore_stop_signals` ends it (the CLI: once the run has returned)."""
     if threading.current_thread() is threading.main_thread():
         for s in StopSignals.SIGNALS:
-            signal.signal(s, _early_handler)
+            old = signal.signal(s, _early_handler)
+            if old is not _early_handler:
+                _EARLY["old"].setdefault(s, old)
+
+
+def restore_stop_signals() -> None:
+    """Undo :func:`defer_stop_signals`: the handlers from before it, and a recorded signal
+    forgotten (no later run takes it). A signal recorded after the last run's block ended
+    is not acted on: that run has finished."""
+    if threading.current_thread() is threading.main_thread():
+        for s, h in _EARLY["old"].items():
+            signal.signal(s, h)
+    _EARLY["old"] = {}
+    _EARLY["signum"] = None
 
 
 def array_checksum(*arrays) -> str:

@@ -1,0 +1,97 @@
+"""How many vertices the GPU pull kernel evaluates per batch, on the host (no GPU): the
+candidates of level l + 1 are the slice sets (8 consecutive ids after the reordering) that
+hold an out-neighbour of a set active at level l, every vertex of them evaluated
+(``distgraph_msbfs_pull_blocks``), against candidates kept per vertex (the out-neighbours of
+the vertices that got new bits at level l). From exact BFS distances of the batch's sources
+(scipy), the graph reordered and the sources grouped into balls as closeness() does on the
+GPU (reorder "auto" -> RCM for road networks, ball order). Per batch: levels, evaluations of
+each kind, those not yet reached by every search ("open"), the arcs each marking walks, and
+the (vertex, level) events where a vertex gets new bits (the work any pull must do).
+
+    python benchmarks/msbfs_pull_candidates.py road-NY.gr.xz --batches 0 516 1029 \\
+        --out benchmarks/results/msbfs_pull_candidates_roadNY.json
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def batch_counts(A, S, sources):
+    from scipy.sparse.csgraph import shortest_path
+
+    D = shortest_path(A, unweighted=True, indices=sources)
+    D[np.isinf(D)] = -1
+    D = D.astype(np.int32)
+    L, hi = int(D.max()), D.max(0)
+    outdeg = np.diff(A.indptr)
+    n = A.shape[0]
+    c = dict(levels=L, set_candidates=0, set_open=0, set_marking_arcs=0, vertex_candidates=0, vertex_open=0,
+             vertex_marking_arcs=0, new_bit_events=0)
+    for lv in range(L):
+        newv = np.flatnonzero((D == lv).any(0))
+        act = np.unique(newv // 8)
+        cand = np.unique(S[act].indices)
+        verts = (cand[:, None] * 8 + np.arange(8)).ravel()
+        verts = verts[verts < n]
+        c["set_candidates"] += int(verts.size)
+        c["set_open"] += int((hi[verts] >= lv + 1).sum())
+        c["set_marking_arcs"] += int(S[act].nnz)
+        nb = np.unique(A[newv].indices)
+        c["vertex_candidates"] += int(nb.size)
+        c["vertex_open"] += int((hi[nb] >= lv + 1).sum())
+        c["vertex_marking_arcs"] += int(outdeg[newv].sum())
+        c["new_bit_events"] += int(np.flatnonzero((D == lv + 1).any(0)).size)
+    return c
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("graph", help="a file of the data folder (DISTGRAPH_DATA or ../shared/data) or a generator spec")
+    ap.add_argument("--kappa", type=int, default=256)
+    ap.add_argument("--batches", type=int, nargs="+", default=[0])
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    import scipy.sparse as sp
+
+    from distgraph.algorithms.msbfs import ball_sources
+    from distgraph.formats.reorder import reorder_graph
+    from distgraph.generators import from_spec, is_spec
+    from distgraph.graph.readers import read_graph
+
+    data = os.environ.get("DISTGRAPH_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
+    g = from_spec(a.graph) if is_spec(a.graph) else read_graph(os.path.join(data, a.graph))
+    g2, _, info = reorder_graph(g, "auto")
+    n = g2.n
+    A = sp.csr_matrix((np.ones(g2.indices.size, np.int8), g2.indices, g2.indptr), shape=(n, n))
+    T = A.T.tocsr()
+    src = ball_sources(A.indptr, A.indices, T.indptr, T.indices, np.arange(n), a.kappa)
+    rows = np.repeat(np.arange(n), np.diff(A.indptr))
+    S = sp.csr_matrix((np.ones(rows.size, np.int8), (rows // 8, A.indices // 8)), shape=((n + 7) // 8,) * 2)
+    S.data[:] = 1
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent).stdout.strip()
+    except OSError:
+        commit = "unknown"
+    res = {"benchmark": "msbfs_pull_candidates", "graph": a.graph, "vertices": n, "arcs": int(A.nnz),
+           "reorder": info.get("method"), "kappa": a.kappa, "batches_total": -(-n // a.kappa), "commit": commit,
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "rows": []}
+    for b in a.batches:
+        c = batch_counts(A, S, src[b * a.kappa:(b + 1) * a.kappa])
+        c["batch"] = b
+        c["set_over_vertex_candidates"] = c["set_candidates"] / max(c["vertex_candidates"], 1)
+        res["rows"].append(c)
+        print(json.dumps(c), flush=True)
+        Path(a.out).write_text(json.dumps(res, indent=1))
+
+
+if __name__ == "__main__":
+    main()
