@@ -164,8 +164,9 @@ def prepare(graphs, outdir, jobs, reorder="none"):
                 print(f"failed {s}: {e}", flush=True)
 
 
-def load_prepared(spec, outdir, deadline):
-    """(graph-like record, tree, meta) of a prepared graph; waits until ``deadline``."""
+def load_prepared(spec, outdir, deadline, reorder="none"):
+    """(graph-like record, tree, meta) of a prepared graph; waits until ``deadline``.
+    ``reorder``: the ordering the caller times, which the prepared graph must have."""
     from distgraph.formats.k2tree import K2Tree
 
     path = os.path.join(outdir, _fname(spec))
@@ -177,6 +178,9 @@ def load_prepared(spec, outdir, deadline):
         time.sleep(0.5)
     z = np.load(path)
     meta = json.loads(str(z["meta"]))
+    if meta.get("reorder", "none") != reorder:  # the result file is named after --reorder
+        raise RuntimeError(f"{path} was prepared with reorder={meta.get('reorder', 'none')!r}, "
+                           f"not the --reorder {reorder!r} asked for")
     tree = K2Tree(shape=tuple(meta["shape"]), levels=meta["levels"], nnz=meta["nnz"], sig=z["sig"],
                   level_start=z["level_start"], directory=z["directory"], sample=meta["sample"],
                   top_level=meta["top_level"], top_codes=z["top_codes"], frontier=z["frontier"])
@@ -543,7 +547,8 @@ def main(argv=None):
             out["skipped"].append(spec)
             continue
         try:
-            got = load_prepared(spec, a.prepared, deadline) if a.prepared else prepare_inline(spec, a.reorder)
+            got = (load_prepared(spec, a.prepared, deadline, a.reorder) if a.prepared
+                   else prepare_inline(spec, a.reorder))
             if got is None:
                 out["skipped"].append(spec)
                 continue

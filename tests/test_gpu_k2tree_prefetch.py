@@ -560,3 +560,16 @@ def test_benchmark_reorder_argument(bench_script):
     for bad in ("head", "head0", "head2", "headx", "Degree", "hubs0.1"):
         with pytest.raises(argparse.ArgumentTypeError, match="headF with F in"):
             kb._reorder_arg(bad)
+
+
+def test_benchmark_prepared_graph_must_have_the_asked_order(bench_script, tmp_path):
+    """gpu_k2tree_bench.py --prepared: a graph prepared with one ordering is refused when
+    another is timed (the result file is named after --reorder)."""
+    import time
+
+    kb = bench_script("gpu_k2tree_bench.py", "gpu_k2tree_bench")
+    kb.prepare_one("kron:6", str(tmp_path), "head0.5")
+    z, tree, meta = kb.load_prepared("kron:6", str(tmp_path), time.perf_counter() + 5, "head0.5")
+    assert meta["reorder"] == "head0.5" and tree.nnz == meta["m"]
+    with pytest.raises(RuntimeError, match="prepared with reorder='head0.5', not the --reorder 'none'"):
+        kb.load_prepared("kron:6", str(tmp_path), time.perf_counter() + 5, "none")
