@@ -32,14 +32,14 @@ def main(argv=None):
     from distgraph.formats.reorder import degree_order, permute_graph
     from distgraph.generators import from_spec
 
-    def commit():
+    def git(*cmd):
         try:
-            return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                  cwd=Path(__file__).parent).stdout.strip() or "unknown"
+            return subprocess.run(["git", *cmd], capture_output=True, text=True, cwd=Path(__file__).parent).stdout
         except OSError:
-            return "unknown"
+            return ""
 
-    res = {"benchmark": "k2tree_order_sizes", "commit": commit(), "host": platform.node(),
+    res = {"benchmark": "k2tree_order_sizes", "commit": git("rev-parse", "HEAD").strip() or "unknown",
+           "dirty": bool(git("status", "--porcelain", "--untracked-files=no").strip()), "host": platform.node(),
            "cpus": os.cpu_count(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "csr_fp32": "4 (n + 1) + 8 m bytes", "rows": []}
     for spec in a.graphs:
