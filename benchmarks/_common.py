@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-__all__ = ["ROOT", "sh", "commit"]
+__all__ = ["ROOT", "sh", "commit", "dirty"]
 
 
 def sh(cmd: str) -> str:
@@ -27,3 +27,11 @@ def sh(cmd: str) -> str:
 def commit() -> str:
     """The commit measured: ``DISTGRAPH_COMMIT``, else ``git rev-parse HEAD``, else 'unknown'."""
     return os.environ.get("DISTGRAPH_COMMIT") or sh("git rev-parse HEAD") or "unknown"
+
+
+def dirty():
+    """Whether tracked files differ from the commit measured (None on a copy without .git,
+    where ``DISTGRAPH_COMMIT`` names the commit)."""
+    if os.environ.get("DISTGRAPH_COMMIT"):
+        return None
+    return bool(sh("git status --porcelain --untracked-files=no"))

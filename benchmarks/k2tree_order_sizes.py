@@ -14,12 +14,14 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import commit, dirty  # noqa: E402
 
 
 def main(argv=None):
@@ -32,14 +34,7 @@ def main(argv=None):
     from distgraph.formats.reorder import degree_order, permute_graph
     from distgraph.generators import from_spec
 
-    def git(*cmd):
-        try:
-            return subprocess.run(["git", *cmd], capture_output=True, text=True, cwd=Path(__file__).parent).stdout
-        except OSError:
-            return ""
-
-    res = {"benchmark": "k2tree_order_sizes", "commit": git("rev-parse", "HEAD").strip() or "unknown",
-           "dirty": bool(git("status", "--porcelain", "--untracked-files=no").strip()), "host": platform.node(),
+    res = {"benchmark": "k2tree_order_sizes", "commit": commit(), "dirty": dirty(), "host": platform.node(),
            "cpus": os.cpu_count(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "csr_fp32": "4 (n + 1) + 8 m bytes", "rows": []}
     for spec in a.graphs:

@@ -13,13 +13,15 @@ coming all at once (the corner is one contiguous range of the level)?
 import argparse
 import datetime
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import commit, dirty  # noqa: E402
 
 
 def _spread(v):
@@ -63,14 +65,7 @@ def main(argv=None):
     from distgraph.formats.reorder import degree_order
     from distgraph.generators import from_spec
 
-    def git(*cmd):
-        try:
-            return subprocess.run(["git", *cmd], capture_output=True, text=True, cwd=Path(__file__).parent).stdout
-        except OSError:
-            return ""
-
-    res = {"benchmark": "k2tree_warp_sectors", "commit": git("rev-parse", "HEAD").strip() or "unknown",
-           "dirty": bool(git("status", "--porcelain", "--untracked-files=no").strip()),
+    res = {"benchmark": "k2tree_warp_sectors", "commit": commit(), "dirty": dirty(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "rows": []}
     for spec in a.graphs:
         g = from_spec(spec)

@@ -15,13 +15,15 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import commit, dirty  # noqa: E402
 
 
 def batch_counts(A, S, sources):
@@ -76,13 +78,9 @@ def main(argv=None):
     rows = np.repeat(np.arange(n), np.diff(A.indptr))
     S = sp.csr_matrix((np.ones(rows.size, np.int8), (rows // 8, A.indices // 8)), shape=((n + 7) // 8,) * 2)
     S.data[:] = 1
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent).stdout.strip()
-    except OSError:
-        commit = "unknown"
     res = {"benchmark": "msbfs_pull_candidates", "graph": a.graph, "vertices": n, "arcs": int(A.nnz),
-           "reorder": info.get("method"), "kappa": a.kappa, "batches_total": -(-n // a.kappa), "commit": commit,
+           "reorder": info.get("method"), "kappa": a.kappa, "batches_total": -(-n // a.kappa), "commit": commit(),
+           "dirty": dirty(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "rows": []}
     for b in a.batches:
         c = batch_counts(A, S, src[b * a.kappa:(b + 1) * a.kappa])
