@@ -318,11 +318,16 @@ class EmulatedRunner:
             a += t.astype(a.dtype)
 
 
-def _driver(g, sources, per_source, runner, comm, batch_size):
-    ctx = get_context(comm, "cpu")
+def _driver(g, sources, per_source, runner, comm, batch_size, ctx=None):
+    ctx = get_context(comm, "cpu") if ctx is None else ctx
     tptr, tidx, _ = g.csc()
     return run_batches(g.indptr, g.indices, tptr, tidx, sources, per_source=per_source, batch_size=batch_size,
                        ctx=ctx, progress=False, runner=runner)[:5]
+
+
+def _assert_runner_sums(ctx, g, runner, sources, per_source, batch_size):
+    """The runner's sums over ``sources`` through run_batches equal the CPU backend's."""
+    _assert_same(_driver(g, sources, per_source, runner, None, batch_size, ctx=ctx), _cpu_sums(g, sources, per_source))
 
 
 @pytest.mark.mpi
@@ -870,20 +875,14 @@ def test_host_code_with_fake_cupy_blocks(fake_gpu, name, slots, kappa):
     (each slot clean before and after a batch), symmetric sums on undirected graphs (total
     over every source with arcs), the options (shared dirty bits, prefetch)."""
     g = GRAPHS[name]
-    tptr, tidx, _ = g.csc()
     allsrc = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
     for sym, sdb, pf in ((False, False, False), (not g.directed, True, True)):
         r = _fake_runner(fake_gpu, g, kappa=kappa, mode="blocks", slots=slots, symmetric=sym, shared_dbits=sdb,
                          prefetch=pf, reorder="none")
         assert r.schedule == "blocks" and r.symmetric == sym and r.shared_dbits == sdb and r.prefetch == pf
         assert slots is None or r.slots == slots
-        got = run_batches(g.indptr, g.indices, tptr, tidx, allsrc, per_source=False, batch_size=40, ctx=fake_gpu,
-                          progress=False, runner=r)[:5]
-        _assert_same(got, _cpu_sums(g, allsrc, False))
-        some = np.arange(0, g.n, 3, dtype=np.int64)
-        got = run_batches(g.indptr, g.indices, tptr, tidx, some, per_source=True, batch_size=64, ctx=fake_gpu,
-                          progress=False, runner=r)[:5]
-        _assert_same(got, _cpu_sums(g, some, True))
+        _assert_runner_sums(fake_gpu, g, r, allsrc, False, 40)
+        _assert_runner_sums(fake_gpu, g, r, np.arange(0, g.n, 3, dtype=np.int64), True, 64)
         assert r.info["launches"] > 0 and r.info["bottom_up_levels"] == 0
 
 
@@ -895,20 +894,14 @@ def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa):
     signature, the set graph and in-arcs it uploads, the candidate bits in shared memory or
     one pair of bit arrays per slot, symmetric, per-vertex and per-source sums."""
     g = GRAPHS[name]
-    tptr, tidx, _ = g.csc()
     allsrc = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
     for sym in (False, not g.directed):
         r = _fake_runner(fake_gpu, g, kappa=kappa, mode="blocks", slots=slots, symmetric=sym, pull="on",
                          reorder="none")
         assert r.schedule == "blocks" and r.pull and r.info["pull"] and r.symmetric == sym
         assert "in-arcs (CSR of the transpose, first four per vertex), slice-set graph" in r.plan.items
-        got = run_batches(g.indptr, g.indices, tptr, tidx, allsrc, per_source=False, batch_size=40, ctx=fake_gpu,
-                          progress=False, runner=r)[:5]
-        _assert_same(got, _cpu_sums(g, allsrc, False))
-    some = np.arange(0, g.n, 3, dtype=np.int64)
-    got = run_batches(g.indptr, g.indices, tptr, tidx, some, per_source=True, batch_size=64, ctx=fake_gpu,
-                      progress=False, runner=r)[:5]
-    _assert_same(got, _cpu_sums(g, some, True))
+        _assert_runner_sums(fake_gpu, g, r, allsrc, False, 40)
+    _assert_runner_sums(fake_gpu, g, r, np.arange(0, g.n, 3, dtype=np.int64), True, 64)
 
 
 def test_host_code_pull_auto(fake_gpu):
