@@ -250,8 +250,22 @@ CONFIGS = {
     "k2_pre_lanes": (dict(tile=1 << 20, prefetch=True, lane_combine=True), ("right", "left")),
     # the library's defaults (prefetch="auto", lane_combine="auto"): k2F_pre_lanes at K = 4
     "k2F_auto": (dict(cached_frontier=True), ("right", "left")),
+    # hub_outputs: the first fraction of y's entries (the hubs of a degree-ordered tree) in
+    # padded lines of their own (hub_frac, made hub_outputs = round(hub_frac * rows) per graph)
+    "k2F_hub03": (dict(cached_frontier=True, hub_frac=0.003), ("right", "left")),
+    "k2F_hub1": (dict(cached_frontier=True, hub_frac=0.01), ("right", "left")),
+    "k2F_hub5": (dict(cached_frontier=True, hub_frac=0.05), ("right", "left")),
 }
 DEFAULT_CONFIGS = list(CONFIGS) + ["csr_ours"]
+
+
+def matrix_kwargs(kw, tree):
+    """A configuration's DeviceMatrix arguments for ``tree``: ``hub_frac`` becomes
+    ``hub_outputs``, that fraction of the shorter side, rounded (at least 1)."""
+    kw = dict(kw)
+    if "hub_frac" in kw:
+        kw["hub_outputs"] = max(1, int(round(kw.pop("hub_frac") * min(tree.shape))))
+    return kw
 BIG_CONFIGS = ["k2F", "k2F_k1"]
 
 
@@ -354,7 +368,7 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
             continue
         kw, keys = CONFIGS[name]
         try:
-            dm = DeviceMatrix(tree, **kw)
+            dm = DeviceMatrix(tree, **matrix_kwargs(kw, tree))
             run_cfg(name, dm, keys)
             if name == "k2" and "batch" in products:
                 dms = DeviceMatrix(tree, tile=1 << 20, offsets="scan")

@@ -57,7 +57,9 @@
 // __global__ distgraph_k2tree_leaves_k2_agg/_k4_agg/_k8_agg (same arguments)
 // and with each 4 x 4 block's 4 inputs loaded with its code, before the scan (prefetch; see
 // "leaves with each block's inputs loaded with its code"):
-// __global__ distgraph_k2tree_leaves_k2_pre/_k4_pre (sig, dir, codes, delta, base, g0, n, x, nin, y, left)
+// __global__ distgraph_k2tree_leaves_k2_pre/_k4_pre (sig, dir, codes, delta, base, g0, n, x, nin, y, left,
+//            hub, yhub)  (hub > 0: y's first hub entries at yhub[r * DG_K2_HUB_PAD], then
+// __global__ distgraph_k2tree_hub_fold (y, yhub, hub)  folds them into y and resets them)
 // and, K = 4, with runs of adjacent lanes that update the same entry of y combined first:
 // __global__ distgraph_k2tree_leaves_k4_pre_lanes (same arguments)
 // the default for single vectors wherever they apply (DeviceMatrix prefetch="auto",
@@ -772,7 +774,7 @@ extern "C" __global__ void distgraph_k2tree_leaves_k8_agg(const unsigned char *_
 // x must start on a 16-byte boundary (bool: 4; the host checks, else it runs leaves_multi);
 // nin is its length. Launch as leaves_multi (grid = ceil(chunks meeting [g0, g0 + n) / K), block 256).
 // Kernels distgraph_k2tree_leaves_k2_pre/_k4_pre (sig, dir, codes, delta, base, g0, n, x,
-// nin, y, left); DeviceMatrix(prefetch=True, or "auto", the default). With LANES
+// nin, y, left, hub, yhub); DeviceMatrix(prefetch=True, or "auto", the default). With LANES
 // (distgraph_k2tree_leaves_k4_pre_lanes, lane_combine) step (5) below combines runs of
 // adjacent lanes first. All three entries are leaves_pre<K, LEFT, LANES> through
 // leaves_pre_entry<K, LANES>; only LANES tells _k4_pre_lanes from _k4_pre.
@@ -825,11 +827,32 @@ __device__ __forceinline__ unsigned char shfl_up_val(unsigned char v, int o) {
     return (unsigned char)__shfl_up_sync(0xffffffffu, (int)v, o);
 }
 
+// Padded hub outputs (DeviceMatrix(hub_outputs=H)): entries r < hub of y are accumulated at
+// yhub[r * DG_K2_HUB_PAD] instead, each in a 128-byte line of its own, and folded into y after
+// the leaves (distgraph_k2tree_hub_fold, which also resets them). With the hubs renumbered
+// first (degree order), the atomics of the hub rows would otherwise hit a few lines of y
+// from every SM at once. hub = 0: y only (the default).
+#ifndef DG_K2_HUB_PAD
+#define DG_K2_HUB_PAD 32
+#endif
+__device__ __forceinline__ value_t *yref(value_t *__restrict__ y, value_t *__restrict__ yhub, i64 hub, i64 r) {
+    return r < hub ? yhub + r * DG_K2_HUB_PAD : y + r;
+}
+
+extern "C" __global__ void distgraph_k2tree_hub_fold(value_t *__restrict__ y, value_t *__restrict__ yhub, i64 hub) {
+    const i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= hub) return;
+    value_t *h = yhub + r * DG_K2_HUB_PAD;
+    y[r] = Semiring::combine(y[r], *h);
+    *h = Semiring::zero();
+}
+
 template <int K, bool LEFT, bool LANES = false>
 __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig, const dir_t *__restrict__ dir,
                                            const u64 *__restrict__ codes, const unsigned int *__restrict__ delta,
                                            const u64 *__restrict__ base, i64 g0, i64 n,
-                                           const value_t *__restrict__ x, i64 nin, value_t *__restrict__ y) {
+                                           const value_t *__restrict__ x, i64 nin, value_t *__restrict__ y,
+                                           i64 hub, value_t *__restrict__ yhub) {
     static_assert(K >= 1 && K <= 4, "the packed scan holds up to 4 chunks");
     __shared__ unsigned int wsum[DG_K2_BLOCK / 32];
     const unsigned full = 0xffffffffu;
@@ -919,7 +942,7 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
             if (LANES && o == o1)
                 v1 = acc;
             else
-                Semiring::flush(&y[((i64)ob[j] << 2) + o], acc);
+                Semiring::flush(yref(y, yhub, hub, ((i64)ob[j] << 2) + o), acc);
         }
         if constexpr (LANES) {
             // (5) runs of adjacent lanes whose first output is the same entry of y are
@@ -935,7 +958,7 @@ __device__ __forceinline__ void leaves_pre(const unsigned char *__restrict__ sig
                 if (lane - off >= start) v1 = Semiring::combine(v1, u);
             }
             const bool last = lane == 31 || ((heads >> (lane + 1)) & 1u);
-            if (key >= 0 && last) Semiring::flush(&y[key], v1);
+            if (key >= 0 && last) Semiring::flush(yref(y, yhub, hub, key), v1);
         }
     }
 }
@@ -946,11 +969,12 @@ __device__ __forceinline__ void leaves_pre_entry(const unsigned char *__restrict
                                                  const u64 *__restrict__ codes,
                                                  const unsigned int *__restrict__ delta, const u64 *__restrict__ base,
                                                  i64 g0, i64 n, const value_t *__restrict__ x, i64 nin,
-                                                 value_t *__restrict__ y, int left) {
+                                                 value_t *__restrict__ y, int left, i64 hub,
+                                                 value_t *__restrict__ yhub) {
     if (left)
-        leaves_pre<K, true, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+        leaves_pre<K, true, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y, hub, yhub);
     else
-        leaves_pre<K, false, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y);
+        leaves_pre<K, false, LANES>(sig, dir, codes, delta, base, g0, n, x, nin, y, hub, yhub);
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_k2_pre(const unsigned char *__restrict__ sig,
@@ -959,8 +983,9 @@ extern "C" __global__ void distgraph_k2tree_leaves_k2_pre(const unsigned char *_
                                                           const unsigned int *__restrict__ delta,
                                                           const u64 *__restrict__ base, i64 g0, i64 n,
                                                           const value_t *__restrict__ x, i64 nin,
-                                                          value_t *__restrict__ y, int left) {
-    leaves_pre_entry<2, false>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
+                                                          value_t *__restrict__ y, int left, i64 hub,
+                                                          value_t *__restrict__ yhub) {
+    leaves_pre_entry<2, false>(sig, dir, codes, delta, base, g0, n, x, nin, y, left, hub, yhub);
 }
 
 extern "C" __global__ void distgraph_k2tree_leaves_k4_pre(const unsigned char *__restrict__ sig,
@@ -969,8 +994,9 @@ extern "C" __global__ void distgraph_k2tree_leaves_k4_pre(const unsigned char *_
                                                           const unsigned int *__restrict__ delta,
                                                           const u64 *__restrict__ base, i64 g0, i64 n,
                                                           const value_t *__restrict__ x, i64 nin,
-                                                          value_t *__restrict__ y, int left) {
-    leaves_pre_entry<4, false>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
+                                                          value_t *__restrict__ y, int left, i64 hub,
+                                                          value_t *__restrict__ yhub) {
+    leaves_pre_entry<4, false>(sig, dir, codes, delta, base, g0, n, x, nin, y, left, hub, yhub);
 }
 
 // The same with runs of adjacent lanes updating the same entry of y combined first ((5)
@@ -983,6 +1009,7 @@ extern "C" __global__ void distgraph_k2tree_leaves_k4_pre_lanes(const unsigned c
                                                                 const unsigned int *__restrict__ delta,
                                                                 const u64 *__restrict__ base, i64 g0, i64 n,
                                                                 const value_t *__restrict__ x, i64 nin,
-                                                                value_t *__restrict__ y, int left) {
-    leaves_pre_entry<4, true>(sig, dir, codes, delta, base, g0, n, x, nin, y, left);
+                                                                value_t *__restrict__ y, int left, i64 hub,
+                                                          value_t *__restrict__ yhub) {
+    leaves_pre_entry<4, true>(sig, dir, codes, delta, base, g0, n, x, nin, y, left, hub, yhub);
 }

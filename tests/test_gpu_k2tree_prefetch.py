@@ -13,7 +13,7 @@ multiples of 4; the lane runs' segmented scan; the option checks; the choice of 
 With a GPU (``@pytest.mark.gpu``): the kernels against scipy and the K-chunk leaves
 (``prefetch=False``), every semiring and element type, right and left, k2+F (compact and
 8-byte codes) and tree-only at several tiles, an unaligned ``x`` (it must fall back), a CUDA
-graph of a product, and the leaves the defaults run.
+graph of a product, the leaves the defaults run, and padded hub outputs (``hub_outputs``).
 """
 
 import types
@@ -220,6 +220,11 @@ def test_lane_runs_replayed_on_host():
     (dict(prefetch=True, offsets="scan"), r"prefetch=True needs the block kernels"),
     (dict(prefetch=True, sample=64), r"prefetch=True needs the block kernels"),
     (dict(prefetch=True, csr=True), r"prefetch=True needs the block kernels"),
+    (dict(hub_outputs=-1), r"hub_outputs must be an integer >= 0; got -1"),
+    (dict(hub_outputs=True), r"hub_outputs must be an integer >= 0; got True"),
+    (dict(hub_outputs=2.0), r"hub_outputs must be an integer >= 0; got 2.0"),
+    (dict(hub_outputs=4, prefetch=False), r"hub_outputs > 0 needs the prefetching leaves"),
+    (dict(hub_outputs=4, chunks_per_block=8), r"hub_outputs > 0 needs the prefetching leaves"),
 ])
 def test_prefetch_arguments_refused_before_cupy(kw, msg):
     """Explicit True where the leaves do not exist is refused, with the reason; "auto" is
@@ -319,7 +324,7 @@ def fake_cupy(monkeypatch):
 
     from distgraph.backends.gpu import k2tree_spmv as K
 
-    cp = types.SimpleNamespace(asarray=np.asarray, empty=np.empty, uint64=np.uint64, int32=np.int32,
+    cp = types.SimpleNamespace(asarray=np.asarray, empty=np.empty, full=np.full, uint64=np.uint64, int32=np.int32,
                                cumsum=lambda a, dtype=None, out=None: np.cumsum(a, dtype=dtype, out=out),
                                get_default_memory_pool=lambda: types.SimpleNamespace(free_bytes=lambda: 0))
     cp.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(memGetInfo=lambda: (2**34, 2**34)),
@@ -390,7 +395,8 @@ def test_leaves_run_by_default_with_a_stand_in_for_cupy(fake_cupy, kw, B, x, lea
     assert launched and {ln[0] for ln in launched} == {want}
     for name, grid, block, args in launched:
         if "_pre" in name:
-            assert len(args) == 11 and args[7] is xd and args[8] == t.shape[1] and isinstance(args[8], np.int64)
+            assert len(args) == 13 and args[7] is xd and args[8] == t.shape[1] and isinstance(args[8], np.int64)
+            assert args[11] == 0 and isinstance(args[11], np.int64)  # no padded hub outputs
         else:
             assert args[7 if leaves != "thread" else 9] is xd
     assert sum(ln[0].startswith("distgraph_k2tree_expand") for ln in fake_cupy.launches) == \
@@ -401,6 +407,39 @@ def test_leaves_run_by_default_with_a_stand_in_for_cupy(fake_cupy, kw, B, x, lea
     assert again == {dm.info["leaves"]}
     if pre and B == 1 and not x:
         assert again == {want}
+
+
+@pytest.mark.parametrize("hub, nout", [(5, 5), (40, 40), (2000, 703)])
+def test_padded_hub_outputs_launches(fake_cupy, hub, nout):
+    """hub_outputs=H: every prefetching leaves launch gets H (at most y's length) and one
+    buffer of H * HUB_PAD entries at the semiring's zero, the same for every launch and
+    product of one element type and semiring; one fold after the leaves, over H outputs.
+    Right products of a 901 x 703 matrix have 901 outputs, left ones 703."""
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import HUB_PAD, DeviceMatrix
+
+    t = K2Tree.from_scipy(_matrix(3), top_nodes=16)
+    for kw in (dict(cached_frontier=True), dict(tile=16)):
+        dm = DeviceMatrix(t, hub_outputs=hub, **kw)
+        bufs = []
+        for left, sr in ((True, semiring.plus_times), (False, semiring.min_plus), (True, semiring.min_plus)):
+            fake_cupy.launches.clear()
+            k = t.shape[1] if not left else t.shape[0]
+            y = np.empty((t.shape[1] if left else t.shape[0], 1))
+            dm.run(_DevArray((k, 1)), y, sr, left)
+            h = min(hub, y.shape[0])
+            names = [ln[0] for ln in fake_cupy.launches]
+            leaves = [ln for ln in fake_cupy.launches if "leaves" in ln[0]]
+            assert leaves and all(ln[0].endswith("_pre_lanes") for ln in leaves)
+            assert names[-1] == "distgraph_k2tree_hub_fold" and names.count("distgraph_k2tree_hub_fold") == 1
+            grid, block, args = fake_cupy.launches[-1][1:]
+            assert args[0] is y and args[2] == h and grid[0] * block[0] >= h > (grid[0] - 1) * block[0]
+            yh = args[1]
+            assert yh.shape == (h * HUB_PAD,) and np.all(yh == sr.zero(np.float64))
+            for ln in leaves:
+                assert ln[3][11] == h and ln[3][12] is yh and ln[3][10] == (1 if left else 0)
+            bufs.append(yh)
+        assert bufs[0] is not bufs[1] and bufs[1] is bufs[2] or hub > 703  # per semiring (and length)
 
 
 def test_csr_block_runs_no_leaves(fake_cupy):
@@ -525,6 +564,57 @@ def test_gpu_prefetch_leaves_64bit_directory():
             assert np.array_equal(dm.multiply(xm, semiring.min_plus, left), _min_plus_ref(M, xm))
 
 
+@pytest.mark.gpu
+def test_gpu_padded_hub_outputs_match_scipy():
+    """hub_outputs=H (the first H outputs accumulated in padded lines, folded after the
+    leaves) gives scipy's products: kron:12 with its hubs numbered first and the 901 x 703
+    matrix with dense rows and columns, H = 1, 37 and more than either side, right and left,
+    every semiring; each product twice (the fold resets the padded outputs), through
+    multiply and through a CUDA graph replayed twice, k2+F and tree-only (several leaves
+    launches into the same padded outputs)."""
+    import cupy as cp
+
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
+    from distgraph.generators import from_spec
+
+    g = from_spec("kron:12")
+    K12 = sp.csr_array((np.ones(g.m), g.indices, g.indptr), shape=(g.n, g.n))
+    order = np.argsort(-np.diff(K12.indptr), kind="stable")  # hubs first
+    mats = {"kron12-degree": K12[order][:, order], "dense-rows": _matrix(7)}
+    for name, A in mats.items():
+        P = sp.csr_array(A != 0).astype(np.float64)
+        t = K2Tree.from_scipy(A, top_nodes=16)
+        for hub in (1, 37, 5000):
+            for kw in (dict(cached_frontier=True), dict(tile=512)):
+                dm = DeviceMatrix(t, hub_outputs=hub, **kw)
+                assert dm.hub_outputs == hub
+                for left in (False, True):
+                    M = P.T if left else P
+                    msg = (name, hub, kw, left)
+                    xf, xi, xb, xm = _xs(M.shape[1], hub + 3 * left)
+                    for _ in range(2):
+                        np.testing.assert_allclose(dm.multiply(xf, semiring.plus_times, left), M @ xf,
+                                                   rtol=1e-12, atol=1e-12, err_msg=str(msg))
+                        assert dm.info["leaves"] == "distgraph_k2tree_leaves_k4_pre_lanes", msg
+                        assert np.array_equal(dm.multiply(xi, semiring.plus_times, left),
+                                              M.astype(np.int64) @ xi), msg
+                        assert np.array_equal(dm.multiply(xb, semiring.lor_land, left),
+                                              (M @ xb.astype(float)) > 0), msg
+                        for dtype in (np.float64, np.float32):
+                            xmd = xm.astype(dtype)
+                            assert np.array_equal(dm.multiply(xmd, semiring.min_plus, left),
+                                                  _min_plus_ref(M, xmd.astype(np.float64))), msg
+                    xd = cp.asarray(xf)
+                    y = cp.empty((M.shape[0], 1))
+                    gr = dm.graph(xd, y, semiring.plus_times, left)
+                    assert gr is not None, msg
+                    for _ in range(2):
+                        y.fill(7.0)
+                        gr.launch()
+                        np.testing.assert_allclose(cp.asnumpy(y), M @ xf, rtol=1e-12, atol=1e-12, err_msg=str(msg))
+
+
 def test_benchmark_configurations_keep_their_leaves(fake_cupy, bench_script):
     """benchmarks/gpu_k2tree_bench.py: with "auto" the default, each configuration still
     runs the leaves it timed before (k2F, k2 and the others that name no prefetch: the
@@ -536,10 +626,13 @@ def test_benchmark_configurations_keep_their_leaves(fake_cupy, bench_script):
     t = K2Tree.from_scipy(_matrix(3), top_nodes=16)
     t.with_frontier()
     for name, (kw, _) in kb.CONFIGS.items():
-        dm = DeviceMatrix(t, **kw)
-        pre, lanes = "_pre" in name or name.endswith("_auto"), name.endswith(("_lanes", "_auto"))
+        dm = DeviceMatrix(t, **kb.matrix_kwargs(kw, t))
+        hub = "_hub" in name  # the defaults' leaves with padded hub outputs
+        assert (dm.hub_outputs > 0) == hub, name
+        pre = "_pre" in name or name.endswith("_auto") or hub
+        lanes = name.endswith(("_lanes", "_auto")) or hub
         assert (dm.prefetch, dm.lane_combine) == (pre, lanes), name
-        dm.run(_DevArray((t.shape[1], 1)), object(), semiring.plus_times, False)
+        dm.run(_DevArray((t.shape[1], 1)), np.empty((t.shape[0], 1), np.float32), semiring.plus_times, False)
         K, agg = dm.chunks_per_block, dm.aggregate
         want = ("distgraph_k2tree_leaves" if not dm.block else "distgraph_k2tree_leaves_blk" if K == 1 else
                 f"distgraph_k2tree_leaves_k{K}" + ("_pre_lanes" if lanes else "_pre" if pre else "_agg" if agg else ""))

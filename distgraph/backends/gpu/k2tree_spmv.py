@@ -147,6 +147,7 @@ LEAVES_K = {1: "distgraph_k2tree_leaves_blk", 2: "distgraph_k2tree_leaves_k2", 4
 LEAVES_AGG = {2: "distgraph_k2tree_leaves_k2_agg", 4: "distgraph_k2tree_leaves_k4_agg",
               8: "distgraph_k2tree_leaves_k8_agg"}
 # prefetch (default "auto": where they apply): the same leaves with each block's inputs loaded with its code
+HUB_PAD = 32  # entries per padded hub output (kernels/k2tree_spmv.cu DG_K2_HUB_PAD)
 LEAVES_PRE = {2: "distgraph_k2tree_leaves_k2_pre", 4: "distgraph_k2tree_leaves_k4_pre"}
 LEAVES_PRE_LANES = {4: "distgraph_k2tree_leaves_k4_pre_lanes"}  # and lane_combine
 LEAVES_THREAD = "distgraph_k2tree_leaves"  # the one-thread-per-node kernels (thread, scan offsets, S != 256)
@@ -405,6 +406,10 @@ class DeviceMatrix:
     ``lane_combine``: with ``prefetch`` and K = 4, adjacent lanes updating the same entry
     of ``y`` combine first (module docstring). Each True, False or ``"auto"`` (default: on
     where they apply, :func:`leaves_options`; measured faster, module docstring).
+    ``hub_outputs`` (H, default 0): the prefetching leaves accumulate the first H entries of
+    ``y`` in a line of ``HUB_PAD`` entries each and fold them in after the leaves, for trees
+    whose hubs were numbered first (:func:`distgraph.formats.reorder.degree_order`), where the
+    hub rows' atomics would share a few lines of ``y``.
 
     ``info``: ``prefetch`` and ``lane_combine`` as resolved, and ``leaves``, the leaves
     kernel of the last product (None before the first, and for a CSR block): the
@@ -414,7 +419,7 @@ class DeviceMatrix:
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
                  levels_per_step=1, chunks_per_block=4, aggregate=False, aggregate_slots=256,
-                 prefetch="auto", lane_combine="auto"):
+                 prefetch="auto", lane_combine="auto", hub_outputs=0):
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
         if offsets not in ("directory", "scan"):
@@ -461,6 +466,13 @@ class DeviceMatrix:
                                                           chunks_per_block=self.chunks_per_block,
                                                           aggregate=self.aggregate)
         self.info = {"prefetch": self.prefetch, "lane_combine": self.lane_combine, "leaves": None}
+        if (not isinstance(hub_outputs, (int, np.integer)) or isinstance(hub_outputs, bool) or hub_outputs < 0):
+            raise InvalidArgumentError(f"hub_outputs must be an integer >= 0; got {hub_outputs!r}")
+        if hub_outputs and not self.prefetch:
+            raise InvalidArgumentError("hub_outputs > 0 needs the prefetching leaves (prefetch=True or 'auto' "
+                                       "with the block kernels and chunks_per_block 2 or 4)")
+        self.hub_outputs = int(hub_outputs)
+        self._yhub = {}  # (dtype, semiring code, hub) -> the padded hub outputs, kept at the zero
         cp = import_cupy()
         self.cp = cp
         self.arrays = {}
@@ -621,7 +633,7 @@ class DeviceMatrix:
                   (a["indptr"], a["indices"], np.int64(self.nrows), xd, y, np.int32(B)))
             return
         if self.block:
-            self._run_block(mod, xd, y, B, left)
+            self._run_block(mod, xd, y, B, left, sr)
             return
         expand = mod.get_function("distgraph_k2tree_expand")
         leaves = mod.get_function(LEAVES_THREAD)
@@ -647,7 +659,7 @@ class DeviceMatrix:
                        (sig, dr, S, use_dir, scan, src, np.int64(g0), np.int64(n), np.int64(st[5]), xd, y,
                         np.int32(B), np.int32(1 if left else 0)))
 
-    def _run_block(self, mod, xd, y, B, left):
+    def _run_block(self, mod, xd, y, B, left, sr):
         """The launches of :meth:`run` with the block kernels (one block per directory
         sample of ``BLOCK`` nodes; grid = the aligned blocks meeting the tile)."""
         expand = mod.get_function("distgraph_k2tree_expand_blk")
@@ -665,6 +677,8 @@ class DeviceMatrix:
         pre = name in LEAVES_PRE.values() or name in LEAVES_PRE_LANES.values()
         if pre:
             nin = np.int64(xd.shape[0])
+            hub = min(self.hub_outputs, int(y.shape[0])) if self.hub_outputs else 0
+            yhub = self._hub_buffer(xd.dtype, hub, sr) if hub else y  # y: a pointer never used
         for st in self.steps:
             level, g0, n, pos = st[1], st[2], st[3], st[4]
             src = self.bufs[level][pos:pos + n]
@@ -677,13 +691,28 @@ class DeviceMatrix:
                                          self.bufs[level + 2]))
             elif pre:
                 leaves(((grid[0] + K - 1) // K,), (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n),
-                                                            xd, nin, y, np.int32(1 if left else 0)))
+                                                            xd, nin, y, np.int32(1 if left else 0),
+                                                            np.int64(hub), yhub))
             elif K > 1:
                 leaves(((grid[0] + K - 1) // K,), (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n),
                                                             xd, y, np.int32(1 if left else 0)))
             else:
                 leaves(grid, (BLOCK,), (sig, dr, src, delta, base, np.int64(g0), np.int64(n), xd, y, np.int32(B),
                                         np.int32(1 if left else 0)))
+
+        if pre and hub:
+            mod.get_function("distgraph_k2tree_hub_fold")(((hub + THREADS - 1) // THREADS,), (THREADS,),
+                                                          (y, yhub, np.int64(hub)))
+
+    def _hub_buffer(self, dtype, hub, sr):
+        """The padded hub outputs (``HUB_PAD`` entries per output, all at the semiring's
+        zero; the fold kernel resets them after each product), made once per element type
+        and semiring outside any graph capture (:meth:`graph` runs a product first)."""
+        key = (np.dtype(dtype).str, sr.code, hub)
+        b = self._yhub.get(key)
+        if b is None:
+            b = self._yhub[key] = self.cp.full((hub * HUB_PAD,), sr.zero(dtype), dtype=dtype)
+        return b
 
 
 def _aligned4(xd):
