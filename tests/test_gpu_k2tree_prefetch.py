@@ -220,9 +220,10 @@ def test_lane_runs_replayed_on_host():
     (dict(prefetch=True, offsets="scan"), r"prefetch=True needs the block kernels"),
     (dict(prefetch=True, sample=64), r"prefetch=True needs the block kernels"),
     (dict(prefetch=True, csr=True), r"prefetch=True needs the block kernels"),
-    (dict(hub_outputs=-1), r"hub_outputs must be an integer >= 0; got -1"),
-    (dict(hub_outputs=True), r"hub_outputs must be an integer >= 0; got True"),
-    (dict(hub_outputs=2.0), r"hub_outputs must be an integer >= 0; got 2.0"),
+    (dict(hub_outputs=-1), r"hub_outputs must be 'auto' or an integer >= 0; got -1"),
+    (dict(hub_outputs=True), r"hub_outputs must be 'auto' or an integer >= 0; got True"),
+    (dict(hub_outputs=2.0), r"hub_outputs must be 'auto' or an integer >= 0; got 2.0"),
+    (dict(hub_outputs="AUTO"), r"hub_outputs must be 'auto' or an integer >= 0; got 'AUTO'"),
     (dict(hub_outputs=4, prefetch=False), r"hub_outputs > 0 needs the prefetching leaves"),
     (dict(hub_outputs=4, chunks_per_block=8), r"hub_outputs > 0 needs the prefetching leaves"),
 ])
@@ -442,6 +443,38 @@ def test_padded_hub_outputs_launches(fake_cupy, hub, nout):
         assert bufs[0] is not bufs[1] and bufs[1] is bufs[2] or hub > 703  # per semiring (and length)
 
 
+def test_padded_hub_outputs_auto(fake_cupy):
+    """hub_outputs="auto" (the default): ceil(HUB_AUTO_FRACTION * n) for a renumbered square
+    tree whose prefetching leaves run, none for a tree in the input order, without the
+    prefetching leaves or for a CSR block; an integer is taken as given. The memory plan
+    and nbytes count the padded outputs (8-byte entries in the plan, the buffers made in
+    nbytes)."""
+    from distgraph import semiring
+    from distgraph.backends.gpu.k2tree_spmv import HUB_AUTO_FRACTION, HUB_PAD, DeviceMatrix
+
+    A = sp.random_array((2000, 2000), density=0.004, random_state=5, format="csr")
+    A = A + A.T
+    r, c = A.nonzero()
+    t = K2Tree.from_coo(r, c, A.shape)
+    tr = K2Tree.from_coo(r, c, A.shape, reorder="degree")
+    assert tr.perm is not None and HUB_AUTO_FRACTION == 0.003
+    assert DeviceMatrix(tr).hub_outputs == DeviceMatrix(tr, cached_frontier=True).hub_outputs == 6
+    assert DeviceMatrix(t).hub_outputs == 0
+    assert DeviceMatrix(tr, prefetch=False).hub_outputs == 0
+    assert DeviceMatrix(tr, chunks_per_block=8).hub_outputs == 0
+    assert DeviceMatrix(tr, kernels="thread").hub_outputs == 0
+    assert DeviceMatrix(t, hub_outputs=9).hub_outputs == 9 and DeviceMatrix(tr, hub_outputs=0).hub_outputs == 0
+    assert DeviceMatrix(csr=(A.indptr, A.indices)).hub_outputs == 0
+    rect = K2Tree.from_scipy(_matrix(3), top_nodes=16)
+    assert DeviceMatrix(rect).hub_outputs == 0
+    dm = DeviceMatrix(tr, cached_frontier=True)
+    assert dm.plan.items["padded hub outputs"] == 8 * HUB_PAD * 6
+    assert "padded hub outputs" not in DeviceMatrix(t, cached_frontier=True).plan.items
+    before = dm.nbytes()["scratch"]
+    dm.run(_DevArray((2000, 1)), np.empty((2000, 1), np.float32), semiring.plus_times, False)
+    assert dm.nbytes()["scratch"] == before + 4 * HUB_PAD * 6  # float32 outputs
+
+
 def test_csr_block_runs_no_leaves(fake_cupy):
     from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix
 
@@ -571,7 +604,8 @@ def test_gpu_padded_hub_outputs_match_scipy():
     matrix with dense rows and columns, H = 1, 37 and more than either side, right and left,
     every semiring; each product twice (the fold resets the padded outputs), through
     multiply and through a CUDA graph replayed twice, k2+F and tree-only (several leaves
-    launches into the same padded outputs)."""
+    launches into the same padded outputs); and the default ("auto") on a tree that carries
+    its degree order, through products in the caller's ids."""
     import cupy as cp
 
     from distgraph import semiring
@@ -613,6 +647,19 @@ def test_gpu_padded_hub_outputs_match_scipy():
                         y.fill(7.0)
                         gr.launch()
                         np.testing.assert_allclose(cp.asnumpy(y), M @ xf, rtol=1e-12, atol=1e-12, err_msg=str(msg))
+    # the default on a tree that carries its degree order: "auto" pads 0.3% of the outputs
+    P = sp.csr_array(K12 != 0).astype(np.float64)
+    tr = K2Tree.from_graph(g, reorder="degree")
+    for kw in (dict(cached_frontier=True), dict(tile=512)):
+        dm = DeviceMatrix(tr, **kw)
+        assert dm.hub_outputs == int(np.ceil(0.003 * g.n)) > 0
+        for left in (False, True):
+            M = P.T if left else P
+            xf, xi, xb, xm = _xs(g.n, 21 + left)
+            for _ in range(2):
+                np.testing.assert_allclose(dm.multiply(xf, semiring.plus_times, left), M @ xf, rtol=1e-12, atol=1e-12)
+                assert np.array_equal(dm.multiply(xm, semiring.min_plus, left), _min_plus_ref(M, xm))
+                assert np.array_equal(dm.multiply(xb, semiring.lor_land, left), (M @ xb.astype(float)) > 0)
 
 
 def test_benchmark_configurations_keep_their_leaves(fake_cupy, bench_script):

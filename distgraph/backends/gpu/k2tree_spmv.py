@@ -66,13 +66,22 @@ the lanes of a warp grouped by output row by ``__match_any_sync`` and each group
 outputs combined in shared memory: made for degree-ordered trees, whose hub rows fill
 whole warps, yet k2+F on them took 1.21-1.45x the default leaves' time on kron 20-24,
 right and left, and 1.58-1.69x on the right unreordered; commit 365dae1,
-``benchmarks/results/session8_x2/call2/``: the atomics on the hub rows are not what
-makes degree-ordered trees slower), and ``lane_combine="rows"`` (runs of adjacent lanes
+``benchmarks/results/session8_x2/call2/``: combining within a warp does not help them),
+and ``lane_combine="rows"`` (runs of adjacent lanes
 with the same block row combining all four outputs by shuffles, as many scan steps as
 the warp's longest run needs: 1.18-1.29x the default leaves' time on degree-ordered kron
 20-24, 1.04-1.05x unreordered; commit 8a98c34, ``session8_x2/call5/``). On degree-ordered
 trees the default's combining of each lane's first output is worth 1.26-1.36x over the
 prefetching leaves without it (``session8_x2/call4/``).
+What does make degree-ordered trees slow is the hub rows sharing lines of ``y``: their
+atomics arrive from every SM, and 32 hubs numbered together share one 128-byte line.
+``hub_outputs`` (H, "auto" on renumbered trees) gives each of the first H outputs a line
+of its own (``HUB_PAD`` entries) and folds them into ``y`` after the leaves. Degree-ordered
+kron 20/21/22/23/24, right product, H = 0.3% of the rows (``benchmarks/results/
+session9_x2/call2/``, the same run): 0.472/0.947/1.907/3.888/7.915 ms against
+0.664/1.278/2.450/4.701/9.153 ms without, and faster than the unreordered trees
+(0.519/1.040/2.088/4.255/8.768 ms), whose trees are 2.0x larger; left alike. H = 1% and
+5% time within 4.4% of 0.3%; padding the first 1% of an unreordered tree costs 0.2-0.5%.
 ``aggregate=True`` (single-vector leaves with K = 2, 4 or 8 chunks,
 ``distgraph_k2tree_leaves_k<K>_agg``; measured slower, kept opt-in for the record: right
 product 12.4/13.6/13.5x cuSPARSE's time on kron 21/22/23 at K = 4 against 2.36/2.60/2.68x
@@ -129,6 +138,8 @@ rounding of the CPU result); lor_land and min_plus are exact.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...errors import InvalidArgumentError
@@ -148,6 +159,10 @@ LEAVES_AGG = {2: "distgraph_k2tree_leaves_k2_agg", 4: "distgraph_k2tree_leaves_k
               8: "distgraph_k2tree_leaves_k8_agg"}
 # prefetch (default "auto": where they apply): the same leaves with each block's inputs loaded with its code
 HUB_PAD = 32  # entries per padded hub output (kernels/k2tree_spmv.cu DG_K2_HUB_PAD)
+# hub_outputs="auto" on a renumbered tree: this fraction of the outputs. On degree-ordered
+# kron 20-24 (benchmarks/results/session9_x2/call2/) 0.003, 0.01 and 0.05 time within 4.4%
+# of each other, 0.003 the fastest on kron:24; 0.003 n * HUB_PAD entries are 0.096 n.
+HUB_AUTO_FRACTION = 0.003
 LEAVES_PRE = {2: "distgraph_k2tree_leaves_k2_pre", 4: "distgraph_k2tree_leaves_k4_pre"}
 LEAVES_PRE_LANES = {4: "distgraph_k2tree_leaves_k4_pre_lanes"}  # and lane_combine
 LEAVES_THREAD = "distgraph_k2tree_leaves"  # the one-thread-per-node kernels (thread, scan offsets, S != 256)
@@ -304,13 +319,15 @@ def _split_frontier(tree, F):
 
 
 def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=False, vectors=0,
-                compact_frontier=False, levels_per_step=1):
+                compact_frontier=False, levels_per_step=1, hub_outputs=0):
     """The device bytes of a product on ``tree``, before anything is allocated: the
     matrix (tree, directory, cached top or cached frontier), the frontier buffers of
     the tiles, the scan offsets, and ``vectors`` bytes of dense ``x`` and ``y``
     (a :class:`~distgraph.backends.gpu.memory.MemoryPlan`; ``.check()`` raises
     DeviceMemoryError when it does not fit). ``compact_frontier``: the frontier as
-    :func:`split_frontier` stores it; ``levels_per_step``: as :func:`plan_tiles`."""
+    :func:`split_frontier` stores it; ``levels_per_step``: as :func:`plan_tiles`;
+    ``hub_outputs``: the padded hub outputs of :class:`DeviceMatrix` (8-byte entries, the
+    widest element type: one buffer per element type and semiring in use)."""
     from .memory import MemoryPlan
 
     L = tree.levels
@@ -331,8 +348,27 @@ def memory_plan(tree, *, tile=1 << 20, offsets="directory", cached_frontier=Fals
             items["scan offsets"] = 2 * 4 * widest
     if vectors:
         items["vectors x, y"] = int(vectors)
+    if hub_outputs:
+        items["padded hub outputs"] = 8 * HUB_PAD * int(hub_outputs)
     hints = ("a smaller tile (tile=2**16)", "cached_frontier=False (tree-only)", "a GPU with more memory")
     return MemoryPlan("k2-tree SpMV", items, hints)
+
+
+def hub_outputs_for(tree, hub_outputs, prefetch, renumbered) -> int:
+    """The padded hub outputs H of :class:`DeviceMatrix` (``hub_outputs``): an integer
+    >= 0 as given (> 0 needs the prefetching leaves), or ``"auto"``:
+    ``ceil(HUB_AUTO_FRACTION * n)`` for a renumbered square tree (``renumbered``: it had a
+    ``perm``; degree order puts the hubs first) when the prefetching leaves run, else 0."""
+    if isinstance(hub_outputs, str) and hub_outputs == "auto":
+        if tree is None or not renumbered or not prefetch or tree.shape[0] != tree.shape[1]:
+            return 0
+        return int(math.ceil(HUB_AUTO_FRACTION * tree.shape[0]))
+    if not isinstance(hub_outputs, (int, np.integer)) or isinstance(hub_outputs, bool) or hub_outputs < 0:
+        raise InvalidArgumentError(f"hub_outputs must be 'auto' or an integer >= 0; got {hub_outputs!r}")
+    if hub_outputs and not prefetch:
+        raise InvalidArgumentError("hub_outputs > 0 needs the prefetching leaves (prefetch=True or 'auto' "
+                                   "with the block kernels and chunks_per_block 2 or 4)")
+    return int(hub_outputs)
 
 
 def _flag(name, v):
@@ -406,10 +442,13 @@ class DeviceMatrix:
     ``lane_combine``: with ``prefetch`` and K = 4, adjacent lanes updating the same entry
     of ``y`` combine first (module docstring). Each True, False or ``"auto"`` (default: on
     where they apply, :func:`leaves_options`; measured faster, module docstring).
-    ``hub_outputs`` (H, default 0): the prefetching leaves accumulate the first H entries of
-    ``y`` in a line of ``HUB_PAD`` entries each and fold them in after the leaves, for trees
-    whose hubs were numbered first (:func:`distgraph.formats.reorder.degree_order`), where the
-    hub rows' atomics would share a few lines of ``y``.
+    ``hub_outputs`` (H): the prefetching leaves accumulate the first H entries of ``y`` in a
+    line of ``HUB_PAD`` entries each and fold them in after the leaves
+    (``distgraph_k2tree_hub_fold``). For trees whose hubs were numbered first
+    (``reorder="degree"``), where the hub rows' atomics from every SM would otherwise share
+    a few lines of ``y``: that made degree-ordered trees 1.2-1.6x slower than unreordered
+    ones; padded, they are faster (module docstring). ``"auto"`` (default): see
+    :func:`hub_outputs_for` (0.3% of the outputs of a renumbered tree, else none).
 
     ``info``: ``prefetch`` and ``lane_combine`` as resolved, and ``leaves``, the leaves
     kernel of the last product (None before the first, and for a CSR block): the
@@ -419,7 +458,7 @@ class DeviceMatrix:
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
                  levels_per_step=1, chunks_per_block=4, aggregate=False, aggregate_slots=256,
-                 prefetch="auto", lane_combine="auto", hub_outputs=0):
+                 prefetch="auto", lane_combine="auto", hub_outputs="auto"):
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
         if offsets not in ("directory", "scan"):
@@ -466,12 +505,7 @@ class DeviceMatrix:
                                                           chunks_per_block=self.chunks_per_block,
                                                           aggregate=self.aggregate)
         self.info = {"prefetch": self.prefetch, "lane_combine": self.lane_combine, "leaves": None}
-        if (not isinstance(hub_outputs, (int, np.integer)) or isinstance(hub_outputs, bool) or hub_outputs < 0):
-            raise InvalidArgumentError(f"hub_outputs must be an integer >= 0; got {hub_outputs!r}")
-        if hub_outputs and not self.prefetch:
-            raise InvalidArgumentError("hub_outputs > 0 needs the prefetching leaves (prefetch=True or 'auto' "
-                                       "with the block kernels and chunks_per_block 2 or 4)")
-        self.hub_outputs = int(hub_outputs)
+        self.hub_outputs = hub_outputs_for(tree, hub_outputs, self.prefetch, renumbered=self.perm is not None)
         self._yhub = {}  # (dtype, semiring code, hub) -> the padded hub outputs, kept at the zero
         cp = import_cupy()
         self.cp = cp
@@ -503,7 +537,8 @@ class DeviceMatrix:
                                        f"(directory offsets, sample={BLOCK}); got {levels_per_step!r}")
         self.levels_per_step = 1 if self.cached else int(levels_per_step)
         self.plan = memory_plan(tree, tile=self.tile, offsets=offsets, cached_frontier=self.cached,
-                                compact_frontier=self.compact, levels_per_step=self.levels_per_step)
+                                compact_frontier=self.compact, levels_per_step=self.levels_per_step,
+                                hub_outputs=self.hub_outputs)
         self.plan.check()  # before allocating anything
         a = self.arrays
         a["sig"] = cp.asarray(np.concatenate([tree.sig, np.zeros(4, np.uint8)]))  # word reads stay in bounds
@@ -539,7 +574,8 @@ class DeviceMatrix:
 
     def nbytes(self) -> dict:
         """Device bytes held by this matrix: ``matrix`` (tree, directory, top codes and
-        cached frontier [and permutation], or CSR) and ``scratch`` (frontier buffers, scan offsets)."""
+        cached frontier [and permutation], or CSR) and ``scratch`` (frontier buffers, scan offsets,
+        the padded hub outputs made so far)."""
         top = f"codes{self.tree.top_level}" if self.tree is not None and not self.cached else None
         mat = sum(int(v.nbytes) for k, v in self.arrays.items()
                   if k in ("sig", "dir", "frontier", "frontier_base", "frontier_delta", "indptr", "indices", top))
@@ -547,7 +583,8 @@ class DeviceMatrix:
         if self.perm is not None:  # a reordered tree's permutation and its inverse
             p = int(self.perm[0].nbytes + self.perm[1].nbytes)
             mat, tot = mat + p, tot + p
-        return {"matrix": mat, "scratch": tot - mat}
+        hub = sum(int(b.nbytes) for b in getattr(self, "_yhub", {}).values())
+        return {"matrix": mat, "scratch": tot - mat + hub}
 
     def _module(self, sr, dtype):
         defines = {"SEMIRING": sr.code, "VALUE_T": _VALUE_T[np.dtype(dtype)]}
