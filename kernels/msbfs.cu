@@ -70,6 +70,9 @@
 //                               grid syncs between stages (replicated mode); on small graphs
 //                               `ngroups` kappa-source BFS batches at once, each on its part of
 //                               the grid with its own state and barrier.
+//   distgraph_msbfs_blocks, _pull_blocks, _pull_vertex_blocks
+//                               one block per kappa-source batch (block schedule): stage 1 +
+//                               stage 2, or a pull level over candidate slice sets or vertices.
 //   distgraph_msbfs_seed, _stage1, _bottom_up, _stage2, _build_queue, _flush_sources
 //                               the same steps as separate launches, for the partitioned
 //                               mode, where the host puts each rank's F/act/wasact words to
@@ -1214,6 +1217,76 @@ __device__ __forceinline__ void dg_ms_or_elem(unsigned (&acc)[DG_MS_WORDS], cons
     for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] |= v[j];
 }
 
+// One vertex u of a pull level (both pull kernels): new = (OR of Fc over u's in-neighbours) &
+// ~Vc[u]; when new is not empty, Vc[u] |= new, Fn[u] = new and the sums of level L; returns
+// whether u got new bits.  base: u's element, dg_vi(u, rho) * DG_MS_WORDS.
+__device__ __forceinline__ bool dg_ms_pull_one(int u, dg_i64 base, const dg_i64 *__restrict__ t_indptr,
+                                               const int *__restrict__ t_indices, const int4 *__restrict__ ell,
+                                               const unsigned *Fc, unsigned *Fn, unsigned *Vc, dg_i64 rho, int nsrc,
+                                               int per_source, int L, dg_u64 rf, unsigned *scnt, dg_u64 *far,
+                                               dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2) {
+    bool got = false;
+    // u's visited element and its first in-neighbours, loaded together; the element
+    // is read again after the in-neighbours (an L1 hit) rather than held in 8
+    // registers across their loads (the 64-register cap of 1024 threads spilled)
+    unsigned open = 0u;
+    {
+        unsigned have[DG_MS_WORDS];
+        dg_ms_load(Vc + base, have);
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) open |= dg_full_word(j, nsrc) & ~have[j];
+    }
+    // the first four in-neighbours (ELL row, -1 padding) need no index load after
+    // the visited element: their frontier elements are loaded two by two right away
+    const int4 q = ell[u];
+    if (open) {
+        unsigned acc[DG_MS_WORDS];
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] = 0u;
+        if (q.x >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.x, rho) * DG_MS_WORDS);
+        if (q.y >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.y, rho) * DG_MS_WORDS);
+        if (q.z >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.z, rho) * DG_MS_WORDS);
+        if (q.w >= 0) {
+            dg_ms_or_elem(acc, Fc + dg_vi(q.w, rho) * DG_MS_WORDS);
+            // more than four: the rest from the CSR of the transpose
+            dg_i64 e = t_indptr[u] + 4;
+            const dg_i64 e1 = t_indptr[u + 1];
+            for (; e + 2 <= e1; e += 2) {
+                const int v0 = t_indices[e], v1 = t_indices[e + 1];
+                dg_ms_or_elem(acc, Fc + dg_vi(v0, rho) * DG_MS_WORDS);
+                dg_ms_or_elem(acc, Fc + dg_vi(v1, rho) * DG_MS_WORDS);
+            }
+            if (e < e1) dg_ms_or_elem(acc, Fc + dg_vi(t_indices[e], rho) * DG_MS_WORDS);
+        }
+        unsigned have[DG_MS_WORDS];
+        dg_ms_load(Vc + base, have);
+        unsigned pc = 0u;
+#pragma unroll
+        for (int j = 0; j < DG_MS_WORDS; ++j) {
+            acc[j] &= ~have[j];
+            pc += __popc(acc[j]);
+        }
+        if (pc) {
+            got = true;
+#pragma unroll
+            for (int j = 0; j < DG_MS_WORDS; ++j) have[j] |= acc[j];
+            dg_ms_store(Vc + base, have);
+            dg_ms_store(Fn + base, acc);
+            if (per_source) {
+#pragma unroll
+                for (int j = 0; j < DG_MS_WORDS; ++j)
+                    for (unsigned d = acc[j]; d; d &= d - 1u) atomicAdd(&scnt[32 * j + __ffs(d) - 1], 1u);
+            } else {
+                atomicAdd(&far[u], (dg_u64)L * pc);
+                atomicAdd(&reach[u], (dg_u64)pc);
+                if (L == 1) atomicAdd(&h0[u], (dg_u64)pc);
+                else { atomicAdd(&h1[u], pc * (rf >> 32)); atomicAdd(&h2[u], pc * (rf & 0xffffffffull)); }
+            }
+        }
+    }
+    return got;
+}
+
 extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK, DG_MS_MINB)
 distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__restrict__ t_indices,
                             const int4 *__restrict__ ell, const int *__restrict__ sg_ptr, const int *__restrict__ sg_idx, int n,
@@ -1323,67 +1396,9 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
                     if (u >= n) u = -1;
                 }
                 bool gotn = false;
-                if (u >= 0) {
-                    const dg_i64 base = ((dg_i64)(i & 7) * rho + ss) * DG_MS_WORDS;
-                    // u's visited element and its first in-neighbours, loaded together; the element
-                    // is read again after the in-neighbours (an L1 hit) rather than held in 8
-                    // registers across their loads (the 64-register cap of 1024 threads spilled)
-                    unsigned open = 0u;
-                    {
-                        unsigned have[DG_MS_WORDS];
-                        dg_ms_load(Vc + base, have);
-#pragma unroll
-                        for (int j = 0; j < DG_MS_WORDS; ++j) open |= dg_full_word(j, nsrc) & ~have[j];
-                    }
-                    // the first four in-neighbours (ELL row, -1 padding) need no index load after
-                    // the visited element: their frontier elements are loaded two by two right away
-                    const int4 q = ell[u];
-                    if (open) {
-                        unsigned acc[DG_MS_WORDS];
-#pragma unroll
-                        for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] = 0u;
-                        if (q.x >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.x, rho) * DG_MS_WORDS);
-                        if (q.y >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.y, rho) * DG_MS_WORDS);
-                        if (q.z >= 0) dg_ms_or_elem(acc, Fc + dg_vi(q.z, rho) * DG_MS_WORDS);
-                        if (q.w >= 0) {
-                            dg_ms_or_elem(acc, Fc + dg_vi(q.w, rho) * DG_MS_WORDS);
-                            // more than four: the rest from the CSR of the transpose
-                            dg_i64 e = t_indptr[u] + 4;
-                            const dg_i64 e1 = t_indptr[u + 1];
-                            for (; e + 2 <= e1; e += 2) {
-                                const int v0 = t_indices[e], v1 = t_indices[e + 1];
-                                dg_ms_or_elem(acc, Fc + dg_vi(v0, rho) * DG_MS_WORDS);
-                                dg_ms_or_elem(acc, Fc + dg_vi(v1, rho) * DG_MS_WORDS);
-                            }
-                            if (e < e1) dg_ms_or_elem(acc, Fc + dg_vi(t_indices[e], rho) * DG_MS_WORDS);
-                        }
-                        unsigned have[DG_MS_WORDS];
-                        dg_ms_load(Vc + base, have);
-                        unsigned pc = 0u;
-#pragma unroll
-                        for (int j = 0; j < DG_MS_WORDS; ++j) {
-                            acc[j] &= ~have[j];
-                            pc += __popc(acc[j]);
-                        }
-                        if (pc) {
-                            gotn = true;
-#pragma unroll
-                            for (int j = 0; j < DG_MS_WORDS; ++j) have[j] |= acc[j];
-                            dg_ms_store(Vc + base, have);
-                            dg_ms_store(Fn + base, acc);
-                            if (per_source) {
-#pragma unroll
-                                for (int j = 0; j < DG_MS_WORDS; ++j)
-                                    for (unsigned d = acc[j]; d; d &= d - 1u) atomicAdd(&scnt[32 * j + __ffs(d) - 1], 1u);
-                            } else {
-                                atomicAdd(&far[u], (dg_u64)L * pc);
-                                atomicAdd(&reach[u], (dg_u64)pc);
-                                if (L == 1) atomicAdd(&h0[u], (dg_u64)pc);
-                                else { atomicAdd(&h1[u], pc * (rf >> 32)); atomicAdd(&h2[u], pc * (rf & 0xffffffffull)); }
-                            }
-                        }
-                    }
-                }
+                if (u >= 0)
+                    gotn = dg_ms_pull_one(u, ((dg_i64)(i & 7) * rho + ss) * DG_MS_WORDS, t_indptr, t_indices, ell, Fc,
+                                          Fn, Vc, rho, nsrc, per_source, L, rf, scnt, far, reach, h0, h1, h2);
                 // the set is active at level l + 1 iff one of its 8 lanes got new bits: the
                 // group's first lane lists it
                 const unsigned grp = (__ballot_sync(DG_FULL_MASK, gotn) >> (lane & ~7u)) & 0xffu;
@@ -1398,6 +1413,138 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
         for (dg_i64 i = threadIdx.x; i < nhw / 4; i += blockDim.x) reinterpret_cast<uint4 *>(Vc)[i] = z4;
         levels_run += l - 1;  // the deepest level reached (distgraph_msbfs_blocks counts one more when
                               // its last frontier's sets still queue VSSs: an empty last level)
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && levels_run) atomicAdd((dg_u64 *)&stats[0], (dg_u64)levels_run);
+}
+
+// distgraph_msbfs_pull_vertex_blocks: the pull kernel with candidates kept per vertex instead of
+// per slice set.  Level l + 1 pulls into exactly the out-neighbours of level l's frontier
+// vertices (h_indptr / h_indices: the CSR of the searched graph), each once: a bit per vertex
+// (cbw >= n / 32 + 1 words, in dynamic shared memory when shared_cb, else cb per slot) dedups
+// them into a list.  The slice-set candidates of distgraph_msbfs_pull_blocks evaluate all 8
+// vertices of every set that holds one: 1.4-2.2x more vertices on road-NY (host count,
+// benchmarks/results/msbfs_pull_candidates_roadNY.json).  lists (per slot, 3 * max(n, 1)
+// ints): the frontier vertices of even / odd levels, then the candidates; the frontier of level
+// l - 1 is cleared vertex by vertex.  Same sums (dg_ms_pull_one).
+extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK, DG_MS_MINB)
+distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const int *__restrict__ t_indices,
+                                   const int4 *__restrict__ ell, const dg_i64 *__restrict__ h_indptr,
+                                   const int *__restrict__ h_indices, int n, const int *__restrict__ srcs,
+                                   const int *__restrict__ nsrcs, int nbatches, int per_source, unsigned *F0,
+                                   unsigned *F1, unsigned *Vc, unsigned *cb, dg_i64 cbw, int shared_cb, int *lists,
+                                   dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2, unsigned *next,
+                                   dg_i64 *stats) {
+    extern __shared__ unsigned s_dyn[];  // the candidate bits when shared_cb (cbw words)
+    __shared__ unsigned scnt[DG_MS_KAPPA];
+    __shared__ unsigned s_na[2], s_nc[2];
+    __shared__ int s_batch;
+    const dg_i64 rho = ((dg_i64)n + 7) >> 3;
+    const dg_i64 nhw = 8 * rho * DG_MS_WORDS, n1 = n > 0 ? n : 1;
+    {
+        const dg_i64 slot = blockIdx.x;
+        F0 += slot * nhw;
+        F1 += slot * nhw;
+        Vc += slot * nhw;
+        if (shared_cb) {
+            cb = s_dyn;
+            for (dg_i64 i = threadIdx.x; i < cbw; i += blockDim.x) cb[i] = 0u;
+        } else {
+            cb += slot * cbw;
+        }
+        lists += slot * 3 * n1;
+    }
+    int *clist = lists + 2 * n1;  // the frontier vertices of even / odd levels: lists, lists + n1
+    for (int i = threadIdx.x; i < DG_MS_KAPPA; i += blockDim.x) scnt[i] = 0u;
+    const unsigned lane = threadIdx.x & 31u;
+    dg_i64 levels_run = 0;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            s_batch = (int)atomicAdd(next, 1u);
+            s_na[0] = s_na[1] = 0u;
+            s_nc[0] = s_nc[1] = 0u;
+        }
+        __syncthreads();
+        const int bt = s_batch;
+        if (bt >= nbatches) break;  // block-uniform
+        const int nsrc = nsrcs[bt];
+        const int *bs = srcs + (dg_i64)bt * DG_MS_KAPPA;
+        // ---- level 0: the sources, each vertex listed once (its bit dedups, then is cleared)
+        for (int c = threadIdx.x; c < nsrc; c += blockDim.x) {
+            const int s = bs[c];
+            const dg_i64 at = dg_vi(s, rho) * DG_MS_WORDS + (c >> 5);
+            atomicOr(&Vc[at], 1u << (c & 31));
+            atomicOr(&F0[at], 1u << (c & 31));
+            const unsigned bit = 1u << (s & 31);
+            if (!(atomicOr(cb + (s >> 5), bit) & bit)) lists[atomicAdd(&s_na[0], 1u)] = s;
+            if (per_source) atomicAdd(&scnt[c], 1u);
+            else atomicAdd(&reach[s], 1ull);
+        }
+        __syncthreads();
+        for (dg_i64 i = threadIdx.x; i < s_na[0]; i += blockDim.x) cb[lists[i] >> 5] = 0u;
+        int l = 0;
+        for (;;) {
+            // ---- (a) per-source counts of level l; the frontier of level l - 1 cleared vertex by
+            // vertex (F of parity l - 1, which level l + 1 writes) and the candidate bits of level l;
+            // then the candidates of level l + 1: the out-neighbours of level l's frontier
+            const int p = l & 1;
+            unsigned *Fc = p ? F1 : F0, *Fn = p ? F0 : F1;
+            if (per_source)
+                dg_ms_block_flush_counts(scnt, per_source, nsrc, bt, bs, l, l >= 2 ? dg_recip_fixed((dg_u64)l) : 0ull,
+                                         far, reach, h0, h1, h2);
+            if (l >= 1) {
+                const dg_i64 nao = s_na[p ^ 1], nco = s_nc[p ^ 1];
+                const int *fo = lists + (p ^ 1) * n1;
+                unsigned z[DG_MS_WORDS];
+#pragma unroll
+                for (int j = 0; j < DG_MS_WORDS; ++j) z[j] = 0u;
+                for (dg_i64 i = threadIdx.x; i < nao; i += blockDim.x) dg_ms_store(Fn + dg_vi(fo[i], rho) * DG_MS_WORDS, z);
+                for (dg_i64 i = threadIdx.x; i < nco; i += blockDim.x) cb[clist[i] >> 5] = 0u;
+            }
+            const dg_i64 na = s_na[p];
+            if (na == 0) break;  // block-uniform: no frontier at level l
+            __syncthreads();     // (F of parity l - 1, the candidate bits and list are free now)
+            if (threadIdx.x == 0) { s_nc[p ^ 1] = 0u; s_na[p ^ 1] = 0u; }
+            {
+                const int *a = lists + p * n1;
+                for (dg_i64 i = threadIdx.x; i < na; i += blockDim.x) {
+                    const int v = a[i];
+                    for (dg_i64 e = h_indptr[v], e1 = h_indptr[v + 1]; e < e1; ++e) {
+                        const int t = h_indices[e];
+                        const unsigned bit = 1u << (t & 31);
+                        if (cb[t >> 5] & bit) continue;
+                        if (!(atomicOr(cb + (t >> 5), bit) & bit)) clist[atomicAdd(&s_nc[p], 1u)] = t;
+                    }
+                }
+            }
+            __syncthreads();
+            // ---- (b) level l + 1: pull into each candidate, a thread each; the new frontier's
+            // vertices listed with one shared atomic per warp
+            const int nc = (int)s_nc[p];
+            const int L = l + 1;
+            const dg_u64 rf = L >= 2 ? dg_recip_fixed((dg_u64)L) : 0ull;
+            int *fnext = lists + (p ^ 1) * n1;
+            for (int i0 = 0; i0 < nc; i0 += blockDim.x) {
+                const int i = i0 + (int)threadIdx.x;
+                const int u = i < nc ? clist[i] : -1;
+                bool gotn = false;
+                if (u >= 0)
+                    gotn = dg_ms_pull_one(u, dg_vi(u, rho) * DG_MS_WORDS, t_indptr, t_indices, ell, Fc, Fn, Vc, rho,
+                                          nsrc, per_source, L, rf, scnt, far, reach, h0, h1, h2);
+                const unsigned got = __ballot_sync(DG_FULL_MASK, gotn);
+                unsigned at = 0u;
+                if (lane == 0u && got) at = atomicAdd(&s_na[p ^ 1], (unsigned)__popc(got));
+                at = __shfl_sync(DG_FULL_MASK, at, 0);
+                if (gotn) fnext[at + __popc(got & ((1u << lane) - 1u))] = u;
+            }
+            __syncthreads();
+            ++l;
+        }
+        // ---- clean the slot: the last frontier (parity l: empty) and candidate bits were
+        // cleared in (a); Vc back to zero
+        const uint4 z4 = make_uint4(0u, 0u, 0u, 0u);
+        for (dg_i64 i = threadIdx.x; i < nhw / 4; i += blockDim.x) reinterpret_cast<uint4 *>(Vc)[i] = z4;
+        levels_run += l - 1;  // as distgraph_msbfs_pull_blocks
         __syncthreads();
     }
     if (threadIdx.x == 0 && levels_run) atomicAdd((dg_u64 *)&stats[0], (dg_u64)levels_run);

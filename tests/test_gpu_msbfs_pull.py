@@ -45,15 +45,21 @@ def _runner(g, threads=1024, **kw):
     r = runner(g, groups="blocks", block_threads=threads, **kw)
     assert r.schedule == "blocks"
     assert r.pull is (kw["pull"] in ("on", True)) and r.info["pull"] == r.pull
+    if r.pull:
+        assert r.pull_candidates == kw.get("pull_candidates", "sets")
     return r
+
+
+CANDS = ["sets", "vertices"]   # pull_candidates: every vertex of the candidate sets, or exactly the candidates
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(GRAPHS))
 @pytest.mark.parametrize("kappa,threads", [(256, 1024), (32, 256), (64, 1024), (128, 256)])
-def test_pull_per_vertex_equal_cpu(name, kappa, threads):
+@pytest.mark.parametrize("cands", CANDS)
+def test_pull_per_vertex_equal_cpu(name, kappa, threads, cands):
     g = GRAPHS[name]
-    r = _runner(g, threads, kappa=kappa)
+    r = _runner(g, threads, kappa=kappa, pull_candidates=cands)
     srcs = np.arange(g.n, dtype=np.int64)
     assert _same(_sums(g, srcs, False, r), _sums(g, srcs, False))
 
@@ -61,9 +67,10 @@ def test_pull_per_vertex_equal_cpu(name, kappa, threads):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(GRAPHS))
 @pytest.mark.parametrize("kappa", [256, 32])
-def test_pull_per_source_equal_cpu(name, kappa):
+@pytest.mark.parametrize("cands", CANDS)
+def test_pull_per_source_equal_cpu(name, kappa, cands):
     g = GRAPHS[name]
-    r = _runner(g, kappa=kappa, slots=3)   # more batches than blocks: slots are reused
+    r = _runner(g, kappa=kappa, slots=3, pull_candidates=cands)   # more batches than blocks: slots are reused
     rng = np.random.default_rng(4)
     srcs = rng.integers(0, g.n, 300).astype(np.int64)  # repeats, > one kappa, partial last batch
     assert _same(_sums(g, srcs, True, r, batch_size=100), _sums(g, srcs, True, batch_size=100))
@@ -72,10 +79,11 @@ def test_pull_per_source_equal_cpu(name, kappa):
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", UNDIRECTED)
 @pytest.mark.parametrize("kappa", [256, 64])
-def test_pull_symmetric_total_equal_cpu(name, kappa):
+@pytest.mark.parametrize("cands", CANDS)
+def test_pull_symmetric_total_equal_cpu(name, kappa, cands):
     # closeness of every vertex: each BFS's sums at its source; the total is the per-vertex sum
     g = GRAPHS[name]
-    r = _runner(g, kappa=kappa, symmetric=True, slots=2)
+    r = _runner(g, kappa=kappa, symmetric=True, slots=2, pull_candidates=cands)
     srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
     assert _same(_sums(g, srcs, False, r), _sums(g, srcs, False))
 
@@ -104,7 +112,8 @@ def test_pull_on_off_auto_same_sums(name):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["minnesota.mtx.gz", "power.mtx.gz"])
-def test_pull_real_graph_all_sources(data_dir, name):
+@pytest.mark.parametrize("cands", CANDS)
+def test_pull_real_graph_all_sources(data_dir, name, cands):
     # closeness() of every vertex as the benchmark runs it (symmetric sums, kappa 256,
     # reorder="auto", blocks of 1024, compact BFS balls)
     from distgraph.algorithms.msbfs import ball_sources
@@ -114,24 +123,26 @@ def test_pull_real_graph_all_sources(data_dir, name):
     ref = _sums(g, srcs, False)
     tptr, tidx, _ = g.csc()
     balls = ball_sources(g.indptr, g.indices, tptr, tidx, srcs, 256)
-    r = _runner(g, kappa=256, reorder="auto", symmetric=not g.directed)
+    r = _runner(g, kappa=256, reorder="auto", symmetric=not g.directed, pull_candidates=cands)
     assert _same(_sums(g, balls, False, r), ref)
 
 
 @pytest.mark.gpu
-def test_pull_real_scale_free_some_sources(data_dir):
+@pytest.mark.parametrize("cands", CANDS)
+def test_pull_real_scale_free_some_sources(data_dir, cands):
     # email-Enron (hubs: long in-arc lists; "auto" leaves it off), 700 random sources, per vertex,
     # reorder="auto"
     g = _real(data_dir, "email-Enron.mtx.gz")
     assert not runner(g, groups="blocks", reorder="auto", pull="auto").pull
     rng = np.random.default_rng(8)
     srcs = np.sort(rng.choice(g.n, size=700, replace=False)).astype(np.int64)
-    r = _runner(g, kappa=256, reorder="auto")
+    r = _runner(g, kappa=256, reorder="auto", pull_candidates=cands)
     assert _same(_sums(g, srcs, False, r), _sums(g, srcs, False))
 
 
 @pytest.mark.gpu
-def test_pull_road_ny_first_batches(data_dir):
+@pytest.mark.parametrize("cands", CANDS)
+def test_pull_road_ny_first_batches(data_dir, cands):
     # road-NY (RCM order, ~550 levels per batch): 3 batches of 256 ball sources, per vertex and
     # per source, against the CPU backend
     from distgraph.algorithms.msbfs import ball_sources
@@ -139,8 +150,8 @@ def test_pull_road_ny_first_batches(data_dir):
     g = _real(data_dir, "road-NY.gr.xz")
     tptr, tidx, _ = g.csc()
     srcs = ball_sources(g.indptr, g.indices, tptr, tidx, np.arange(g.n, dtype=np.int64), 256)[:768]
-    r = _runner(g, kappa=256, reorder="auto")
-    assert r.info["shared_dbits"]   # 33k slice sets: the candidate bits fit in shared memory
+    r = _runner(g, kappa=256, reorder="auto", pull_candidates=cands)
+    assert r.info["shared_dbits"]   # 33k slice sets, 264k vertices: the candidate bits fit in shared memory
     assert _same(_sums(g, srcs, False, r), _sums(g, srcs, False))
     assert _same(_sums(g, srcs[:300], True, r), _sums(g, srcs[:300], True))
 
@@ -178,9 +189,24 @@ def test_pull_config_key_checked():
         assert reload_config({"DISTGRAPH_GPU_MSBFS_PULL": "on"}).gpu_msbfs_pull == "on"
         with pytest.raises(InvalidArgumentError, match="GPU_MSBFS_PULL"):
             reload_config({"DISTGRAPH_GPU_MSBFS_PULL": "maybe"})
+        assert reload_config({"DISTGRAPH_GPU_MSBFS_PULL_CANDIDATES": "vertices"}).gpu_msbfs_pull_candidates == \
+            "vertices"
+        with pytest.raises(InvalidArgumentError, match="GPU_MSBFS_PULL_CANDIDATES must be sets or vertices"):
+            reload_config({"DISTGRAPH_GPU_MSBFS_PULL_CANDIDATES": "vertex"})
     finally:
         reload_config({})
-    assert config.gpu_msbfs_pull in ("auto", "on", "off")
+    assert config.gpu_msbfs_pull in ("auto", "on", "off") and config.gpu_msbfs_pull_candidates == "sets"
+
+
+@pytest.mark.parametrize("bad", ["vertex", "", 1, 2.0, True])
+def test_pull_candidates_bad_argument(bad):
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+    from distgraph.errors import InvalidArgumentError
+
+    g = GRAPHS["path4"]
+    tptr, tidx, _ = g.csc()
+    with pytest.raises(InvalidArgumentError, match="pull_candidates"):
+        GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=None, pull_candidates=bad)
 
 
 @pytest.mark.parametrize("name", ["path4", "kron9_dir", "grid_29x37", "two_grids_isolated", "isolated_only"])

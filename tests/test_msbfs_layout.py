@@ -636,17 +636,42 @@ class _Kernels:
 
     def k_pull_blocks(self, t_indptr, t_indices, ell, sg_ptr, sg_idx, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc,
                       cb, cbw, shared_cb, lists, far, reach, h0, h1, h2, nxt, stats):
-        # the pull kernel's protocol: level l + 1 pulls the in-neighbours' frontier elements into
-        # the vertices of the candidate sets (successors in the set graph of the sets active at
-        # level l); frontiers double-buffered (F0: even levels, F1: odd), the frontier of level
-        # l - 1 cleared set by set; every slot clean when a batch starts and after it ends
+        # candidates of level l + 1: every vertex of the successors, in the set graph, of the
+        # sets holding level l's frontier; two bit arrays (level parity) of a bit per set
         rho = (n + 7) // 8
-        W, K, r1 = self.W, 32 * self.W, max(rho, 1)
+        assert cbw * 32 >= rho and sg_ptr.shape[0] == rho + 1
+
+        def cands(front):
+            act = sorted({v >> 3 for v in front})
+            sets = sorted({int(t) for s_ in act for t in sg_idx[sg_ptr[s_]:sg_ptr[s_ + 1]]})
+            return [u for t in sets for u in range(8 * t, min(8 * t + 8, n))]
+        self._pull(t_indptr, t_indices, ell, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc, cb, 2 * cbw,
+                   shared_cb, lists, max(rho, 1), far, reach, h0, h1, h2, nxt, stats, cands)
+
+    def k_pull_vertex_blocks(self, t_indptr, t_indices, ell, h_indptr, h_indices, n, srcs, nsrcs, nbatches,
+                             per_source, F0, F1, Vc, cb, cbw, shared_cb, lists, far, reach, h0, h1, h2, nxt, stats):
+        # candidates of level l + 1: the out-neighbours of level l's frontier vertices, each once;
+        # one bit array of a bit per vertex
+        assert cbw * 32 >= n and h_indptr.shape[0] == n + 1 and h_indptr.dtype == np.int64
+
+        def cands(front):
+            return sorted({int(t) for v in front for t in h_indices[h_indptr[v]:h_indptr[v + 1]]})
+        self._pull(t_indptr, t_indices, ell, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc, cb, cbw, shared_cb,
+                   lists, max(n, 1), far, reach, h0, h1, h2, nxt, stats, cands)
+
+    def _pull(self, t_indptr, t_indices, ell, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc, cb, cbslot,
+              shared_cb, lists, n_list, far, reach, h0, h1, h2, nxt, stats, cands):
+        # the pull kernels' protocol: level l + 1 pulls the in-neighbours' frontier elements into
+        # the candidates of level l + 1 (cands of level l's frontier vertices); frontiers
+        # double-buffered (F0: even levels, F1: odd), the frontier of level l - 1 cleared; every
+        # slot clean when a batch starts and after it ends.  cbslot: candidate-bit words per slot;
+        # n_list: ints per list (3 lists per slot)
+        rho = (n + 7) // 8
+        W, K = self.W, 32 * self.W
         nhw = 8 * rho * W
         S = F0.size // max(nhw, 1)
-        assert S >= 1 and F1.size == S * nhw and Vc.size == S * nhw and lists.size == S * 3 * r1
-        assert shared_cb or cb.size == S * 2 * cbw
-        assert cbw * 32 >= rho and sg_ptr.shape[0] == rho + 1
+        assert S >= 1 and F1.size == S * nhw and Vc.size == S * nhw and lists.size == S * 3 * n_list
+        assert shared_cb or cb.size == S * cbslot
         E = ell.reshape(-1, 4)
         for u in range(n):  # the first four in-arcs, -1 padded
             row = t_indices[t_indptr[u]:t_indptr[u + 1]][:4]
@@ -657,7 +682,7 @@ class _Kernels:
             slot = bt % S
             f = [a[slot * nhw:(slot + 1) * nhw] for a in (F0, F1)]
             vc = Vc[slot * nhw:(slot + 1) * nhw]
-            cbs = np.zeros(2 * cbw, np.uint32) if shared_cb else cb[slot * 2 * cbw:(slot + 1) * 2 * cbw]
+            cbs = np.zeros(cbslot, np.uint32) if shared_cb else cb[slot * cbslot:(slot + 1) * cbslot]
             assert not (f[0].any() or f[1].any() or vc.any() or cbs.any()), "slot not clean"
             Fe, Ce = [self._el(a) for a in f], self._el(vc)
             nsrc = int(nsrcs[bt])
@@ -672,7 +697,7 @@ class _Kernels:
                     cnt[c] += 1
                 else:
                     reach[bs[c]] += np.uint64(1)
-            act = sorted(set((bs >> 3).tolist()))
+            front = sorted(set(bs.tolist()))
             prev = []
             lvl = 0
             while True:
@@ -680,39 +705,30 @@ class _Kernels:
                 if per_source:
                     self._flush_counts(cnt, nsrc, per_source, bt, bs, lvl, far, reach, h0, h1, h2)
                     cnt[:] = 0
-                for ss in prev:  # the frontier of level l - 1
-                    Fe[p ^ 1][np.arange(8) * rho + ss] = 0
-                if not act:
+                Fe[p ^ 1][get_vi(np.asarray(prev, np.int64), rho)] = 0  # the frontier of level l - 1
+                if not front:
                     break
-                cand = sorted({int(t) for s in act for t in sg_idx[sg_ptr[s]:sg_ptr[s + 1]]})
                 L = lvl + 1
-                new_act = []
-                for ss in cand:
-                    got = False
-                    for b in range(8):
-                        u = ss * 8 + b
-                        if u >= n:
-                            break
-                        i = b * rho + ss
-                        if not (full & ~Ce[i]).any():
-                            continue
-                        nb = t_indices[t_indptr[u]:t_indptr[u + 1]].astype(np.int64)
-                        acc = (np.bitwise_or.reduce(Fe[p][get_vi(nb, rho)], axis=0) if nb.size
-                               else np.zeros(W, np.uint32)) & ~Ce[i]
-                        pc = int(np.bitwise_count(acc).sum())
-                        if not pc:
-                            continue
-                        got = True
-                        Ce[i] |= acc
-                        assert not Fe[p ^ 1][i].any(), "next frontier not clean"
-                        Fe[p ^ 1][i] = acc
-                        if per_source:
-                            cnt += np.unpackbits(acc.view(np.uint8), bitorder="little").astype(np.int64)
-                        else:
-                            _add_sums((far, reach, h0, h1, h2), u, L, pc)
-                    if got:
-                        new_act.append(ss)
-                prev, act = act, new_act
+                new = []
+                for u in cands(front):
+                    i = int(get_vi(u, rho))
+                    if not (full & ~Ce[i]).any():
+                        continue
+                    nb = t_indices[t_indptr[u]:t_indptr[u + 1]].astype(np.int64)
+                    acc = (np.bitwise_or.reduce(Fe[p][get_vi(nb, rho)], axis=0) if nb.size
+                           else np.zeros(W, np.uint32)) & ~Ce[i]
+                    pc = int(np.bitwise_count(acc).sum())
+                    if not pc:
+                        continue
+                    new.append(u)
+                    Ce[i] |= acc
+                    assert not Fe[p ^ 1][i].any(), "next frontier not clean"
+                    Fe[p ^ 1][i] = acc
+                    if per_source:
+                        cnt += np.unpackbits(acc.view(np.uint8), bitorder="little").astype(np.int64)
+                    else:
+                        _add_sums((far, reach, h0, h1, h2), u, L, pc)
+                prev, front = front, new
                 lvl += 1
             assert not (f[0].any() or f[1].any() or cbs.any()), "batch left state behind"
             vc[:] = 0
@@ -806,7 +822,7 @@ def test_signatures_parsed():
     s = _signatures()
     assert set(s) == {"distgraph_msbfs_" + k for k in
                       ("persistent", "seed", "stage1", "bottom_up", "stage2", "build_queue", "flush_sources",
-                       "blocks", "pull_blocks")}
+                       "blocks", "pull_blocks", "pull_vertex_blocks")}
     assert len(s["distgraph_msbfs_persistent"]) == 35
 
 
@@ -889,17 +905,22 @@ def test_host_code_with_fake_cupy_blocks(fake_gpu, name, slots, kappa):
 @pytest.mark.parametrize("name", ["kron7", "kron7_dir", "grid", "random_dir_disconnected", "path4", "star_dir"])
 @pytest.mark.parametrize("slots", [1, 3, None])
 @pytest.mark.parametrize("kappa", [32, 256])
-def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa):
-    """The pull kernel's host code (GpuMSBFS(pull="on")): its arguments against the kernel's
-    signature, the set graph and in-arcs it uploads, the candidate bits in shared memory or
-    one pair of bit arrays per slot, symmetric, per-vertex and per-source sums."""
+@pytest.mark.parametrize("cands", ["sets", "vertices"])
+def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa, cands):
+    """The pull kernels' host code (GpuMSBFS(pull="on", pull_candidates=...)): their arguments
+    against the kernel's signature, the set graph (or the graph's CSR) and in-arcs uploaded, the
+    candidate bits in shared memory or per slot, symmetric, per-vertex and per-source sums."""
     g = GRAPHS[name]
     allsrc = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    item = ("in-arcs (CSR of the transpose, first four per vertex), "
+            + ("out-arcs (CSR)" if cands == "vertices" else "slice-set graph"))
     for sym in (False, not g.directed):
         r = _fake_runner(fake_gpu, g, kappa=kappa, mode="blocks", slots=slots, symmetric=sym, pull="on",
-                         reorder="none")
+                         reorder="none", pull_candidates=cands)
         assert r.schedule == "blocks" and r.pull and r.info["pull"] and r.symmetric == sym
-        assert "in-arcs (CSR of the transpose, first four per vertex), slice-set graph" in r.plan.items
+        assert r.pull_candidates == r.info["pull_candidates"] == cands
+        assert item in r.plan.items
+        assert r._lists.size == r.slots * 3 * (g.n if cands == "vertices" else (g.n + 7) // 8)
         _assert_runner_sums(fake_gpu, g, r, allsrc, False, 40)
     _assert_runner_sums(fake_gpu, g, r, np.arange(0, g.n, 3, dtype=np.int64), True, 64)
 

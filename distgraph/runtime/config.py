@@ -118,6 +118,10 @@ class Config:
     #: road-NY 1.73 -> 1.60 s, cond-mat-2005 18.7 -> 16.3 ms; not email-Enron, 9.0 -> 11.7 ms with
     #: it; H200, benchmarks/results/session7_x2/call6/), "on" or "off".
     gpu_msbfs_pull: str = "auto"
+    #: GPU closeness, pull kernel: the vertices a level evaluates, "sets" (every vertex of a
+    #: candidate slice set, distgraph_msbfs_pull_blocks) or "vertices" (the out-neighbours of the
+    #: previous frontier, each once: distgraph_msbfs_pull_vertex_blocks).
+    gpu_msbfs_pull_candidates: str = "sets"
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
     #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys
     #: there: distgraph/generators/_csr_device.py; the same graph). Generating and preprocessing
@@ -170,6 +174,9 @@ def reload_config(environ=None) -> Config:
         raise InvalidArgumentError(f"DISTGRAPH_GPU_MSBFS_SPARSE must be auto, on or off; got {cfg.gpu_msbfs_sparse!r}")
     if str(cfg.gpu_msbfs_pull).lower() not in ("auto", "on", "off"):
         raise InvalidArgumentError(f"DISTGRAPH_GPU_MSBFS_PULL must be auto, on or off; got {cfg.gpu_msbfs_pull!r}")
+    if str(cfg.gpu_msbfs_pull_candidates).strip().lower() not in ("sets", "vertices"):
+        raise InvalidArgumentError(f"DISTGRAPH_GPU_MSBFS_PULL_CANDIDATES must be sets or vertices; "
+                                   f"got {cfg.gpu_msbfs_pull_candidates!r}")
     if isinstance(cfg.gpu_bfs_bu_list, str):  # from the environment: auto, or a boolean word
         low = cfg.gpu_bfs_bu_list.strip().lower()
         if low not in ("auto",) + tuple(_TRUE) + tuple(_FALSE):

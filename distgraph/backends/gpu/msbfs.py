@@ -108,6 +108,11 @@ SHARED_DBITS_MAX = 48 * 1024
 #: ``pull`` values: "auto" (the pull kernel where stage 1 would take the sparse path and no vertex
 #: has more than :data:`PULL_MAX_IN_DEGREE` in-arcs), "on"/True (block schedule), "off"/False.
 PULL_CHOICES = ("auto", "on", "off", True, False)
+#: ``pull_candidates``: the vertices a pull level evaluates: "sets" (every vertex of a slice set
+#: holding an out-neighbour of the previous frontier, distgraph_msbfs_pull_blocks) or "vertices"
+#: (exactly those out-neighbours, deduplicated by a bit per vertex,
+#: distgraph_msbfs_pull_vertex_blocks).
+PULL_CANDIDATES = ("sets", "vertices")
 #: The pull kernel scans a vertex's in-arcs in one thread, so a level waits for its longest scan.
 #: H200, every source, blocks of 1024 threads (benchmarks/results/session7_x2/call6/): road-NY
 #: (largest in-degree 8) 1.60 s against 1.73 s for stage 1 + 2, cond-mat-2005 (278) 16.3 against
@@ -464,14 +469,16 @@ def _bvss_device_bytes(bvss) -> int:
 def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, parts: int = 1,
                bvss_bytes: int | None = None, batch: int = 512, groups: int = 1, slots: int = 0,
                reordered: bool = False, deferred: bool = True, heavy: int | None = None,
-               pull_arcs: int | None = None) -> MemoryPlan:
+               pull_arcs: int | None = None, pull_out_arcs: int | None = None) -> MemoryPlan:
     """Device memory of one rank: BVSS (or its part), kappa-bit state (one copy per group of
     concurrent launches, or per block with ``slots`` > 0: ``groups="blocks"``), queues, sums.
 
     Also counted: the per-vertex sums a deferred run keeps on the device (``deferred``,
     5 x 8n, allocated at the first deferred batch), and with a reordering (``reordered``)
     the id map to the caller's ids (8n) and one sum array gathered through it at a time
-    (8n).  ``heavy``: vertices of the bottom-up heavy list (None: every vertex)."""
+    (8n).  ``heavy``: vertices of the bottom-up heavy list (None: every vertex).  The pull
+    kernel: ``pull_arcs`` arcs of its slice-set graph, or with per-vertex candidates
+    ``pull_out_arcs``, the arcs of the graph (its CSR is uploaded instead)."""
     rho1 = max((n + SIGMA - 1) // SIGMA, 1)
     extra = {}
     if deferred:
@@ -483,7 +490,7 @@ def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, pa
         W = words(kappa)
         nhat = rho1 * SIGMA
         items = {"bvss": bv,
-                 ("frontiers F (two levels), visited Vc" if pull_arcs is not None else
+                 ("frontiers F (two levels), visited Vc" if pull_arcs is not None or pull_out_arcs is not None else
                   "frontier F, visited Vc, Vn"): slots * 3 * 4 * W * nhat,
                  "activeSets, dirty bits and lists": slots * (4 * W * rho1 + 4 * (rho1 // 32 + 1) + 12 * rho1),
                  "VSS queues": slots * 2 * 8 * max(bvss.num_vss, 1),
@@ -494,6 +501,12 @@ def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, pa
             items["activeSets, dirty bits and lists"] = slots * (8 * (rho1 // 32 + 1) + 12 * rho1)
             items["in-arcs (CSR of the transpose, first four per vertex), slice-set graph"] = (
                 8 * (n + 1) + 4 * max(t_arcs, 1) + 16 * max(n, 1) + 4 * (rho1 + 1) + 4 * max(pull_arcs, 1))
+        elif pull_out_arcs is not None:   # per-vertex candidates: the out-arcs instead of the set graph
+            n1 = max(n, 1)
+            items["VSS queues"] = 0
+            items["activeSets, dirty bits and lists"] = slots * (4 * (n1 // 32 + 1) + 12 * n1)
+            items["in-arcs (CSR of the transpose, first four per vertex), out-arcs (CSR)"] = (
+                8 * (n + 1) + 4 * max(t_arcs, 1) + 16 * n1 + 8 * (n + 1) + 4 * max(pull_out_arcs, 1))
         hints = ["a smaller kappa (fewer state words per vertex)", "groups=1 (one state copy for the whole GPU)"]
         return MemoryPlan(f"GPU closeness (kappa={kappa}, one block per batch, {slots} blocks)", items, tuple(hints))
     W = words(kappa)
@@ -664,6 +677,12 @@ class GpuMSBFS:
         held every level up); None: ``config.gpu_msbfs_pull``.  Same sums.  ``prefetch`` and
         ``flush4`` are stage 1's and do not apply to it; its candidate bits go to shared memory
         whenever they fit, whatever ``shared_dbits`` says.
+    pull_candidates : {"sets", "vertices"} or None
+        The vertices a pull level evaluates: every vertex of each candidate slice set
+        (``"sets"``), or exactly the out-neighbours of the previous level's frontier, each once
+        (``"vertices"``, ``distgraph_msbfs_pull_vertex_blocks``: a bit per vertex dedups them,
+        the frontier is kept as a list of vertices; uploads the graph's CSR instead of the
+        slice-set graph).  None: ``config.gpu_msbfs_pull_candidates``.  Same sums.
     block_threads : {256, 512, 1024}, optional
         ``groups="blocks"``: threads of the block that runs one batch (``DG_MS_BLOCK`` of
         its kernel; default ``config.gpu_msbfs_block_threads`` = 1024, 32 warps: road-NY
@@ -719,7 +738,7 @@ class GpuMSBFS:
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
                  groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False, block_threads=None,
-                 flush4=False, sparse=None, pull=None, _is_companion=False):
+                 flush4=False, sparse=None, pull=None, pull_candidates=None, _is_companion=False):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -753,6 +772,10 @@ class GpuMSBFS:
             pull = pull.strip().lower()
         expect(isinstance(pull, (bool, np.bool_)) or pull in ("auto", "on", "off"), "pull",
                "'auto', 'on', 'off', True or False", pull)
+        pull_candidates = config.gpu_msbfs_pull_candidates if pull_candidates is None else pull_candidates
+        if isinstance(pull_candidates, str):
+            pull_candidates = pull_candidates.strip().lower()
+        expect(pull_candidates in PULL_CANDIDATES, "pull_candidates", "'sets' or 'vertices'", pull_candidates)
         block_threads = config.gpu_msbfs_block_threads if block_threads is None else block_threads
         expect(isinstance(block_threads, (int, np.integer)) and block_threads in BLOCK_THREADS, "block_threads",
                "one of " + ", ".join(map(str, BLOCK_THREADS)), block_threads)
@@ -833,6 +856,7 @@ class GpuMSBFS:
         self.prefetch = False
         self.flush4 = False
         self.pull = False
+        self.pull_candidates = None   # "sets" or "vertices" where the pull kernel runs
         self.block_threads = BLOCK   # threads per block of the launches (block_threads: block schedule only)
         if mode == "replicated":
             pick = auto_schedule(int(t2ptr[-1])) if groups == "auto" else groups
@@ -852,8 +876,12 @@ class GpuMSBFS:
             self.pull = (bool(self.sparse) and int(np.diff(t2ptr).max(initial=0)) <= PULL_MAX_IN_DEGREE
                          if pull == "auto" else pull in ("on", True))
             if self.pull:
-                self._sg = set_graph(t2ptr, t2idx, n)
-                self._plan_kw["pull_arcs"] = int(self._sg[1].shape[0])
+                self.pull_candidates = pull_candidates
+                if pull_candidates == "vertices":   # out-arcs instead of the set graph
+                    self._plan_kw["pull_out_arcs"] = int(g2.indptr[-1])
+                else:
+                    self._sg = set_graph(t2ptr, t2idx, n)
+                    self._plan_kw["pull_arcs"] = int(self._sg[1].shape[0])
                 self._plan_kw["t_arcs"] = int(t2ptr[-1])
             while True:
                 self.plan = msbfs_plan(n, bvss, kappa, bottom_up=False, slots=S, **self._plan_kw)
@@ -876,7 +904,10 @@ class GpuMSBFS:
                 self.schedule, self.slots, err = "grid", 0, None
                 self.block_threads = BLOCK
                 self.pull = False
+                self.pull_candidates = None
+                self._sg = None
                 self._plan_kw.pop("pull_arcs", None)
+                self._plan_kw.pop("pull_out_arcs", None)
                 self._plan_kw.pop("t_arcs", None)
             else:
                 self.use_bu = False
@@ -916,7 +947,7 @@ class GpuMSBFS:
             raise err
         self.info.update({"mode": mode, "parts": parts, "groups": ng, "schedule": self.schedule,
                           "symmetric": self.symmetric, "device_bytes": self.plan.total, "sparse": self.sparse,
-                          "pull": self.pull,
+                          "pull": self.pull, "pull_candidates": self.pull_candidates,
                           "sparse_share": round(self.sparse_share, 4),
                           "local_bvss": bvss.summary()})
         if announce is None:
@@ -1016,12 +1047,16 @@ class GpuMSBFS:
                     max(1, 512 // self.block_threads)
                 self._block_defs = dict(defs)   # what the block kernel is built with (profiling builds reuse it)
                 mod = get_module("msbfs", defines=defs)
-                self._blocks = mod.get_function("distgraph_msbfs_pull_blocks" if self.pull else
+                vert = self.pull_candidates == "vertices"
+                self._blocks = mod.get_function(("distgraph_msbfs_pull_vertex_blocks" if vert else
+                                                 "distgraph_msbfs_pull_blocks") if self.pull else
                                                 "distgraph_msbfs_blocks")
-                # the dynamic shared memory of a block: the pull kernel's two candidate bit arrays,
-                # or the block kernel's dirty bits with shared_dbits, where they fit
-                dbw = max(self.rho, 1) // 32 + 1
-                smem = (8 * dbw if 8 * dbw <= SHARED_DBITS_MAX - 4096 else 0) if self.pull else \
+                # the dynamic shared memory of a block: the pull kernel's candidate bits (two arrays
+                # of a bit per slice set, or one of a bit per vertex), or the block kernel's dirty
+                # bits with shared_dbits, where they fit
+                dbw = (max(n, 1) if vert else max(self.rho, 1)) // 32 + 1
+                cbb = (4 if vert else 8) * dbw   # bytes of the pull kernel's candidate bits
+                smem = (cbb if cbb <= SHARED_DBITS_MAX - 4096 else 0) if self.pull else \
                     (4 * dbw if shared_dbits and 4 * dbw <= SHARED_DBITS_MAX else 0)
                 self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, self.block_threads,
                                                                            smem)))
@@ -1030,24 +1065,33 @@ class GpuMSBFS:
                 self.info["device_bytes"] = self.plan.total
                 rho1 = max(self.rho, 1)
                 S = self.slots
-                self._dbw = rho1 // 32 + 1
+                self._dbw = dbw if self.pull else rho1 // 32 + 1
                 self._F = cp.zeros(S * nhat * W, cp.uint32)
                 self._Vc = cp.zeros(S * nhat * W, cp.uint32)
                 self._Vn = cp.zeros(S * nhat * W, cp.uint32)   # pull: the frontier of odd levels
-                self._lists = cp.zeros(S * 3 * rho1, cp.int32)
+                # per slot: the active sets of even / odd levels and the candidate sets; with
+                # per-vertex candidates, the frontier vertices of even / odd levels and the candidates
+                self._lists = cp.zeros(S * 3 * (max(n, 1) if vert else rho1), cp.int32)
                 if self.pull:
-                    # two candidate bit arrays (level parity) per block, in shared memory when they fit
-                    self.shared_dbits = 8 * self._dbw <= SHARED_DBITS_MAX - 4096   # beside 1 KB of static counters
-                    self._dbits = cp.zeros(1 if self.shared_dbits else S * 2 * self._dbw, cp.uint32)
+                    # the candidate bits (two arrays, level parity, of a bit per slice set; one of a
+                    # bit per vertex), per block, in shared memory when they fit
+                    self.shared_dbits = cbb <= SHARED_DBITS_MAX - 4096   # beside 1 KB of static counters
+                    self._dbits = cp.zeros(1 if self.shared_dbits else S * (1 if vert else 2) * self._dbw,
+                                           cp.uint32)
                     self._act = cp.zeros(1, cp.uint32)
                     self._Q = cp.zeros(2, cp.int32)
                     self._pt_ip = cp.asarray(t2ptr.astype(np.int64, copy=False))
                     self._pt_ix = (cp.asarray(t2idx.astype(np.int32, copy=False)) if t2idx.shape[0] else
                                    cp.zeros(1, cp.int32))
                     self._ell = cp.asarray(ell4(t2ptr, t2idx, n))
-                    self._sg_ptr = cp.asarray(self._sg[0])
-                    self._sg_idx = cp.asarray(self._sg[1]) if self._sg[1].shape[0] else cp.zeros(1, cp.int32)
-                    del self._sg   # on the device now
+                    if vert:   # the out-arcs of the frontier vertices give the candidates
+                        self._sg_ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
+                        self._sg_idx = (cp.asarray(np.asarray(g2.indices, np.int32)) if g2.indices.shape[0] else
+                                        cp.zeros(1, cp.int32))
+                    else:
+                        self._sg_ptr = cp.asarray(self._sg[0])
+                        self._sg_idx = cp.asarray(self._sg[1]) if self._sg[1].shape[0] else cp.zeros(1, cp.int32)
+                        del self._sg   # on the device now
                 else:
                     self.shared_dbits = bool(shared_dbits) and 4 * self._dbw <= SHARED_DBITS_MAX
                     self._act = cp.zeros(S * rho1 * W, cp.uint32)
@@ -1374,7 +1418,8 @@ class GpuMSBFS:
                           cp.asarray(nsrcs), np.int32(nb), np.int32(how), self._F, self._Vn, self._Vc, self._dbits,
                           np.int64(self._dbw), np.int32(self.shared_dbits), self._lists, *sums, self._next,
                           self._stats),
-                         shared_mem=8 * self._dbw if self.shared_dbits else 0)
+                         shared_mem=((4 if self.pull_candidates == "vertices" else 8) * self._dbw
+                                     if self.shared_dbits else 0))
             self.info["launches"] += nb
             self.info["block_launches"] = self.info.get("block_launches", 0) + 1
             return
