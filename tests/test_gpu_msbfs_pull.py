@@ -42,11 +42,12 @@ UNDIRECTED = ["path4", "kron10", "grid_37x29", "grid_29x37", "undirected_disconn
 def _runner(g, threads=1024, **kw):
     kw.setdefault("reorder", "none")
     kw.setdefault("pull", "on")
+    kw.setdefault("pull_candidates", "sets")
     r = runner(g, groups="blocks", block_threads=threads, **kw)
     assert r.schedule == "blocks"
     assert r.pull is (kw["pull"] in ("on", True)) and r.info["pull"] == r.pull
     if r.pull:
-        assert r.pull_candidates == kw.get("pull_candidates", "sets")
+        assert r.pull_candidates == kw["pull_candidates"]
     return r
 
 
@@ -191,11 +192,11 @@ def test_pull_config_key_checked():
             reload_config({"DISTGRAPH_GPU_MSBFS_PULL": "maybe"})
         assert reload_config({"DISTGRAPH_GPU_MSBFS_PULL_CANDIDATES": "vertices"}).gpu_msbfs_pull_candidates == \
             "vertices"
-        with pytest.raises(InvalidArgumentError, match="GPU_MSBFS_PULL_CANDIDATES must be sets or vertices"):
+        with pytest.raises(InvalidArgumentError, match="GPU_MSBFS_PULL_CANDIDATES must be auto, sets or vertices"):
             reload_config({"DISTGRAPH_GPU_MSBFS_PULL_CANDIDATES": "vertex"})
     finally:
         reload_config({})
-    assert config.gpu_msbfs_pull in ("auto", "on", "off") and config.gpu_msbfs_pull_candidates == "sets"
+    assert config.gpu_msbfs_pull in ("auto", "on", "off") and config.gpu_msbfs_pull_candidates == "auto"
 
 
 @pytest.mark.parametrize("bad", ["vertex", "", 1, 2.0, True])

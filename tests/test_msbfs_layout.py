@@ -925,6 +925,25 @@ def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa, cands):
     _assert_runner_sums(fake_gpu, g, r, np.arange(0, g.n, 3, dtype=np.int64), True, 64)
 
 
+def test_host_code_pull_candidates_auto(fake_gpu, monkeypatch):
+    """pull_candidates="auto" (the default): per vertex on the grid (fewer than
+    PULL_VERTEX_MEAN_DEGREE arcs per vertex, its bits fit in shared memory), per set on kron7
+    (more arcs per vertex) and on the grid when the bits do not fit in shared memory."""
+    from distgraph.backends.gpu import msbfs
+
+    g, k = GRAPHS["grid"], GRAPHS["kron7"]
+    r = _fake_runner(fake_gpu, g, mode="blocks", pull="on", reorder="none", pull_candidates="auto")
+    assert r.pull_candidates == r.info["pull_candidates"] == "vertices" and r.shared_dbits
+    assert g.m <= msbfs.PULL_VERTEX_MEAN_DEGREE * g.n
+    r = _fake_runner(fake_gpu, k, mode="blocks", pull="on", reorder="none", pull_candidates="auto")
+    assert r.pull_candidates == "sets" and k.m > msbfs.PULL_VERTEX_MEAN_DEGREE * k.n
+    monkeypatch.setattr(msbfs, "SHARED_DBITS_MAX", 4096 + 4 * (g.n // 32))   # one word short
+    r = _fake_runner(fake_gpu, g, mode="blocks", pull="on", reorder="none", pull_candidates="auto")
+    assert r.pull_candidates == "sets"
+    r = _fake_runner(fake_gpu, g, mode="blocks", pull="off", reorder="none", pull_candidates="auto")
+    assert r.pull_candidates is None and r.info["pull_candidates"] is None
+
+
 def test_host_code_pull_auto(fake_gpu):
     """pull="auto": on where the sparse path is and no vertex has more than
     PULL_MAX_IN_DEGREE in-arcs (the grid), off on kron7 (not sparse) and on a star (sparse,

@@ -119,9 +119,11 @@ class Config:
     #: it; H200, benchmarks/results/session7_x2/call6/), "on" or "off".
     gpu_msbfs_pull: str = "auto"
     #: GPU closeness, pull kernel: the vertices a level evaluates, "sets" (every vertex of a
-    #: candidate slice set, distgraph_msbfs_pull_blocks) or "vertices" (the out-neighbours of the
-    #: previous frontier, each once: distgraph_msbfs_pull_vertex_blocks).
-    gpu_msbfs_pull_candidates: str = "sets"
+    #: candidate slice set, distgraph_msbfs_pull_blocks), "vertices" (the out-neighbours of the
+    #: previous frontier, each once: distgraph_msbfs_pull_vertex_blocks) or "auto" (vertices on
+    #: graphs of at most 4 arcs per vertex whose bit per vertex fits in shared memory: road-NY
+    #: 1.535 -> 1.345 s; cond-mat-2005 17.1 -> 18.0 ms would lose, msbfs.PULL_CANDIDATES).
+    gpu_msbfs_pull_candidates: str = "auto"
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
     #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys
     #: there: distgraph/generators/_csr_device.py; the same graph). Generating and preprocessing
@@ -174,8 +176,8 @@ def reload_config(environ=None) -> Config:
         raise InvalidArgumentError(f"DISTGRAPH_GPU_MSBFS_SPARSE must be auto, on or off; got {cfg.gpu_msbfs_sparse!r}")
     if str(cfg.gpu_msbfs_pull).lower() not in ("auto", "on", "off"):
         raise InvalidArgumentError(f"DISTGRAPH_GPU_MSBFS_PULL must be auto, on or off; got {cfg.gpu_msbfs_pull!r}")
-    if str(cfg.gpu_msbfs_pull_candidates).strip().lower() not in ("sets", "vertices"):
-        raise InvalidArgumentError(f"DISTGRAPH_GPU_MSBFS_PULL_CANDIDATES must be sets or vertices; "
+    if str(cfg.gpu_msbfs_pull_candidates).strip().lower() not in ("auto", "sets", "vertices"):
+        raise InvalidArgumentError(f"DISTGRAPH_GPU_MSBFS_PULL_CANDIDATES must be auto, sets or vertices; "
                                    f"got {cfg.gpu_msbfs_pull_candidates!r}")
     if isinstance(cfg.gpu_bfs_bu_list, str):  # from the environment: auto, or a boolean word
         low = cfg.gpu_bfs_bu_list.strip().lower()

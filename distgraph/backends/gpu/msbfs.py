@@ -112,7 +112,13 @@ PULL_CHOICES = ("auto", "on", "off", True, False)
 #: holding an out-neighbour of the previous frontier, distgraph_msbfs_pull_blocks) or "vertices"
 #: (exactly those out-neighbours, deduplicated by a bit per vertex,
 #: distgraph_msbfs_pull_vertex_blocks).
-PULL_CANDIDATES = ("sets", "vertices")
+#: "auto": "vertices" where the bit per vertex fits in shared memory (with the counters, as the
+#: candidate bits of "sets" must) and the graph has at most PULL_VERTEX_MEAN_DEGREE arcs per
+#: vertex.  H200, closeness of every vertex, blocks of 1024, ball order (benchmarks/results/
+#: session9_x2/call4/s/): road-NY (2.8 arcs per vertex) 1.345 s against 1.535 s with "sets",
+#: cond-mat-2005 (8.7) 18.0 against 17.1 ms.
+PULL_CANDIDATES = ("auto", "sets", "vertices")
+PULL_VERTEX_MEAN_DEGREE = 4
 #: The pull kernel scans a vertex's in-arcs in one thread, so a level waits for its longest scan.
 #: H200, every source, blocks of 1024 threads (benchmarks/results/session7_x2/call6/): road-NY
 #: (largest in-degree 8) 1.60 s against 1.73 s for stage 1 + 2, cond-mat-2005 (278) 16.3 against
@@ -677,12 +683,13 @@ class GpuMSBFS:
         held every level up); None: ``config.gpu_msbfs_pull``.  Same sums.  ``prefetch`` and
         ``flush4`` are stage 1's and do not apply to it; its candidate bits go to shared memory
         whenever they fit, whatever ``shared_dbits`` says.
-    pull_candidates : {"sets", "vertices"} or None
+    pull_candidates : {"auto", "sets", "vertices"} or None
         The vertices a pull level evaluates: every vertex of each candidate slice set
         (``"sets"``), or exactly the out-neighbours of the previous level's frontier, each once
         (``"vertices"``, ``distgraph_msbfs_pull_vertex_blocks``: a bit per vertex dedups them,
         the frontier is kept as a list of vertices; uploads the graph's CSR instead of the
-        slice-set graph).  None: ``config.gpu_msbfs_pull_candidates``.  Same sums.
+        slice-set graph).  ``"auto"``: see :data:`PULL_CANDIDATES` (per vertex on road networks
+        whose bits fit in shared memory).  None: ``config.gpu_msbfs_pull_candidates``.  Same sums.
     block_threads : {256, 512, 1024}, optional
         ``groups="blocks"``: threads of the block that runs one batch (``DG_MS_BLOCK`` of
         its kernel; default ``config.gpu_msbfs_block_threads`` = 1024, 32 warps: road-NY
@@ -775,7 +782,8 @@ class GpuMSBFS:
         pull_candidates = config.gpu_msbfs_pull_candidates if pull_candidates is None else pull_candidates
         if isinstance(pull_candidates, str):
             pull_candidates = pull_candidates.strip().lower()
-        expect(pull_candidates in PULL_CANDIDATES, "pull_candidates", "'sets' or 'vertices'", pull_candidates)
+        expect(pull_candidates in PULL_CANDIDATES, "pull_candidates", "'auto', 'sets' or 'vertices'",
+               pull_candidates)
         block_threads = config.gpu_msbfs_block_threads if block_threads is None else block_threads
         expect(isinstance(block_threads, (int, np.integer)) and block_threads in BLOCK_THREADS, "block_threads",
                "one of " + ", ".join(map(str, BLOCK_THREADS)), block_threads)
@@ -876,6 +884,10 @@ class GpuMSBFS:
             self.pull = (bool(self.sparse) and int(np.diff(t2ptr).max(initial=0)) <= PULL_MAX_IN_DEGREE
                          if pull == "auto" else pull in ("on", True))
             if self.pull:
+                if pull_candidates == "auto":
+                    fits = 4 * (max(n, 1) // 32 + 1) <= SHARED_DBITS_MAX - 4096
+                    few = int(t2ptr[-1]) <= PULL_VERTEX_MEAN_DEGREE * max(n, 1)
+                    pull_candidates = "vertices" if fits and few else "sets"
                 self.pull_candidates = pull_candidates
                 if pull_candidates == "vertices":   # out-arcs instead of the set graph
                     self._plan_kw["pull_out_arcs"] = int(g2.indptr[-1])
