@@ -1217,6 +1217,69 @@ __device__ __forceinline__ void dg_ms_or_elem(unsigned (&acc)[DG_MS_WORDS], cons
     for (int j = 0; j < DG_MS_WORDS; ++j) acc[j] |= v[j];
 }
 
+// The pull kernels' per-block setup: this block's slot of F0, F1, Vc, its candidate bits (cbs words,
+// in dynamic shared memory when shared_cb, zeroed there) and its 3 lists of nl ints.
+__device__ __forceinline__ void dg_ms_pull_slot(unsigned *&F0, unsigned *&F1, unsigned *&Vc, unsigned *&cb,
+                                                unsigned *s_dyn, dg_i64 cbs, int shared_cb, int *&lists,
+                                                dg_i64 nl, dg_i64 nhw) {
+    const dg_i64 slot = blockIdx.x;
+    F0 += slot * nhw;
+    F1 += slot * nhw;
+    Vc += slot * nhw;
+    if (shared_cb) {
+        cb = s_dyn;
+        for (dg_i64 i = threadIdx.x; i < cbs; i += blockDim.x) cb[i] = 0u;
+    } else {
+        cb += slot * cbs;
+    }
+    lists += slot * 3 * nl;
+}
+
+// The next batch of a pull kernel's block (every thread gets it), its list counters reset.
+__device__ __forceinline__ int dg_ms_pull_claim(unsigned *next, int *s_batch, unsigned *s_na, unsigned *s_nc) {
+    if (threadIdx.x == 0) {
+        *s_batch = (int)atomicAdd(next, 1u);
+        s_na[0] = s_na[1] = 0u;
+        s_nc[0] = s_nc[1] = 0u;
+    }
+    __syncthreads();
+    return *s_batch;
+}
+
+// The frontier of the previous level cleared in Fn (the nao entries of fo: slice sets, all 8 of
+// their vertices, when SETS; else vertices) and the nco candidate bits of clist in cbo.
+template <bool SETS>
+__device__ __forceinline__ void dg_ms_pull_clear(unsigned *Fn, const int *fo, dg_i64 nao, dg_i64 rho, unsigned *cbo,
+                                                 const int *clist, dg_i64 nco) {
+    unsigned z[DG_MS_WORDS];
+#pragma unroll
+    for (int j = 0; j < DG_MS_WORDS; ++j) z[j] = 0u;
+    for (dg_i64 i = threadIdx.x; i < (SETS ? 8 * nao : nao); i += blockDim.x)
+        dg_ms_store(Fn + (SETS ? (i & 7) * rho + fo[i >> 3] : dg_vi(fo[i], rho)) * DG_MS_WORDS, z);
+    for (dg_i64 i = threadIdx.x; i < nco; i += blockDim.x) cbo[clist[i] >> 5] = 0u;
+}
+
+// Level 0 of a pull batch: the sources into Vc and F0, their sums (or counts), and the list of
+// level 0: each key s >> shift once (the set of each source, shift 3, or the vertex, shift 0),
+// deduplicated by the bits dedup, cleared again after a block barrier.
+__device__ __forceinline__ void dg_ms_pull_seed(const int *bs, int nsrc, dg_i64 rho, int shift, unsigned *Vc,
+                                                unsigned *F0, unsigned *dedup, int *list, unsigned *count,
+                                                int per_source, unsigned *scnt, dg_u64 *reach) {
+    for (int c = threadIdx.x; c < nsrc; c += blockDim.x) {
+        const int s = bs[c];
+        const dg_i64 at = dg_vi(s, rho) * DG_MS_WORDS + (c >> 5);
+        atomicOr(&Vc[at], 1u << (c & 31));
+        atomicOr(&F0[at], 1u << (c & 31));
+        const int key = s >> shift;
+        const unsigned bit = 1u << (key & 31);
+        if (!(atomicOr(dedup + (key >> 5), bit) & bit)) list[atomicAdd(count, 1u)] = key;
+        if (per_source) atomicAdd(&scnt[c], 1u);
+        else atomicAdd(&reach[s], 1ull);
+    }
+    __syncthreads();
+    for (dg_i64 i = threadIdx.x; i < *count; i += blockDim.x) dedup[list[i] >> 5] = 0u;
+}
+
 // One vertex u of a pull level (both pull kernels): new = (OR of Fc over u's in-neighbours) &
 // ~Vc[u]; when new is not empty, Vc[u] |= new, Fn[u] = new and the sums of level L; returns
 // whether u got new bits.  base: u's element, dg_vi(u, rho) * DG_MS_WORDS.
@@ -1300,47 +1363,17 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
     __shared__ int s_batch;
     const dg_i64 rho = ((dg_i64)n + 7) >> 3, rho1 = rho > 0 ? rho : 1;
     const dg_i64 nhw = 8 * rho * DG_MS_WORDS;
-    {
-        const dg_i64 slot = blockIdx.x;
-        F0 += slot * nhw;
-        F1 += slot * nhw;
-        Vc += slot * nhw;
-        if (shared_cb) {
-            cb = s_dyn;
-            for (dg_i64 i = threadIdx.x; i < 2 * cbw; i += blockDim.x) cb[i] = 0u;
-        } else {
-            cb += slot * 2 * cbw;
-        }
-        lists += slot * 3 * rho1;
-    }
+    dg_ms_pull_slot(F0, F1, Vc, cb, s_dyn, 2 * cbw, shared_cb, lists, rho1, nhw);
     int *clist = lists + 2 * rho1;  // the sets active at even / odd levels: lists, lists + rho1
     for (int i = threadIdx.x; i < DG_MS_KAPPA; i += blockDim.x) scnt[i] = 0u;
     dg_i64 levels_run = 0;
     for (;;) {
-        if (threadIdx.x == 0) {
-            s_batch = (int)atomicAdd(next, 1u);
-            s_na[0] = s_na[1] = 0u;
-            s_nc[0] = s_nc[1] = 0u;
-        }
-        __syncthreads();
-        const int bt = s_batch;
+        const int bt = dg_ms_pull_claim(next, &s_batch, s_na, s_nc);
         if (bt >= nbatches) break;  // block-uniform
         const int nsrc = nsrcs[bt];
         const int *bs = srcs + (dg_i64)bt * DG_MS_KAPPA;
         // ---- level 0: the sources (their sets are the active list of level 0; cb[1] dedups)
-        for (int c = threadIdx.x; c < nsrc; c += blockDim.x) {
-            const int s = bs[c];
-            const dg_i64 at = dg_vi(s, rho) * DG_MS_WORDS + (c >> 5);
-            atomicOr(&Vc[at], 1u << (c & 31));
-            atomicOr(&F0[at], 1u << (c & 31));
-            const dg_i64 ss = s >> 3;
-            const unsigned bit = 1u << (ss & 31);
-            if (!(atomicOr(cb + cbw + (ss >> 5), bit) & bit)) lists[atomicAdd(&s_na[0], 1u)] = (int)ss;
-            if (per_source) atomicAdd(&scnt[c], 1u);
-            else atomicAdd(&reach[s], 1ull);
-        }
-        __syncthreads();
-        for (dg_i64 i = threadIdx.x; i < s_na[0]; i += blockDim.x) cb[cbw + (lists[i] >> 5)] = 0u;
+        dg_ms_pull_seed(bs, nsrc, rho, 3, Vc, F0, cb + cbw, lists, &s_na[0], per_source, scnt, reach);
         int l = 0;
         for (;;) {
             // ---- (a) per-source counts of level l; the frontier of level l - 1 cleared set by
@@ -1352,16 +1385,7 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
             if (per_source)
                 dg_ms_block_flush_counts(scnt, per_source, nsrc, bt, bs, l, l >= 2 ? dg_recip_fixed((dg_u64)l) : 0ull,
                                          far, reach, h0, h1, h2);
-            if (l >= 1) {
-                const dg_i64 nao = s_na[p ^ 1], nco = s_nc[p ^ 1];
-                const int *ao = lists + (p ^ 1) * rho1;
-                unsigned z[DG_MS_WORDS];
-#pragma unroll
-                for (int j = 0; j < DG_MS_WORDS; ++j) z[j] = 0u;
-                for (dg_i64 i = threadIdx.x; i < nao * 8; i += blockDim.x)
-                    dg_ms_store(Fn + ((i & 7) * rho + ao[i >> 3]) * DG_MS_WORDS, z);
-                for (dg_i64 i = threadIdx.x; i < nco; i += blockDim.x) cbo[clist[i] >> 5] = 0u;
-            }
+            if (l >= 1) dg_ms_pull_clear<true>(Fn, lists + (p ^ 1) * rho1, s_na[p ^ 1], rho, cbo, clist, s_nc[p ^ 1]);
             const dg_i64 na = s_na[p];
             if (na == 0) break;  // block-uniform: no frontier at level l
             __syncthreads();     // (F of parity l-1 and the old candidate list are free now)
@@ -1441,47 +1465,18 @@ distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const in
     __shared__ int s_batch;
     const dg_i64 rho = ((dg_i64)n + 7) >> 3;
     const dg_i64 nhw = 8 * rho * DG_MS_WORDS, n1 = n > 0 ? n : 1;
-    {
-        const dg_i64 slot = blockIdx.x;
-        F0 += slot * nhw;
-        F1 += slot * nhw;
-        Vc += slot * nhw;
-        if (shared_cb) {
-            cb = s_dyn;
-            for (dg_i64 i = threadIdx.x; i < cbw; i += blockDim.x) cb[i] = 0u;
-        } else {
-            cb += slot * cbw;
-        }
-        lists += slot * 3 * n1;
-    }
+    dg_ms_pull_slot(F0, F1, Vc, cb, s_dyn, cbw, shared_cb, lists, n1, nhw);
     int *clist = lists + 2 * n1;  // the frontier vertices of even / odd levels: lists, lists + n1
     for (int i = threadIdx.x; i < DG_MS_KAPPA; i += blockDim.x) scnt[i] = 0u;
     const unsigned lane = threadIdx.x & 31u;
     dg_i64 levels_run = 0;
     for (;;) {
-        if (threadIdx.x == 0) {
-            s_batch = (int)atomicAdd(next, 1u);
-            s_na[0] = s_na[1] = 0u;
-            s_nc[0] = s_nc[1] = 0u;
-        }
-        __syncthreads();
-        const int bt = s_batch;
+        const int bt = dg_ms_pull_claim(next, &s_batch, s_na, s_nc);
         if (bt >= nbatches) break;  // block-uniform
         const int nsrc = nsrcs[bt];
         const int *bs = srcs + (dg_i64)bt * DG_MS_KAPPA;
         // ---- level 0: the sources, each vertex listed once (its bit dedups, then is cleared)
-        for (int c = threadIdx.x; c < nsrc; c += blockDim.x) {
-            const int s = bs[c];
-            const dg_i64 at = dg_vi(s, rho) * DG_MS_WORDS + (c >> 5);
-            atomicOr(&Vc[at], 1u << (c & 31));
-            atomicOr(&F0[at], 1u << (c & 31));
-            const unsigned bit = 1u << (s & 31);
-            if (!(atomicOr(cb + (s >> 5), bit) & bit)) lists[atomicAdd(&s_na[0], 1u)] = s;
-            if (per_source) atomicAdd(&scnt[c], 1u);
-            else atomicAdd(&reach[s], 1ull);
-        }
-        __syncthreads();
-        for (dg_i64 i = threadIdx.x; i < s_na[0]; i += blockDim.x) cb[lists[i] >> 5] = 0u;
+        dg_ms_pull_seed(bs, nsrc, rho, 0, Vc, F0, cb, lists, &s_na[0], per_source, scnt, reach);
         int l = 0;
         for (;;) {
             // ---- (a) per-source counts of level l; the frontier of level l - 1 cleared vertex by
@@ -1492,15 +1487,7 @@ distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const in
             if (per_source)
                 dg_ms_block_flush_counts(scnt, per_source, nsrc, bt, bs, l, l >= 2 ? dg_recip_fixed((dg_u64)l) : 0ull,
                                          far, reach, h0, h1, h2);
-            if (l >= 1) {
-                const dg_i64 nao = s_na[p ^ 1], nco = s_nc[p ^ 1];
-                const int *fo = lists + (p ^ 1) * n1;
-                unsigned z[DG_MS_WORDS];
-#pragma unroll
-                for (int j = 0; j < DG_MS_WORDS; ++j) z[j] = 0u;
-                for (dg_i64 i = threadIdx.x; i < nao; i += blockDim.x) dg_ms_store(Fn + dg_vi(fo[i], rho) * DG_MS_WORDS, z);
-                for (dg_i64 i = threadIdx.x; i < nco; i += blockDim.x) cb[clist[i] >> 5] = 0u;
-            }
+            if (l >= 1) dg_ms_pull_clear<false>(Fn, lists + (p ^ 1) * n1, s_na[p ^ 1], rho, cb, clist, s_nc[p ^ 1]);
             const dg_i64 na = s_na[p];
             if (na == 0) break;  // block-uniform: no frontier at level l
             __syncthreads();     // (F of parity l - 1, the candidate bits and list are free now)
