@@ -194,7 +194,8 @@ for name in [l.strip() for l in open(os.path.join(tw, "names.txt")) if l.strip()
                 if base and c != base and a and b:
                     row[f"over_{base}"][f"{c}/{base}_{d}"] = a / b
         for k in ("arcs", "bits_per_edge", "ratio_csr_fp32_over_tree", "ratio_csr_fp32_over_k2F_compact",
-                  "perm_gather_ms", "reorder_s", "read_s", "build_s", "frontier_s", "elapsed_s", "error"):
+                  "perm_gather_ms", "reorder_s", "read_s", "build_s", "frontier_s", "elapsed_s", "error",
+                  "hub_outputs"):
             if g.get(k) is not None:
                 row[k] = g[k]
         row["errors"] = {k: v for k, v in t.items() if isinstance(v, dict) and "error" in v}

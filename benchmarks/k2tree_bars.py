@@ -14,8 +14,21 @@ asks for reorder="degree" gets) and against cuSPARSE on the renumbered matrix. T
 
 import argparse
 import json
+import os
 
 BARS = {"size_min": 2.3, "right_max": 2.4, "left_max": 2.6}
+
+
+def _hub_outputs(summary_path, group, graph):
+    """The padded hub outputs of each configuration of ``graph``: from the summary's row, or
+    (summaries written before device_k2tree.sh copied them) from the group's own results file."""
+    src = os.path.join(os.path.dirname(summary_path), group.get("source", ""))
+    if os.path.isfile(src):
+        with open(src) as f:
+            for r in json.load(f).get("graphs", []):
+                if r.get("graph") == graph and r.get("hub_outputs"):
+                    return r["hub_outputs"]
+    return {}
 
 
 def rows(summaries, order, config):
@@ -27,6 +40,8 @@ def rows(summaries, order, config):
             for g in gr["graphs"]:
                 if "time_ms" not in g:
                     continue
+                if "hub_outputs" not in g:
+                    g["hub_outputs"] = _hub_outputs(path, gr, g["graph"])
                 by.setdefault(g["graph"].split("+")[0], {})[gr["reorder"]] = (g, s["commit"], path)
     out = []
     for name, d in by.items():

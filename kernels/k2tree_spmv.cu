@@ -828,7 +828,8 @@ __device__ __forceinline__ unsigned char shfl_up_val(unsigned char v, int o) {
 }
 
 // Padded hub outputs (DeviceMatrix(hub_outputs=H)): entries r < hub of y are accumulated at
-// yhub[r * DG_K2_HUB_PAD] instead, each in a 128-byte line of its own, and folded into y after
+// yhub[r * DG_K2_HUB_PAD] instead, each in a line of its own (128 bytes of float; bool: 32
+// bytes, four to a line), and folded into y after
 // the leaves (distgraph_k2tree_hub_fold, which also resets them). With the hubs renumbered
 // first (degree order), the atomics of the hub rows would otherwise hit a few lines of y
 // from every SM at once. hub = 0: y only (the default).

@@ -410,8 +410,8 @@ def test_leaves_run_by_default_with_a_stand_in_for_cupy(fake_cupy, kw, B, x, lea
         assert again == {want}
 
 
-@pytest.mark.parametrize("hub, nout", [(5, 5), (40, 40), (2000, 703)])
-def test_padded_hub_outputs_launches(fake_cupy, hub, nout):
+@pytest.mark.parametrize("hub", [5, 40, 2000])
+def test_padded_hub_outputs_launches(fake_cupy, hub):
     """hub_outputs=H: every prefetching leaves launch gets H (at most y's length) and one
     buffer of H * HUB_PAD entries at the semiring's zero, the same for every launch and
     product of one element type and semiring; one fold after the leaves, over H outputs.

@@ -81,7 +81,8 @@ kron 20/21/22/23/24, right product, H = 0.3% of the rows (``benchmarks/results/
 session9_x2/call2/``, the same run): 0.472/0.947/1.907/3.888/7.915 ms against
 0.664/1.278/2.450/4.701/9.153 ms without, and faster than the unreordered trees
 (0.519/1.040/2.088/4.255/8.768 ms), whose trees are 2.0x larger; left alike. H = 1% and
-5% time within 4.4% of 0.3%; padding the first 1% of an unreordered tree costs 0.2-0.5%.
+5% time within 4.4% of 0.3% on the right, 5.7% on the left; padding the first 1% of an
+unreordered tree costs 0.2-0.5%.
 ``aggregate=True`` (single-vector leaves with K = 2, 4 or 8 chunks,
 ``distgraph_k2tree_leaves_k<K>_agg``; measured slower, kept opt-in for the record: right
 product 12.4/13.6/13.5x cuSPARSE's time on kron 21/22/23 at K = 4 against 2.36/2.60/2.68x
@@ -161,7 +162,8 @@ LEAVES_AGG = {2: "distgraph_k2tree_leaves_k2_agg", 4: "distgraph_k2tree_leaves_k
 HUB_PAD = 32  # entries per padded hub output (kernels/k2tree_spmv.cu DG_K2_HUB_PAD)
 # hub_outputs="auto" on a renumbered tree: this fraction of the outputs. On degree-ordered
 # kron 20-24 (benchmarks/results/session9_x2/call2/) 0.003, 0.01 and 0.05 time within 4.4%
-# of each other, 0.003 the fastest on kron:24; 0.003 n * HUB_PAD entries are 0.096 n.
+# of each other on the right (5.7% on the left), 0.003 the fastest on kron:24; 0.003 n *
+# HUB_PAD entries are 0.096 n.
 HUB_AUTO_FRACTION = 0.003
 LEAVES_PRE = {2: "distgraph_k2tree_leaves_k2_pre", 4: "distgraph_k2tree_leaves_k4_pre"}
 LEAVES_PRE_LANES = {4: "distgraph_k2tree_leaves_k4_pre_lanes"}  # and lane_combine
@@ -446,8 +448,10 @@ class DeviceMatrix:
     line of ``HUB_PAD`` entries each and fold them in after the leaves
     (``distgraph_k2tree_hub_fold``). For trees whose hubs were numbered first
     (``reorder="degree"``), where the hub rows' atomics from every SM would otherwise share
-    a few lines of ``y``: that made degree-ordered trees 1.2-1.6x slower than unreordered
-    ones; padded, they are faster (module docstring). ``"auto"`` (default): see
+    a few lines of ``y``: that made degree-ordered trees 1.04-1.32x slower than unreordered
+    ones (head orders up to 1.7x); padded, they are faster (module docstring). The padded
+    outputs are one buffer per element type and semiring, shared by the products of this
+    matrix: two products of it must not run at once on different streams. ``"auto"`` (default): see
     :func:`hub_outputs_for` (0.3% of the outputs of a renumbered tree, else none).
 
     ``info``: ``prefetch`` and ``lane_combine`` as resolved, and ``leaves``, the leaves
