@@ -465,6 +465,10 @@ def test_padded_hub_outputs_auto(fake_cupy):
     assert DeviceMatrix(tr, kernels="thread").hub_outputs == 0
     assert DeviceMatrix(t, hub_outputs=9).hub_outputs == 9 and DeviceMatrix(tr, hub_outputs=0).hub_outputs == 0
     assert DeviceMatrix(csr=(A.indptr, A.indices)).hub_outputs == 0
+    # hubs_first overrides "has a permutation" (SpMVPlan: True for degree order, False for rcm)
+    assert DeviceMatrix(tr, hubs_first=False).hub_outputs == 0 and DeviceMatrix(t, hubs_first=True).hub_outputs == 6
+    with pytest.raises(InvalidArgumentError, match="hubs_first must be True, False or None; got 1"):
+        DeviceMatrix(t, hubs_first=1)
     rect = K2Tree.from_scipy(_matrix(3), top_nodes=16)
     assert DeviceMatrix(rect).hub_outputs == 0
     dm = DeviceMatrix(tr, cached_frontier=True)
@@ -473,6 +477,19 @@ def test_padded_hub_outputs_auto(fake_cupy):
     before = dm.nbytes()["scratch"]
     dm.run(_DevArray((2000, 1)), np.empty((2000, 1), np.float32), semiring.plus_times, False)
     assert dm.nbytes()["scratch"] == before + 4 * HUB_PAD * 6  # float32 outputs
+
+
+@pytest.mark.parametrize("reorder, want", [(None, False), ("none", False), ("degree", True), ("rcm", False)])
+def test_plan_says_whether_hubs_come_first(reorder, want):
+    """SpMVPlan's pattern tells the GPU blocks whether the first ids are hubs: degree order
+    yes, rcm and the input order no; a tree that carries a permutation of unknown kind yes."""
+    from distgraph.algorithms.spmv import _Pattern
+    from distgraph.generators import from_spec
+
+    g = from_spec("kron:8")
+    assert _Pattern(g, reorder).hubs_first is want
+    t = K2Tree.from_graph(g, reorder="degree")
+    assert _Pattern(t).hubs_first is True and _Pattern(K2Tree.from_graph(g)).hubs_first is False
 
 
 def test_csr_block_runs_no_leaves(fake_cupy):

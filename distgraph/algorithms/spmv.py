@@ -87,6 +87,9 @@ class _Pattern:
             self.shape = tuple(int(s) for s in C.shape)
         if not _no_reorder(reorder) and self.tree is None:
             self._renumber(reorder)
+        # whether the first stored ids are the hubs (degree order, or a permutation of unknown
+        # kind): the GPU leaves then pad those outputs (DeviceMatrix(hubs_first=...))
+        self.hubs_first = (reorder == "degree") if isinstance(reorder, str) else self.perm is not None
 
     def _renumber(self, reorder):
         """Replace the pattern by its renumbered copy (``self.perm`` = new_id)."""
@@ -360,7 +363,8 @@ class SpMVPlan:
 
         if blk.device is None:
             blk.device = G.DeviceMatrix(blk.tree, blk.csr, tile=self.tile, offsets=self.offsets,
-                                        cached_frontier=self.cached_frontier)
+                                        cached_frontier=self.cached_frontier,
+                                        hubs_first=self._pattern.hubs_first if blk.tree is not None else None)
         y[...] = blk.device.multiply(x2, sr, left=left)
 
     def _allgather(self, ylocal, kout, left):

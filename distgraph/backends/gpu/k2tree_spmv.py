@@ -453,6 +453,9 @@ class DeviceMatrix:
     outputs are one buffer per element type and semiring, shared by the products of this
     matrix: two products of it must not run at once on different streams. ``"auto"`` (default): see
     :func:`hub_outputs_for` (0.3% of the outputs of a renumbered tree, else none).
+    ``hubs_first``: whether the tree's first ids are its hubs, for "auto" (None: when the tree
+    carries a permutation; :class:`distgraph.SpMVPlan` passes True for ``reorder="degree"``
+    and False for ``"rcm"``, whose first ids are not hubs).
 
     ``info``: ``prefetch`` and ``lane_combine`` as resolved, and ``leaves``, the leaves
     kernel of the last product (None before the first, and for a CSR block): the
@@ -462,7 +465,7 @@ class DeviceMatrix:
     def __init__(self, tree=None, csr=None, *, tile=1 << 20, offsets="directory", cached_frontier=False,
                  kernels="auto", bounded_tiles=True, csr_width=None, compact_frontier=True,
                  levels_per_step=1, chunks_per_block=4, aggregate=False, aggregate_slots=256,
-                 prefetch="auto", lane_combine="auto", hub_outputs="auto"):
+                 prefetch="auto", lane_combine="auto", hub_outputs="auto", hubs_first=None):
         if kernels not in KERNELS:
             raise InvalidArgumentError(f"kernels must be one of {', '.join(KERNELS)}; got {kernels!r}")
         if offsets not in ("directory", "scan"):
@@ -509,7 +512,10 @@ class DeviceMatrix:
                                                           chunks_per_block=self.chunks_per_block,
                                                           aggregate=self.aggregate)
         self.info = {"prefetch": self.prefetch, "lane_combine": self.lane_combine, "leaves": None}
-        self.hub_outputs = hub_outputs_for(tree, hub_outputs, self.prefetch, renumbered=self.perm is not None)
+        if hubs_first is not None and not isinstance(hubs_first, (bool, np.bool_)):
+            raise InvalidArgumentError(f"hubs_first must be True, False or None; got {hubs_first!r}")
+        self.hub_outputs = hub_outputs_for(tree, hub_outputs, self.prefetch,
+                                           renumbered=self.perm is not None if hubs_first is None else bool(hubs_first))
         self._yhub = {}  # (dtype, semiring code, hub) -> the padded hub outputs, kept at the zero
         cp = import_cupy()
         self.cp = cp
