@@ -928,10 +928,12 @@ def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa, cands):
 def test_host_code_pull_candidates_auto(fake_gpu, monkeypatch):
     """pull_candidates="auto" (the default): per vertex on the grid (fewer than
     PULL_VERTEX_MEAN_DEGREE arcs per vertex, its bits fit in shared memory), per set on kron7
-    (more arcs per vertex) and on the grid when the bits do not fit in shared memory."""
+    (more arcs per vertex), on the grid when the bits do not fit in shared memory, and on a
+    directed star whose centre has more than PULL_MAX_IN_DEGREE out-arcs."""
     from distgraph.backends.gpu import msbfs
 
     g, k = GRAPHS["grid"], GRAPHS["kron7"]
+    shared_max = msbfs.SHARED_DBITS_MAX
     r = _fake_runner(fake_gpu, g, mode="blocks", pull="on", reorder="none", pull_candidates="auto")
     assert r.pull_candidates == r.info["pull_candidates"] == "vertices" and r.shared_dbits
     assert g.m <= msbfs.PULL_VERTEX_MEAN_DEGREE * g.n
@@ -942,6 +944,14 @@ def test_host_code_pull_candidates_auto(fake_gpu, monkeypatch):
     assert r.pull_candidates == "sets"
     r = _fake_runner(fake_gpu, g, mode="blocks", pull="off", reorder="none", pull_candidates="auto")
     assert r.pull_candidates is None and r.info["pull_candidates"] is None
+    monkeypatch.setattr(msbfs, "SHARED_DBITS_MAX", shared_max)
+    # a directed star: one vertex with more out-arcs than PULL_MAX_IN_DEGREE (in-arcs: one each)
+    from distgraph.graph import Graph
+
+    star = Graph.from_edges(np.zeros(600, np.int64), np.arange(1, 601), n=2000, directed=True)
+    assert star.m <= msbfs.PULL_VERTEX_MEAN_DEGREE * star.n and 600 > msbfs.PULL_MAX_IN_DEGREE
+    r = _fake_runner(fake_gpu, star, mode="blocks", pull="on", reorder="none", pull_candidates="auto")
+    assert r.pull_candidates == "sets"
 
 
 def test_host_code_pull_auto(fake_gpu):

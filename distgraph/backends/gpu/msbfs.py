@@ -113,8 +113,8 @@ PULL_CHOICES = ("auto", "on", "off", True, False)
 #: (exactly those out-neighbours, deduplicated by a bit per vertex,
 #: distgraph_msbfs_pull_vertex_blocks).
 #: "auto": "vertices" where the bit per vertex fits in shared memory (with the counters, as the
-#: candidate bits of "sets" must) and the graph has at most PULL_VERTEX_MEAN_DEGREE arcs per
-#: vertex.  H200, closeness of every vertex, blocks of 1024, ball order (benchmarks/results/
+#: candidate bits of "sets" must), the graph has at most PULL_VERTEX_MEAN_DEGREE arcs per
+#: vertex and no vertex more than PULL_MAX_IN_DEGREE out-arcs (one thread marks a vertex's).  H200, closeness of every vertex, blocks of 1024, ball order (benchmarks/results/
 #: session9_x2/call4/s/): road-NY (2.8 arcs per vertex) 1.345 s against 1.535 s with "sets",
 #: cond-mat-2005 (8.7) 18.0 against 17.1 ms.
 PULL_CANDIDATES = ("auto", "sets", "vertices")
@@ -887,7 +887,10 @@ class GpuMSBFS:
                 if pull_candidates == "auto":
                     fits = 4 * (max(n, 1) // 32 + 1) <= SHARED_DBITS_MAX - 4096
                     few = int(t2ptr[-1]) <= PULL_VERTEX_MEAN_DEGREE * max(n, 1)
-                    pull_candidates = "vertices" if fits and few else "sets"
+                    # a thread marks the out-arcs of one frontier vertex: no long out-arc lists
+                    # (pull itself bounds the in-arcs; a directed graph's out-arcs are not)
+                    short = int(np.diff(g2.indptr).max(initial=0)) <= PULL_MAX_IN_DEGREE
+                    pull_candidates = "vertices" if fits and few and short else "sets"
                 self.pull_candidates = pull_candidates
                 if pull_candidates == "vertices":   # out-arcs instead of the set graph
                     self._plan_kw["pull_out_arcs"] = int(g2.indptr[-1])
