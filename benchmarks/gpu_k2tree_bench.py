@@ -257,16 +257,20 @@ CONFIGS = {
     "k2F_hub5": (dict(cached_frontier=True, hub_frac=0.05), ("right", "left")),
 }
 DEFAULT_CONFIGS = list(CONFIGS) + ["csr_ours"]
+BIG_CONFIGS = ["k2F", "k2F_k1"]
 
 
-def matrix_kwargs(kw, tree):
+def matrix_kwargs(kw, tree, reorder="none"):
     """A configuration's DeviceMatrix arguments for ``tree``: ``hub_frac`` becomes
-    ``hub_outputs``, that fraction of the shorter side, rounded (at least 1)."""
+    ``hub_outputs``, that fraction of the shorter side, rounded (at least 1); a tree built
+    from a renumbered graph carries no permutation, so ``hubs_first`` tells "auto" what the
+    library's reordered trees get (hubs first for the degree orders, not for rcm)."""
     kw = dict(kw)
     if "hub_frac" in kw:
         kw["hub_outputs"] = max(1, int(round(kw.pop("hub_frac") * min(tree.shape))))
+    if reorder != "none":
+        kw.setdefault("hubs_first", reorder == "degree" or reorder.startswith("head"))
     return kw
-BIG_CONFIGS = ["k2F", "k2F_k1"]
 
 
 PRODUCTS = ("right", "left", "batch")
@@ -274,7 +278,7 @@ PRODUCTS = ("right", "left", "batch")
 
 def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEFAULT_CONFIGS, products=PRODUCTS):
     from distgraph import semiring
-    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix, hub_outputs_for, tree_from_csr
+    from distgraph.backends.gpu.k2tree_spmv import DeviceMatrix, tree_from_csr
     from distgraph.formats.k2tree import csr_nbytes
 
     n, m = int(meta["n"]), int(meta["m"])
@@ -368,14 +372,7 @@ def bench_graph(z, tree, meta, reps, batch, cp, cpsp, gpu_build_max, configs=DEF
             continue
         kw, keys = CONFIGS[name]
         try:
-            kw = matrix_kwargs(kw, tree)
-            dm = DeviceMatrix(tree, **kw)
-            # a renumbered graph: the padded hub outputs the library's "auto" gives a tree that
-            # carries its permutation (this one was built from the renumbered graph)
-            h = hub_outputs_for(tree, "auto", dm.prefetch, renumbered=True) if meta.get("reorder") else 0
-            if h and "hub_outputs" not in kw:
-                del dm
-                dm = DeviceMatrix(tree, hub_outputs=h, **kw)
+            dm = DeviceMatrix(tree, **matrix_kwargs(kw, tree, meta.get("reorder", "none")))
             if dm.hub_outputs:
                 res.setdefault("hub_outputs", {})[name] = dm.hub_outputs
             run_cfg(name, dm, keys)

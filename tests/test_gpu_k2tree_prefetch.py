@@ -702,6 +702,9 @@ def test_benchmark_configurations_keep_their_leaves(fake_cupy, bench_script):
                 f"distgraph_k2tree_leaves_k{K}" + ("_pre_lanes" if lanes else "_pre" if pre else "_agg" if agg else ""))
         assert dm.info["leaves"] == want, name
     assert kb.CONFIGS["k2F"][0]["prefetch"] is False and kb.CONFIGS["k2"][0]["prefetch"] is False
+    # a tree built from a renumbered graph: hubs first for the degree orders only
+    assert [kb.matrix_kwargs({}, t, r).get("hubs_first") for r in ("none", "degree", "head0.01", "rcm")] == \
+        [None, True, True, False]
     assert [kb._product(k) for k in ("right", "right_mode", "right_leaves", "batch_scan")] == \
         ["right", "right", "right", "batch_scan"]
 

@@ -114,7 +114,8 @@ PULL_CHOICES = ("auto", "on", "off", True, False)
 #: distgraph_msbfs_pull_vertex_blocks).
 #: "auto": "vertices" where the bit per vertex fits in shared memory (with the counters, as the
 #: candidate bits of "sets" must), the graph has at most PULL_VERTEX_MEAN_DEGREE arcs per
-#: vertex and no vertex more than PULL_MAX_IN_DEGREE out-arcs (one thread marks a vertex's).  H200, closeness of every vertex, blocks of 1024, ball order (benchmarks/results/
+#: vertex and no vertex more than PULL_MAX_IN_DEGREE out-arcs (one thread marks a vertex's).
+#: H200, closeness of every vertex, blocks of 1024, ball order (benchmarks/results/
 #: session9_x2/call4/s/): road-NY (2.8 arcs per vertex) 1.345 s against 1.535 s with "sets",
 #: cond-mat-2005 (8.7) 18.0 against 17.1 ms.
 PULL_CANDIDATES = ("auto", "sets", "vertices")
@@ -124,6 +125,18 @@ PULL_VERTEX_MEAN_DEGREE = 4
 #: (largest in-degree 8) 1.60 s against 1.73 s for stage 1 + 2, cond-mat-2005 (278) 16.3 against
 #: 18.7 ms, email-Enron (1383) 11.7 against 9.0 ms.
 PULL_MAX_IN_DEGREE = 512
+
+
+def pull_bit_words(n: int, vertices: bool) -> int:
+    """uint32 words of one candidate bit array of a pull block: a bit per vertex
+    (``vertices``) or per slice set (the set kernel keeps two such arrays, level parity)."""
+    return (max(int(n), 1) if vertices else max((int(n) + SIGMA - 1) // SIGMA, 1)) // 32 + 1
+
+
+def pull_bits_shared(n: int, vertices: bool) -> bool:
+    """Whether a pull block's candidate bits fit in shared memory beside its 4 KB of static
+    counters (:data:`SHARED_DBITS_MAX`, read at the call)."""
+    return (4 if vertices else 8) * pull_bit_words(n, vertices) <= SHARED_DBITS_MAX - 4096
 
 
 def ell4(tptr, tidx, n: int) -> np.ndarray:
@@ -885,7 +898,7 @@ class GpuMSBFS:
                          if pull == "auto" else pull in ("on", True))
             if self.pull:
                 if pull_candidates == "auto":
-                    fits = 4 * (max(n, 1) // 32 + 1) <= SHARED_DBITS_MAX - 4096
+                    fits = pull_bits_shared(n, True)
                     few = int(t2ptr[-1]) <= PULL_VERTEX_MEAN_DEGREE * max(n, 1)
                     # a thread marks the out-arcs of one frontier vertex: no long out-arc lists
                     # (pull itself bounds the in-arcs; a directed graph's out-arcs are not)
@@ -1069,9 +1082,8 @@ class GpuMSBFS:
                 # the dynamic shared memory of a block: the pull kernel's candidate bits (two arrays
                 # of a bit per slice set, or one of a bit per vertex), or the block kernel's dirty
                 # bits with shared_dbits, where they fit
-                dbw = (max(n, 1) if vert else max(self.rho, 1)) // 32 + 1
-                cbb = (4 if vert else 8) * dbw   # bytes of the pull kernel's candidate bits
-                smem = (cbb if cbb <= SHARED_DBITS_MAX - 4096 else 0) if self.pull else \
+                dbw = pull_bit_words(n, vert)
+                smem = ((4 if vert else 8) * dbw if pull_bits_shared(n, vert) else 0) if self.pull else \
                     (4 * dbw if shared_dbits and 4 * dbw <= SHARED_DBITS_MAX else 0)
                 self.slots = self.grid = max(1, min(self.slots, _grid_size(cp, self._blocks, self.block_threads,
                                                                            smem)))
@@ -1090,7 +1102,7 @@ class GpuMSBFS:
                 if self.pull:
                     # the candidate bits (two arrays, level parity, of a bit per slice set; one of a
                     # bit per vertex), per block, in shared memory when they fit
-                    self.shared_dbits = cbb <= SHARED_DBITS_MAX - 4096   # beside 1 KB of static counters
+                    self.shared_dbits = pull_bits_shared(n, vert)
                     self._dbits = cp.zeros(1 if self.shared_dbits else S * (1 if vert else 2) * self._dbw,
                                            cp.uint32)
                     self._act = cp.zeros(1, cp.uint32)
@@ -1099,13 +1111,14 @@ class GpuMSBFS:
                     self._pt_ix = (cp.asarray(t2idx.astype(np.int32, copy=False)) if t2idx.shape[0] else
                                    cp.zeros(1, cp.int32))
                     self._ell = cp.asarray(ell4(t2ptr, t2idx, n))
-                    if vert:   # the out-arcs of the frontier vertices give the candidates
-                        self._sg_ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
-                        self._sg_idx = (cp.asarray(np.asarray(g2.indices, np.int32)) if g2.indices.shape[0] else
+                    # what gives the candidates: the out-arcs of the frontier vertices, or the set graph
+                    if vert:
+                        self._cand_ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
+                        self._cand_idx = (cp.asarray(np.asarray(g2.indices, np.int32)) if g2.indices.shape[0] else
                                         cp.zeros(1, cp.int32))
                     else:
-                        self._sg_ptr = cp.asarray(self._sg[0])
-                        self._sg_idx = cp.asarray(self._sg[1]) if self._sg[1].shape[0] else cp.zeros(1, cp.int32)
+                        self._cand_ptr = cp.asarray(self._sg[0])
+                        self._cand_idx = cp.asarray(self._sg[1]) if self._sg[1].shape[0] else cp.zeros(1, cp.int32)
                         del self._sg   # on the device now
                 else:
                     self.shared_dbits = bool(shared_dbits) and 4 * self._dbw <= SHARED_DBITS_MAX
@@ -1429,7 +1442,7 @@ class GpuMSBFS:
         self._next.fill(0)
         if self.pull:
             self._blocks((min(self.slots, nb),), (self.block_threads,),
-                         (self._pt_ip, self._pt_ix, self._ell, self._sg_ptr, self._sg_idx, np.int32(self.n), cp.asarray(srcs),
+                         (self._pt_ip, self._pt_ix, self._ell, self._cand_ptr, self._cand_idx, np.int32(self.n), cp.asarray(srcs),
                           cp.asarray(nsrcs), np.int32(nb), np.int32(how), self._F, self._Vn, self._Vc, self._dbits,
                           np.int64(self._dbw), np.int32(self.shared_dbits), self._lists, *sums, self._next,
                           self._stats),
