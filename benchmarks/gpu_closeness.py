@@ -454,6 +454,8 @@ def variant_kwargs(v):
         return {"symmetric": False}
     if v.startswith("mb") and v[2:].isdigit():
         return {"min_blocks": int(v[2:])}
+    if v.startswith("sl") and v[2:].isdigit():
+        return {"slots": int(v[2:])}
     if v == "pull":
         return {"pull": "on"}
     if v == "nopull":
@@ -701,7 +703,8 @@ def main(argv=None):
     ap.add_argument("--variants", default=os.environ.get("BENCH_GPU_CLOSENESS_VARIANTS_GPU", ""),
                     help="extra GPU rows on graphs of the block schedule, e.g. 'k32,k64,k128,grid4,nosym,mb4,sdb,sdbmb4' "
                          "(kN: kappa N; gridN: groups=N, the grid-wide schedule; nosym: per-vertex sums; mbN: "
-                         "min_blocks N; sdb: shared_dbits; sdbmbN: both; pf: prefetch; bN: block_threads N; "
+                         "min_blocks N; slN: N resident blocks (slots); sdb: shared_dbits; sdbmbN: both; "
+                         "pf: prefetch; bN: block_threads N; "
                          "f4: flush4; pull / nopull: the pull kernel on / off; pv: its per-vertex candidates; "
                          "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")
     ap.add_argument("--batch-order", default=os.environ.get("BENCH_GPU_CLOSENESS_BATCH_ORDER", "input"),

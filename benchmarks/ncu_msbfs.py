@@ -2,7 +2,7 @@
 ``slots`` batches of kappa sources in compact BFS balls (one wave of blocks), as
 ``closeness()`` runs them (symmetric sums, reorder="auto"), with ``--pull on|off``.
 
-    python benchmarks/ncu_msbfs.py GRAPH [--pull on|off] [--waves 1]
+    python benchmarks/ncu_msbfs.py GRAPH [--pull on|off] [--waves 1] [--nosym]
 """
 import argparse
 import sys
@@ -20,6 +20,7 @@ def main():
     ap.add_argument("graph")
     ap.add_argument("--pull", default="off")
     ap.add_argument("--waves", type=int, default=1)
+    ap.add_argument("--nosym", action="store_true", help="per-vertex sums (GpuMSBFS(symmetric=False))")
     a = ap.parse_args()
     import cupy as cp
 
@@ -30,7 +31,7 @@ def main():
     g = load(a.graph)
     tptr, tidx, _ = g.csc()
     r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), announce=False, reorder="auto",
-                 groups="blocks", symmetric=not g.directed, pull=a.pull)
+                 groups="blocks", symmetric=not (g.directed or a.nosym), pull=a.pull)
     srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
     srcs = ball_sources(g.indptr, g.indices, tptr, tidx, srcs, r.kappa)[: a.waves * r.slots * r.kappa]
     cp.cuda.Device().synchronize()
