@@ -904,7 +904,7 @@ def test_host_code_with_fake_cupy_blocks(fake_gpu, name, slots, kappa):
 
 @pytest.mark.parametrize("name", ["kron7", "kron7_dir", "grid", "random_dir_disconnected", "path4", "star_dir"])
 @pytest.mark.parametrize("slots", [1, 3, None])
-@pytest.mark.parametrize("kappa", [32, 256, 512])
+@pytest.mark.parametrize("kappa", [32, 256])
 @pytest.mark.parametrize("cands", ["sets", "vertices"])
 def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa, cands):
     """The pull kernels' host code (GpuMSBFS(pull="on", pull_candidates=...)): their arguments
@@ -916,29 +916,13 @@ def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa, cands):
             + ("out-arcs (CSR)" if cands == "vertices" else "slice-set graph"))
     for sym in (False, not g.directed):
         r = _fake_runner(fake_gpu, g, kappa=kappa, mode="blocks", slots=slots, symmetric=sym, pull="on",
-                         reorder="none", pull_candidates=cands, block_threads=max(256, kappa))
+                         reorder="none", pull_candidates=cands)
         assert r.schedule == "blocks" and r.pull and r.info["pull"] and r.symmetric == sym
         assert r.pull_candidates == r.info["pull_candidates"] == cands
         assert item in r.plan.items
         assert r._lists.size == r.slots * 3 * (g.n if cands == "vertices" else (g.n + 7) // 8)
         _assert_runner_sums(fake_gpu, g, r, allsrc, False, 40)
     _assert_runner_sums(fake_gpu, g, r, np.arange(0, g.n, 3, dtype=np.int64), True, 64)
-
-
-@pytest.mark.parametrize("kw,what", [
-    ({"mode": "replicated", "groups": 1, "block_threads": 1024}, "the grid schedule"),
-    ({"mode": "blocks", "pull": "off", "block_threads": 1024}, "the blocks schedule, pull off"),
-    ({"mode": "blocks", "pull": "on", "block_threads": 256}, "block_threads must be at least kappa \\(512\\)"),
-])
-def test_kappa_512_only_on_the_pull_kernels(fake_gpu, kw, what):
-    """kappa 512 (sixteen words per element) is built only for the pull kernels of the block
-    schedule: any other schedule, pull off, or blocks of fewer than 512 threads is refused
-    before anything is allocated, with the schedule named."""
-    from distgraph.errors import InvalidArgumentError
-
-    g = GRAPHS["grid"]
-    with pytest.raises(InvalidArgumentError, match=what):
-        _fake_runner(fake_gpu, g, kappa=512, reorder="none", **kw)
 
 
 def test_host_code_pull_candidates_auto(fake_gpu, monkeypatch):

@@ -3,7 +3,7 @@
 A batch of up to 512 sources (one batch of the shared driver
 :func:`distgraph.algorithms.msbfs.run_batches`) runs as ``ceil(k / kappa)`` launches of
 ``kappa`` in {32, 64, 128, 256} concurrent BFSs over the BVSS of the graph ``H`` the
-driver searches (512 on the pull kernels of the block schedule).  The kernels add, per vertex (or per source), the exact integer sums the
+driver searches.  The kernels add, per vertex (or per source), the exact integer sums the
 CPU backend adds -- farness (uint64), reach and the fixed-point harmonic limbs of
 :mod:`distgraph.backends.cpu.bits` -- so the driver's checkpoint, progress bar and MPI
 reduction are the CPU backend's and results are bit-identical to it.
@@ -58,10 +58,7 @@ __all__ = ["KAPPAS", "MODES", "get_vi", "exchange_ranges", "slice_set_bounds", "
            "emulate_batch", "msbfs_plan", "auto_groups", "auto_schedule", "sparse_share", "auto_sparse",
            "SPARSE_CHOICES", "PULL_CHOICES", "GpuMSBFS"]
 
-KAPPAS = (32, 64, 128, 256, 512)
-#: kappa that only the pull kernels of the block schedule run (sixteen words per element; the
-#: grid and stage 1 + 2 kernels are built for blocks of 256 threads, fewer than the BFSs)
-PULL_ONLY_KAPPAS = (512,)
+KAPPAS = (32, 64, 128, 256)
 MODES = ("auto", "replicated", "partitioned", "stepwise")
 BLOCK = 256
 #: ``groups="blocks"``: the threads per block (one block per kappa-source batch) allowed.  At
@@ -640,9 +637,8 @@ class GpuMSBFS:
         CSR of ``H^T`` (in-neighbours), for bottom-up levels.
     ctx : Context
         The SPMD context (``distgraph.runtime.context``).
-    kappa : {32, 64, 128, 256, 512}
-        Concurrent BFSs per launch (default 256).  512 (sixteen words per element) runs only on
-        the pull kernels of the block schedule (road-like graphs, ``block_threads`` >= 512).
+    kappa : {32, 64, 128, 256}
+        Concurrent BFSs per launch (default 256).
     mode : {"auto", "replicated", "partitioned", "stepwise"}
         See the module docstring.  ``"auto"``: replicated when the plan fits this GPU,
         partitioned over the ranks otherwise.
@@ -767,7 +763,7 @@ class GpuMSBFS:
         from ...runtime.config import config
         from .loader import import_cupy
 
-        expect(kappa in KAPPAS, "kappa", "one of 32, 64, 128, 256, 512", kappa)
+        expect(kappa in KAPPAS, "kappa", "one of 32, 64, 128, 256", kappa)
         expect(mode in MODES, "mode", "one of " + ", ".join(MODES), mode)
         bu_ratio = BU_RATIO if bu_ratio is None else bu_ratio
         expect(isinstance(bu_ratio, (int, np.integer)) and bu_ratio >= 0, "bu_ratio", "an integer >= 0", bu_ratio)
@@ -895,8 +891,6 @@ class GpuMSBFS:
             # halved while they do not fit; the occupancy of the compiled kernel trims it below
             self.block_threads = int(block_threads)
             _check_min_blocks(min_blocks, self.block_threads)
-            expect(self.block_threads >= kappa, "block_threads", f"at least kappa ({kappa}) on the block schedule "
-                   "(the per-source counts of a level are flushed by one thread per BFS)", self.block_threads)
             sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
             S = int(slots) if slots is not None else sms * (SM_THREADS // self.block_threads)
             # the pull kernel (distgraph_msbfs_pull_blocks) where stage 1 would take the sparse path
@@ -934,8 +928,7 @@ class GpuMSBFS:
                 # every rank must pick the same schedule: symmetric sums (blocks) and per-vertex
                 # sums (grid) add up to the result only over all sources, not mixed across ranks
                 fits = all(ctx.comm.allgather(fits))
-            if not fits and groups == "auto" and kappa not in PULL_ONLY_KAPPAS:
-                # one grid-wide launch at a time may still fit
+            if not fits and groups == "auto":  # one grid-wide launch at a time may still fit
                 self.schedule, self.slots, err = "grid", 0, None
                 self.block_threads = BLOCK
                 self.pull = False
@@ -949,7 +942,7 @@ class GpuMSBFS:
                 self.symmetric = bool(symmetric)
                 # runs too small to occupy the blocks go to a grid-schedule runner of the same graph
                 self._companion = None
-                self._companion_kw = dict(hptr=hptr, hidx=hidx, tptr=tptr, tidx=tidx, kappa=min(kappa, 256),
+                self._companion_kw = dict(hptr=hptr, hidx=hidx, tptr=tptr, tidx=tidx, kappa=kappa,
                                           mode="replicated", reorder=reorder, window=window, bu_ratio=bu_ratio,
                                           announce=False, cache_dir=cache_dir, tc_ratio=tc_ratio,
                                           bu_heavy=bu_heavy, min_blocks=min_blocks, block_threads=BLOCK,
@@ -974,13 +967,6 @@ class GpuMSBFS:
             except DeviceMemoryError as e:
                 err = e
         self.groups = ng
-        if err is None and kappa in PULL_ONLY_KAPPAS and not (self.schedule == "blocks" and self.pull):
-            # the same on every rank (graph and arguments)
-            err = InvalidArgumentError(
-                f"kappa must be one of 32, 64, 128, 256 here; got {kappa} (kappa {kappa} runs only on the pull "
-                f"kernel of the block schedule: groups='blocks' or 'auto' on a road-like graph, pull on, "
-                f"block_threads >= {kappa}; this run has the {self.schedule} schedule"
-                f"{', pull off' if self.schedule == 'blocks' else ''})")
         if size > 1:  # all ranks raise together (the next steps are collective)
             from ...runtime.abort import collective_raise
 
