@@ -58,6 +58,12 @@ __all__ = ["KAPPAS", "MODES", "get_vi", "exchange_ranges", "slice_set_bounds", "
            "emulate_batch", "msbfs_plan", "auto_groups", "auto_schedule", "sparse_share", "auto_sparse",
            "SPARSE_CHOICES", "PULL_CHOICES", "GpuMSBFS"]
 
+#: kappa 512 (sixteen words per element) was built and measured for the pull kernels of the block
+#: schedule (8d6659b, reverted): exact (229 GPU tests passed) but road-NY took 4.29 s against 1.49 s
+#: for 256, cond-mat-2005 38.4 against 16.7 ms, with blocks of 1024 or 512 threads, although compact
+#: balls of 512 cut the events of a run to 0.67x (31.5 instead of 23.4 per vertex and batch, host
+#: count, benchmarks/results/closeness_batch_order_cpu_k512.json): the 64-register cap leaves too
+#: few elements of 64 bytes in flight per thread (benchmarks/results/session10_x2/call2/).
 KAPPAS = (32, 64, 128, 256)
 MODES = ("auto", "replicated", "partitioned", "stepwise")
 BLOCK = 256
