@@ -1218,10 +1218,10 @@ __device__ __forceinline__ void dg_ms_or_elem(unsigned (&acc)[DG_MS_WORDS], cons
 }
 
 // The pull kernels' per-block setup: this block's slot of F0, F1, Vc, its candidate bits (cbs words,
-// in dynamic shared memory when shared_cb, zeroed there) and its 3 lists of nl ints.
+// in dynamic shared memory when shared_cb, zeroed there) and its nlists lists of nl ints.
 __device__ __forceinline__ void dg_ms_pull_slot(unsigned *&F0, unsigned *&F1, unsigned *&Vc, unsigned *&cb,
                                                 unsigned *s_dyn, dg_i64 cbs, int shared_cb, int *&lists,
-                                                dg_i64 nl, dg_i64 nhw) {
+                                                int nlists, dg_i64 nl, dg_i64 nhw) {
     const dg_i64 slot = blockIdx.x;
     F0 += slot * nhw;
     F1 += slot * nhw;
@@ -1232,15 +1232,15 @@ __device__ __forceinline__ void dg_ms_pull_slot(unsigned *&F0, unsigned *&F1, un
     } else {
         cb += slot * cbs;
     }
-    lists += slot * 3 * nl;
+    lists += slot * nlists * nl;
 }
 
-// The next batch of a pull kernel's block (every thread gets it), its list counters reset.
+// The next batch of a pull kernel's block (every thread gets it), its list counters (3 each) reset.
 __device__ __forceinline__ int dg_ms_pull_claim(unsigned *next, int *s_batch, unsigned *s_na, unsigned *s_nc) {
     if (threadIdx.x == 0) {
         *s_batch = (int)atomicAdd(next, 1u);
-        s_na[0] = s_na[1] = 0u;
-        s_nc[0] = s_nc[1] = 0u;
+        s_na[0] = s_na[1] = s_na[2] = 0u;
+        s_nc[0] = s_nc[1] = s_nc[2] = 0u;
     }
     __syncthreads();
     return *s_batch;
@@ -1359,11 +1359,11 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
                             unsigned *next, dg_i64 *stats) {
     extern __shared__ unsigned s_dyn[];  // the candidate bits when shared_cb (2 * cbw words)
     __shared__ unsigned scnt[DG_MS_KAPPA];
-    __shared__ unsigned s_na[2], s_nc[2];
+    __shared__ unsigned s_na[3], s_nc[3];
     __shared__ int s_batch;
     const dg_i64 rho = ((dg_i64)n + 7) >> 3, rho1 = rho > 0 ? rho : 1;
     const dg_i64 nhw = 8 * rho * DG_MS_WORDS;
-    dg_ms_pull_slot(F0, F1, Vc, cb, s_dyn, 2 * cbw, shared_cb, lists, rho1, nhw);
+    dg_ms_pull_slot(F0, F1, Vc, cb, s_dyn, 2 * cbw, shared_cb, lists, 3, rho1, nhw);
     int *clist = lists + 2 * rho1;  // the sets active at even / odd levels: lists, lists + rho1
     for (int i = threadIdx.x; i < DG_MS_KAPPA; i += blockDim.x) scnt[i] = 0u;
     dg_i64 levels_run = 0;
@@ -1444,29 +1444,62 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
 
 // distgraph_msbfs_pull_vertex_blocks: the pull kernel with candidates kept per vertex instead of
 // per slice set.  Level l + 1 pulls into exactly the out-neighbours of level l's frontier
-// vertices (h_indptr / h_indices: the CSR of the searched graph), each once: a bit per vertex
-// (cbw >= n / 32 + 1 words, in dynamic shared memory when shared_cb, else cb per slot) dedups
-// them into a list.  The slice-set candidates of distgraph_msbfs_pull_blocks evaluate all 8
-// vertices of every set that holds one: 1.4-2.2x more vertices on road-NY (host count,
-// benchmarks/results/msbfs_pull_candidates_roadNY.json).  lists (per slot, 3 * max(n, 1)
-// ints): the frontier vertices of even / odd levels, then the candidates; the frontier of level
+// vertices, each once: a bit per vertex (cbw >= n / 32 + 1 words, in dynamic shared memory when
+// shared_cb, else cb per slot) dedups them into a list.  The
+// slice-set candidates of distgraph_msbfs_pull_blocks evaluate all 8 vertices of every set that
+// holds one: 1.4-2.2x more vertices on road-NY (host count,
+// benchmarks/results/msbfs_pull_candidates_roadNY.json).  The candidates of level l + 2 are
+// marked by the threads of level l + 1's pull, right after a vertex joins the frontier (its
+// out-arcs: h_indptr / h_indices, or, when sym_arcs says that H is symmetric, its in-arcs, whose
+// first four the thread has just read from ell), instead of a pass of their own over the new
+// frontier's list after a block barrier (session 9's kernel: one barrier, one list pass and a
+// dependent index load per frontier vertex more per level).  lists (per slot, 4 * max(n, 1)
+// ints): the frontier vertices of even / odd levels, then the candidates of even / odd levels;
+// list counters rotate over three slots (level L's in slot L % 3), so that the counters a level
+// appends to were reset a level earlier.  The bits of level l + 1's candidates are cleared before
+// its pull starts (its list stays), so one bit array serves both levels.  The frontier of level
 // l - 1 is cleared vertex by vertex.  Same sums (dg_ms_pull_one).
+__device__ __forceinline__ void dg_ms_mark(int t, unsigned *cbm, int *kl, unsigned *cnt) {
+    const unsigned bit = 1u << (t & 31);
+    if (cbm[t >> 5] & bit) return;
+    if (!(atomicOr(cbm + (t >> 5), bit) & bit)) kl[atomicAdd(cnt, 1u)] = t;
+}
+
+// u's out-neighbours marked as candidates (bits cbm, list kl, counter cnt).
+__device__ __forceinline__ void dg_ms_mark_out(int u, int sym_arcs, const int4 *__restrict__ ell,
+                                               const dg_i64 *__restrict__ t_indptr, const int *__restrict__ t_indices,
+                                               const dg_i64 *__restrict__ h_indptr, const int *__restrict__ h_indices,
+                                               unsigned *cbm, int *kl, unsigned *cnt) {
+    if (sym_arcs) {
+        const int4 q = ell[u];
+        if (q.x >= 0) dg_ms_mark(q.x, cbm, kl, cnt);
+        if (q.y >= 0) dg_ms_mark(q.y, cbm, kl, cnt);
+        if (q.z >= 0) dg_ms_mark(q.z, cbm, kl, cnt);
+        if (q.w >= 0) {
+            dg_ms_mark(q.w, cbm, kl, cnt);
+            for (dg_i64 e = t_indptr[u] + 4, e1 = t_indptr[u + 1]; e < e1; ++e) dg_ms_mark(t_indices[e], cbm, kl, cnt);
+        }
+    } else {
+        for (dg_i64 e = h_indptr[u], e1 = h_indptr[u + 1]; e < e1; ++e) dg_ms_mark(h_indices[e], cbm, kl, cnt);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(DG_MS_BLOCK, DG_MS_MINB)
 distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const int *__restrict__ t_indices,
                                    const int4 *__restrict__ ell, const dg_i64 *__restrict__ h_indptr,
-                                   const int *__restrict__ h_indices, int n, const int *__restrict__ srcs,
+                                   const int *__restrict__ h_indices, int sym_arcs, int n, const int *__restrict__ srcs,
                                    const int *__restrict__ nsrcs, int nbatches, int per_source, unsigned *F0,
                                    unsigned *F1, unsigned *Vc, unsigned *cb, dg_i64 cbw, int shared_cb, int *lists,
                                    dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2, unsigned *next,
                                    dg_i64 *stats) {
     extern __shared__ unsigned s_dyn[];  // the candidate bits when shared_cb (cbw words)
     __shared__ unsigned scnt[DG_MS_KAPPA];
-    __shared__ unsigned s_na[2], s_nc[2];
+    __shared__ unsigned s_na[3], s_nc[3];
     __shared__ int s_batch;
     const dg_i64 rho = ((dg_i64)n + 7) >> 3;
     const dg_i64 nhw = 8 * rho * DG_MS_WORDS, n1 = n > 0 ? n : 1;
-    dg_ms_pull_slot(F0, F1, Vc, cb, s_dyn, cbw, shared_cb, lists, n1, nhw);
-    int *clist = lists + 2 * n1;  // the frontier vertices of even / odd levels: lists, lists + n1
+    dg_ms_pull_slot(F0, F1, Vc, cb, s_dyn, cbw, shared_cb, lists, 4, n1, nhw);
+    int *klist = lists + 2 * n1;  // frontier lists: lists, lists + n1; candidate lists: klist, klist + n1
     for (int i = threadIdx.x; i < DG_MS_KAPPA; i += blockDim.x) scnt[i] = 0u;
     const unsigned lane = threadIdx.x & 31u;
     dg_i64 levels_run = 0;
@@ -1475,60 +1508,61 @@ distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const in
         if (bt >= nbatches) break;  // block-uniform
         const int nsrc = nsrcs[bt];
         const int *bs = srcs + (dg_i64)bt * DG_MS_KAPPA;
-        // ---- level 0: the sources, each vertex listed once (its bit dedups, then is cleared)
+        // ---- level 0: the sources, each vertex listed once (its bit dedups, then is cleared);
+        // the candidates of level 1 (list klist + n1, counter s_nc[1])
         dg_ms_pull_seed(bs, nsrc, rho, 0, Vc, F0, cb, lists, &s_na[0], per_source, scnt, reach);
+        for (dg_i64 i = threadIdx.x; i < s_na[0]; i += blockDim.x)
+            dg_ms_mark_out(lists[i], sym_arcs, ell, t_indptr, t_indices, h_indptr, h_indices, cb, klist + n1,
+                           &s_nc[1]);
+        __syncthreads();
         int l = 0;
         for (;;) {
             // ---- (a) per-source counts of level l; the frontier of level l - 1 cleared vertex by
-            // vertex (F of parity l - 1, which level l + 1 writes) and the candidate bits of level l;
-            // then the candidates of level l + 1: the out-neighbours of level l's frontier
-            const int p = l & 1;
+            // vertex (F of parity l - 1, which level l + 1 writes; none at level 0) and the bits of
+            // level l + 1's candidates (their list is pulled below)
+            const int p = l & 1, c0 = l % 3, c1 = (l + 1) % 3, c2 = (l + 2) % 3;
             unsigned *Fc = p ? F1 : F0, *Fn = p ? F0 : F1;
             if (per_source)
                 dg_ms_block_flush_counts(scnt, per_source, nsrc, bt, bs, l, l >= 2 ? dg_recip_fixed((dg_u64)l) : 0ull,
                                          far, reach, h0, h1, h2);
-            if (l >= 1) dg_ms_pull_clear<false>(Fn, lists + (p ^ 1) * n1, s_na[p ^ 1], rho, cb, clist, s_nc[p ^ 1]);
-            const dg_i64 na = s_na[p];
-            if (na == 0) break;  // block-uniform: no frontier at level l
-            __syncthreads();     // (F of parity l - 1, the candidate bits and list are free now)
-            if (threadIdx.x == 0) { s_nc[p ^ 1] = 0u; s_na[p ^ 1] = 0u; }
-            {
-                const int *a = lists + p * n1;
-                for (dg_i64 i = threadIdx.x; i < na; i += blockDim.x) {
-                    const int v = a[i];
-                    for (dg_i64 e = h_indptr[v], e1 = h_indptr[v + 1]; e < e1; ++e) {
-                        const int t = h_indices[e];
-                        const unsigned bit = 1u << (t & 31);
-                        if (cb[t >> 5] & bit) continue;
-                        if (!(atomicOr(cb + (t >> 5), bit) & bit)) clist[atomicAdd(&s_nc[p], 1u)] = t;
-                    }
-                }
-            }
-            __syncthreads();
+            dg_ms_pull_clear<false>(Fn, lists + (p ^ 1) * n1, l >= 1 ? s_na[c2] : 0u, rho, cb, klist + (p ^ 1) * n1,
+                                    s_nc[c1]);
+            const dg_i64 na = s_na[c0];
+            if (na == 0) break;  // block-uniform: no frontier at level l (so no candidates of level l + 1)
+            __syncthreads();     // (F of parity l - 1 and the candidate bits are free now)
+            // the counters of level l - 1's frontier and level l's candidates, read above, are those of
+            // level l + 2: reset here, appended to by the next level
+            if (threadIdx.x == 0) { s_na[c2] = 0u; s_nc[c0] = 0u; }
             // ---- (b) level l + 1: pull into each candidate, a thread each; the new frontier's
-            // vertices listed with one shared atomic per warp
-            const int nc = (int)s_nc[p];
+            // vertices listed with one shared atomic per warp, their out-neighbours marked as the
+            // candidates of level l + 2
+            const int nc = (int)s_nc[c1];
+            const int *kc = klist + (p ^ 1) * n1;
             const int L = l + 1;
             const dg_u64 rf = L >= 2 ? dg_recip_fixed((dg_u64)L) : 0ull;
             int *fnext = lists + (p ^ 1) * n1;
             for (int i0 = 0; i0 < nc; i0 += blockDim.x) {
                 const int i = i0 + (int)threadIdx.x;
-                const int u = i < nc ? clist[i] : -1;
+                const int u = i < nc ? kc[i] : -1;
                 bool gotn = false;
                 if (u >= 0)
                     gotn = dg_ms_pull_one(u, dg_vi(u, rho) * DG_MS_WORDS, t_indptr, t_indices, ell, Fc, Fn, Vc, rho,
                                           nsrc, per_source, L, rf, scnt, far, reach, h0, h1, h2);
                 const unsigned got = __ballot_sync(DG_FULL_MASK, gotn);
                 unsigned at = 0u;
-                if (lane == 0u && got) at = atomicAdd(&s_na[p ^ 1], (unsigned)__popc(got));
+                if (lane == 0u && got) at = atomicAdd(&s_na[c1], (unsigned)__popc(got));
                 at = __shfl_sync(DG_FULL_MASK, at, 0);
-                if (gotn) fnext[at + __popc(got & ((1u << lane) - 1u))] = u;
+                if (gotn) {
+                    fnext[at + __popc(got & ((1u << lane) - 1u))] = u;
+                    dg_ms_mark_out(u, sym_arcs, ell, t_indptr, t_indices, h_indptr, h_indices, cb, klist + p * n1,
+                                   &s_nc[c2]);
+                }
             }
             __syncthreads();
             ++l;
         }
-        // ---- clean the slot: the last frontier (parity l: empty) and candidate bits were
-        // cleared in (a); Vc back to zero
+        // ---- clean the slot: the last frontier (parity l: empty), the frontier before it and the
+        // candidate bits were cleared in (a); Vc back to zero
         const uint4 z4 = make_uint4(0u, 0u, 0u, 0u);
         for (dg_i64 i = threadIdx.x; i < nhw / 4; i += blockDim.x) reinterpret_cast<uint4 *>(Vc)[i] = z4;
         levels_run += l - 1;  // as distgraph_msbfs_pull_blocks

@@ -648,29 +648,33 @@ class _Kernels:
         self._pull(t_indptr, t_indices, ell, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc, cb, 2 * cbw,
                    shared_cb, lists, max(rho, 1), far, reach, h0, h1, h2, nxt, stats, cands)
 
-    def k_pull_vertex_blocks(self, t_indptr, t_indices, ell, h_indptr, h_indices, n, srcs, nsrcs, nbatches,
-                             per_source, F0, F1, Vc, cb, cbw, shared_cb, lists, far, reach, h0, h1, h2, nxt, stats):
+    def k_pull_vertex_blocks(self, t_indptr, t_indices, ell, h_indptr, h_indices, sym_arcs, n, srcs, nsrcs,
+                             nbatches, per_source, F0, F1, Vc, cb, cbw, shared_cb, lists, far, reach, h0, h1, h2, nxt,
+                             stats):
         # candidates of level l + 1: the out-neighbours of level l's frontier vertices, each once;
-        # one bit array of a bit per vertex
+        # one bit array of a bit per vertex; sym_arcs says that the in-arcs are the out-arcs (the
+        # kernel then marks from them); 4 lists per slot (frontiers and candidates, level parity)
         assert cbw * 32 >= n and h_indptr.shape[0] == n + 1 and h_indptr.dtype == np.int64
+        same = bool(np.array_equal(h_indptr, t_indptr) and np.array_equal(h_indices, t_indices))
+        assert int(sym_arcs) == int(same)
 
         def cands(front):
             return sorted({int(t) for v in front for t in h_indices[h_indptr[v]:h_indptr[v + 1]]})
         self._pull(t_indptr, t_indices, ell, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc, cb, cbw, shared_cb,
-                   lists, max(n, 1), far, reach, h0, h1, h2, nxt, stats, cands)
+                   lists, max(n, 1), far, reach, h0, h1, h2, nxt, stats, cands, nlists=4)
 
     def _pull(self, t_indptr, t_indices, ell, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc, cb, cbslot,
-              shared_cb, lists, n_list, far, reach, h0, h1, h2, nxt, stats, cands):
+              shared_cb, lists, n_list, far, reach, h0, h1, h2, nxt, stats, cands, nlists=3):
         # the pull kernels' protocol: level l + 1 pulls the in-neighbours' frontier elements into
         # the candidates of level l + 1 (cands of level l's frontier vertices); frontiers
         # double-buffered (F0: even levels, F1: odd), the frontier of level l - 1 cleared; every
         # slot clean when a batch starts and after it ends.  cbslot: candidate-bit words per slot;
-        # n_list: ints per list (3 lists per slot)
+        # n_list: ints per list (nlists lists per slot)
         rho = (n + 7) // 8
         W, K = self.W, 32 * self.W
         nhw = 8 * rho * W
         S = F0.size // max(nhw, 1)
-        assert S >= 1 and F1.size == S * nhw and Vc.size == S * nhw and lists.size == S * 3 * n_list
+        assert S >= 1 and F1.size == S * nhw and Vc.size == S * nhw and lists.size == S * nlists * n_list
         assert shared_cb or cb.size == S * cbslot
         E = ell.reshape(-1, 4)
         for u in range(n):  # the first four in-arcs, -1 padded
@@ -920,7 +924,7 @@ def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa, cands):
         assert r.schedule == "blocks" and r.pull and r.info["pull"] and r.symmetric == sym
         assert r.pull_candidates == r.info["pull_candidates"] == cands
         assert item in r.plan.items
-        assert r._lists.size == r.slots * 3 * (g.n if cands == "vertices" else (g.n + 7) // 8)
+        assert r._lists.size == r.slots * (4 * g.n if cands == "vertices" else 3 * ((g.n + 7) // 8))
         _assert_runner_sums(fake_gpu, g, r, allsrc, False, 40)
     _assert_runner_sums(fake_gpu, g, r, np.arange(0, g.n, 3, dtype=np.int64), True, 64)
 

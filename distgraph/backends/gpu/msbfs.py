@@ -529,7 +529,7 @@ def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, pa
         elif pull_out_arcs is not None:   # per-vertex candidates: the out-arcs instead of the set graph
             n1 = max(n, 1)
             items["VSS queues"] = 0
-            items["activeSets, dirty bits and lists"] = slots * (4 * (n1 // 32 + 1) + 12 * n1)
+            items["activeSets, dirty bits and lists"] = slots * (4 * (n1 // 32 + 1) + 16 * n1)
             items["in-arcs (CSR of the transpose, first four per vertex), out-arcs (CSR)"] = (
                 8 * (n + 1) + 4 * max(t_arcs, 1) + 16 * n1 + 8 * (n + 1) + 4 * max(pull_out_arcs, 1))
         hints = ["a smaller kappa (fewer state words per vertex)", "groups=1 (one state copy for the whole GPU)"]
@@ -1103,8 +1103,8 @@ class GpuMSBFS:
                 self._Vc = cp.zeros(S * nhat * W, cp.uint32)
                 self._Vn = cp.zeros(S * nhat * W, cp.uint32)   # pull: the frontier of odd levels
                 # per slot: the active sets of even / odd levels and the candidate sets; with
-                # per-vertex candidates, the frontier vertices of even / odd levels and the candidates
-                self._lists = cp.zeros(S * 3 * (max(n, 1) if vert else rho1), cp.int32)
+                # per-vertex candidates, the frontier vertices and the candidates of even / odd levels
+                self._lists = cp.zeros(S * (4 * max(n, 1) if vert else 3 * rho1), cp.int32)
                 if self.pull:
                     # the candidate bits (two arrays, level parity, of a bit per slice set; one of a
                     # bit per vertex), per block, in shared memory when they fit
@@ -1119,6 +1119,8 @@ class GpuMSBFS:
                     self._ell = cp.asarray(ell4(t2ptr, t2idx, n))
                     # what gives the candidates: the out-arcs of the frontier vertices, or the set graph
                     if vert:
+                        # H symmetric: the kernel marks a vertex's out-neighbours from its in-arcs
+                        self._sym_arcs = int(np.array_equal(g2.indptr, t2ptr) and np.array_equal(g2.indices, t2idx))
                         self._cand_ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
                         self._cand_idx = (cp.asarray(np.asarray(g2.indices, np.int32)) if g2.indices.shape[0] else
                                         cp.zeros(1, cp.int32))
@@ -1447,13 +1449,14 @@ class GpuMSBFS:
         how = 1 if per_source else (2 if self.symmetric else 0)
         self._next.fill(0)
         if self.pull:
+            vert = self.pull_candidates == "vertices"   # that kernel also takes sym_arcs
             self._blocks((min(self.slots, nb),), (self.block_threads,),
-                         (self._pt_ip, self._pt_ix, self._ell, self._cand_ptr, self._cand_idx, np.int32(self.n), cp.asarray(srcs),
+                         (self._pt_ip, self._pt_ix, self._ell, self._cand_ptr, self._cand_idx,
+                          *((np.int32(self._sym_arcs),) if vert else ()), np.int32(self.n), cp.asarray(srcs),
                           cp.asarray(nsrcs), np.int32(nb), np.int32(how), self._F, self._Vn, self._Vc, self._dbits,
                           np.int64(self._dbw), np.int32(self.shared_dbits), self._lists, *sums, self._next,
                           self._stats),
-                         shared_mem=((4 if self.pull_candidates == "vertices" else 8) * self._dbw
-                                     if self.shared_dbits else 0))
+                         shared_mem=(4 if vert else 8) * self._dbw if self.shared_dbits else 0)
             self.info["launches"] += nb
             self.info["block_launches"] = self.info.get("block_launches", 0) + 1
             return
