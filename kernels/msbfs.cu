@@ -1511,6 +1511,7 @@ distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const in
         // ---- level 0: the sources, each vertex listed once (its bit dedups, then is cleared);
         // the candidates of level 1 (list klist + n1, counter s_nc[1])
         dg_ms_pull_seed(bs, nsrc, rho, 0, Vc, F0, cb, lists, &s_na[0], per_source, scnt, reach);
+        __syncthreads();  // the seed's dedup bits (cb) are cleared before they mark candidates
         for (dg_i64 i = threadIdx.x; i < s_na[0]; i += blockDim.x)
             dg_ms_mark_out(lists[i], sym_arcs, ell, t_indptr, t_indices, h_indptr, h_indices, cb, klist + n1,
                            &s_nc[1]);
