@@ -78,22 +78,23 @@ def test_pull_per_source_equal_cpu(name, kappa, cands):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["grid_29x37", "kron9_dir", "two_grids_isolated"])
+@pytest.mark.parametrize("name", ["grid_29x37", "kron9_dir", "two_grids_isolated", "grid_160x160"])
 @pytest.mark.parametrize("symmetric", [False, True])
 def test_pull_vertices_shuffled_sources_repeated(name, symmetric):
-    # every vertex as a source in a shuffled order, five times on one runner (slots reused):
+    # every vertex as a source in a shuffled order, several times on one runner (slots reused):
     # a batch's sources are scattered over the bit words, so the warps that seed them share
-    # words of the candidate bits (a race between the seed's clearing of its dedup bits and the
-    # marking of level 1's candidates gave duplicate candidates, and run-to-run differences,
-    # on road-NY at 2230bf3)
-    g = GRAPHS[name]
+    # words of the candidate bits.  (At 2230bf3 a race between the seed's clearing of its dedup
+    # bits and the marking of level 1's candidates gave duplicate candidates: two runs of road-NY
+    # differed.  This test passed on that kernel too -- the race needs timing it did not get --
+    # so it guards the shuffled-source path, not that race.)
+    g = gen.grid(160, 160) if name == "grid_160x160" else GRAPHS[name]
     if symmetric and g.directed:
         pytest.skip("symmetric sums need an undirected graph")
-    r = _runner(g, symmetric=symmetric, slots=3, pull_candidates="vertices")
+    r = _runner(g, symmetric=symmetric, slots=3 if g.n < 10_000 else None, pull_candidates="vertices")
     srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64) if symmetric else np.arange(g.n, dtype=np.int64)
     ref = _sums(g, srcs, False)
     rng = np.random.default_rng(11)
-    for _ in range(5):
+    for _ in range(5 if g.n < 10_000 else 2):
         assert _same(_sums(g, rng.permutation(srcs), False, r), ref)
 
 
