@@ -1209,7 +1209,10 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
 // road-NY, 13% of the source-attributed stall samples, benchmarks/results/session8_x2/call3/ncu/).
 // Counting a warp's bits by a 32 x 32 transpose across the lanes instead (59ad04d, reverted) was
 // not faster: road-NY 1.576 s against 1.527 s (8 more spilled bytes), cond-mat-2005 16.1 ms
-// (session8_x2/call6/).
+// (session8_x2/call6/).  With the per-vertex candidates the loop holds 25% of the stall samples
+// (session10_x2/call5/ncu/pull-source-top-lines.txt).  Per-vertex sums kept per block and batch
+// without atomics instead, added to the outputs once per batch (batch_sums, 010bc9c, reverted):
+// exact, but road-NY 1.79 s against 1.17 s (session10_x2/call7/; each update waits for its load).
 __device__ __forceinline__ void dg_ms_or_elem(unsigned (&acc)[DG_MS_WORDS], const unsigned *p) {
     unsigned v[DG_MS_WORDS];
     dg_ms_load(p, v);
@@ -1282,14 +1285,12 @@ __device__ __forceinline__ void dg_ms_pull_seed(const int *bs, int nsrc, dg_i64 
 
 // One vertex u of a pull level (both pull kernels): new = (OR of Fc over u's in-neighbours) &
 // ~Vc[u]; when new is not empty, Vc[u] |= new, Fn[u] = new and the sums of level L; returns
-// whether u got new bits.  base: u's element, dg_vi(u, rho) * DG_MS_WORDS.  Per-vertex sums go
-// to the batch's own sums Sb (4 words per vertex, see dg_ms_flush_batch_sums) when Sb is not
-// null, else by global atomics.
+// whether u got new bits.  base: u's element, dg_vi(u, rho) * DG_MS_WORDS.
 __device__ __forceinline__ bool dg_ms_pull_one(int u, dg_i64 base, const dg_i64 *__restrict__ t_indptr,
                                                const int *__restrict__ t_indices, const int4 *__restrict__ ell,
                                                const unsigned *Fc, unsigned *Fn, unsigned *Vc, dg_i64 rho, int nsrc,
                                                int per_source, int L, dg_u64 rf, unsigned *scnt, dg_u64 *far,
-                                               dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2, dg_u64 *Sb) {
+                                               dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2) {
     bool got = false;
     // u's visited element and its first in-neighbours, loaded together; the element
     // is read again after the in-neighbours (an L1 hit) rather than held in 8
@@ -1341,18 +1342,6 @@ __device__ __forceinline__ bool dg_ms_pull_one(int u, dg_i64 base, const dg_i64 
 #pragma unroll
                 for (int j = 0; j < DG_MS_WORDS; ++j)
                     for (unsigned d = acc[j]; d; d &= d - 1u) atomicAdd(&scnt[32 * j + __ffs(d) - 1], 1u);
-            } else if (Sb) {  // u is this block's alone at this level: no atomics
-                ulonglong2 *sp = reinterpret_cast<ulonglong2 *>(Sb + 4 * (dg_i64)u);
-                ulonglong2 a = sp[0];
-                a.x += (dg_u64)L * pc;
-                a.y += L == 1 ? ((dg_u64)pc << 32) | pc : (dg_u64)pc;
-                sp[0] = a;
-                if (L >= 2) {
-                    ulonglong2 b = sp[1];
-                    b.x += pc * (rf >> 32);
-                    b.y += pc * (rf & 0xffffffffull);
-                    sp[1] = b;
-                }
             } else {
                 atomicAdd(&far[u], (dg_u64)L * pc);
                 atomicAdd(&reach[u], (dg_u64)pc);
@@ -1436,7 +1425,7 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
                 bool gotn = false;
                 if (u >= 0)
                     gotn = dg_ms_pull_one(u, ((dg_i64)(i & 7) * rho + ss) * DG_MS_WORDS, t_indptr, t_indices, ell, Fc,
-                                          Fn, Vc, rho, nsrc, per_source, L, rf, scnt, far, reach, h0, h1, h2, nullptr);
+                                          Fn, Vc, rho, nsrc, per_source, L, rf, scnt, far, reach, h0, h1, h2);
                 // the set is active at level l + 1 iff one of its 8 lanes got new bits: the
                 // group's first lane lists it
                 const unsigned grp = (__ballot_sync(DG_FULL_MASK, gotn) >> (lane & ~7u)) & 0xffu;
@@ -1473,28 +1462,6 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
 // appends to were reset a level earlier.  The bits of level l + 1's candidates are cleared before
 // its pull starts (its list stays), so one bit array serves both levels.  The frontier of level
 // l - 1 is cleared vertex by vertex.  Same sums (dg_ms_pull_one).
-// A batch's per-vertex sums Sb (4 words per vertex: far; reach | h0 << 32; h1; h2 -- at most
-// kappa BFSs reach a vertex, so the halves do not overflow) added to the outputs by one atomic
-// each where not zero, then zeroed.  Instead of 4 global atomics per vertex and level
-// (distgraph_msbfs_pull_vertex_blocks with S).
-__device__ __forceinline__ void dg_ms_flush_batch_sums(dg_u64 *Sb, int n, dg_u64 *far, dg_u64 *reach, dg_u64 *h0,
-                                                       dg_u64 *h1, dg_u64 *h2) {
-    const ulonglong2 z = make_ulonglong2(0ull, 0ull);
-    for (int u = threadIdx.x; u < n; u += blockDim.x) {
-        ulonglong2 *sp = reinterpret_cast<ulonglong2 *>(Sb + 4 * (dg_i64)u);
-        const ulonglong2 a = sp[0];
-        if (!a.y) continue;  // not reached by this batch (reach counts every BFS that reached u)
-        const ulonglong2 b = sp[1];
-        if (a.x) atomicAdd(&far[u], a.x);
-        atomicAdd(&reach[u], a.y & 0xffffffffull);
-        if (a.y >> 32) atomicAdd(&h0[u], a.y >> 32);
-        if (b.x) atomicAdd(&h1[u], b.x);
-        if (b.y) atomicAdd(&h2[u], b.y);
-        sp[0] = z;
-        sp[1] = z;
-    }
-}
-
 __device__ __forceinline__ void dg_ms_mark(int t, unsigned *cbm, int *kl, unsigned *cnt) {
     const unsigned bit = 1u << (t & 31);
     if (cbm[t >> 5] & bit) return;
@@ -1526,8 +1493,8 @@ distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const in
                                    const int *__restrict__ h_indices, int sym_arcs, int n, const int *__restrict__ srcs,
                                    const int *__restrict__ nsrcs, int nbatches, int per_source, unsigned *F0,
                                    unsigned *F1, unsigned *Vc, unsigned *cb, dg_i64 cbw, int shared_cb, int *lists,
-                                   dg_u64 *S, int batch_sums, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1,
-                                   dg_u64 *h2, unsigned *next, dg_i64 *stats) {
+                                   dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2, unsigned *next,
+                                   dg_i64 *stats) {
     extern __shared__ unsigned s_dyn[];  // the candidate bits when shared_cb (cbw words)
     __shared__ unsigned scnt[DG_MS_KAPPA];
     __shared__ unsigned s_na[3], s_nc[3];
@@ -1536,9 +1503,6 @@ distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const in
     const dg_i64 nhw = 8 * rho * DG_MS_WORDS, n1 = n > 0 ? n : 1;
     dg_ms_pull_slot(F0, F1, Vc, cb, s_dyn, cbw, shared_cb, lists, 4, n1, nhw);
     int *klist = lists + 2 * n1;  // frontier lists: lists, lists + n1; candidate lists: klist, klist + n1
-    // batch_sums: the per-vertex sums (per_source 0) of the slot's batch kept in S (4 * n1 words
-    // per slot) and added to the outputs once per batch
-    dg_u64 *Sb = (batch_sums && !per_source) ? S + (dg_i64)blockIdx.x * 4 * n1 : nullptr;
     for (int i = threadIdx.x; i < DG_MS_KAPPA; i += blockDim.x) scnt[i] = 0u;
     const unsigned lane = threadIdx.x & 31u;
     dg_i64 levels_run = 0;
@@ -1587,7 +1551,7 @@ distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const in
                 bool gotn = false;
                 if (u >= 0)
                     gotn = dg_ms_pull_one(u, dg_vi(u, rho) * DG_MS_WORDS, t_indptr, t_indices, ell, Fc, Fn, Vc, rho,
-                                          nsrc, per_source, L, rf, scnt, far, reach, h0, h1, h2, Sb);
+                                          nsrc, per_source, L, rf, scnt, far, reach, h0, h1, h2);
                 const unsigned got = __ballot_sync(DG_FULL_MASK, gotn);
                 unsigned at = 0u;
                 if (lane == 0u && got) at = atomicAdd(&s_na[c1], (unsigned)__popc(got));
@@ -1602,10 +1566,9 @@ distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const in
             ++l;
         }
         // ---- clean the slot: the last frontier (parity l: empty), the frontier before it and the
-        // candidate bits were cleared in (a); Vc back to zero; the batch's per-vertex sums added
+        // candidate bits were cleared in (a); Vc back to zero
         const uint4 z4 = make_uint4(0u, 0u, 0u, 0u);
         for (dg_i64 i = threadIdx.x; i < nhw / 4; i += blockDim.x) reinterpret_cast<uint4 *>(Vc)[i] = z4;
-        if (Sb) dg_ms_flush_batch_sums(Sb, n, far, reach, h0, h1, h2);
         levels_run += l - 1;  // as distgraph_msbfs_pull_blocks
         __syncthreads();
     }

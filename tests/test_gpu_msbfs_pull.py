@@ -99,25 +99,6 @@ def test_pull_vertices_shuffled_sources_repeated(name, symmetric):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", sorted(GRAPHS))
-@pytest.mark.parametrize("kappa,threads", [(256, 1024), (64, 256)])
-def test_pull_batch_sums_equal_cpu(name, kappa, threads):
-    # batch_sums: each block's per-vertex sums kept per batch and added once per batch (the
-    # per-vertex candidates' kernel); symmetric asked for and dropped; per-vertex sums over all
-    # sources and a shuffled half (more batches than slots: a slot's sums must be zero again
-    # after its flush), per-source sums (which do not use them)
-    g = GRAPHS[name]
-    r = _runner(g, threads, kappa=kappa, symmetric=not g.directed, slots=2, pull_candidates="vertices",
-                batch_sums=True)
-    assert r.batch_sums and not r.symmetric
-    srcs = np.arange(g.n, dtype=np.int64)
-    assert _same(_sums(g, srcs, False, r), _sums(g, srcs, False))
-    half = np.random.default_rng(5).permutation(g.n)[: (g.n + 1) // 2].astype(np.int64)
-    assert _same(_sums(g, half, False, r), _sums(g, half, False))
-    assert _same(_sums(g, half[:300], True, r, batch_size=100), _sums(g, half[:300], True, batch_size=100))
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("name", UNDIRECTED)
 @pytest.mark.parametrize("kappa", [256, 64])
 @pytest.mark.parametrize("cands", CANDS)
@@ -182,8 +163,8 @@ def test_pull_real_scale_free_some_sources(data_dir, cands):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("cands,bs", [("sets", None), ("vertices", False), ("vertices", True)])
-def test_pull_road_ny_first_batches(data_dir, cands, bs):
+@pytest.mark.parametrize("cands", CANDS)
+def test_pull_road_ny_first_batches(data_dir, cands):
     # road-NY (RCM order, ~550 levels per batch): 3 batches of 256 ball sources, per vertex and
     # per source, against the CPU backend
     from distgraph.algorithms.msbfs import ball_sources
@@ -191,7 +172,7 @@ def test_pull_road_ny_first_batches(data_dir, cands, bs):
     g = _real(data_dir, "road-NY.gr.xz")
     tptr, tidx, _ = g.csc()
     srcs = ball_sources(g.indptr, g.indices, tptr, tidx, np.arange(g.n, dtype=np.int64), 256)[:768]
-    r = _runner(g, kappa=256, reorder="auto", pull_candidates=cands, batch_sums=bs)
+    r = _runner(g, kappa=256, reorder="auto", pull_candidates=cands)
     assert r.info["shared_dbits"]   # 33k slice sets, 264k vertices: the candidate bits fit in shared memory
     assert _same(_sums(g, srcs, False, r), _sums(g, srcs, False))
     assert _same(_sums(g, srcs[:300], True, r), _sums(g, srcs[:300], True))

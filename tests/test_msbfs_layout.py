@@ -649,18 +649,14 @@ class _Kernels:
                    shared_cb, lists, max(rho, 1), far, reach, h0, h1, h2, nxt, stats, cands)
 
     def k_pull_vertex_blocks(self, t_indptr, t_indices, ell, h_indptr, h_indices, sym_arcs, n, srcs, nsrcs,
-                             nbatches, per_source, F0, F1, Vc, cb, cbw, shared_cb, lists, S, batch_sums, far, reach,
-                             h0, h1, h2, nxt, stats):
+                             nbatches, per_source, F0, F1, Vc, cb, cbw, shared_cb, lists, far, reach, h0, h1, h2, nxt,
+                             stats):
         # candidates of level l + 1: the out-neighbours of level l's frontier vertices, each once;
         # one bit array of a bit per vertex; sym_arcs says that the in-arcs are the out-arcs (the
         # kernel then marks from them); 4 lists per slot (frontiers and candidates, level parity)
         assert cbw * 32 >= n and h_indptr.shape[0] == n + 1 and h_indptr.dtype == np.int64
         same = bool(np.array_equal(h_indptr, t_indptr) and np.array_equal(h_indices, t_indices))
         assert int(sym_arcs) == int(same)
-        # batch_sums: 4 words per vertex per slot, zero between batches (the kernel's own sums
-        # are not modelled: the model adds to the outputs directly)
-        slots = lists.size // (4 * max(n, 1))
-        assert S.dtype == np.uint64 and S.size == (slots * 4 * max(n, 1) if batch_sums else 1) and not S.any()
 
         def cands(front):
             return sorted({int(t) for v in front for t in h_indices[h_indptr[v]:h_indptr[v + 1]]})
@@ -931,34 +927,6 @@ def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa, cands):
         assert r._lists.size == r.slots * (4 * g.n if cands == "vertices" else 3 * ((g.n + 7) // 8))
         _assert_runner_sums(fake_gpu, g, r, allsrc, False, 40)
     _assert_runner_sums(fake_gpu, g, r, np.arange(0, g.n, 3, dtype=np.int64), True, 64)
-
-
-@pytest.mark.parametrize("name", ["kron7", "kron7_dir", "grid", "path4"])
-@pytest.mark.parametrize("slots", [1, None])
-def test_host_code_pull_batch_sums(fake_gpu, name, slots):
-    """batch_sums (per-vertex pull kernel): the per-block sums are allocated and counted in the
-    plan, ``symmetric`` is dropped (per-vertex sums are exact for any sources), per-vertex and
-    per-source sums equal the CPU backend's; with the set candidates the option does nothing."""
-    g = GRAPHS[name]
-    allsrc = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
-    r = _fake_runner(fake_gpu, g, mode="blocks", slots=slots, symmetric=not g.directed, pull="on", reorder="none",
-                     pull_candidates="vertices", batch_sums=True)
-    assert r.batch_sums and r.info["batch_sums"] and not r.symmetric
-    assert r.plan.items["per-vertex sums of each block's batch (4 x n)"] == r.slots * 32 * g.n
-    assert r._S.size == r.slots * 4 * g.n
-    _assert_runner_sums(fake_gpu, g, r, allsrc, False, 40)
-    _assert_runner_sums(fake_gpu, g, r, np.arange(0, g.n, 3, dtype=np.int64), True, 64)
-    r = _fake_runner(fake_gpu, g, mode="blocks", slots=slots, pull="on", reorder="none", pull_candidates="sets",
-                     batch_sums=True)
-    assert not r.batch_sums and not any("batch" in k for k in r.plan.items)
-
-
-@pytest.mark.parametrize("bad", ["yes", 1, 0.0])
-def test_batch_sums_bad_argument(fake_gpu, bad):
-    from distgraph.errors import InvalidArgumentError
-
-    with pytest.raises(InvalidArgumentError, match="batch_sums must be None, True or False"):
-        _fake_runner(fake_gpu, GRAPHS["grid"], mode="blocks", pull="on", batch_sums=bad)
 
 
 def test_host_code_pull_candidates_auto(fake_gpu, monkeypatch):

@@ -111,10 +111,6 @@ SPARSE_CHOICES = ("auto", "on", "off", True, False)
 #: ``shared_dbits``: the most bytes of dirty bits kept in shared memory (the dynamic shared
 #: memory a launch gets without opting in).
 SHARED_DBITS_MAX = 48 * 1024
-#: ``batch_sums=None``: whether the per-vertex pull kernel keeps each batch's per-vertex sums in
-#: device memory (4 x 8n bytes per block) and adds them to the outputs once per batch, instead of
-#: per-source counts (symmetric) or 4 global atomics per vertex and level.
-BATCH_SUMS = False
 #: ``pull`` values: "auto" (the pull kernel where stage 1 would take the sparse path and no vertex
 #: has more than :data:`PULL_MAX_IN_DEGREE` in-arcs), "on"/True (block schedule), "off"/False.
 PULL_CHOICES = ("auto", "on", "off", True, False)
@@ -498,8 +494,7 @@ def _bvss_device_bytes(bvss) -> int:
 def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, parts: int = 1,
                bvss_bytes: int | None = None, batch: int = 512, groups: int = 1, slots: int = 0,
                reordered: bool = False, deferred: bool = True, heavy: int | None = None,
-               pull_arcs: int | None = None, pull_out_arcs: int | None = None,
-               batch_sums: bool = False) -> MemoryPlan:
+               pull_arcs: int | None = None, pull_out_arcs: int | None = None) -> MemoryPlan:
     """Device memory of one rank: BVSS (or its part), kappa-bit state (one copy per group of
     concurrent launches, or per block with ``slots`` > 0: ``groups="blocks"``), queues, sums.
 
@@ -508,8 +503,7 @@ def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, pa
     the id map to the caller's ids (8n) and one sum array gathered through it at a time
     (8n).  ``heavy``: vertices of the bottom-up heavy list (None: every vertex).  The pull
     kernel: ``pull_arcs`` arcs of its slice-set graph, or with per-vertex candidates
-    ``pull_out_arcs``, the arcs of the graph (its CSR is uploaded instead), and with
-    ``batch_sums`` the per-vertex sums of each slot's batch (4 x 8n per slot)."""
+    ``pull_out_arcs``, the arcs of the graph (its CSR is uploaded instead)."""
     rho1 = max((n + SIGMA - 1) // SIGMA, 1)
     extra = {}
     if deferred:
@@ -538,8 +532,6 @@ def msbfs_plan(n: int, bvss, kappa: int, *, bottom_up: bool, t_arcs: int = 0, pa
             items["activeSets, dirty bits and lists"] = slots * (4 * (n1 // 32 + 1) + 16 * n1)
             items["in-arcs (CSR of the transpose, first four per vertex), out-arcs (CSR)"] = (
                 8 * (n + 1) + 4 * max(t_arcs, 1) + 16 * n1 + 8 * (n + 1) + 4 * max(pull_out_arcs, 1))
-            if batch_sums:
-                items["per-vertex sums of each block's batch (4 x n)"] = slots * 4 * 8 * n1
         hints = ["a smaller kappa (fewer state words per vertex)", "groups=1 (one state copy for the whole GPU)"]
         return MemoryPlan(f"GPU closeness (kappa={kappa}, one block per batch, {slots} blocks)", items, tuple(hints))
     W = words(kappa)
@@ -717,11 +709,6 @@ class GpuMSBFS:
         the frontier is kept as a list of vertices; uploads the graph's CSR instead of the
         slice-set graph).  ``"auto"``: see :data:`PULL_CANDIDATES` (per vertex on road networks
         whose bits fit in shared memory).  None: ``config.gpu_msbfs_pull_candidates``.  Same sums.
-    batch_sums : bool or None
-        Per-vertex pull kernel only: each block keeps its batch's per-vertex sums in device
-        memory (4 x 8n bytes per block, in the memory plan), written without atomics (a vertex
-        is one thread's at a level), and adds them to the outputs once per batch; ``symmetric``
-        is then not needed and ignored.  None: :data:`BATCH_SUMS`.  Same sums.
     block_threads : {256, 512, 1024}, optional
         ``groups="blocks"``: threads of the block that runs one batch (``DG_MS_BLOCK`` of
         its kernel; default ``config.gpu_msbfs_block_threads`` = 1024, 32 warps: road-NY
@@ -777,8 +764,7 @@ class GpuMSBFS:
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
                  groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False, block_threads=None,
-                 flush4=False, sparse=None, pull=None, pull_candidates=None, batch_sums=None,
-                 _is_companion=False):
+                 flush4=False, sparse=None, pull=None, pull_candidates=None, _is_companion=False):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -799,8 +785,6 @@ class GpuMSBFS:
                "None or an integer in [1, 65536]", slots)
         bu_heavy = BU_HEAVY if bu_heavy is None else bu_heavy
         expect(isinstance(bu_heavy, (int, np.integer)) and bu_heavy >= 0, "bu_heavy", "an integer >= 0", bu_heavy)
-        expect(batch_sums is None or isinstance(batch_sums, (bool, np.bool_)), "batch_sums", "None, True or False",
-               batch_sums)
         for name, flag in (("symmetric", symmetric), ("shared_dbits", shared_dbits), ("prefetch", prefetch),
                            ("flush4", flush4)):
             expect(isinstance(flag, (bool, np.bool_)), name, "True or False", flag)
@@ -900,7 +884,6 @@ class GpuMSBFS:
         self.flush4 = False
         self.pull = False
         self.pull_candidates = None   # "sets" or "vertices" where the pull kernel runs
-        self.batch_sums = False       # per-vertex sums kept per batch (the per-vertex pull kernel)
         self.block_threads = BLOCK   # threads per block of the launches (block_threads: block schedule only)
         if mode == "replicated":
             pick = auto_schedule(int(t2ptr[-1])) if groups == "auto" else groups
@@ -930,8 +913,6 @@ class GpuMSBFS:
                 self.pull_candidates = pull_candidates
                 if pull_candidates == "vertices":   # out-arcs instead of the set graph
                     self._plan_kw["pull_out_arcs"] = int(g2.indptr[-1])
-                    self.batch_sums = bool(BATCH_SUMS if batch_sums is None else batch_sums)
-                    self._plan_kw["batch_sums"] = self.batch_sums
                 else:
                     self._sg = set_graph(t2ptr, t2idx, n)
                     self._plan_kw["pull_arcs"] = int(self._sg[1].shape[0])
@@ -961,13 +942,10 @@ class GpuMSBFS:
                 self._sg = None
                 self._plan_kw.pop("pull_arcs", None)
                 self._plan_kw.pop("pull_out_arcs", None)
-                self._plan_kw.pop("batch_sums", None)
-                self.batch_sums = False
                 self._plan_kw.pop("t_arcs", None)
             else:
                 self.use_bu = False
-                # batch sums: per-vertex sums are exact for any sources, no need for the shortcut
-                self.symmetric = bool(symmetric) and not self.batch_sums
+                self.symmetric = bool(symmetric)
                 # runs too small to occupy the blocks go to a grid-schedule runner of the same graph
                 self._companion = None
                 self._companion_kw = dict(hptr=hptr, hidx=hidx, tptr=tptr, tidx=tidx, kappa=kappa,
@@ -1003,7 +981,7 @@ class GpuMSBFS:
             raise err
         self.info.update({"mode": mode, "parts": parts, "groups": ng, "schedule": self.schedule,
                           "symmetric": self.symmetric, "device_bytes": self.plan.total, "sparse": self.sparse,
-                          "pull": self.pull, "pull_candidates": self.pull_candidates, "batch_sums": self.batch_sums,
+                          "pull": self.pull, "pull_candidates": self.pull_candidates,
                           "sparse_share": round(self.sparse_share, 4),
                           "local_bvss": bvss.summary()})
         if announce is None:
@@ -1127,7 +1105,6 @@ class GpuMSBFS:
                 # per slot: the active sets of even / odd levels and the candidate sets; with
                 # per-vertex candidates, the frontier vertices and the candidates of even / odd levels
                 self._lists = cp.zeros(S * (4 * max(n, 1) if vert else 3 * rho1), cp.int32)
-                self._S = cp.zeros(S * 4 * max(n, 1) if self.batch_sums else 1, cp.uint64)
                 if self.pull:
                     # the candidate bits (two arrays, level parity, of a bit per slice set; one of a
                     # bit per vertex), per block, in shared memory when they fit
@@ -1477,8 +1454,8 @@ class GpuMSBFS:
                          (self._pt_ip, self._pt_ix, self._ell, self._cand_ptr, self._cand_idx,
                           *((np.int32(self._sym_arcs),) if vert else ()), np.int32(self.n), cp.asarray(srcs),
                           cp.asarray(nsrcs), np.int32(nb), np.int32(how), self._F, self._Vn, self._Vc, self._dbits,
-                          np.int64(self._dbw), np.int32(self.shared_dbits), self._lists,
-                          *((self._S, np.int32(self.batch_sums)) if vert else ()), *sums, self._next, self._stats),
+                          np.int64(self._dbw), np.int32(self.shared_dbits), self._lists, *sums, self._next,
+                          self._stats),
                          shared_mem=(4 if vert else 8) * self._dbw if self.shared_dbits else 0)
             self.info["launches"] += nb
             self.info["block_launches"] = self.info.get("block_launches", 0) + 1
