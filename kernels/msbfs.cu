@@ -1249,42 +1249,19 @@ __device__ __forceinline__ int dg_ms_pull_claim(unsigned *next, int *s_batch, un
     return *s_batch;
 }
 
-// The element of entry i of a frontier list fo (slice sets: vertex i & 7 of set fo[i >> 3]).
-template <bool SETS>
-__device__ __forceinline__ dg_i64 dg_ms_clear_at(const int *fo, dg_i64 i, dg_i64 rho) {
-    return SETS ? (i & 7) * rho + fo[i >> 3] : dg_vi(fo[i], rho);
-}
-
 // The frontier of the previous level cleared in Fn (the nao entries of fo: slice sets, all 8 of
-// their vertices, when SETS; else vertices) and the nco candidate bits of clist in cbo.  A
-// thread loads the list entries of four of its steps before it stores (the stores' addresses
-// wait for those loads: one round trip per four entries instead of one per entry; these loads
-// held 8.6 + 4.2% of the stall samples, session10_x2/call5/ncu/pull-source-top-lines.txt).
+// their vertices, when SETS; else vertices) and the nco candidate bits of clist in cbo.  (Loading
+// four list entries per thread before storing, d99342c, reverted, did not change road-NY's time:
+// 1.206 s, session10_x2/call8/, against 1.17-1.22 s.)
 template <bool SETS>
 __device__ __forceinline__ void dg_ms_pull_clear(unsigned *Fn, const int *fo, dg_i64 nao, dg_i64 rho, unsigned *cbo,
                                                  const int *clist, dg_i64 nco) {
     unsigned z[DG_MS_WORDS];
 #pragma unroll
     for (int j = 0; j < DG_MS_WORDS; ++j) z[j] = 0u;
-    const dg_i64 m = SETS ? 8 * nao : nao, st = blockDim.x;
-    dg_i64 i = threadIdx.x;
-    for (; i + 3 * st < m; i += 4 * st) {
-        dg_i64 at[4];
-#pragma unroll
-        for (int r = 0; r < 4; ++r) at[r] = dg_ms_clear_at<SETS>(fo, i + r * st, rho);
-#pragma unroll
-        for (int r = 0; r < 4; ++r) dg_ms_store(Fn + at[r] * DG_MS_WORDS, z);
-    }
-    for (; i < m; i += st) dg_ms_store(Fn + dg_ms_clear_at<SETS>(fo, i, rho) * DG_MS_WORDS, z);
-    i = threadIdx.x;
-    for (; i + 3 * st < nco; i += 4 * st) {
-        int t[4];
-#pragma unroll
-        for (int r = 0; r < 4; ++r) t[r] = clist[i + r * st];
-#pragma unroll
-        for (int r = 0; r < 4; ++r) cbo[t[r] >> 5] = 0u;
-    }
-    for (; i < nco; i += st) cbo[clist[i] >> 5] = 0u;
+    for (dg_i64 i = threadIdx.x; i < (SETS ? 8 * nao : nao); i += blockDim.x)
+        dg_ms_store(Fn + (SETS ? (i & 7) * rho + fo[i >> 3] : dg_vi(fo[i], rho)) * DG_MS_WORDS, z);
+    for (dg_i64 i = threadIdx.x; i < nco; i += blockDim.x) cbo[clist[i] >> 5] = 0u;
 }
 
 // Level 0 of a pull batch: the sources into Vc and F0, their sums (or counts), and the list of
