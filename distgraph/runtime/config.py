@@ -122,7 +122,8 @@ class Config:
     #: candidate slice set, distgraph_msbfs_pull_blocks), "vertices" (the out-neighbours of the
     #: previous frontier, each once: distgraph_msbfs_pull_vertex_blocks) or "auto" (vertices on
     #: graphs of at most 4 arcs per vertex whose bit per vertex fits in shared memory: road-NY
-    #: 1.535 -> 1.345 s; cond-mat-2005 17.1 -> 18.0 ms would lose, msbfs.PULL_CANDIDATES).
+    #: 1.535 -> 1.345 s, 1.20-1.22 s since the pull marks the next candidates; cond-mat-2005,
+    #: 17.1 -> 18.0 ms then, is left to "sets", msbfs.PULL_CANDIDATES).
     gpu_msbfs_pull_candidates: str = "auto"
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
     #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys
