@@ -16,16 +16,16 @@ echo "ncu: ${NCU:-none}" | tee "$OUTDIR/ncu-path.txt"
 read -r -a XARGS <<< "${NCU_ARGS:-}"  # more ncu_msbfs.py arguments, e.g. NCU_ARGS=--nosym
 for p in ${NCU_MODES:-off on}; do  # NCU_MODES=on: the pull kernel only
   name=$([ "$p" = on ] && echo pull || echo push)
-  "$PY" benchmarks/ncu_msbfs.py "$GRAPH" --pull "$p" "${XARGS[@]}" > "$OUTDIR/plain-$name.txt" 2>&1
+  "$PY" benchmarks/ncu_msbfs.py "$GRAPH" --pull "$p" ${XARGS[@]+"${XARGS[@]}"} > "$OUTDIR/plain-$name.txt" 2>&1
   if [ -n "${NCU:-}" ]; then
     timeout "${T_NCU:-120}" "$NCU" -k regex:distgraph_msbfs_.*blocks -c 1 --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
-      -o "$OUTDIR/ncu-$name" -f "$PY" benchmarks/ncu_msbfs.py "$GRAPH" --pull "$p" "${XARGS[@]}" > "$OUTDIR/ncu-$name.log" 2>&1
+      -o "$OUTDIR/ncu-$name" -f "$PY" benchmarks/ncu_msbfs.py "$GRAPH" --pull "$p" ${XARGS[@]+"${XARGS[@]}"} > "$OUTDIR/ncu-$name.log" 2>&1
     "$NCU" --import "$OUTDIR/ncu-$name.ncu-rep" --page details > "$OUTDIR/ncu-$name.txt" 2>&1
     if [ "${NCU_SOURCE:-0}" = 1 ]; then
       DISTGRAPH_NVRTC_OPTIONS=-lineinfo timeout "${T_NCU:-120}" "$NCU" -k regex:distgraph_msbfs_.*blocks -c 1 \
         --section SourceCounters --section WarpStateStats --import-source yes -o "$OUTDIR/ncu-$name-source" -f \
-        "$PY" benchmarks/ncu_msbfs.py "$GRAPH" --pull "$p" "${XARGS[@]}" > "$OUTDIR/ncu-$name-source.log" 2>&1
+        "$PY" benchmarks/ncu_msbfs.py "$GRAPH" --pull "$p" ${XARGS[@]+"${XARGS[@]}"} > "$OUTDIR/ncu-$name-source.log" 2>&1
       "$NCU" --import "$OUTDIR/ncu-$name-source.ncu-rep" --page source --csv --print-source cuda,sass \
         > "$OUTDIR/ncu-$name-source.csv" 2>&1 ||
         "$NCU" --import "$OUTDIR/ncu-$name-source.ncu-rep" --page source --csv > "$OUTDIR/ncu-$name-source.csv" 2>&1

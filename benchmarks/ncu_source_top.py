@@ -16,29 +16,47 @@ import gzip
 
 
 def top_lines(csv_path: str, source_path: str, top: int = 16) -> list[str]:
+    """Rows of the first source file's section of the CSV (``"File Path"`` starts a section;
+    ncu writes one per source file of the kernel): its line numbers index ``source_path``."""
     opener = gzip.open if csv_path.endswith(".gz") else open
     with opener(csv_path, "rt", newline="") as f:
         rows = list(csv.reader(f))
-    head = next(i for i, r in enumerate(rows) if r and r[0] == "Line No")
+    head = next((i for i, r in enumerate(rows) if r and r[0] == "Line No"), None)
+    if head is None:
+        raise SystemExit(f"{csv_path}: no 'Line No' header: not a source view exported with "
+                         "--page source --csv --print-source cuda,sass (benchmarks/ncu_msbfs.sh)")
+    files = [r[1] for r in rows[:head] if len(r) > 1 and r[0] == "File Path"]
     hdr = rows[head]
     i_all, i_exec = hdr.index("Warp Stall Sampling (All Samples)"), hdr.index("Instructions Executed")
     reasons = [i for i, h in enumerate(hdr) if h.startswith("stall_") and not h.endswith("(Not Issued)")]
     samples, executed = collections.Counter(), collections.Counter()
     why = collections.defaultdict(collections.Counter)
+    bad = 0
     for r in rows[head + 1:]:
+        if r and r[0] == "File Path":   # the next source file's section: other line numbers
+            break
         if len(r) < len(hdr) or not r[0].strip().isdigit():
             continue
         ln = int(r[0])
 
         def num(i):
+            nonlocal bad
+            v = r[i].strip().replace(",", "")
+            if v in ("", "-"):
+                return 0.0
             try:
-                return float(r[i] or 0)
+                return float(v)
             except ValueError:
+                bad += 1
                 return 0.0
         samples[ln] += num(i_all)
         executed[ln] += num(i_exec)
         for i in reasons:
             why[ln][hdr[i][len("stall_"):]] += num(i)
+    if bad:
+        print(f"# {bad} cells that are not numbers counted as 0")
+    if files:
+        print(f"# lines of {files[0]}")
     with open(source_path) as f:
         text = f.read().split("\n")
     total = sum(samples.values()) or 1.0

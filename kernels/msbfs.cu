@@ -1536,8 +1536,9 @@ distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const in
             const dg_i64 na = s_na[c0];
             if (na == 0) break;  // block-uniform: no frontier at level l (so no candidates of level l + 1)
             __syncthreads();     // (F of parity l - 1 and the candidate bits are free now)
-            // the counters of level l - 1's frontier and level l's candidates, read above, are those of
-            // level l + 2: reset here, appended to by the next level
+            // slot c2 held level l - 1's frontier count (read above) and becomes level l + 2's; slot
+            // c0 held level l's candidate count (done with) and becomes level l + 3's: reset here,
+            // after every thread's reads, and appended to only from the next level on
             if (threadIdx.x == 0) { s_na[c2] = 0u; s_nc[c0] = 0u; }
             // ---- (b) level l + 1: pull into each candidate, a thread each; the new frontier's
             // vertices listed with one shared atomic per warp, their out-neighbours marked as the

@@ -124,7 +124,8 @@ PULL_CHOICES = ("auto", "on", "off", True, False)
 #: H200, closeness of every vertex, blocks of 1024, ball order (benchmarks/results/
 #: session9_x2/call4/s/): road-NY (2.8 arcs per vertex) 1.345 s against 1.535 s with "sets",
 #: cond-mat-2005 (8.7) 18.0 against 17.1 ms.  Since the pull marks the next level's candidates
-#: (444c94d): road-NY 1.204-1.219 s, cond-mat-2005 16.4 against 17.0 ms (session10_x2/call4, call6).
+#: (444c94d): road-NY 1.204-1.219 s (session10_x2/call4, call6); cond-mat-2005 about even, 16.4 /
+#: 16.7 ms against 17.0 / 16.6 ms with "sets" (call4, call8).
 PULL_CANDIDATES = ("auto", "sets", "vertices")
 PULL_VERTEX_MEAN_DEGREE = 4
 #: The pull kernel scans a vertex's in-arcs in one thread, so a level waits for its longest scan.
