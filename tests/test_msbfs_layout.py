@@ -822,6 +822,20 @@ def _fake_runner(ctx, g, **kw):
     return GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=ctx, **kw)
 
 
+def test_pull_vertex_kernel_seed_barrier_before_marking():
+    """distgraph_msbfs_pull_vertex_blocks: the seed clears whole words of the candidate bits
+    (its dedup bits) while other warps may already mark level 1's candidates in them, so a block
+    barrier must separate the two (its absence gave duplicate candidates and run-to-run
+    differences on road-NY at 2230bf3, which no GPU test reproduced). A source check, as the
+    race cannot be forced on a GPU."""
+    src = _CU.read_text()
+    body = src[src.index("distgraph_msbfs_pull_vertex_blocks(const"):]
+    body = body[:body.index("\n}\n")]
+    seed = body.index("dg_ms_pull_seed(")
+    mark = body.index("dg_ms_mark_out(", seed)
+    assert "__syncthreads();" in body[seed:mark], "no barrier between the seed and the marking of level 1"
+
+
 def test_signatures_parsed():
     s = _signatures()
     assert set(s) == {"distgraph_msbfs_" + k for k in
