@@ -1213,6 +1213,10 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
 // (session10_x2/call5/ncu/pull-source-top-lines.txt).  Per-vertex sums kept per block and batch
 // without atomics instead, added to the outputs once per batch (batch_sums, 010bc9c, reverted):
 // exact, but road-NY 1.79 s against 1.17 s (session10_x2/call7/; each update waits for its load).
+// Not tried yet: lanes whose new bits are identical (__match_any_sync per word) counting once,
+// with the group's size; a host count puts 63-90% of road-NY's count atomics in such groups
+// when a warp's vertices are neighbours in the numbering, 17-40% when shuffled (the loop's
+// iterations stay: benchmarks/results/msbfs_count_groups_roadNY.json).
 __device__ __forceinline__ void dg_ms_or_elem(unsigned (&acc)[DG_MS_WORDS], const unsigned *p) {
     unsigned v[DG_MS_WORDS];
     dg_ms_load(p, v);
