@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-__all__ = ["ROOT", "sh", "commit", "dirty"]
+__all__ = ["ROOT", "sh", "commit", "dirty", "ball_batches", "ball_batch_parser"]
 
 
 def sh(cmd: str) -> str:
@@ -35,3 +35,40 @@ def dirty():
     if os.environ.get("DISTGRAPH_COMMIT"):
         return None
     return bool(sh("git status --porcelain --untracked-files=no"))
+
+
+def ball_batches(graph: str, kappa: int):
+    """The graph the GPU closeness searches and its sources as closeness() batches them there,
+    for host models of a batch: ``graph`` (a file of the data folder, DISTGRAPH_DATA or
+    ../shared/data, or a generator spec) reordered with reorder "auto", and every vertex in
+    compact BFS balls of ``kappa``. Returns ``(A, sources, info)``: A the reordered CSR as a
+    scipy int8 matrix, sources (batch b is sources[b * kappa:(b + 1) * kappa]), the reordering's
+    info."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from distgraph.algorithms.msbfs import ball_sources
+    from distgraph.formats.reorder import reorder_graph
+    from distgraph.generators import from_spec, is_spec
+    from distgraph.graph.readers import read_graph
+
+    data = os.environ.get("DISTGRAPH_DATA") or str(ROOT.parent / "shared" / "data")
+    g = from_spec(graph) if is_spec(graph) else read_graph(os.path.join(data, graph))
+    g2, _, info = reorder_graph(g, "auto")
+    n = g2.n
+    A = sp.csr_matrix((np.ones(g2.indices.size, np.int8), g2.indices, g2.indptr), shape=(n, n))
+    T = A.T.tocsr()
+    return A, ball_sources(A.indptr, A.indices, T.indptr, T.indices, np.arange(n), kappa), info
+
+
+def ball_batch_parser(description: str):
+    """The arguments of the host models of a batch (graph, --kappa, --batches, --out), for
+    :func:`ball_batches`."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("graph", help="a file of the data folder (DISTGRAPH_DATA or ../shared/data) or a generator spec")
+    ap.add_argument("--kappa", type=int, default=256)
+    ap.add_argument("--batches", type=int, nargs="+", default=[0], help="batch numbers (of kappa sources)")
+    ap.add_argument("--out", required=True)
+    return ap

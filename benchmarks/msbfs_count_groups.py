@@ -14,10 +14,8 @@ optimistic stand-in for the kernel's candidate order, which follows the marking)
     python benchmarks/msbfs_count_groups.py road-NY.gr.xz --batches 0 516 1029 \\
         --out benchmarks/results/msbfs_count_groups_roadNY.json
 """
-import argparse
 import datetime
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -26,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import commit, dirty  # noqa: E402
+from _common import ball_batch_parser, ball_batches, commit, dirty  # noqa: E402
 
 
 def warp_counts(keys: np.ndarray, pc: np.ndarray, order: np.ndarray) -> dict:
@@ -82,26 +80,9 @@ def batch_counts(A, sources, rng):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("graph", help="a file of the data folder (DISTGRAPH_DATA or ../shared/data) or a generator spec")
-    ap.add_argument("--kappa", type=int, default=256)
-    ap.add_argument("--batches", type=int, nargs="+", default=[0])
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
-    import scipy.sparse as sp
-
-    from distgraph.algorithms.msbfs import ball_sources
-    from distgraph.formats.reorder import reorder_graph
-    from distgraph.generators import from_spec, is_spec
-    from distgraph.graph.readers import read_graph
-
-    data = os.environ.get("DISTGRAPH_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
-    g = from_spec(a.graph) if is_spec(a.graph) else read_graph(os.path.join(data, a.graph))
-    g2, _, info = reorder_graph(g, "auto")
-    n = g2.n
-    A = sp.csr_matrix((np.ones(g2.indices.size, np.int8), g2.indices, g2.indptr), shape=(n, n))
-    T = A.T.tocsr()
-    src = ball_sources(A.indptr, A.indices, T.indptr, T.indices, np.arange(n), a.kappa)
+    a = ball_batch_parser(__doc__.split("\n\n")[0]).parse_args(argv)
+    A, src, info = ball_batches(a.graph, a.kappa)
+    n = A.shape[0]
     res = {"benchmark": "msbfs_count_groups", "graph": a.graph, "vertices": n, "arcs": int(A.nnz),
            "reorder": info.get("method"), "kappa": a.kappa, "batches_total": -(-n // a.kappa), "commit": commit(),
            "dirty": dirty(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -11,10 +11,8 @@ the (vertex, level) events where a vertex gets new bits (the work any pull must 
     python benchmarks/msbfs_pull_candidates.py road-NY.gr.xz --batches 0 516 1029 \\
         --out benchmarks/results/msbfs_pull_candidates_roadNY.json
 """
-import argparse
 import datetime
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -23,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import commit, dirty  # noqa: E402
+from _common import ball_batch_parser, ball_batches, commit, dirty  # noqa: E402
 
 
 def batch_counts(A, S, sources):
@@ -55,26 +53,11 @@ def batch_counts(A, S, sources):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("graph", help="a file of the data folder (DISTGRAPH_DATA or ../shared/data) or a generator spec")
-    ap.add_argument("--kappa", type=int, default=256)
-    ap.add_argument("--batches", type=int, nargs="+", default=[0])
-    ap.add_argument("--out", required=True)
-    a = ap.parse_args(argv)
+    a = ball_batch_parser(__doc__.split("\n\n")[0]).parse_args(argv)
     import scipy.sparse as sp
 
-    from distgraph.algorithms.msbfs import ball_sources
-    from distgraph.formats.reorder import reorder_graph
-    from distgraph.generators import from_spec, is_spec
-    from distgraph.graph.readers import read_graph
-
-    data = os.environ.get("DISTGRAPH_DATA") or str(Path(__file__).resolve().parents[2] / "shared" / "data")
-    g = from_spec(a.graph) if is_spec(a.graph) else read_graph(os.path.join(data, a.graph))
-    g2, _, info = reorder_graph(g, "auto")
-    n = g2.n
-    A = sp.csr_matrix((np.ones(g2.indices.size, np.int8), g2.indices, g2.indptr), shape=(n, n))
-    T = A.T.tocsr()
-    src = ball_sources(A.indptr, A.indices, T.indptr, T.indices, np.arange(n), a.kappa)
+    A, src, info = ball_batches(a.graph, a.kappa)
+    n = A.shape[0]
     rows = np.repeat(np.arange(n), np.diff(A.indptr))
     S = sp.csr_matrix((np.ones(rows.size, np.int8), (rows // 8, A.indices // 8)), shape=((n + 7) // 8,) * 2)
     S.data[:] = 1

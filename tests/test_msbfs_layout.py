@@ -943,12 +943,9 @@ def test_host_code_with_fake_cupy_pull(fake_gpu, name, slots, kappa, cands):
     _assert_runner_sums(fake_gpu, g, r, np.arange(0, g.n, 3, dtype=np.int64), True, 64)
 
 
-def test_host_code_group_counts_define(fake_gpu, monkeypatch):
-    """group_counts: the block kernel is built with DG_MS_GROUP_COUNTS=1 exactly when the pull
-    kernel runs and the option is on (stage 1 + 2 has no such loop); the sums stay the CPU
-    backend's (the fake kernels do not model the grouping: the GPU tests check it)."""
+def _spy_builds(monkeypatch) -> list:
+    """The defines of every kernel module the (fake) loader builds from now on, in order."""
     from distgraph.backends.gpu import loader
-    from distgraph.errors import InvalidArgumentError
 
     built = []
     fake = loader.get_module
@@ -958,6 +955,16 @@ def test_host_code_group_counts_define(fake_gpu, monkeypatch):
         return fake(name, defines=defines, options=options, cooperative=cooperative)
 
     monkeypatch.setattr(loader, "get_module", spy)
+    return built
+
+
+def test_host_code_group_counts_define(fake_gpu, monkeypatch):
+    """group_counts: the block kernel is built with DG_MS_GROUP_COUNTS=1 exactly when the pull
+    kernel runs and the option is on (stage 1 + 2 has no such loop); the sums stay the CPU
+    backend's (the fake kernels do not model the grouping: the GPU tests check it)."""
+    from distgraph.errors import InvalidArgumentError
+
+    built = _spy_builds(monkeypatch)
     g = GRAPHS["grid"]
     for kw, want in (({"pull": "on", "group_counts": True}, True), ({"pull": "off", "group_counts": True}, False),
                      ({"pull": "on"}, False)):
@@ -1018,17 +1025,9 @@ def test_host_code_sparse_define(fake_gpu, monkeypatch, mode):
     """``sparse``: the kernels are built with DG_MS_SPARSE=1 exactly when it is on -- forced,
     by the config key, or "auto" on a graph whose VSSs are at least SPARSE_SHARE sparse (the
     grid: all; kron7: a quarter) -- and the sums stay the CPU backend's."""
-    from distgraph.backends.gpu import loader
     from distgraph.runtime.config import config
 
-    built = []
-    fake = loader.get_module
-
-    def spy(name, defines=None, options=(), cooperative=False):
-        built.append(dict(defines or {}))
-        return fake(name, defines=defines, options=options, cooperative=cooperative)
-
-    monkeypatch.setattr(loader, "get_module", spy)
+    built = _spy_builds(monkeypatch)
     for name, kw, want in (("grid", {}, True), ("kron7", {}, False), ("kron7", {"sparse": "on"}, True),
                            ("kron7", {"sparse": True}, True), ("grid", {"sparse": "off"}, False),
                            ("grid", {"sparse": False}, False), ("grid", {"sparse": "AUTO"}, True)):
