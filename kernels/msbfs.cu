@@ -1220,8 +1220,9 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
 // whose new bits are identical (__match_any_sync per word) count once, with the group's size; a
 // host count puts 63-90% of road-NY's count atomics in such groups when a warp's vertices are
 // neighbours in the numbering, 17-40% when shuffled (the loop's iterations stay:
-// benchmarks/results/msbfs_count_groups_roadNY.json). ptxas (CUDA 13.0, sm_90, 1024 threads):
-// 36 / 104 bytes of spill stores / loads against 32 / 44 without.
+// benchmarks/results/msbfs_count_groups_roadNY.json). ptxas (CUDA 13.0, sm_90, 1024 threads),
+// spill stores / loads: the per-vertex kernel 36 / 104 bytes against 32 / 44 without, the set
+// kernel 32 / 96 against 20 / 24.
 __device__ __forceinline__ void dg_ms_or_elem(unsigned (&acc)[DG_MS_WORDS], const unsigned *p) {
     unsigned v[DG_MS_WORDS];
     dg_ms_load(p, v);
