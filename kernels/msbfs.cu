@@ -1276,7 +1276,9 @@ __device__ __forceinline__ void dg_ms_pull_clear(unsigned *Fn, const int *fo, dg
 
 // Level 0 of a pull batch: the sources into Vc and F0, their sums (or counts), and the list of
 // level 0: each key s >> shift once (the set of each source, shift 3, or the vertex, shift 0),
-// deduplicated by the bits dedup, cleared again after a block barrier.
+// deduplicated by the bits dedup, cleared again after a block barrier.  The clearing zeroes whole
+// words and ends without a barrier: a caller that sets bits of dedup next must put one between
+// (distgraph_msbfs_pull_vertex_blocks does; the set kernel's level loop has one before it marks).
 __device__ __forceinline__ void dg_ms_pull_seed(const int *bs, int nsrc, dg_i64 rho, int shift, unsigned *Vc,
                                                 unsigned *F0, unsigned *dedup, int *list, unsigned *count,
                                                 int per_source, unsigned *scnt, dg_u64 *reach) {
