@@ -225,8 +225,7 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
             "bottom_up_levels": r.info["bottom_up_levels"], "first_batch_exact_vs_cpu": exact,
             "first_batch_same_as_default": same, "_first": out, "_total": acc if done == sources.size else None,
             "device_bytes": r.plan.total, "pull": bool(getattr(r, "pull", False)),
-            "pull_candidates": getattr(r, "pull_candidates", None),
-            "group_counts": getattr(r, "group_counts", None)}
+            "pull_candidates": getattr(r, "pull_candidates", None)}
 
 
 PROFILE_VARIANTS = [  # (label, GpuMSBFS keyword overrides); "base" = the defaults
@@ -463,8 +462,6 @@ def variant_kwargs(v):
         return {"pull": "off"}
     if v == "pv":
         return {"pull_candidates": "vertices"}
-    if v == "gc":
-        return {"group_counts": True}
     if v == "sdb":
         return {"shared_dbits": True}
     if v.startswith("sdbmb") and v[5:].isdigit():
@@ -473,7 +470,7 @@ def variant_kwargs(v):
 
 
 SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "shared_dbits", "prefetch", "flush4", "pull",
-              "pull_candidates", "group_counts",
+              "pull_candidates",
               "registers", "local_bytes", "block_launches", "batch_order", "batch_order_s", "preprocess_s",
               "sources_run", "sources_total", "seconds", "total_s", "extrapolated", "edge_visits_per_s_per_gpu",
               "vs_blest_per_gpu", "levels_per_launch", "first_batch_exact_vs_cpu", "device_bytes")
@@ -709,7 +706,6 @@ def main(argv=None):
                          "min_blocks N; slN: N resident blocks (slots); sdb: shared_dbits; sdbmbN: both; "
                          "pf: prefetch; bN: block_threads N; "
                          "f4: flush4; pull / nopull: the pull kernel on / off; pv: its per-vertex candidates; "
-                         "gc: group_counts; "
                          "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")
     ap.add_argument("--batch-order", default=os.environ.get("BENCH_GPU_CLOSENESS_BATCH_ORDER", "input"),
                     choices=BATCH_ORDERS, help="how the GPU rows group the sources before cutting batches: input "

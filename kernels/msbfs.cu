@@ -101,9 +101,6 @@
 #ifndef DG_MS_SPARSE
 #define DG_MS_SPARSE 0  // stage 1 works on VSSs of at most 32 slices one slice per lane (dg_ms_sparse_vss)
 #endif
-#ifndef DG_MS_GROUP_COUNTS
-#define DG_MS_GROUP_COUNTS 0  // pull kernels: lanes with identical new bits count once (dg_ms_pull_one)
-#endif
 #ifndef DG_MS_MINB
 #define DG_MS_MINB 2  // blocks per SM the persistent kernel is compiled for (2: 10% faster than 3-4, kron:18)
 #endif
@@ -1216,13 +1213,12 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
 // (session10_x2/call5/ncu/pull-source-top-lines.txt).  Per-vertex sums kept per block and batch
 // without atomics instead, added to the outputs once per batch (batch_sums, 010bc9c, reverted):
 // exact, but road-NY 1.79 s against 1.17 s (session10_x2/call7/; each update waits for its load).
-// DG_MS_GROUP_COUNTS (GpuMSBFS(group_counts=True), off by default, not yet run on a GPU): lanes
-// whose new bits are identical (__match_any_sync per word) count once, with the group's size; a
-// host count puts 63-90% of road-NY's count atomics in such groups when a warp's vertices are
-// neighbours in the numbering, 17-40% when shuffled (the loop's iterations stay:
-// benchmarks/results/msbfs_count_groups_roadNY.json). ptxas (CUDA 13.0, sm_90, 1024 threads),
-// spill stores / loads: the per-vertex kernel 36 / 104 bytes against 32 / 44 without, the set
-// kernel 32 / 96 against 20 / 24.
+// Lanes whose new bits are identical (__match_any_sync per word) counting once with the group's
+// size (group_counts, 851f9a9, reverted): a host count puts 63-90% of road-NY's count atomics in
+// such groups when a warp's vertices are neighbours in the numbering, 17-40% when shuffled
+// (benchmarks/results/msbfs_count_groups_roadNY.json), but the loop's iterations stay; exact (277
+// GPU tests passed), road-NY 1.216 s against 1.207 s, cond-mat-2005 17.2 against 16.6 ms
+// (session11_x2/call1/).
 __device__ __forceinline__ void dg_ms_or_elem(unsigned (&acc)[DG_MS_WORDS], const unsigned *p) {
     unsigned v[DG_MS_WORDS];
     dg_ms_load(p, v);
@@ -1353,24 +1349,9 @@ __device__ __forceinline__ bool dg_ms_pull_one(int u, dg_i64 base, const dg_i64 
             dg_ms_store(Vc + base, have);
             dg_ms_store(Fn + base, acc);
             if (per_source) {
-#if DG_MS_GROUP_COUNTS
-                // the lanes here whose new bits are identical form a group; its lowest lane adds
-                // the group's size once per bit (every lane of act takes part in each match)
-                const unsigned act = __activemask();
-                unsigned grp = act;
-#pragma unroll
-                for (int j = 0; j < DG_MS_WORDS; ++j) grp &= __match_any_sync(act, acc[j]);
-                if ((unsigned)(__ffs(grp) - 1) == (threadIdx.x & 31u)) {
-                    const unsigned k = (unsigned)__popc(grp);
-#pragma unroll
-                    for (int j = 0; j < DG_MS_WORDS; ++j)
-                        for (unsigned d = acc[j]; d; d &= d - 1u) atomicAdd(&scnt[32 * j + __ffs(d) - 1], k);
-                }
-#else
 #pragma unroll
                 for (int j = 0; j < DG_MS_WORDS; ++j)
                     for (unsigned d = acc[j]; d; d &= d - 1u) atomicAdd(&scnt[32 * j + __ffs(d) - 1], 1u);
-#endif
             } else {
                 atomicAdd(&far[u], (dg_u64)L * pc);
                 atomicAdd(&reach[u], (dg_u64)pc);

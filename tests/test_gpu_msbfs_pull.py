@@ -99,26 +99,6 @@ def test_pull_vertices_shuffled_sources_repeated(name, symmetric):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", sorted(GRAPHS))
-@pytest.mark.parametrize("kappa,threads", [(256, 1024), (32, 256)])
-@pytest.mark.parametrize("cands", CANDS)
-def test_pull_group_counts_equal_cpu(name, kappa, threads, cands):
-    # group_counts (DG_MS_GROUP_COUNTS): lanes with identical new bits add their per-source
-    # counts once with the group's size; per-source sums with repeated sources and, on undirected
-    # graphs, the symmetric totals must stay the CPU backend's
-    g = GRAPHS[name]
-    r = _runner(g, threads, kappa=kappa, slots=3, pull_candidates=cands, group_counts=True,
-                symmetric=not g.directed)
-    assert r.group_counts and r.info["group_counts"]
-    rng = np.random.default_rng(6)
-    srcs = rng.integers(0, g.n, 300).astype(np.int64)
-    assert _same(_sums(g, srcs, True, r, batch_size=100), _sums(g, srcs, True, batch_size=100))
-    if not g.directed:
-        every = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
-        assert _same(_sums(g, rng.permutation(every), False, r), _sums(g, every, False))
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("name", UNDIRECTED)
 @pytest.mark.parametrize("kappa", [256, 64])
 @pytest.mark.parametrize("cands", CANDS)

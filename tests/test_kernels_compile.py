@@ -86,23 +86,6 @@ def test_kernel_compiles_sm90(path, tmp_path):
     assert r.returncode == 0, f"nvcc failed on {path.name}:\n{r.stderr[-4000:]}"
 
 
-BUILDS = [  # (kernel, defines of a build the loader makes that the default build does not compile)
-    # GpuMSBFS(group_counts=True): the pull kernels' grouped per-source counts
-    ("msbfs.cu", ["-DDG_MS_WORDS=8", "-DDG_MS_BLOCK=1024", "-DDG_MS_MINB=1", "-DDG_MS_SPARSE=1",
-                  "-DDG_MS_GROUP_COUNTS=1"]),
-]
-
-
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-@pytest.mark.parametrize("name,defs", BUILDS, ids=[" ".join(b[1]) for b in BUILDS])
-def test_kernel_build_compiles_sm90(name, defs, tmp_path):
-    path = Path(__file__).resolve().parent.parent / "kernels" / name
-    cmd = [NVCC, "-arch=sm_90", "-std=c++17", "-O3", "-c", str(path), "-o", str(tmp_path / "k.o"),
-           "-I", str(path.parent), *defs]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, f"nvcc failed on {name} {' '.join(defs)}:\n{r.stderr[-4000:]}"
-
-
 def test_there_are_kernels_or_none_expected():
     # Guards against the glob silently finding nothing after a move of kernels/.
     assert (Path(__file__).resolve().parent.parent / "kernels").is_dir()

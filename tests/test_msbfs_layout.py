@@ -958,25 +958,6 @@ def _spy_builds(monkeypatch) -> list:
     return built
 
 
-def test_host_code_group_counts_define(fake_gpu, monkeypatch):
-    """group_counts: the block kernel is built with DG_MS_GROUP_COUNTS=1 exactly when the pull
-    kernel runs and the option is on (stage 1 + 2 has no such loop); the sums stay the CPU
-    backend's (the fake kernels do not model the grouping: the GPU tests check it)."""
-    from distgraph.errors import InvalidArgumentError
-
-    built = _spy_builds(monkeypatch)
-    g = GRAPHS["grid"]
-    for kw, want in (({"pull": "on", "group_counts": True}, True), ({"pull": "off", "group_counts": True}, False),
-                     ({"pull": "on"}, False)):
-        built.clear()
-        r = _fake_runner(fake_gpu, g, mode="blocks", reorder="none", symmetric=True, **kw)
-        assert r.group_counts is want and r.info["group_counts"] is want
-        assert [d.get("DG_MS_GROUP_COUNTS") for d in built] == [1 if want else None], built
-        _assert_runner_sums(fake_gpu, g, r, np.arange(0, g.n, 3, dtype=np.int64), True, 64)
-    with pytest.raises(InvalidArgumentError, match="group_counts must be True or False"):
-        _fake_runner(fake_gpu, g, mode="blocks", pull="on", group_counts="yes")
-
-
 def test_host_code_pull_candidates_auto(fake_gpu, monkeypatch):
     """pull_candidates="auto" (the default): per vertex on the grid (fewer than
     PULL_VERTEX_MEAN_DEGREE arcs per vertex, its bits fit in shared memory), per set on kron7

@@ -711,12 +711,6 @@ class GpuMSBFS:
         the frontier is kept as a list of vertices; uploads the graph's CSR instead of the
         slice-set graph).  ``"auto"``: see :data:`PULL_CANDIDATES` (per vertex on road networks
         whose bits fit in shared memory).  None: ``config.gpu_msbfs_pull_candidates``.  Same sums.
-    group_counts : bool
-        The pull kernels (per-source and symmetric sums): lanes of a warp whose new bits at a
-        level are identical add their per-source counts once, with the group's size
-        (``DG_MS_GROUP_COUNTS``, ``__match_any_sync``), instead of one shared atomic per lane and
-        bit. Experimental, off by default: a host count puts 17-90% of road-NY's count atomics in
-        such groups (benchmarks/results/msbfs_count_groups_roadNY.json); not yet timed. Same sums.
     block_threads : {256, 512, 1024}, optional
         ``groups="blocks"``: threads of the block that runs one batch (``DG_MS_BLOCK`` of
         its kernel; default ``config.gpu_msbfs_block_threads`` = 1024, 32 warps: road-NY
@@ -772,8 +766,7 @@ class GpuMSBFS:
     def __init__(self, hptr, hidx, tptr, tidx, *, ctx, kappa=256, mode="auto", reorder="auto", window=None,
                  bu_ratio=None, announce=None, cache_dir=None, tc_ratio=None, bu_heavy=None, min_blocks=None,
                  groups=None, slots=None, symmetric=False, shared_dbits=False, prefetch=False, block_threads=None,
-                 flush4=False, sparse=None, pull=None, pull_candidates=None, group_counts=False,
-                 _is_companion=False):
+                 flush4=False, sparse=None, pull=None, pull_candidates=None, _is_companion=False):
         from ...graph.core import Graph
         from ...runtime.config import config
         from .loader import import_cupy
@@ -795,7 +788,7 @@ class GpuMSBFS:
         bu_heavy = BU_HEAVY if bu_heavy is None else bu_heavy
         expect(isinstance(bu_heavy, (int, np.integer)) and bu_heavy >= 0, "bu_heavy", "an integer >= 0", bu_heavy)
         for name, flag in (("symmetric", symmetric), ("shared_dbits", shared_dbits), ("prefetch", prefetch),
-                           ("flush4", flush4), ("group_counts", group_counts)):
+                           ("flush4", flush4)):
             expect(isinstance(flag, (bool, np.bool_)), name, "True or False", flag)
         sparse = config.gpu_msbfs_sparse if sparse is None else sparse
         if isinstance(sparse, str):
@@ -891,7 +884,6 @@ class GpuMSBFS:
         self.shared_dbits = False
         self.prefetch = False
         self.flush4 = False
-        self.group_counts = False
         self.pull = False
         self.pull_candidates = None   # "sets" or "vertices" where the pull kernel runs
         self.block_threads = BLOCK   # threads per block of the launches (block_threads: block schedule only)
@@ -1084,9 +1076,6 @@ class GpuMSBFS:
                 self.flush4 = bool(flush4) and not self.pull
                 if self.flush4:
                     defs["DG_MS_FLUSH4"] = 1
-                self.group_counts = bool(group_counts) and self.pull   # the pull kernels' option
-                if self.group_counts:
-                    defs["DG_MS_GROUP_COUNTS"] = 1
                 # the block size, and the blocks per SM its register cap is computed for (the
                 # default's 512 threads per SM, or one block of 1024)
                 defs["DG_MS_BLOCK"] = self.block_threads
@@ -1148,8 +1137,7 @@ class GpuMSBFS:
                     self._Q = cp.zeros(S * 2 * self._qcap * 2, cp.int32)
                 self.info.update({"slots": S, "shared_dbits": self.shared_dbits, "prefetch": self.prefetch,
                                   "pull": self.pull,
-                                  "flush4": self.flush4, "group_counts": self.group_counts,
-                                  "block_threads": self.block_threads,
+                                  "flush4": self.flush4, "block_threads": self.block_threads,
                                   "min_blocks": defs["DG_MS_MINB"],
                                   "registers": _func_attr(self._blocks, "NUM_REGS"),
                                   "local_bytes": _func_attr(self._blocks, "LOCAL_SIZE_BYTES")})
