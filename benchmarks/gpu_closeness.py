@@ -108,14 +108,17 @@ def _out(size):
 BATCH_ORDERS = ("input", "ball")
 
 
-def batch_sources(g, order, kappa, csc=None):
-    """The sources of a closeness run (every vertex with out-arcs) in the order the runner
-    cuts them into batches: ``"input"`` (vertex ids) or ``"ball"`` (compact BFS balls of
-    ``kappa`` sources, :func:`distgraph.algorithms.msbfs.ball_sources`, what ``closeness()``
-    hands the GPU runner with DISTGRAPH_MSBFS_BATCH_ORDER=ball).  Returns (sources, seconds
-    the ordering took)."""
+def batch_sources(g, order, kappa, csc=None, skip=None):
+    """The sources of a closeness run (every vertex with out-arcs, but those of ``skip``: the
+    folded leaves) in the order the runner cuts them into batches: ``"input"`` (vertex ids) or
+    ``"ball"`` (compact BFS balls of ``kappa`` sources,
+    :func:`distgraph.algorithms.msbfs.ball_sources`, what ``closeness()`` hands the GPU runner
+    with DISTGRAPH_MSBFS_BATCH_ORDER=ball).  Returns (sources, seconds the ordering took)."""
     expect_order(order)
-    sources = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    has = np.diff(g.indptr) > 0
+    if skip is not None:
+        has[skip] = False
+    sources = np.flatnonzero(has).astype(np.int64)
     if order == "input":
         return sources, 0.0
     from distgraph.algorithms.msbfs import ball_sources
@@ -132,7 +135,7 @@ def expect_order(order):
 
 
 def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="input", sources=None, warmup=True,
-              first_batch=True, **kw):
+              first_batch=True, fold=False, **kw):
     """The GPU runner as ``closeness()`` makes it (``make_runner(..., all_sources=True)``:
     symmetric sums on undirected graphs), kappa 256 unless ``kw`` says otherwise.  ``check``:
     the first batch's sums against the CPU backend; ``same_as``: against these arrays (the
@@ -145,7 +148,11 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
     ``first_batch=False``: no untimed run at all, hence no check (on road-NY the first
     batch alone takes seconds).  A run of every source also returns its sums under ``_total``
     (per vertex, or per source at the sources when symmetric: the same totals whatever the
-    order and the runner)."""
+    order and the runner).  ``fold``: leaves folded into their neighbour's BFS as ``closeness()``
+    does (``config.gpu_closeness_fold_leaves``, symmetric sums only): they are not sources
+    (``sources`` must skip them), the timed loop folds, and the totals are unfolded
+    (``_unfold_leaves``), so they equal an unfolded row's; the rate counts the leaves' closeness
+    too (n·m / time).  The warm-up and the first batch's check run unfolded."""
     import cupy as cp
 
     from distgraph.backends.cpu.bits import normalize_limbs
@@ -159,8 +166,15 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
     r = GpuMSBFS(g.indptr, g.indices, tptr, tidx, ctx=_ctx("gpu"), announce=False, reorder=reorder, **kw)
     prep = time.perf_counter() - t0
     order_s = 0.0
+    folds = None
+    if fold and r.symmetric:
+        from distgraph.algorithms.closeness import leaf_folds
+
+        folds = leaf_folds(g.indptr, g.indices)
     if sources is None:
-        sources, order_s = batch_sources(g, batch_order, r.kappa, (tptr, tidx))
+        sources, order_s = batch_sources(g, batch_order, r.kappa, (tptr, tidx), None if folds is None else folds[0])
+    elif folds is not None and np.isin(sources, folds[0]).any():
+        raise ValueError("fold: the sources given hold folded leaves (batch_sources(..., skip=leaves))")
     batches = [sources[i:i + 512] for i in range(0, sources.size, 512)]
     # warm up (kernel compile) on the first batch, and check its sums against the CPU backend;
     # deferred and drained as the timed loop runs them (not deferred, a run of few batches on
@@ -199,6 +213,8 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
     r.info["launches"] = r.info["levels"] = r.info["bottom_up_levels"] = r.info["block_launches"] = 0
     acc = _out(g.n)
     done = 0
+    if folds is not None:
+        r.fold_leaves(folds[2])
     t0 = time.perf_counter()
     for b in batches:  # as the driver runs them without a checkpoint: sums kept on the device
         r.run(b, False, acc, defer=True)
@@ -210,9 +226,16 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
     cp.cuda.Device().synchronize()
     el = time.perf_counter() - t0
     normalize_limbs(acc[2], acc[3], acc[4])
+    nfold = 0
+    if folds is not None:
+        from distgraph.algorithms.closeness import _unfold_leaves
+
+        r.fold_leaves(None)
+        _unfold_leaves(*acc, *folds)
+        nfold = int(folds[0].size)
     total = el * sources.size / done
-    rate = done * g.m / el
-    return {"preprocess_s": prep, "mode": r.mode, "kappa": r.kappa, "grid": r.info["grid"], "groups": r.groups,
+    rate = (sources.size + nfold) * g.m / total   # n·m / time: every vertex's closeness (sources with arcs)
+    return {"fold": folds is not None, "folded_leaves": nfold, "preprocess_s": prep, "mode": r.mode, "kappa": r.kappa, "grid": r.info["grid"], "groups": r.groups,
             "schedule": r.schedule, "slots": r.slots, "symmetric": r.symmetric,
             "shared_dbits": bool(getattr(r, "shared_dbits", False)), "prefetch": bool(getattr(r, "prefetch", False)),
             "flush4": bool(getattr(r, "flush4", False)), "block_threads": r.info["grid"][1], "min_blocks": r.info.get("min_blocks"),
@@ -442,6 +465,8 @@ def variant_kwargs(v):
         return kw
     if v == "pf":
         return {"prefetch": True}
+    if v == "fold":
+        return {"fold": True}
     if v.startswith("b") and v[1:].isdigit():
         return {"block_threads": int(v[1:])}
     if v == "f4":
@@ -470,7 +495,7 @@ def variant_kwargs(v):
 
 
 SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "shared_dbits", "prefetch", "flush4", "pull",
-              "pull_candidates",
+              "pull_candidates", "fold", "folded_leaves",
               "registers", "local_bytes", "block_launches", "batch_order", "batch_order_s", "preprocess_s",
               "sources_run", "sources_total", "seconds", "total_s", "extrapolated", "edge_visits_per_s_per_gpu",
               "vs_blest_per_gpu", "levels_per_launch", "first_batch_exact_vs_cpu", "device_bytes")
@@ -497,9 +522,15 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
             try:
                 if kw is None:
                     raise ValueError(f"unknown variant label {label!r}")
-                if order not in srcs:
-                    srcs[order] = batch_sources(g, order, kw.get("kappa", 256), (tptr, tidx))
-                sources, order_s = srcs[order]
+                skey = order + ("/fold" if kw.get("fold") and not g.directed else "")
+                if skey not in srcs:
+                    skip = None
+                    if skey.endswith("/fold"):
+                        from distgraph.algorithms.closeness import leaf_folds
+
+                        skip = leaf_folds(g.indptr, g.indices)[0]
+                    srcs[skey] = batch_sources(g, order, kw.get("kappa", 256), (tptr, tidx), skip)
+                sources, order_s = srcs[skey]
                 first = order not in checked
                 res = bench_gpu(g, limit, reorder, check=check and first, batch_order=order, sources=sources,
                                 warmup=False, first_batch=first, **kw)
@@ -704,7 +735,7 @@ def main(argv=None):
                     help="extra GPU rows on graphs of the block schedule, e.g. 'k32,k64,k128,grid4,nosym,mb4,sdb,sdbmb4' "
                          "(kN: kappa N; gridN: groups=N, the grid-wide schedule; nosym: per-vertex sums; mbN: "
                          "min_blocks N; slN: N resident blocks (slots); sdb: shared_dbits; sdbmbN: both; "
-                         "pf: prefetch; bN: block_threads N; "
+                         "pf: prefetch; fold: leaves folded as closeness() does; bN: block_threads N; "
                          "f4: flush4; pull / nopull: the pull kernel on / off; pv: its per-vertex candidates; "
                          "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")
     ap.add_argument("--batch-order", default=os.environ.get("BENCH_GPU_CLOSENESS_BATCH_ORDER", "input"),

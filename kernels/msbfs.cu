@@ -1024,13 +1024,28 @@ __device__ __forceinline__ void dg_ms_finalize_set(const int *__restrict__ real_
     for (int v = real_ptrs[ss]; v < e; ++v) qn[p++] = make_int2(v, (int)ss);
 }
 
+// q vertices at level L >= 0 added to the sums at vertex `at` with atomics (rf = round(2^64 / L)
+// for L >= 2): farness, reach, and the harmonic sum's limbs (h0: the 1/1 terms).
+__device__ __forceinline__ void dg_ms_atomic_level(dg_i64 at, int L, dg_u64 q, dg_u64 rf, dg_u64 *far,
+                                                   dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2) {
+    if (L) atomicAdd(&far[at], (dg_u64)L * q);
+    atomicAdd(&reach[at], q);
+    if (L == 1) atomicAdd(&h0[at], q);
+    else if (L >= 2) { atomicAdd(&h1[at], q * (rf >> 32)); atomicAdd(&h2[at], q * (rf & 0xffffffffull)); }
+}
+
 // Block schedule, per-source modes (per_source 1 or 2): thread c < nsrc adds BFS c's count of
 // level l (scnt[c], then zeroed) to its sums, rf = round(2^64 / l) for l >= 2: per_source 1 at
 // the batch position bt * kappa + c (plain adds: the batch belongs to the block), 2 at its
-// source vertex bs[c] (atomic adds: every block adds there).
+// source vertex bs[c] (atomic adds: every block adds there).  Folded leaves (per_source 2, leaf
+// not null): when leaf[bs[c]] = f >= 0, f is a vertex whose only neighbour is bs[c] (H
+// symmetric), which is at distance l + 1 from what bs[c] reaches at level l: the count is
+// added at f as level l + 1 too (the host takes f's own term, 2, and its 1/2, off afterwards:
+// distgraph/algorithms/closeness.py, _unfold_leaves).
 __device__ __forceinline__ void dg_ms_block_flush_counts(unsigned *scnt, int per_source, int nsrc, int bt,
                                                          const int *bs, int l, dg_u64 rf, dg_u64 *far,
-                                                         dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2) {
+                                                         dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2,
+                                                         const int *__restrict__ leaf) {
     if ((int)threadIdx.x >= nsrc) return;
     const int c = threadIdx.x;
     const dg_u64 q = scnt[c];
@@ -1043,10 +1058,12 @@ __device__ __forceinline__ void dg_ms_block_flush_counts(unsigned *scnt, int per
         if (l == 1) h0[at] += q;
         else if (l >= 2) { h1[at] += q * (rf >> 32); h2[at] += q * (rf & 0xffffffffull); }
     } else {
-        if (l) atomicAdd(&far[at], (dg_u64)l * q);
-        atomicAdd(&reach[at], q);
-        if (l == 1) atomicAdd(&h0[at], q);
-        else if (l >= 2) { atomicAdd(&h1[at], q * (rf >> 32)); atomicAdd(&h2[at], q * (rf & 0xffffffffull)); }
+        dg_ms_atomic_level(at, l, q, rf, far, reach, h0, h1, h2);
+        if (leaf) {
+            const int f = leaf[at];
+            if (f >= 0)
+                dg_ms_atomic_level(f, l + 1, q, l >= 1 ? dg_recip_fixed((dg_u64)l + 1) : 0ull, far, reach, h0, h1, h2);
+        }
     }
 }
 
@@ -1056,7 +1073,7 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
                        const int *__restrict__ nsrcs, int nbatches, int per_source, int tc_ratio, unsigned *F,
                        unsigned *Vc, unsigned *Vn, unsigned *act, unsigned *dbits, dg_i64 dbw, int shared_dbits,
                        int *lists, int2 *Q, dg_i64 qcap, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1,
-                       dg_u64 *h2, unsigned *next, dg_i64 *stats) {
+                       dg_u64 *h2, const int *__restrict__ leaf, unsigned *next, dg_i64 *stats) {
     extern __shared__ unsigned s_dyn[];  // the dirty bits when shared_dbits (dbw words)
     __shared__ unsigned scnt[DG_MS_KAPPA];
     __shared__ unsigned s_dn, s_qn[2], s_an[2];
@@ -1139,7 +1156,8 @@ distgraph_msbfs_blocks(const int4 *__restrict__ row_ids, const unsigned *__restr
             __syncthreads();
             // ---- end of level l: dirty bits back to zero, per-source counts of level l
             for (dg_i64 i = threadIdx.x; i < nd; i += blockDim.x) dbits[dlist[i] >> 5] = 0u;
-            if (per_source) dg_ms_block_flush_counts(scnt, per_source, nsrc, bt, bs, l, rf, far, reach, h0, h1, h2);
+            if (per_source)
+                dg_ms_block_flush_counts(scnt, per_source, nsrc, bt, bs, l, rf, far, reach, h0, h1, h2, leaf);
             if (threadIdx.x == 0) s_dn = 0u;
             __syncthreads();
             ++l;
@@ -1369,7 +1387,7 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
                             const int *__restrict__ srcs, const int *__restrict__ nsrcs, int nbatches, int per_source,
                             unsigned *F0, unsigned *F1, unsigned *Vc, unsigned *cb, dg_i64 cbw, int shared_cb,
                             int *lists, dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2,
-                            unsigned *next, dg_i64 *stats) {
+                            const int *__restrict__ leaf, unsigned *next, dg_i64 *stats) {
     extern __shared__ unsigned s_dyn[];  // the candidate bits when shared_cb (2 * cbw words)
     __shared__ unsigned scnt[DG_MS_KAPPA];
     __shared__ unsigned s_na[3], s_nc[3];
@@ -1397,7 +1415,7 @@ distgraph_msbfs_pull_blocks(const dg_i64 *__restrict__ t_indptr, const int *__re
             unsigned *cbn = cb + p * cbw, *cbo = cb + (p ^ 1) * cbw;
             if (per_source)
                 dg_ms_block_flush_counts(scnt, per_source, nsrc, bt, bs, l, l >= 2 ? dg_recip_fixed((dg_u64)l) : 0ull,
-                                         far, reach, h0, h1, h2);
+                                         far, reach, h0, h1, h2, leaf);
             if (l >= 1) dg_ms_pull_clear<true>(Fn, lists + (p ^ 1) * rho1, s_na[p ^ 1], rho, cbo, clist, s_nc[p ^ 1]);
             const dg_i64 na = s_na[p];
             if (na == 0) break;  // block-uniform: no frontier at level l
@@ -1503,8 +1521,8 @@ distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const in
                                    const int *__restrict__ h_indices, int sym_arcs, int n, const int *__restrict__ srcs,
                                    const int *__restrict__ nsrcs, int nbatches, int per_source, unsigned *F0,
                                    unsigned *F1, unsigned *Vc, unsigned *cb, dg_i64 cbw, int shared_cb, int *lists,
-                                   dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2, unsigned *next,
-                                   dg_i64 *stats) {
+                                   dg_u64 *far, dg_u64 *reach, dg_u64 *h0, dg_u64 *h1, dg_u64 *h2,
+                                   const int *__restrict__ leaf, unsigned *next, dg_i64 *stats) {
     extern __shared__ unsigned s_dyn[];  // the candidate bits when shared_cb (cbw words)
     __shared__ unsigned scnt[DG_MS_KAPPA];
     __shared__ unsigned s_na[3], s_nc[3];
@@ -1538,7 +1556,7 @@ distgraph_msbfs_pull_vertex_blocks(const dg_i64 *__restrict__ t_indptr, const in
             unsigned *Fc = p ? F1 : F0, *Fn = p ? F0 : F1;
             if (per_source)
                 dg_ms_block_flush_counts(scnt, per_source, nsrc, bt, bs, l, l >= 2 ? dg_recip_fixed((dg_u64)l) : 0ull,
-                                         far, reach, h0, h1, h2);
+                                         far, reach, h0, h1, h2, leaf);
             dg_ms_pull_clear<false>(Fn, lists + (p ^ 1) * n1, l >= 1 ? s_na[c2] : 0u, rho, cb, klist + (p ^ 1) * n1,
                                     s_nc[c1]);
             const dg_i64 na = s_na[c0];

@@ -292,3 +292,18 @@ def test_arc_positions_row_search():
     ip = np.array([0, 0, 2, 4], dtype=np.int64)
     ix = np.array([1, 2, 0, 2], dtype=np.int32)
     assert arc_positions(ip, ix, [0, 1, 1, 1, 2, 2], [0, 0, 2, 3, 1, 2]).tolist() == [-1, -1, 1, -1, -1, 3]
+
+
+def test_to_scipy_leaves_the_graph_alone():
+    """scipy merges repeated arcs in place (sum_duplicates, tolil): the graph's arrays must not
+    change (to_scipy shared them before)."""
+    from distgraph import Graph
+
+    g = Graph(np.array([0, 2, 3, 4]), np.array([1, 1, 0, 0]), np.array([1.0, 2.0, 1.0, 1.0]), directed=True)
+    before = (g.indptr.copy(), g.indices.copy(), g.weights.copy())
+    A = g.to_scipy()
+    A.sum_duplicates()
+    A.tolil()
+    assert A[0, 1] == 3.0
+    for a, b in zip((g.indptr, g.indices, g.weights), before):
+        np.testing.assert_array_equal(a, b)

@@ -427,7 +427,9 @@ class _Kernels:
         def launch(grid, block, args, shared_mem=0):
             assert len(args) == len(params), (name, len(args), len(params))
             for a, (ptr, typ, pname) in zip(args, params):
-                if ptr:
+                if ptr and pname == "leaf" and not isinstance(a, np.ndarray):
+                    assert type(a) is np.uint64 and int(a) == 0, (name, pname, a)  # a null pointer
+                elif ptr:
                     want = np.uint8 if pname == "masks" else _PTR[typ]  # 4 masks per 32-bit word
                     assert isinstance(a, np.ndarray) and a.dtype == want, (name, pname, typ, type(a), a.dtype)
                 else:
@@ -546,15 +548,21 @@ class _Kernels:
             cnt[c] = 0
             _add_sums((far, reach, h0, h1, h2), c, level, qv)
 
-    def _flush_counts(self, cnt, nsrc, per_source, bt, bs, lvl, far, reach, h0, h1, h2):
+    def _flush_counts(self, cnt, nsrc, per_source, bt, bs, lvl, far, reach, h0, h1, h2, leaf=None):
         # the block kernels' per-source sums of level lvl (dg_ms_block_flush_counts): at the batch
-        # position (per_source 1) or at the source vertex (2)
+        # position (per_source 1) or at the source vertex (2); with folded leaves (2, leaf not a
+        # null pointer) also at leaf[source] as level lvl + 1
         K = 32 * self.W
+        folds = isinstance(leaf, np.ndarray)
+        assert folds or int(leaf or 0) == 0, leaf
+        assert per_source == 2 or not folds
         for c in np.flatnonzero(cnt[:nsrc]).tolist():
             _add_sums((far, reach, h0, h1, h2), bt * K + c if per_source == 1 else int(bs[c]), lvl, int(cnt[c]))
+            if folds and leaf[int(bs[c])] >= 0:
+                _add_sums((far, reach, h0, h1, h2), int(leaf[int(bs[c])]), lvl + 1, int(cnt[c]))
 
     def k_blocks(self, row_ids, masks, real_ptrs, n, srcs, nsrcs, nbatches, per_source, tc_ratio, F, Vc, Vn, act,
-                 dbits, dbw, shared_dbits, lists, Q, qcap, far, reach, h0, h1, h2, nxt, stats):
+                 dbits, dbw, shared_dbits, lists, Q, qcap, far, reach, h0, h1, h2, leaf, nxt, stats):
         # the block schedule: batches taken from the counter, batch b on slot b % slots (the
         # kernel's blocks run them at once); stage 2 over the listed dirty sets and the sets
         # active at the previous level; every slot must be clean when a batch starts and
@@ -620,7 +628,7 @@ class _Kernels:
                     db[ss >> 5] = 0
                     mark[ss] = 0
                 if per_source:
-                    self._flush_counts(cnt, nsrc, per_source, bt, bs, lvl, far, reach, h0, h1, h2)
+                    self._flush_counts(cnt, nsrc, per_source, bt, bs, lvl, far, reach, h0, h1, h2, leaf)
                 aold = anew
                 lvl += 1
                 if nq == 0:
@@ -635,7 +643,7 @@ class _Kernels:
             stats[0] += lvl - 1
 
     def k_pull_blocks(self, t_indptr, t_indices, ell, sg_ptr, sg_idx, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc,
-                      cb, cbw, shared_cb, lists, far, reach, h0, h1, h2, nxt, stats):
+                      cb, cbw, shared_cb, lists, far, reach, h0, h1, h2, leaf, nxt, stats):
         # candidates of level l + 1: every vertex of the successors, in the set graph, of the
         # sets holding level l's frontier; two bit arrays (level parity) of a bit per set
         rho = (n + 7) // 8
@@ -646,11 +654,11 @@ class _Kernels:
             sets = sorted({int(t) for s_ in act for t in sg_idx[sg_ptr[s_]:sg_ptr[s_ + 1]]})
             return [u for t in sets for u in range(8 * t, min(8 * t + 8, n))]
         self._pull(t_indptr, t_indices, ell, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc, cb, 2 * cbw,
-                   shared_cb, lists, max(rho, 1), far, reach, h0, h1, h2, nxt, stats, cands)
+                   shared_cb, lists, max(rho, 1), far, reach, h0, h1, h2, leaf, nxt, stats, cands)
 
     def k_pull_vertex_blocks(self, t_indptr, t_indices, ell, h_indptr, h_indices, sym_arcs, n, srcs, nsrcs,
-                             nbatches, per_source, F0, F1, Vc, cb, cbw, shared_cb, lists, far, reach, h0, h1, h2, nxt,
-                             stats):
+                             nbatches, per_source, F0, F1, Vc, cb, cbw, shared_cb, lists, far, reach, h0, h1, h2, leaf,
+                             nxt, stats):
         # candidates of level l + 1: the out-neighbours of level l's frontier vertices, each once;
         # one bit array of a bit per vertex; sym_arcs says that the in-arcs are the out-arcs (the
         # kernel then marks from them); 4 lists per slot (frontiers and candidates, level parity)
@@ -661,10 +669,10 @@ class _Kernels:
         def cands(front):
             return sorted({int(t) for v in front for t in h_indices[h_indptr[v]:h_indptr[v + 1]]})
         self._pull(t_indptr, t_indices, ell, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc, cb, cbw, shared_cb,
-                   lists, max(n, 1), far, reach, h0, h1, h2, nxt, stats, cands, nlists=4)
+                   lists, max(n, 1), far, reach, h0, h1, h2, leaf, nxt, stats, cands, nlists=4)
 
     def _pull(self, t_indptr, t_indices, ell, n, srcs, nsrcs, nbatches, per_source, F0, F1, Vc, cb, cbslot,
-              shared_cb, lists, n_list, far, reach, h0, h1, h2, nxt, stats, cands, nlists=3):
+              shared_cb, lists, n_list, far, reach, h0, h1, h2, leaf, nxt, stats, cands, nlists=3):
         # the pull kernels' protocol: level l + 1 pulls the in-neighbours' frontier elements into
         # the candidates of level l + 1 (cands of level l's frontier vertices); frontiers
         # double-buffered (F0: even levels, F1: odd), the frontier of level l - 1 cleared; every
@@ -707,7 +715,7 @@ class _Kernels:
             while True:
                 p = lvl & 1
                 if per_source:
-                    self._flush_counts(cnt, nsrc, per_source, bt, bs, lvl, far, reach, h0, h1, h2)
+                    self._flush_counts(cnt, nsrc, per_source, bt, bs, lvl, far, reach, h0, h1, h2, leaf)
                     cnt[:] = 0
                 Fe[p ^ 1][get_vi(np.asarray(prev, np.int64), rho)] = 0  # the frontier of level l - 1
                 if not front:
@@ -1240,6 +1248,30 @@ def test_gpu_closeness_benchmark_checks_the_timed_schedule(fake_gpu, monkeypatch
     assert not used
 
 
+def test_gpu_closeness_benchmark_fold_row(fake_gpu, monkeypatch):
+    """benchmarks/gpu_closeness.py block_sweep (fake CuPy): a "fold" row runs without the
+    folded leaves as sources, and its unfolded totals equal the plain row's bit for bit (what
+    total_same_as_first_row checks on road-NY); its rate counts every vertex."""
+    import sys
+
+    sys.path.insert(0, str(_CU.parent.parent / "benchmarks"))
+    try:
+        import gpu_closeness as bench
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setattr(bench, "_ctx", lambda backend: fake_gpu if backend == "gpu" else _self_ctx())
+    g = LEAFY["grid_pendants"]
+    rows = {}
+    bench.block_sweep(g, "none", ["b256", "fold+b256"], ["ball", "input"], 60.0, True, rows, lambda: None)
+    for order in ("ball", "input"):
+        a, b = rows[f"b256/{order}"], rows[f"fold+b256/{order}"]
+        assert "error" not in a and "error" not in b, (a, b)
+        assert not a["fold"] and b["fold"] and b["folded_leaves"] == 4
+        assert a["sources_total"] == 38 and b["sources_total"] == 34   # 40 vertices, 2 isolated
+        assert b["total_same_as_first_row"] is True and not b["extrapolated"]
+        assert b["edge_visits_per_s_per_gpu"] == pytest.approx(38 * g.m / b["seconds"])
+
+
 def test_blocks_plan_is_the_allocated_state(fake_gpu):
     """The block schedule's plan (info["device_bytes"], what the benchmark JSON records) is
     the plan of the slots allocated after the kernel's occupancy trimmed them (fake GPU: 4
@@ -1450,3 +1482,112 @@ def test_grid_size_counts_dynamic_shared_memory():
     assert _grid_size(cp, k, 256, smem=8 * 1024) == 4 * 8
     assert _grid_size(cp, k, 256, smem=100 * 1024) == 4 * 2   # 228 KB per SM
     assert _grid_size(cp, types.SimpleNamespace(num_regs=64), 1024, smem=44 * 1024) == 4
+
+
+def _leafy_graphs():
+    """Undirected graphs with vertices of one neighbour: hanging paths and stars, isolated edges,
+    a self-loop and a repeated arc on a leaf, leaves of leaves' parents in several components."""
+    out = {"path4": GRAPHS["path4"], "kron7": GRAPHS["kron7"]}
+    out["star"] = Graph.from_edges([0] * 6, [1, 2, 3, 4, 5, 6], directed=False)
+    out["two_edges_isolated"] = Graph.from_edges([0, 5], [3, 2], n=7, directed=False)
+    g = gen.grid(6, 5)
+    src, dst = g.edges()[:2]
+    # 30: a leaf of 0 with a self-loop; 35: a leaf of 32 by a repeated arc; 36, 37: leaves of 33 and
+    # 34, which has a self-loop; 38, 39: isolated
+    extra_s = np.array([0, 30, 7, 7, 29, 31, 32, 32, 33, 34, 34], np.int64)
+    extra_d = np.array([30, 30, 31, 32, 33, 34, 35, 35, 36, 37, 34], np.int64)
+    h = Graph.from_edges(np.concatenate([src, extra_s]), np.concatenate([dst, extra_d]), n=40, directed=False)
+    # the builder merges repeated arcs: the CSR gets 35 -> 32 and 32 -> 35 twice by hand
+    rows = [h.indices[h.indptr[v]:h.indptr[v + 1]].tolist() for v in range(h.n)]
+    rows[35].append(32)
+    rows[32].append(35)
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype(h.indptr.dtype)
+    out["grid_pendants"] = Graph(indptr, np.concatenate(rows).astype(h.indices.dtype), None, directed=False)
+    return out
+
+
+LEAFY = _leafy_graphs()
+
+
+def test_leaf_folds_picks_the_leaves():
+    """leaf_folds: a vertex is folded when its only neighbour (self-loops and repeated arcs
+    aside) is one other vertex; of an isolated edge the higher end; rep is each parent's lowest
+    folded leaf."""
+    from distgraph.algorithms.closeness import leaf_folds
+
+    g = LEAFY["grid_pendants"]
+    leaves, parents, rep = leaf_folds(g.indptr, g.indices)
+    nb = [sorted(set(g.indices[g.indptr[v]:g.indptr[v + 1]].tolist()) - {v}) for v in range(g.n)]
+    want = [v for v in range(g.n) if len(nb[v]) == 1 and not (len(nb[nb[v][0]]) == 1 and nb[v][0] > v)]
+    assert leaves.tolist() == want and parents.tolist() == [nb[v][0] for v in want]
+    assert want == [30, 35, 36, 37]
+    rows = np.repeat(np.arange(g.n), np.diff(g.indptr))
+    assert (g.indices[rows == 30] == 30).any() and (g.indices[rows == 35] == 32).sum() == 2  # the case is built
+    assert set(rep[rep >= 0].tolist()) <= set(want)
+    for p in set(parents.tolist()):
+        assert rep[p] == min(v for v, q in zip(want, parents.tolist()) if q == p)
+    assert (rep[np.setdiff1d(np.arange(g.n), parents)] == -1).all()
+    e = LEAFY["two_edges_isolated"]
+    lv, pa, rp = leaf_folds(e.indptr, e.indices)
+    assert lv.tolist() == [3, 5] and pa.tolist() == [0, 2] and rp[[0, 2]].tolist() == [3, 5]
+
+
+@pytest.mark.parametrize("pull", ["off", "sets", "vertices"])
+@pytest.mark.parametrize("name", sorted(LEAFY))
+def test_closeness_fold_leaves_with_fake_cupy(fake_gpu, monkeypatch, tmp_path, name, pull):
+    """closeness(backend="gpu") of all vertices with leaves folded (config default) through the
+    host code and the kernels' protocol (fake CuPy: the leaf sums added in the per-source flush at
+    level l + 1, _unfold_leaves after): farness, reach, harmonic and closeness equal the CPU
+    backend's bit for bit, with every kernel of the block schedule; folding off gives the same."""
+    import distgraph.runtime.context as context
+    from distgraph.algorithms.closeness import closeness, leaf_folds
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(context, "get_context",
+                        lambda comm=None, backend=None: context.Context(MPI.COMM_SELF, 0, 1, 0, 1, "gpu", 0))
+    monkeypatch.setattr(config, "cache_dir", str(tmp_path / "cache"))
+    monkeypatch.setattr(config, "gpu_msbfs_kappa", 32)
+    monkeypatch.setattr(config, "gpu_msbfs_groups", "blocks")
+    monkeypatch.setattr(config, "gpu_msbfs_pull", "off" if pull == "off" else "on")
+    monkeypatch.setattr(config, "gpu_msbfs_pull_candidates", "sets" if pull == "off" else pull)
+    folded = []
+    real = GpuMSBFS.fold_leaves
+
+    def spy(self, rep):
+        folded.append(int((np.asarray(rep) >= 0).sum()))
+        return real(self, rep)
+
+    monkeypatch.setattr(GpuMSBFS, "fold_leaves", spy)
+    g = LEAFY[name]
+    ref = closeness(g, backend="cpu", batch_size=32, progress=False)
+    for conv in ("networkx", "harmonic"):
+        for on in (True, False):
+            monkeypatch.setattr(config, "gpu_closeness_fold_leaves", on)
+            folded.clear()
+            got = closeness(g, backend="gpu", batch_size=32, convention=conv, progress=False)
+            parents = np.unique(leaf_folds(g.indptr, g.indices)[1])
+            assert folded == ([parents.size] if on and parents.size else []), folded
+            want = ref if conv == "networkx" else closeness(g, backend="cpu", batch_size=32, convention=conv,
+                                                               progress=False)
+            for what in ("farness", "reach", "harmonic", "closeness"):
+                np.testing.assert_array_equal(getattr(got, what), getattr(want, what), err_msg=f"{what} {conv} {on}")
+
+
+def test_fold_leaves_bad_arguments(fake_gpu):
+    """fold_leaves: only with symmetric sums; rep of n entries, each -1 or a vertex id."""
+    from distgraph.errors import InvalidArgumentError
+
+    g = LEAFY["star"]
+    r = _fake_runner(fake_gpu, g, mode="blocks", reorder="none", symmetric=True)
+    with pytest.raises(InvalidArgumentError, match=r"rep must be an integer array of shape \(7,\)"):
+        r.fold_leaves(np.zeros(6, np.int64))
+    with pytest.raises(InvalidArgumentError, match=r"rep must be -1 or a vertex id in \[0, 7\); got 'rep\[2\] = 7'"):
+        r.fold_leaves(np.array([-1, -1, 7, -1, -1, -1, -1]))
+    with pytest.raises(InvalidArgumentError, match="rep must be an integer array"):
+        r.fold_leaves(np.zeros(7))
+    r2 = _fake_runner(fake_gpu, g, mode="blocks", reorder="none", symmetric=False)
+    with pytest.raises(InvalidArgumentError, match="symmetric sums"):
+        r2.fold_leaves(np.full(7, -1))
+    r.fold_leaves(None)
+    assert r._leaf is None

@@ -44,7 +44,7 @@ import numpy as np
 from ..errors import InvalidArgumentError
 from .msbfs import check_batch_size, check_graph, check_vertices, cpu_batch_order, run_batches
 
-__all__ = ["closeness", "ClosenessResult", "CONVENTIONS", "closeness_from_sums", "verify_closeness"]
+__all__ = ["closeness", "ClosenessResult", "CONVENTIONS", "closeness_from_sums", "verify_closeness", "leaf_folds"]
 
 #: convention -> True when it uses incoming distances (d(u, v) for closeness of v)
 CONVENTIONS = {"networkx": True, "networkit": False, "igraph": False, "harmonic": True}
@@ -183,11 +183,23 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
 
     runner = None
     gpu_order = "input"
+    fold = None
     if ctx.backend == "gpu" and sources.size:
         # GPU dispatch: the tensor-core MS-BFS (BLEST Alg. 5) adds the same integer sums
         from ..backends.gpu.closeness import make_runner
+        from ..runtime.config import config
 
         runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx, all_sources=not per_source)
+        if not per_source and getattr(runner, "symmetric", False) and config.gpu_closeness_fold_leaves:
+            # vertices whose only neighbour is p get their sums from p's BFS (leaf_folds)
+            fold = leaf_folds(hptr, hidx)
+            if fold[0].size:
+                runner.fold_leaves(fold[2])
+                searched = np.ones(n, np.bool_)
+                searched[fold[0]] = False
+                sources = sources[searched[sources]]
+            else:
+                fold = None
         if not per_source and cpu_batch_order(hptr, tptr, sources, per_source=False, hidx=hidx) == "ball":
             # compact groups of the runner's batch width, on the CPU backend's rule (asked for, or
             # "auto" on graphs of high diameter that are not scale-free; from the graph alone, so a
@@ -218,7 +230,7 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
                                "resume with DISTGRAPH_MSBFS_BATCH_ORDER=degree), or start a new checkpoint "
                                "directory")}
             if getattr(runner, "symmetric", False):  # batches hold per-source sums (GpuMSBFS docs)
-                identity["sums"] = "per source"
+                identity["sums"] = "per source" + (", leaves folded" if fold is not None else "")
                 hints["sums"] = ("the checkpoint holds per-vertex sums, which the grid schedule keeps; "
                                  "resume with DISTGRAPH_GPU_MSBFS_GROUPS=1, or start a new checkpoint directory")
             elif runner is not None and not per_source and not graph.directed:
@@ -236,6 +248,8 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
     finally:
         if runner is not None:
             runner.close()
+    if fold is not None:
+        _unfold_leaves(far, reach, h0, h1, h2, *fold)
     if not per_source:
         # sources without arcs were not searched: they reach themselves only
         lonely = np.diff(hptr) == 0
@@ -243,6 +257,86 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
     harm = limbs_to_float(h0, h1, h2)
     c = closeness_from_sums(far, reach, harm, n, convention)
     return ClosenessResult(c, far, reach, harm, verts, convention)
+
+
+def leaf_folds(hptr, hidx):
+    """The leaves that closeness of every vertex of an undirected graph need not search from.
+
+    A vertex ``f`` whose only neighbour (self-loops and repeated arcs aside) is ``p`` has
+    ``d(f, x) = 1 + d(p, x)`` for every ``x != f``: its farness is ``far(p) + reach(p) - 2``,
+    its reach ``reach(p)``, its harmonic sum ``1 + sum over x != p, f of 1 / (d(p, x) + 1)``.
+    So the BFS from ``p`` can add, besides its own sums, those of ``f`` (each vertex it reaches at
+    level ``l`` counted at level ``l + 1``: ``GpuMSBFS.fold_leaves``), and ``f`` is not searched
+    (road-NY: 16% of the vertices, email-Enron 31%).  Of two vertices that are each other's only
+    neighbour, the higher id is folded into the lower.
+
+    Returns ``(leaves, parents, rep)``: the folded vertices (int64, increasing), the neighbour
+    of each, and ``rep`` (int64, ``(n,)``): for each parent its lowest folded leaf, whose sums
+    the searches add (-1 elsewhere); :func:`_unfold_leaves` gives every leaf its values.
+    """
+    n = int(hptr.shape[0]) - 1
+    lo, hi = _neighbour_range(np.asarray(hptr, np.int64), np.asarray(hidx))
+    leaf = (lo >= 0) & (lo == hi)
+    parent = np.where(leaf, lo, -1)
+    v = np.arange(n, dtype=np.int64)
+    folded = leaf & ~(leaf[np.maximum(parent, 0)] & (parent > v))
+    leaves = np.flatnonzero(folded).astype(np.int64)
+    parents = parent[leaves]
+    rep = np.full(n, -1, np.int64)
+    rep[parents[::-1]] = leaves[::-1]  # the last write wins: the lowest leaf of each parent
+    return leaves, parents, rep
+
+
+def _neighbour_range(hptr, hidx):
+    """Lowest and highest neighbour of each vertex other than itself (-1, -1: none)."""
+    from numba import njit
+
+    global _neighbour_range_nb
+    if _neighbour_range_nb is None:
+        @njit(cache=True, nogil=True)
+        def kernel(hptr, hidx):
+            n = hptr.shape[0] - 1
+            lo = np.full(n, -1, np.int64)
+            hi = np.full(n, -1, np.int64)
+            for u in range(n):
+                for e in range(hptr[u], hptr[u + 1]):
+                    w = np.int64(hidx[e])
+                    if w == u:
+                        continue
+                    if lo[u] < 0 or w < lo[u]:
+                        lo[u] = w
+                    if w > hi[u]:
+                        hi[u] = w
+            return lo, hi
+
+        _neighbour_range_nb = kernel
+    return _neighbour_range_nb(hptr, hidx)
+
+
+_neighbour_range_nb = None
+
+
+def _unfold_leaves(far, reach, h0, h1, h2, leaves, parents, rep):
+    """Every folded leaf's sums from those its parent's BFS added at ``rep[parent]`` (in place).
+
+    The search counted ``rep[p]`` itself at level 2 from itself (it is at level 1 from ``p``):
+    its farness holds 2 and its harmonic sum 1/2 too many; the other leaves of ``p`` have the
+    same sums as ``rep[p]``.  Harmonic limbs are normalized (``h1, h2 < 2**32``); the 1/2 is
+    taken off the 128-bit fixed-point value ``h0 + (h1 * 2**32 + h2) / 2**64``.
+    """
+    from ..backends.cpu.bits import MASK32, normalize_limbs, recip_fixed
+
+    normalize_limbs(h0, h1, h2)
+    src = rep[parents]
+    half = recip_fixed(2)  # 2**63
+    frac = (h1[src] << np.uint64(32)) | h2[src]
+    borrow = (frac < half).astype(np.uint64)
+    frac = frac - half
+    far[leaves] = far[src] - np.uint64(2)
+    reach[leaves] = reach[src]
+    h0[leaves] = h0[src] - borrow
+    h1[leaves] = frac >> np.uint64(32)
+    h2[leaves] = frac & MASK32
 
 
 def verify_closeness(graph, result: ClosenessResult, *, sample: int = 16, seed: int = 0) -> None:

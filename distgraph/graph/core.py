@@ -132,13 +132,15 @@ class Graph:
 
     # ----------------------------------------------------------- conversions
     def to_scipy(self, dtype=None):
-        """A ``scipy.sparse.csr_array`` (weights, or ones for an unweighted graph)."""
+        """A ``scipy.sparse.csr_array`` (weights, or ones for an unweighted graph) of its own
+        arrays: scipy sorts and merges repeated arcs in place (``sum_duplicates``, also inside
+        ``tolil``), which must not change the graph."""
         import scipy.sparse as sp
 
-        data = self.weights if self.weights is not None else np.ones(self.m, dtype=dtype or np.int8)
+        data = self.weights.copy() if self.weights is not None else np.ones(self.m, dtype=dtype or np.int8)
         if dtype is not None:
             data = data.astype(dtype, copy=False)
-        return sp.csr_array((data, self.indices, self.indptr), shape=(self.n, self.n))
+        return sp.csr_array((data, self.indices.copy(), self.indptr.copy()), shape=(self.n, self.n))
 
     def to_networkx(self):
         """A networkx ``DiGraph`` or ``Graph`` with nodes ``0..n-1`` (edge attr ``weight``)."""

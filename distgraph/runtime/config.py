@@ -125,6 +125,11 @@ class Config:
     #: 1.535 -> 1.345 s, 1.20-1.22 s since the pull marks the next candidates; cond-mat-2005,
     #: 17.1 -> 18.0 ms then, is left to "sets", msbfs.PULL_CANDIDATES).
     gpu_msbfs_pull_candidates: str = "auto"
+    #: GPU closeness of every vertex of an undirected graph (block schedule, symmetric sums): a
+    #: vertex whose only neighbour is p is not searched; p's BFS adds its sums too, at one level
+    #: more (distgraph.algorithms.closeness.leaf_folds; exact). road-NY: 16% of the vertices,
+    #: email-Enron 31%, cond-mat-2005 9%.
+    gpu_closeness_fold_leaves: bool = True
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
     #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys
     #: there: distgraph/generators/_csr_device.py; the same graph). Generating and preprocessing

@@ -1005,6 +1005,7 @@ class GpuMSBFS:
         self._held = None      # deferred sources waiting for a launch of `groups` groups
         self._pending = False
         self._new_id_dev = None
+        self._leaf = None      # fold_leaves: the representative folded leaf of each source (internal ids)
         err = None
         try:
             self._row_ids = cp.asarray(bvss.row_ids) if bvss.num_vss else cp.zeros(TAU, cp.int32)
@@ -1326,6 +1327,38 @@ class GpuMSBFS:
         cp.cuda.get_current_stream().synchronize()
         self._prof_collect()
 
+    def fold_leaves(self, rep) -> None:
+        """Symmetric sums (``symmetric=True``): the BFS from vertex ``p`` also adds, at
+        ``rep[p] >= 0`` (caller ids, -1: none), the sums of a vertex whose only neighbour is
+        ``p``, each count of level ``l`` as level ``l + 1`` (``dg_ms_block_flush_counts``), so
+        that such leaves need no BFS of their own.  ``rep[p]`` itself counts at level 2 once,
+        as its own term: :func:`distgraph.algorithms.closeness._unfold_leaves` takes it off.
+        ``rep`` None: no folding.  Runs then stay on the block schedule (the grid-schedule
+        companion of small runs has no folding)."""
+        if rep is None:
+            self._leaf = None
+            return
+        expect(self.symmetric, "fold_leaves' runner", "one with symmetric sums (GpuMSBFS(symmetric=True) on the "
+               "block schedule)", f"schedule {self.schedule!r}, symmetric={self.symmetric}")
+        rep = np.asarray(rep)
+        expect(rep.shape == (self.n,) and rep.dtype.kind in "iu", "rep", f"an integer array of shape ({self.n},)",
+               f"{rep.dtype} of shape {rep.shape}")
+        rep = rep.astype(np.int64)
+        bad = np.flatnonzero((rep < -1) | (rep >= self.n))
+        expect(bad.size == 0, "rep", f"-1 or a vertex id in [0, {self.n})",
+               f"rep[{int(bad[0])}] = {int(rep[bad[0]])}" if bad.size else None)
+        leaf = np.full(self.n, -1, np.int32)
+        p = np.flatnonzero(rep >= 0)
+        if self.new_id is not None:
+            leaf[self.new_id[p]] = self.new_id[rep[p]]
+        else:
+            leaf[p] = rep[p]
+        self._leaf = self._cp.asarray(leaf)
+        self.info["folded_into"] = int(p.size)
+
+    def _leaf_arg(self):
+        return self._leaf if self._leaf is not None else np.uint64(0)  # a null pointer: no folding
+
     def run(self, sources, per_source: bool, out, defer: bool = False) -> None:
         """Add the sums of the BFSs from ``sources`` (caller ids, at most 512) into ``out``
         (``far, reach, h0, h1, h2`` host arrays: per vertex, or per source when
@@ -1370,7 +1403,7 @@ class GpuMSBFS:
                 return
             self._launch_sources(internal, False, self._deferred)
             return
-        if self.schedule == "blocks" and -(-k // self.kappa) < max(self.slots // 2, 1):
+        if self.schedule == "blocks" and self._leaf is None and -(-k // self.kappa) < max(self.slots // 2, 1):
             # a run whose sums are wanted now (checkpoint, per-source sums) that would keep
             # few blocks busy: the grid schedule spreads its BFSs over the whole GPU
             comp = self._grid_companion()
@@ -1456,8 +1489,8 @@ class GpuMSBFS:
                          (self._pt_ip, self._pt_ix, self._ell, self._cand_ptr, self._cand_idx,
                           *((np.int32(self._sym_arcs),) if vert else ()), np.int32(self.n), cp.asarray(srcs),
                           cp.asarray(nsrcs), np.int32(nb), np.int32(how), self._F, self._Vn, self._Vc, self._dbits,
-                          np.int64(self._dbw), np.int32(self.shared_dbits), self._lists, *sums, self._next,
-                          self._stats),
+                          np.int64(self._dbw), np.int32(self.shared_dbits), self._lists, *sums,
+                          self._leaf_arg(), self._next, self._stats),
                          shared_mem=(4 if vert else 8) * self._dbw if self.shared_dbits else 0)
             self.info["launches"] += nb
             self.info["block_launches"] = self.info.get("block_launches", 0) + 1
@@ -1466,7 +1499,8 @@ class GpuMSBFS:
                      (self._row_ids, self._masks, self._real_ptrs, np.int32(self.n), cp.asarray(srcs),
                       cp.asarray(nsrcs), np.int32(nb), np.int32(how), np.int32(self.tc_ratio), self._F, self._Vc,
                       self._Vn, self._act, self._dbits, np.int64(self._dbw), np.int32(self.shared_dbits),
-                      self._lists, self._Q, np.int64(self._qcap), *sums, self._next, self._stats),
+                      self._lists, self._Q, np.int64(self._qcap), *sums, self._leaf_arg(), self._next,
+                      self._stats),
                      shared_mem=4 * self._dbw if self.shared_dbits else 0)
         self.info["launches"] += nb   # kappa-source MS-BFSs, as in the other schedules
         self.info["block_launches"] = self.info.get("block_launches", 0) + 1
