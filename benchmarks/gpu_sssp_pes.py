@@ -24,9 +24,7 @@ gather), the remote counters (ghost drops, claims, coalesced, shipped, applied, 
 near-far phases driven by the host (``QueueSSSP(multi_pe_phases=True)``), one row per
 ``--phase-deltas`` value (``default``: the largest of the PEs' picks of the default rule; set by
 ``set_delta``, same runner); on one PE it runs too (the NVSHMEM kernel with the host's phase
-changes, beside the kernel's own phases of the plain row): its cost per phase. ``X+dphases``:
-the same phases changed by the PEs' kernels together (``multi_pe_phases="device"``; on one PE the
-kernel's own phases). Remote
+changes, beside the kernel's own phases of the plain row): its cost per phase. Remote
 ``atomic_fetch`` is the atomic path before session 7 (a fetch before the CAS, a flag swap
 always, one queue reservation per lane) beside ``atomic`` (CAS from the ghost key, the flag of a
 first improvement set unfetched, one reservation per warp and destination); rows carry the
@@ -100,12 +98,11 @@ def _cases(dirpath, graphs, wait_s):
 
 
 def _variant(label):
-    """``(remote, multi_pe_phases)`` of a --remotes entry: ``atomic`` (False), ``atomic+phases``
-    (True: host-driven), ``atomic+dphases`` ("device": the PEs' kernels change the phase)."""
+    """``(remote, host_phases)`` of a --remotes entry (``atomic``, ``atomic+phases``, ...)."""
     remote, _, extra = label.partition("+")
-    if extra not in ("", "phases", "dphases"):
-        raise SystemExit(f"gpu_sssp_pes.py: unknown remote variant {label!r} (X, X+phases or X+dphases)")
-    return remote, {"": False, "phases": True, "dphases": "device"}[extra]
+    if extra not in ("", "phases"):
+        raise SystemExit(f"gpu_sssp_pes.py: unknown remote variant {label!r} (X or X+phases)")
+    return remote, extra == "phases"
 
 
 def _delta_arg(x):

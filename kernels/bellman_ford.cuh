@@ -45,6 +45,13 @@
 // then be stale (too large: a remote minimum lowered a piled vertex), which only makes the next
 // thr larger, never skips a vertex (its key is below it).
 //
+// Phases changed by the PEs' kernels together instead (35e4907, reverted; session11_x2/call5, call6):
+// at a global quiescence every PE read the peers' piles, set the same next threshold and waited
+// for every PE's announcement of the new phase before its scan tasks. On 2 PEs (one per GPU) it
+// gave the 1-PE relaxation counts on road-FLA (6.3 M against 17-25 M without phases) and the same
+// answers, but no speed: 42.0 / 40.6 ms against 34.0 / 48.0 ms without phases and 37.6 / 37.6 ms on
+// one PE (uniform / shifted weights); on 4 PEs sharing the 2 GPUs the phase tests stalled.
+//
 // Kept vertices (keep != 0): a warp keeps up to 32 of the near vertices it lowered (one per
 // lane, nx) and scans them at its next turn instead of sending them through the queue; the
 // rest are enqueued. On high-diameter graphs the run is a long chain of improvements, and each
@@ -194,7 +201,7 @@ enum { C_SCANS = 0, C_ARCS = 1, C_BELOW = 2, C_FINISHED = 3, C_STOP = 4, C_ABORT
 enum { R_ATOMIC = 0, R_ENQUEUE = 1, R_BATCH = 2, R_ATOMIC_FETCH = 3 };  // remote_mode
 enum { B_OHEAD = 0, B_OTAIL = 1, B_OSENT = 2, B_OLOCK = 3, B_RCLAIM = 4, B_RDONE = 5 };
 enum { P_THR = 0, P_PHASE = 1, P_CNT = 2, P_FMIN = 4, P_DELTA = 6, P_INF = 7, P_HOST = 8, P_TASKS = 9,
-       P_TCNT = 10, P_ACK = 16 };  // P_ACK + p: the last phase PE p announced (device-driven phases)
+       P_TCNT = 10 };
 enum { I_NEAR = 1, I_FAR = 2 };  // in-queue flag values besides 0; I_FAR + b: in far pile b
 
 #define DGBF_FULL 0xffffffffu
@@ -577,77 +584,6 @@ __device__ bool batch_drain(const Batch& b, int& rr, Item& it, bool& got, int* a
 }
 #endif
 
-#ifdef DISTGRAPH_WITH_NVSHMEM
-// Device-driven phases on several PEs (ph[P_HOST] = 2; QueueSSSP(multi_pe_phases="device")),
-// lane 0 of warp 0 after its sweeps saw no item queued or in flight anywhere: nothing can
-// change until some PE counts new items in SENT, so every PE that looks sees the same piles.
-// Their counts (parity cur, every PE in the same phase) summed: 0 ends the run (ctl[FINISHED]).
-// Else, unless a stop is pending (the relaunch after it goes on), the next threshold from the
-// smallest pile key over the PEs (the same on every PE: the same values), this PE's phase state
-// changed as one PE does (the other pile emptied, the phase flipped), then a barrier: the new
-// phase number put into slot P_ACK + my_pe of every PE, and a wait until every PE's has arrived
-// (each changes its phase state before it announces, so once any PE passes, every threshold and
-// pile is the new one). Then the scan tasks are counted in SENT and handed out. A stop seen
-// during the wait (some PE may never announce) leaves the tasks to the next launch (ph[P_TASKS],
-// counted in SENT now, as host-driven phases do); the host then brings any PE that did not
-// change its phase forward (QueueSSSP._sync_phases) before it relaunches.
-__device__ bool device_phase(const dgq::Queue<Item>& q, u64* ctr, i64* ctl, i64* ph, int npes, int my_pe, i64& cnt,
-                             i64& ntasks, i64& chunk) {
-    const int cur = (int)(vload(ph + P_PHASE) & 1);
-    const i64 inf = ph[P_INF];
-    i64 tot = 0, fmin = inf;
-    for (int p = 0; p < npes; ++p) {
-        const i64 c = (i64)dgq::amo_fetch((const u64*)(ph + P_CNT + cur), p, my_pe);
-        tot += c;
-        if (c) {
-            const i64 f = (i64)dgq::amo_fetch((const u64*)(ph + P_FMIN + cur), p, my_pe);
-            if (f < fmin) fmin = f;
-        }
-    }
-    if (tot == 0) {
-        atomicExch((u64*)(ctl + C_FINISHED), 1ull);
-        return true;
-    }
-    if (vload(ctl + C_STOP) != 0 || dgq::amo_fetch(ctr + STOPREQ, 0, my_pe) != 0) return true;
-    const i64 thr = vload(ph + P_THR);
-    const i64 base = thr > fmin ? thr : fmin;
-    i64 nt = add_delta(base, ph[P_DELTA], inf);
-    if (nt <= base && base < inf) nt = base + 1;
-    ph[P_THR] = nt;
-    ph[P_CNT + (cur ^ 1)] = 0;
-    ph[P_FMIN + (cur ^ 1)] = inf;
-    const i64 phase = vload(ph + P_PHASE) + 1;
-    ph[P_PHASE] = phase;
-    i64 nts = cnt ? (cnt + 63) / 64 : 0;
-    if (nts > DG_BF_MAX_TASKS) nts = DG_BF_MAX_TASKS;
-    __threadfence();
-    for (int p = 0; p < npes; ++p) dgq::amo_set((u64*)(ph + P_ACK + my_pe), (u64)phase, p, my_pe);
-    nvshmem_quiet();
-    dgq::Spin spin(q.abort);
-    for (int p = 0; p < npes; ++p) {
-        while (vload(ph + P_ACK + p) < phase) {
-            if (vload(ctl + C_STOP) != 0 || dgq::amo_fetch(ctr + STOPREQ, 0, my_pe) != 0) {
-                // a stop: this PE's tasks wait for the next launch (counted now)
-                ph[P_TASKS] = nts;
-                ph[P_TCNT] = cnt;
-                __threadfence();
-                if (nts) atomicAdd(ctr + SENT, (u64)nts);
-                DGBF_FENCE();
-                cnt = 0;
-                return true;
-            }
-            if (!spin.wait()) return false;
-        }
-    }
-    ntasks = nts;
-    chunk = nts ? (cnt + nts - 1) / nts : 0;
-    __threadfence();
-    if (nts) atomicAdd(ctr + SENT, (u64)nts);
-    DGBF_FENCE();
-    return true;
-}
-#endif
-
 // Warp 0, idle (warp-collective): all DONE counters, then all SENT counters; equal sums
 // mean no item is queued or in flight. Then an empty far pile (or host-driven phases: the host
 // changes the phase between launches) ends the launch; otherwise the threshold rises past the
@@ -674,12 +610,6 @@ __device__ bool poll_termination(const dgq::Queue<Item>& q, u64* ctr, i64* ctl, 
         if (s == d) {
             const int cur = (int)(vload(ph + P_PHASE) & 1);
             cnt = vload(ph + P_CNT + cur);
-#ifdef DISTGRAPH_WITH_NVSHMEM
-            if (vload(ph + P_HOST) == 2 && npes > 1) {
-                // device-driven phases: quiescent everywhere, so no pile changes now
-                if (!device_phase(q, ctr, ctl, ph, npes, my_pe, cnt, ntasks, chunk)) return false;
-            } else
-#endif
             if (cnt == 0 || vload(ph + P_HOST) != 0) {
                 atomicExch((u64*)(ctl + C_FINISHED), 1ull);
             } else {  // quiescent: nobody else touches ph until the tasks are queued

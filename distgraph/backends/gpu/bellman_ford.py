@@ -284,8 +284,6 @@ class QueueSSSP:
 
     batch = False  # remote="batch" on several PEs (set by __init__)
     host_phases = False  # multi_pe_phases on the NVSHMEM kernel (set by __init__)
-    device_phases = False  # multi_pe_phases="device" on several PEs (set by __init__)
-    phases_arg = False  # multi_pe_phases as it applies: True, "device" (NVSHMEM kernel) or False
     flush = FLUSH
 
     def __init__(self, graph, weights, comm, *, queue="bq", remote="atomic", use_nvshmem=None,
@@ -315,8 +313,8 @@ class QueueSSSP:
             _check_delta(delta)
             expect(isinstance(keep, (bool, np.bool_)), "keep", "True or False", keep)
             expect(isinstance(ghost, (bool, np.bool_)), "ghost", "True or False", ghost)
-            expect(isinstance(multi_pe_phases, (bool, np.bool_)) or multi_pe_phases == "device", "multi_pe_phases",
-                   "True (host-driven), 'device' or False", multi_pe_phases)
+            expect(isinstance(multi_pe_phases, (bool, np.bool_)), "multi_pe_phases", "True or False",
+                   multi_pe_phases)
             expect(isinstance(idle_ns, (int, np.integer)) and not isinstance(idle_ns, bool)
                    and 32 <= idle_ns <= 1 << 20, "idle_ns", "an int in [32, 2**20] (nanoseconds)", idle_ns)
             expect(isinstance(split, (int, np.integer)) and not isinstance(split, bool) and (split == 0 or split >= 32),
@@ -327,7 +325,7 @@ class QueueSSSP:
             err = e
         collective_check(comm, err, {"queue": queue, "remote": remote, "capacity": capacity,
                                      "use_nvshmem": comm.Get_size() > 1 if use_nvshmem is None else bool(use_nvshmem),
-                                     "multi_pe_phases": str(multi_pe_phases)},
+                                     "multi_pe_phases": bool(multi_pe_phases)},
                          "one queue-driven run over the ranks")
         self.keep, self.idle_ns, self.split = bool(keep), int(idle_ns), int(split)
         self.ghost = bool(ghost)
@@ -347,14 +345,9 @@ class QueueSSSP:
         self.bound, self.has_neg = _neg_bound(self.ww, self.wdt, comm)
         self.isf = self.wdt.kind == "f"
         self.nl = self.hi - self.lo
-        # near-far phases on several PEs (opt-in), one global threshold: driven by the host (several
-        # PEs, or one PE on the NVSHMEM kernel), or by the PEs' kernels ("device", several PEs; one
-        # PE runs its kernel's own phases)
-        on_device = isinstance(multi_pe_phases, str)  # "device" (checked above)
-        self.host_phases = not on_device and bool(multi_pe_phases) and self.nvs
-        self.device_phases = on_device and self.nvs and size > 1
-        self.phases_arg = True if self.host_phases else ("device" if on_device and self.nvs else False)
-        self.delta = self._global_delta(delta) if size == 1 or self.host_phases or self.device_phases else 0
+        # host-driven near-far phases (opt-in): several PEs, or one PE on the NVSHMEM kernel
+        self.host_phases = bool(multi_pe_phases) and self.nvs
+        self.delta = self._global_delta(delta) if size == 1 or self.host_phases else 0
         maxnl = max(int(self.part.sizes().max()), 1)
         self.far_cap = maxnl
         if capacity is None:
@@ -415,10 +408,6 @@ class QueueSSSP:
                                   ((size * BATCH, 3), "int64")):
                     self._sym.append(pg.array(shape, dt))
                 self.bsym, self.inbox, self.stage = (a.local for a in self._sym[4:7])
-            # the near-far state, symmetric: device-driven phases read the peers' piles and put
-            # their phase announcements into P_ACK + p (kernels/bellman_ford.cuh, device_phase)
-            self._sym.append(pg.array(_PH + comm.Get_size(), "int64"))
-            self.ph = self._sym[-1].local
             self.q = BrokerQueue(self.capacity, "int64", width=3, kind=queue, pgas=pg)
             self.ring, self.tickets, self.meta = self.q.ring.local, self.q.tickets.local, self.q.meta.local
             mod = load_module("bellman_ford_nvshmem", defines=defines, comm=comm)
@@ -436,9 +425,8 @@ class QueueSSSP:
         # batch mode: kernels of their own (the batch code's registers would lower the others' occupancy)
         self.kernel = mod.get_function(f"distgraph_bf_queue_{queue}" + ("_batch" if self.batch else ""))
         self.ctl = cp.zeros(_CTL, cp.int64)
-        if not self.nvs:
-            self.ph = cp.zeros(_PH, cp.int64)
-        if comm.Get_size() > 1 and not (self.host_phases or self.device_phases):
+        self.ph = cp.zeros(_PH, cp.int64)
+        if comm.Get_size() > 1 and not self.host_phases:
             self.far_cap = 0  # no near-far on several PEs (nothing is ever put in a pile)
         self.far = cp.zeros(max(2 * self.far_cap, 1), cp.int32)
         # ghost keys of remote heads (several PEs): 8 bytes per vertex of the whole graph, local;
@@ -466,7 +454,7 @@ class QueueSSSP:
         """Change the near-far delta for the next runs (one PE, or ``multi_pe_phases``: then
         collective; see the class docstring)."""
         _check_delta(delta)
-        if self.comm.Get_size() == 1 or self.host_phases or self.device_phases:
+        if self.comm.Get_size() == 1 or self.host_phases:
             self.delta = self._global_delta(delta)
 
     def _global_delta(self, delta):
@@ -509,8 +497,6 @@ class QueueSSSP:
         ph[:8] = self._ph0(int(inf))
         if self.host_phases and self.delta:
             ph[_P_HOST] = 1  # the kernel leaves phase changes to _next_phase
-        elif self.device_phases and self.delta:
-            ph[_P_HOST] = 2  # the PEs' kernels change the phase together (device_phase)
         self.ph.set(ph)
         self.timed_out = False
         if self.lo <= source < self.hi:
@@ -587,39 +573,6 @@ class QueueSSSP:
             self.ctr[_STOPREQ] = 0
         self._barrier()
         return True
-
-    def _sync_phases(self):
-        """Device-driven phases, after a stop (collective): a PE that saw the stop before it changed
-        its phase while others changed theirs (``device_phase`` in the kernel) is brought forward
-        as they were -- the threshold they set, its other pile emptied, the phase flipped, its pile's
-        scan tasks counted in SENT for the relaunch to hand out -- so that every PE reads the same
-        pile parity at the next phase change. The kernels have ended (the host's reduction of the
-        launch flags came first)."""
-        from mpi4py import MPI
-
-        comm = self.comm
-        ph = np.asarray(self.ph.get(), np.int64).copy()
-        me = int(ph[_P_PHASE])
-        lo, hi = comm.allreduce(me, op=MPI.MIN), comm.allreduce(me, op=MPI.MAX)
-        thr = comm.allreduce(int(ph[_P_THR]), op=MPI.MAX)
-        if lo == hi:
-            return
-        if hi - lo != 1:
-            raise DistgraphError(f"device-driven phases: the PEs are in phases {lo} to {hi} after a stop (at most "
-                                 "one apart by the protocol)")
-        if me < hi:
-            cur = me & 1
-            cnt, inf = int(ph[_P_CNT + cur]), int(ph[_P_INF])
-            ntasks = min(-(-cnt // 64), _MAX_TASKS)
-            ph[_P_THR] = thr
-            ph[_P_CNT + (cur ^ 1)] = 0
-            ph[_P_FMIN + (cur ^ 1)] = inf
-            ph[_P_PHASE] = hi
-            ph[_P_TASKS], ph[_P_TCNT] = ntasks, cnt
-            self.ph[:_PH] = self.cp.asarray(ph[:_PH])  # the announcement slots stay as the peers put them
-            if ntasks:
-                self.ctr[_SENT] += ntasks
-        self._barrier()
 
     def _launch(self, scan_limit):
         """One launch on a side stream, watched: past ``timeout`` seconds the host sets the
@@ -712,8 +665,6 @@ class QueueSSSP:
                     f"the GPU Bellman-Ford saw a distance below {self.bound} (-B - 1, B the sum of the "
                     f"negative weights' magnitudes) but the CPU driver finds no negative cycle reachable "
                     f"from {source} (float rounding of the distances?); use backend='cpu'")
-            if self.device_phases:
-                self._sync_phases()
             self.ctl[_C_STOP] = 0
             self.ctl[_C_BELOW] = 0
             self.ctl[_C_SCANS] = 0
@@ -733,7 +684,7 @@ class QueueSSSP:
                  **{k: int(v) for k, v in zip(_C_COUNTERS, red[2:])},
                  "nvshmem": self.nvs, "launches": launches, "checks": checks, "relaxations": int(red[0]),
                  "delta": self.delta, "phases": int(self.ph.get()[_P_PHASE]) + 1 if self.delta else None,
-                 "multi_pe_phases": True if self.host_phases else self.phases_arg,
+                 "multi_pe_phases": self.host_phases,
                  "items": int(red[1]), "grid": [self.grid, BLOCK], "capacity": self.capacity,
                  "time_setup_s": self.setup_s, "time_run_s": t_run}
         if cycle is not None:
