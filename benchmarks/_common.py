@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-__all__ = ["ROOT", "sh", "commit", "dirty", "ball_batches", "ball_batch_parser"]
+__all__ = ["ROOT", "sh", "commit", "dirty", "ball_batches", "ball_batch_parser", "run_ball_model"]
 
 
 def sh(cmd: str) -> str:
@@ -72,3 +72,29 @@ def ball_batch_parser(description: str):
     ap.add_argument("--batches", type=int, nargs="+", default=[0], help="batch numbers (of kappa sources)")
     ap.add_argument("--out", required=True)
     return ap
+
+
+def run_ball_model(name: str, doc: str, per_batch, argv=None, note: bool = True) -> dict:
+    """The main of a host model of a batch: the arguments (:func:`ball_batch_parser`), the
+    batches (:func:`ball_batches`), ``per_batch(A, sources)`` -> dict for each asked batch
+    (printed, and OUT rewritten after each with the commit, date and, with ``note``, the
+    docstring's first paragraph). Returns what it wrote."""
+    import datetime
+    import json
+
+    a = ball_batch_parser(doc.split("\n\n")[0]).parse_args(argv)
+    A, src, info = ball_batches(a.graph, a.kappa)
+    n = A.shape[0]
+    res = {"benchmark": name, "graph": a.graph, "vertices": n, "arcs": int(A.nnz), "reorder": info.get("method"),
+           "kappa": a.kappa, "batches_total": -(-n // a.kappa), "commit": commit(), "dirty": dirty(),
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    if note:
+        res["note"] = doc.split("\n\n")[0]
+    res["rows"] = []
+    for b in a.batches:
+        c = per_batch(A, src[b * a.kappa:(b + 1) * a.kappa])
+        c["batch"] = b
+        res["rows"].append(c)
+        print(json.dumps(c), flush=True)
+        Path(a.out).write_text(json.dumps(res, indent=1))
+    return res

@@ -167,7 +167,10 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
     prep = time.perf_counter() - t0
     order_s = 0.0
     folds = None
-    if fold and r.symmetric:
+    if fold:
+        if not r.symmetric:   # the sweep skipped the leaves as sources: they must be folded
+            raise ValueError("fold: the runner has no symmetric sums (directed graph, nosym, gridN or a fallback "
+                             "from the block schedule): leaves cannot be folded")
         from distgraph.algorithms.closeness import leaf_folds
 
         folds = leaf_folds(g.indptr, g.indices)

@@ -14,8 +14,6 @@ optimistic stand-in for the kernel's candidate order, which follows the marking)
     python benchmarks/msbfs_count_groups.py road-NY.gr.xz --batches 0 516 1029 \\
         --out benchmarks/results/msbfs_count_groups_roadNY.json
 """
-import datetime
-import json
 import sys
 from pathlib import Path
 
@@ -24,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ball_batch_parser, ball_batches, commit, dirty  # noqa: E402
+from _common import run_ball_model  # noqa: E402
 
 
 def warp_counts(keys: np.ndarray, pc: np.ndarray, order: np.ndarray) -> dict:
@@ -80,20 +78,8 @@ def batch_counts(A, sources, rng):
 
 
 def main(argv=None):
-    a = ball_batch_parser(__doc__.split("\n\n")[0]).parse_args(argv)
-    A, src, info = ball_batches(a.graph, a.kappa)
-    n = A.shape[0]
-    res = {"benchmark": "msbfs_count_groups", "graph": a.graph, "vertices": n, "arcs": int(A.nnz),
-           "reorder": info.get("method"), "kappa": a.kappa, "batches_total": -(-n // a.kappa), "commit": commit(),
-           "dirty": dirty(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "note": __doc__.split("\n\n")[0], "rows": []}
     rng = np.random.default_rng(1)
-    for b in a.batches:
-        c = batch_counts(A, src[b * a.kappa:(b + 1) * a.kappa], rng)
-        c["batch"] = b
-        res["rows"].append(c)
-        print(json.dumps(c), flush=True)
-        Path(a.out).write_text(json.dumps(res, indent=1))
+    run_ball_model("msbfs_count_groups", __doc__, lambda A, src: batch_counts(A, src, rng), argv)
 
 
 if __name__ == "__main__":

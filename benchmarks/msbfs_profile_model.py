@@ -17,15 +17,15 @@ which push on (a worklist), so every arc ends consistent and the estimates are t
 The model runs that sequentially (numba) and checks the result against scipy.
 
 Per batch: the wave's levels, the spread (mean, max), the fixes (improvements of a vertex after
-its visit) and the arcs they read, and bytes moved by the bit kernel (events x (in-arcs x 32 +
-96)) against the wave (each vertex: its neighbours' profiles read, its own written, ``kappa``
-bytes each) and its fixes.
+its visit) and the arcs they read, and bytes moved by the bit kernel (events x (in-arcs + 3) x
+kappa / 8) against the wave (each vertex: its neighbours' profiles read, its own written, ``kappa``
+bytes each; its first push compares with the profiles it has just read, not counted again) and
+its fixes. The model visits a level's vertices one after the other (later ones see earlier ones):
+a level-synchronous kernel's counts differ, this is an estimate, not a bound.
 
     python benchmarks/msbfs_profile_model.py road-NY.gr.xz --batches 0 516 1029 \\
         --out benchmarks/results/msbfs_profile_model_roadNY.json
 """
-import datetime
-import json
 import sys
 from pathlib import Path
 
@@ -34,7 +34,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ball_batch_parser, ball_batches, commit, dirty  # noqa: E402
+from _common import run_ball_model  # noqa: E402
 
 INF = np.int32(2**30)
 
@@ -125,7 +125,7 @@ def batch_model(A, sources):
         blk = np.sort(np.where(reach[:, lo:lo + 4096], D[:, lo:lo + 4096], -1), axis=0)
         distinct = (np.diff(blk, axis=0) != 0) & (blk[1:] >= 0)
         events += int((distinct.sum(0) + (blk[0] >= 0)).sum())
-    bits_bytes = events * (float(deg.mean()) * 32 + 96)
+    bits_bytes = events * (float(deg.mean()) + 3) * k / 8   # kappa-bit words: in-arcs' F, Vc twice, Fn
     wave_bytes = (wave_arcs + int(seen.sum())) * k          # neighbours' profiles read, own written
     fix_bytes = (fix_arcs + fixes) * k
     return {"levels": int(base[seen].max()), "vertices_reached": int(seen.sum()),
@@ -138,19 +138,7 @@ def batch_model(A, sources):
 
 
 def main(argv=None):
-    a = ball_batch_parser(__doc__.split("\n\n")[0]).parse_args(argv)
-    A, src, info = ball_batches(a.graph, a.kappa)
-    n = A.shape[0]
-    res = {"benchmark": "msbfs_profile_model", "graph": a.graph, "vertices": n, "arcs": int(A.nnz),
-           "reorder": info.get("method"), "kappa": a.kappa, "batches_total": -(-n // a.kappa), "commit": commit(),
-           "dirty": dirty(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "note": __doc__.split("\n\n")[0], "rows": []}
-    for b in a.batches:
-        c = batch_model(A, src[b * a.kappa:(b + 1) * a.kappa])
-        c["batch"] = b
-        res["rows"].append(c)
-        print(json.dumps(c), flush=True)
-        Path(a.out).write_text(json.dumps(res, indent=1))
+    run_ball_model("msbfs_profile_model", __doc__, batch_model, argv)
 
 
 if __name__ == "__main__":

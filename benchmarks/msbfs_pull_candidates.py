@@ -11,8 +11,6 @@ the (vertex, level) events where a vertex gets new bits (the work any pull must 
     python benchmarks/msbfs_pull_candidates.py road-NY.gr.xz --batches 0 516 1029 \\
         --out benchmarks/results/msbfs_pull_candidates_roadNY.json
 """
-import datetime
-import json
 import sys
 from pathlib import Path
 
@@ -21,7 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ball_batch_parser, ball_batches, commit, dirty  # noqa: E402
+from _common import run_ball_model  # noqa: E402
 
 
 def batch_counts(A, S, sources):
@@ -53,25 +51,22 @@ def batch_counts(A, S, sources):
 
 
 def main(argv=None):
-    a = ball_batch_parser(__doc__.split("\n\n")[0]).parse_args(argv)
     import scipy.sparse as sp
 
-    A, src, info = ball_batches(a.graph, a.kappa)
-    n = A.shape[0]
-    rows = np.repeat(np.arange(n), np.diff(A.indptr))
-    S = sp.csr_matrix((np.ones(rows.size, np.int8), (rows // 8, A.indices // 8)), shape=((n + 7) // 8,) * 2)
-    S.data[:] = 1
-    res = {"benchmark": "msbfs_pull_candidates", "graph": a.graph, "vertices": n, "arcs": int(A.nnz),
-           "reorder": info.get("method"), "kappa": a.kappa, "batches_total": -(-n // a.kappa), "commit": commit(),
-           "dirty": dirty(),
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "rows": []}
-    for b in a.batches:
-        c = batch_counts(A, S, src[b * a.kappa:(b + 1) * a.kappa])
-        c["batch"] = b
+    S = {}
+
+    def one(A, src):
+        if "S" not in S:   # the slice-set graph, once
+            n = A.shape[0]
+            rows = np.repeat(np.arange(n), np.diff(A.indptr))
+            m = sp.csr_matrix((np.ones(rows.size, np.int8), (rows // 8, A.indices // 8)), shape=((n + 7) // 8,) * 2)
+            m.data[:] = 1
+            S["S"] = m
+        c = batch_counts(A, S["S"], src)
         c["set_over_vertex_candidates"] = c["set_candidates"] / max(c["vertex_candidates"], 1)
-        res["rows"].append(c)
-        print(json.dumps(c), flush=True)
-        Path(a.out).write_text(json.dumps(res, indent=1))
+        return c
+
+    run_ball_model("msbfs_pull_candidates", __doc__, one, argv, note=False)
 
 
 if __name__ == "__main__":

@@ -1572,6 +1572,14 @@ def test_closeness_fold_leaves_with_fake_cupy(fake_gpu, monkeypatch, tmp_path, n
                                                                progress=False)
             for what in ("farness", "reach", "harmonic", "closeness"):
                 np.testing.assert_array_equal(getattr(got, what), getattr(want, what), err_msg=f"{what} {conv} {on}")
+    # a checkpointed run does not fold (its batches return their sums one by one, on the
+    # grid-schedule companion): the same values
+    monkeypatch.setattr(config, "gpu_closeness_fold_leaves", True)
+    folded.clear()
+    got = closeness(g, backend="gpu", batch_size=32, checkpoint=tmp_path / "ck", progress=False)
+    assert folded == []
+    for what in ("farness", "reach", "harmonic", "closeness"):
+        np.testing.assert_array_equal(getattr(got, what), getattr(ref, what), err_msg=f"{what} checkpointed")
 
 
 def test_fold_leaves_bad_arguments(fake_gpu):
@@ -1591,3 +1599,43 @@ def test_fold_leaves_bad_arguments(fake_gpu):
         r2.fold_leaves(np.full(7, -1))
     r.fold_leaves(None)
     assert r._leaf is None
+
+
+def test_fold_keeps_runs_on_the_block_schedule(fake_gpu, monkeypatch):
+    """A runner that folds leaves runs even a small run whose sums are wanted now on the block
+    kernel (the grid-schedule companion does not fold, so the leaves' sums would be lost): the
+    sources' own sums and, after _unfold_leaves, their leaves' equal the CPU backend's per-source
+    sums."""
+    from distgraph.algorithms.closeness import _unfold_leaves, leaf_folds
+    from distgraph.algorithms.msbfs import run_batches
+    from distgraph.backends.gpu.msbfs import GpuMSBFS
+
+    g = LEAFY["grid_pendants"]
+    used = []
+    real = GpuMSBFS._grid_companion
+    monkeypatch.setattr(GpuMSBFS, "_grid_companion", lambda self: used.append(1) or real(self))
+    r = _fake_runner(fake_gpu, g, mode="blocks", reorder="rcm", symmetric=True, kappa=32)
+    assert r.schedule == "blocks" and r.slots > 2
+    leaves, parents, rep = leaf_folds(g.indptr, g.indices)
+    srcs = np.array([0, 7, 29, 32, 33, 34], np.int64)          # the parents, and 7 (no leaf)
+    here = np.where(np.isin(np.arange(g.n), srcs), rep, -1)
+    mine = np.isin(parents, srcs)
+    # without folding this run goes to the companion (one batch: fewer than half the slots busy)
+    out = tuple(np.zeros(g.n, t) for t in (np.uint64, np.int64, np.uint64, np.uint64, np.uint64))
+    r.run(srcs, False, out)
+    assert used
+    used.clear()
+    r.fold_leaves(here)
+    assert r.info["folded_into"] == int((here >= 0).sum())
+    out = tuple(np.zeros(g.n, t) for t in (np.uint64, np.int64, np.uint64, np.uint64, np.uint64))
+    r.run(srcs, False, out)
+    assert not used
+    far, reach, h0, h1, h2 = out
+    _unfold_leaves(far, reach, h0, h1, h2, leaves[mine], parents[mine], here)
+    want_v = np.concatenate([srcs, leaves[mine]])
+    tptr, tidx, _ = g.csc()
+    ref = run_batches(g.indptr, g.indices, tptr, tidx, want_v, per_source=True, batch_size=64, ctx=_self_ctx(),
+                      progress=False)[:5]
+    _assert_same([a[want_v] for a in (far, reach, h0, h1, h2)], ref)
+    r.fold_leaves(None)
+    assert r._leaf is None and "folded_into" not in r.info

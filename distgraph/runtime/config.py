@@ -127,8 +127,9 @@ class Config:
     gpu_msbfs_pull_candidates: str = "auto"
     #: GPU closeness of every vertex of an undirected graph (block schedule, symmetric sums): a
     #: vertex whose only neighbour is p is not searched; p's BFS adds its sums too, at one level
-    #: more (distgraph.algorithms.closeness.leaf_folds; exact). road-NY: 16% of the vertices,
-    #: email-Enron 31%, cond-mat-2005 9%.
+    #: more (distgraph.algorithms.closeness.leaf_folds; exact; not in checkpointed runs). Folded:
+    #: road-NY 15.6% of the vertices, email-Enron 28.6%, cond-mat-2005 8.2%; kernel time 1.208 ->
+    #: 1.14 s, 18.9 -> 18.0 ms, 17.4 -> 13.8 ms (benchmarks/results/session11_x2/call3/).
     gpu_closeness_fold_leaves: bool = True
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
     #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys

@@ -1337,6 +1337,7 @@ class GpuMSBFS:
         companion of small runs has no folding)."""
         if rep is None:
             self._leaf = None
+            self.info.pop("folded_into", None)
             return
         expect(self.symmetric, "fold_leaves' runner", "one with symmetric sums (GpuMSBFS(symmetric=True) on the "
                "block schedule)", f"schedule {self.schedule!r}, symmetric={self.symmetric}")
