@@ -254,6 +254,46 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
             "pull_candidates": getattr(r, "pull_candidates", None)}
 
 
+def bench_wave(g, limit, sources):
+    """The distance-profile wave (``GpuWave``, prototype; undirected graphs) on ``sources`` in
+    the order given, launches of 4 batches per slot, after an untimed batch (compile); the same
+    keys as :func:`bench_gpu` where they apply, ``_total`` the per-source sums at the sources
+    (the symmetric sums of the block schedule: the same totals)."""
+    import cupy as cp
+
+    from distgraph.backends.cpu.bits import normalize_limbs
+    from distgraph.backends.gpu.msbfs_wave import GpuWave
+
+    if g.directed:
+        raise ValueError("wave: undirected graphs only")
+    t0 = time.perf_counter()
+    r = GpuWave(g.indptr, g.indices)
+    prep = time.perf_counter() - t0
+    r.run(sources[:256], _out(g.n))
+    cp.cuda.Device().synchronize()
+    r.info.update(levels=0, batches=0, overflow_batches=0)
+    acc = _out(g.n)
+    done, step = 0, 256 * r.slots * 4
+    t0 = time.perf_counter()
+    for lo in range(0, sources.size, step):
+        b = sources[lo:lo + step]
+        r.run(b, acc)
+        done += b.size
+        cp.cuda.Device().synchronize()
+        if time.perf_counter() - t0 > limit:
+            break
+    el = time.perf_counter() - t0
+    normalize_limbs(acc[2], acc[3], acc[4])
+    total = el * sources.size / done
+    rate = sources.size * g.m / total
+    return {"schedule": "wave", "kappa": 256, "slots": r.slots, "block_threads": r.block_threads,
+            "preprocess_s": prep, "sources_run": int(done), "sources_total": int(sources.size), "seconds": el,
+            "total_s": total, "extrapolated": bool(done < sources.size), "edge_visits_per_s_per_gpu": rate,
+            "vs_blest_per_gpu": rate / BLEST_RATE, "levels_per_launch": r.info["levels"] / max(r.info["batches"], 1),
+            "overflow_batches": r.info["overflow_batches"], "first_batch_exact_vs_cpu": None,
+            "_first": None, "_total": acc if done == sources.size else None, "device_bytes": None}
+
+
 PROFILE_VARIANTS = [  # (label, GpuMSBFS keyword overrides); "base" = the defaults
     ("base", {}), ("tc_always", {"tc_ratio": 2**20}), ("tc_never", {"tc_ratio": 0}), ("tc_16", {"tc_ratio": 16}),
     ("bu_never", {"bu_ratio": 0}), ("bu_1", {"bu_ratio": 1}), ("bu_16", {"bu_ratio": 16}),
@@ -470,6 +510,8 @@ def variant_kwargs(v):
         return {"prefetch": True}
     if v == "fold":
         return {"fold": True}
+    if v == "wave":
+        return {"wave": True}
     if v.startswith("b") and v[1:].isdigit():
         return {"block_threads": int(v[1:])}
     if v == "f4":
@@ -498,7 +540,7 @@ def variant_kwargs(v):
 
 
 SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "shared_dbits", "prefetch", "flush4", "pull",
-              "pull_candidates", "fold", "folded_leaves",
+              "pull_candidates", "fold", "folded_leaves", "overflow_batches",
               "registers", "local_bytes", "block_launches", "batch_order", "batch_order_s", "preprocess_s",
               "sources_run", "sources_total", "seconds", "total_s", "extrapolated", "edge_visits_per_s_per_gpu",
               "vs_blest_per_gpu", "levels_per_launch", "first_batch_exact_vs_cpu", "device_bytes")
@@ -535,8 +577,11 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                     srcs[skey] = batch_sources(g, order, kw.get("kappa", 256), (tptr, tidx), skip)
                 sources, order_s = srcs[skey]
                 first = order not in checked
-                res = bench_gpu(g, limit, reorder, check=check and first, batch_order=order, sources=sources,
-                                warmup=False, first_batch=first, **kw)
+                if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
+                    res = bench_wave(g, limit, sources)
+                else:
+                    res = bench_gpu(g, limit, reorder, check=check and first, batch_order=order, sources=sources,
+                                    warmup=False, first_batch=first, **kw)
                 res.pop("_first")
                 total = res.pop("_total")
                 if res["first_batch_exact_vs_cpu"] is not False:
@@ -738,7 +783,8 @@ def main(argv=None):
                     help="extra GPU rows on graphs of the block schedule, e.g. 'k32,k64,k128,grid4,nosym,mb4,sdb,sdbmb4' "
                          "(kN: kappa N; gridN: groups=N, the grid-wide schedule; nosym: per-vertex sums; mbN: "
                          "min_blocks N; slN: N resident blocks (slots); sdb: shared_dbits; sdbmbN: both; "
-                         "pf: prefetch; fold: leaves folded as closeness() does; bN: block_threads N; "
+                         "pf: prefetch; fold: leaves folded as closeness() does; wave: the profile-wave "
+                         "prototype (GpuWave); bN: block_threads N; "
                          "f4: flush4; pull / nopull: the pull kernel on / off; pv: its per-vertex candidates; "
                          "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")
     ap.add_argument("--batch-order", default=os.environ.get("BENCH_GPU_CLOSENESS_BATCH_ORDER", "input"),

@@ -1,0 +1,143 @@
+"""Closeness sums on undirected graphs by a distance-profile wave (prototype, opt-in).
+
+``kernels/msbfs_wave.cu`` runs a batch of 256 sources as one BFS from all of them (the base
+levels) carrying, per vertex, the 256 distances as byte offsets from its base: each vertex is
+visited once per batch instead of once per level that brings it new bits (about 20 times on
+road networks, where the bit-parallel kernels of :mod:`.msbfs` are latency-bound); improvements
+that arrive after a visit are pushed on (a worklist), so the result is exact. The host model
+``benchmarks/msbfs_profile_model.py`` estimated 0.2-1.1 fixes per vertex on road-NY.
+
+:class:`GpuWave` adds the same per-source sums (farness, reach, harmonic limbs) as
+``GpuMSBFS(symmetric=True)``: each BFS's sums at its source vertex, so that over all sources
+they equal the CPU backend's per-vertex sums bit for bit. A batch whose offsets would pass 254
+(sources far apart) is flagged by the kernel and run on the CPU backend instead
+(``info["overflow_batches"]``). Not wired into :func:`~distgraph.algorithms.closeness.closeness`
+yet; ``benchmarks/gpu_closeness.py`` times it (variant ``wave``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import DeviceMemoryError, expect
+
+__all__ = ["GpuWave"]
+
+KAPPA = 256
+
+
+class GpuWave:
+    """The profile-wave runner of one undirected graph (``hptr, hidx``: its CSR, symmetric).
+
+    Parameters
+    ----------
+    hptr, hidx : arrays
+        CSR of an undirected graph (every arc in both directions).
+    reorder : {"auto", "rcm", "jaccard", "none"}
+        Vertex reordering before the run (the profiles of neighbours then lie close together).
+    slots : int or None
+        Batches run at once (one block of 1024 threads each); None: one per SM, fewer when
+        their state (``n * 276`` bytes each) does not fit in half the free device memory.
+    """
+
+    def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=1024):
+        from ...formats.reorder import reorder_graph
+        from ...graph.core import Graph
+        from .loader import get_module, import_cupy
+
+        cp = self._cp = import_cupy()
+        hptr = np.asarray(hptr, np.int64)
+        hidx = np.asarray(hidx)
+        n = self.n = int(hptr.shape[0]) - 1
+        expect(slots is None or (isinstance(slots, (int, np.integer)) and slots >= 1), "slots",
+               "None or a positive int", slots)
+        g = Graph(hptr, hidx, None, directed=False)
+        g2, new_id, info = reorder_graph(g, reorder)
+        self.new_id = None if new_id is None else np.asarray(new_id, np.int64)
+        self.info = {"reorder": info.get("method"), "overflow_batches": 0, "levels": 0, "batches": 0}
+        self._ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
+        self._idx = cp.asarray(np.asarray(g2.indices, np.int32) if g2.indices.size else np.zeros(1, np.int32))
+        self.block_threads = int(block_threads)
+        expect(self.block_threads in (256, 512, 1024), "block_threads", "256, 512 or 1024", block_threads)
+        self._k = get_module("msbfs_wave", {"DG_WV_BLOCK": self.block_threads}).get_function(
+            "distgraph_msbfs_wave_blocks")
+        sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+        per = max(n, 1) * (256 + 4 * 5)
+        free = int(cp.cuda.Device().mem_info[0])
+        fit = max(0, (free // 2) // per)
+        want = sms if slots is None else int(slots)
+        self.slots = min(want, fit)
+        if self.slots < 1:
+            raise DeviceMemoryError(f"the profile wave needs {per} bytes per batch slot for {n} vertices; "
+                                    f"{free} bytes free on the GPU")
+        S, n1 = self.slots, max(n, 1)
+        self._prof = cp.full(S * n1 * 64, 0xFFFFFFFF, cp.uint32)
+        self._base = cp.full(S * n1, -1, cp.int32)
+        self._order = cp.zeros(S * n1, cp.int32)
+        self._wl = cp.zeros(S * 2 * n1, cp.int32)
+        self._inwl = cp.zeros(S * n1, cp.int32)
+        self._next = cp.zeros(1, cp.uint32)
+        self._stats = cp.zeros(1, cp.int64)
+        self._recip_max = 0
+        self._recip = None
+        self._graph = (hptr, hidx)
+
+    def _recip_table(self, size):
+        from ..cpu.bits import recip_fixed
+
+        if size > self._recip_max:
+            t = np.zeros(size, np.uint64)
+            for d in range(2, size):
+                t[d] = recip_fixed(d)
+            self._recip = self._cp.asarray(t)
+            self._recip_max = size
+        return self._recip
+
+    def run(self, sources, out) -> None:
+        """Add the sums of the BFSs from ``sources`` (distinct caller ids) at the source vertices
+        into ``out`` (``far, reach, h0, h1, h2``, host arrays of n; limbs not normalized)."""
+        cp = self._cp
+        src = np.asarray(sources, np.int64)
+        k = int(src.shape[0])
+        if k == 0:
+            return
+        internal = self.new_id[src] if self.new_id is not None else src
+        nb = -(-k // KAPPA)
+        srcs = np.zeros(nb * KAPPA, np.int32)
+        srcs[:k] = internal
+        nsrcs = np.full(nb, KAPPA, np.int32)
+        nsrcs[-1] = k - (nb - 1) * KAPPA
+        recip = self._recip_table(min(self.n + 2, 1 << 16))
+        sums = tuple(cp.zeros(self.n, cp.uint64) for _ in range(5))
+        ovf = cp.zeros(nb, cp.int32)
+        self._next.fill(0)
+        self._stats.fill(0)
+        self._k((min(self.slots, nb),), (self.block_threads,),
+                (self._ptr, self._idx, np.int32(self.n), cp.asarray(srcs), cp.asarray(nsrcs), np.int32(nb),
+                 self._prof, self._base, self._order, self._wl, self._inwl, recip, np.int32(self._recip_max),
+                 *sums, self._next, ovf, self._stats))
+        host = [a.get() for a in sums]
+        if self.new_id is not None:
+            host = [h[self.new_id] for h in host]
+        far, reach, h0, h1, h2 = out
+        far += host[0]
+        reach += host[1].astype(np.int64)
+        h0 += host[2]
+        h1 += host[3]
+        h2 += host[4]
+        self.info["levels"] += int(self._stats.get()[0])
+        self.info["batches"] += nb
+        bad = np.flatnonzero(ovf.get())
+        if bad.size:   # offsets past 254: those batches on the CPU backend (per source, added at the sources)
+            from mpi4py import MPI
+
+            from ...algorithms.msbfs import run_batches
+            from ...runtime.context import get_context
+
+            self.info["overflow_batches"] += int(bad.size)
+            hptr, hidx = self._graph
+            redo = np.concatenate([src[b * KAPPA:(b + 1) * KAPPA] for b in bad])
+            part = run_batches(hptr, hidx, hptr, hidx, redo, per_source=True, batch_size=512,
+                               ctx=get_context(MPI.COMM_SELF, "cpu"), progress=False)[:5]
+            for a, p in zip(out, part):
+                np.add.at(a, redo, np.asarray(p).astype(a.dtype))

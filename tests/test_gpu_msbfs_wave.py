@@ -1,0 +1,84 @@
+"""The distance-profile wave (``GpuWave``, kernels/msbfs_wave.cu; prototype): per-source sums at
+the source vertices that, over every source, equal the CPU backend's per-vertex closeness sums bit
+for bit (undirected graphs: paths, stars, grids with hanging paths, isolated vertices and edges,
+Kronecker, disconnected, real graphs); per-source sums of road-NY's first ball batches against the
+CPU backend's; and batches whose sources lie too far apart for byte offsets, which the kernel flags
+and the host runs on the CPU backend (still exact). Skipped without a GPU."""
+
+import numpy as np
+import pytest
+
+from distgraph import generators as gen
+from distgraph.backends.cpu.bits import normalize_limbs
+from distgraph.graph import Graph
+
+from _msbfs_cases import graphs, real_graph as _real, same as _same, sums as _sums
+
+pytestmark = pytest.mark.gpu
+
+
+def _undirected():
+    out = {k: v for k, v in graphs(undirected_disconnected=True).items() if not v.directed}
+    out["star"] = Graph.from_edges([0] * 6, [1, 2, 3, 4, 5, 6], directed=False)
+    out["two_edges_isolated"] = Graph.from_edges([0, 5], [3, 2], n=7, directed=False)
+    g = gen.grid(23, 19)
+    s, d = g.edges()[:2]
+    n0 = g.n
+    out["grid_hanging"] = Graph.from_edges(np.concatenate([s, [0, n0, n0 + 1, 40, 200, n0 + 3, n0 + 3]]),
+                                           np.concatenate([d, [n0, n0 + 1, n0 + 2, n0 + 3, n0 + 4, n0 + 5, n0 + 6]]),
+                                           n=n0 + 9, directed=False)
+    return out
+
+
+GRAPHS = _undirected()
+
+
+def _wave_sums(g, sources, **kw):
+    from distgraph.backends.gpu.msbfs_wave import GpuWave
+
+    r = GpuWave(g.indptr, g.indices, **kw)
+    out = (np.zeros(g.n, np.uint64), np.zeros(g.n, np.int64), np.zeros(g.n, np.uint64), np.zeros(g.n, np.uint64),
+           np.zeros(g.n, np.uint64))
+    r.run(sources, out)
+    normalize_limbs(out[2], out[3], out[4])
+    return out, r
+
+
+@pytest.mark.parametrize("reorder", ["none", "auto"])
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_wave_totals_equal_cpu(name, reorder):
+    g = GRAPHS[name]
+    srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    got, r = _wave_sums(g, srcs, reorder=reorder, slots=3)
+    assert r.info["batches"] == -(-srcs.size // 256)
+    assert _same(got, _sums(g, srcs, False))
+
+
+@pytest.mark.parametrize("name", ["power.mtx.gz", "minnesota.mtx.gz", "email-Enron.mtx.gz"])
+def test_wave_real_graphs(data_dir, name):
+    g = _real(data_dir, name)
+    srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    got, r = _wave_sums(g, srcs)
+    assert _same(got, _sums(g, srcs, False))
+
+
+def test_wave_road_ny_ball_batches(data_dir):
+    from distgraph.algorithms.msbfs import ball_sources
+
+    g = _real(data_dir, "road-NY.gr.xz")
+    tptr, tidx, _ = g.csc()
+    srcs = ball_sources(g.indptr, g.indices, tptr, tidx, np.arange(g.n, dtype=np.int64), 256)[:768]
+    got, r = _wave_sums(g, srcs)
+    assert r.info["overflow_batches"] == 0 and r.info["levels"] > 1000
+    ref = _sums(g, srcs, True)
+    assert _same([a[srcs] for a in got], ref)
+
+
+def test_wave_far_apart_sources_overflow_to_cpu():
+    # a path of 700 vertices, sources at both ends: offsets up to 699 do not fit a byte
+    g = Graph.from_edges(np.arange(699), np.arange(1, 700), directed=False)
+    srcs = np.array([0, 1, 698, 699], np.int64)
+    got, r = _wave_sums(g, srcs, reorder="none")
+    assert r.info["overflow_batches"] == 1
+    ref = _sums(g, srcs, True)
+    assert _same([a[srcs] for a in got], ref)
