@@ -290,7 +290,7 @@ def bench_wave(g, limit, sources):
             "preprocess_s": prep, "sources_run": int(done), "sources_total": int(sources.size), "seconds": el,
             "total_s": total, "extrapolated": bool(done < sources.size), "edge_visits_per_s_per_gpu": rate,
             "vs_blest_per_gpu": rate / BLEST_RATE, "levels_per_launch": r.info["levels"] / max(r.info["batches"], 1),
-            "overflow_batches": r.info["overflow_batches"], "first_batch_exact_vs_cpu": None,
+            "overflow_batches": r.info["overflow_batches"], "wave_info": dict(r.info), "first_batch_exact_vs_cpu": None,
             "_first": None, "_total": acc if done == sources.size else None, "device_bytes": None}
 
 
@@ -540,7 +540,7 @@ def variant_kwargs(v):
 
 
 SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "shared_dbits", "prefetch", "flush4", "pull",
-              "pull_candidates", "fold", "folded_leaves", "overflow_batches",
+              "pull_candidates", "fold", "folded_leaves", "overflow_batches", "wave_info",
               "registers", "local_bytes", "block_launches", "batch_order", "batch_order_s", "preprocess_s",
               "sources_run", "sources_total", "seconds", "total_s", "extrapolated", "edge_visits_per_s_per_gpu",
               "vs_blest_per_gpu", "levels_per_launch", "first_batch_exact_vs_cpu", "device_bytes")

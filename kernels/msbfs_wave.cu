@@ -36,6 +36,9 @@ typedef unsigned long long wv_u64;
 #define DG_WV_BLOCK 1024
 #endif
 #define WV_FULL 0xffffffffu
+#ifndef DG_WV_UNR
+#define DG_WV_UNR 8  // visited vertices in flight per thread in the sums pass
+#endif
 
 // round(2^64 / L) for L >= 2, as dg_recip_fixed in msbfs.cu and recip_fixed in backends/cpu/bits.py
 __device__ __forceinline__ wv_u64 wv_recip_fixed(wv_u64 L) {
@@ -89,7 +92,8 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
 // Push the vertices order[lo, hi), then the worklist rounds until no profile changes (block).
 __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __restrict__ indptr,
                               const int* __restrict__ indices, unsigned* P, const int* B, int* inwl, int* wl, int n,
-                              unsigned* s_wn, int* s_ovf) {
+                              unsigned* s_wn, int* s_ovf, unsigned long long* s_rounds,
+                              unsigned long long* s_fixes) {
     const int warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const unsigned lane = threadIdx.x & 31u;
     if (threadIdx.x == 0) s_wn[0] = 0u;
@@ -101,7 +105,11 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
         const int k = (int)s_wn[cur];
         if (k == 0) break;  // block-uniform
         __syncthreads();    // everyone has read s_wn[cur]
-        if (threadIdx.x == 0) s_wn[cur ^ 1] = 0u;
+        if (threadIdx.x == 0) {
+            s_wn[cur ^ 1] = 0u;
+            *s_rounds += 1ull;
+            *s_fixes += (unsigned long long)k;
+        }
         __syncthreads();
         const int* in = wl + (wv_i64)cur * n;
         int* out = wl + (wv_i64)(cur ^ 1) * n;
@@ -127,6 +135,7 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
                             wv_u64* h1, wv_u64* h2, unsigned* next, int* overflow, wv_i64* stats) {
     __shared__ int s_batch, s_ovf;
     __shared__ unsigned s_cnt, s_wn[2];
+    __shared__ unsigned long long s_rounds, s_fixes;  // worklist rounds run, vertices pushed again
     const wv_i64 slot = blockIdx.x;
     unsigned* P = prof + slot * (wv_i64)n * 64;
     int* B = base + slot * (wv_i64)n;
@@ -136,6 +145,8 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
     const int warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const unsigned lane = threadIdx.x & 31u;
     wv_i64 levels = 0;
+    long long t0 = clock64(), t_wave = 0, t_sums = 0;  // thread 0: cycles in the wave, in the sums
+    if (threadIdx.x == 0) s_rounds = s_fixes = 0ull;
     for (;;) {
         if (threadIdx.x == 0) {
             s_batch = (int)atomicAdd(next, 1u);
@@ -155,7 +166,7 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
         }
         __syncthreads();
         int lo = 0, hi = (int)s_cnt, L = 0;
-        wv_push_level(O, lo, hi, indptr, indices, P, B, IN, WL, n, s_wn, &s_ovf);
+        wv_push_level(O, lo, hi, indptr, indices, P, B, IN, WL, n, s_wn, &s_ovf, &s_rounds, &s_fixes);
         while (true) {
             // discovery of level L + 1
             for (int i = lo + (int)threadIdx.x; i < hi; i += blockDim.x) {
@@ -182,24 +193,44 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
                 P[(wv_i64)v * 64 + 32 + lane] = a1;
             }
             __syncthreads();
-            wv_push_level(O, nlo, nhi, indptr, indices, P, B, IN, WL, n, s_wn, &s_ovf);
+            wv_push_level(O, nlo, nhi, indptr, indices, P, B, IN, WL, n, s_wn, &s_ovf, &s_rounds, &s_fixes);
             lo = nlo;
             hi = nhi;
             ++L;
         }
         levels += L;
         const int cnt = (int)s_cnt;
-        // per-source sums: a thread per source, groups of 256 threads over the visited vertices
-        if (!s_ovf) {
+        if (threadIdx.x == 0) {
+            const long long t1 = clock64();
+            t_wave += t1 - t0;
+            t0 = t1;
+            if (s_ovf) overflow[bt] = 1;
+        }
+        // per-source sums (skipped when the batch overflowed), a thread per source in groups of
+        // 256 over the visited vertices, UNR of them in flight per thread; each thread then resets
+        // its byte of the vertex (and thread 0 of the group the base): the slot is clean after it
+        const bool sums_on = !s_ovf;
+        {
             const int c = threadIdx.x & 255, g = threadIdx.x >> 8, ng = blockDim.x >> 8;
-            if (c < nsrc) {
-                const unsigned char* Pb = (const unsigned char*)P;
-                wv_u64 f = 0, r = 0, a = 0, b1 = 0, b2 = 0;
-                for (int i = g; i < cnt; i += ng) {
-                    const int v = O[i];
-                    const unsigned off = Pb[(wv_i64)v * 256 + c];
-                    if (off == 255u) continue;
-                    const wv_u64 d = (wv_u64)B[v] + off;
+            unsigned char* Pb = (unsigned char*)P;
+            wv_u64 f = 0, r = 0, a = 0, b1 = 0, b2 = 0;
+            for (int i0 = g * DG_WV_UNR; i0 < cnt; i0 += ng * DG_WV_UNR) {
+                int vv[DG_WV_UNR];
+                unsigned oo[DG_WV_UNR];
+                int bb[DG_WV_UNR];
+#pragma unroll
+                for (int k = 0; k < DG_WV_UNR; ++k) vv[k] = i0 + k < cnt ? O[i0 + k] : -1;
+#pragma unroll
+                for (int k = 0; k < DG_WV_UNR; ++k) {
+                    oo[k] = vv[k] >= 0 ? Pb[(wv_i64)vv[k] * 256 + c] : 255u;
+                    bb[k] = vv[k] >= 0 ? B[vv[k]] : 0;
+                }
+#pragma unroll
+                for (int k = 0; k < DG_WV_UNR; ++k) {
+                    if (vv[k] < 0) continue;
+                    Pb[(wv_i64)vv[k] * 256 + c] = 255u;
+                    if (oo[k] == 255u || c >= nsrc || !sums_on) continue;
+                    const wv_u64 d = (wv_u64)bb[k] + oo[k];
                     ++r;
                     f += d;
                     if (d == 1) {
@@ -210,6 +241,8 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
                         b2 += q & 0xffffffffull;
                     }
                 }
+            }
+            if (c < nsrc && sums_on) {
                 const int s = bs[c];
                 if (f) atomicAdd(far + s, f);
                 if (r) atomicAdd(reach + s, r);
@@ -217,18 +250,21 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
                 if (b1) atomicAdd(h1 + s, b1);
                 if (b2) atomicAdd(h2 + s, b2);
             }
-        } else if (threadIdx.x == 0) {
-            overflow[bt] = 1;
         }
+        __syncthreads();   // every byte read before the bases go
+        for (int i = threadIdx.x; i < cnt; i += blockDim.x) B[O[i]] = -1;
         __syncthreads();
-        // reset the visited vertices' state
-        for (int i = warp; i < cnt; i += nw) {
-            const int v = O[i];
-            P[(wv_i64)v * 64 + lane] = WV_FULL;
-            P[(wv_i64)v * 64 + 32 + lane] = WV_FULL;
-            if (lane == 0u) B[v] = -1;
+        if (threadIdx.x == 0) {
+            const long long t1 = clock64();
+            t_sums += t1 - t0;
+            t0 = t1;
         }
-        __syncthreads();
     }
-    if (threadIdx.x == 0) atomicAdd((unsigned long long*)stats, (unsigned long long)levels);
+    if (threadIdx.x == 0) {
+        atomicAdd((unsigned long long*)stats, (unsigned long long)levels);
+        atomicAdd((unsigned long long*)stats + 1, (unsigned long long)t_wave);
+        atomicAdd((unsigned long long*)stats + 2, (unsigned long long)t_sums);
+        atomicAdd((unsigned long long*)stats + 3, (unsigned long long)s_rounds);
+        atomicAdd((unsigned long long*)stats + 4, (unsigned long long)s_fixes);
+    }
 }

@@ -10,8 +10,10 @@ that arrive after a visit are pushed on (a worklist), so the result is exact. Th
 :class:`GpuWave` adds the same per-source sums (farness, reach, harmonic limbs) as
 ``GpuMSBFS(symmetric=True)``: each BFS's sums at its source vertex, so that over all sources
 they equal the CPU backend's per-vertex sums bit for bit. A batch whose offsets would pass 254
-(sources far apart) is flagged by the kernel and run on the CPU backend instead
-(``info["overflow_batches"]``). Not wired into :func:`~distgraph.algorithms.closeness.closeness`
+(sources far apart) is flagged by the kernel and run by the bit-parallel kernel instead
+(``GpuMSBFS(symmetric=True)``, ``info["overflow_batches"]``). ``info`` also holds the wave's and
+the sums pass's clock cycles (thread 0 of each block, summed over the blocks), the worklist rounds
+and the vertices they pushed again (fixes). Not wired into :func:`~distgraph.algorithms.closeness.closeness`
 yet; ``benchmarks/gpu_closeness.py`` times it (variant ``wave``).
 """
 
@@ -54,7 +56,8 @@ class GpuWave:
         g = Graph(hptr, hidx, None, directed=False)
         g2, new_id, info = reorder_graph(g, reorder)
         self.new_id = None if new_id is None else np.asarray(new_id, np.int64)
-        self.info = {"reorder": info.get("method"), "overflow_batches": 0, "levels": 0, "batches": 0}
+        self.info = {"reorder": info.get("method"), "overflow_batches": 0, "levels": 0, "batches": 0,
+                     "wave_cycles": 0, "sums_cycles": 0, "fix_rounds": 0, "fixes": 0}
         self._ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
         self._idx = cp.asarray(np.asarray(g2.indices, np.int32) if g2.indices.size else np.zeros(1, np.int32))
         self.block_threads = int(block_threads)
@@ -77,7 +80,8 @@ class GpuWave:
         self._wl = cp.zeros(S * 2 * n1, cp.int32)
         self._inwl = cp.zeros(S * n1, cp.int32)
         self._next = cp.zeros(1, cp.uint32)
-        self._stats = cp.zeros(1, cp.int64)
+        self._stats = cp.zeros(5, cp.int64)
+        self._fallback = None
         self._recip_max = 0
         self._recip = None
         self._graph = (hptr, hidx)
@@ -125,19 +129,25 @@ class GpuWave:
         h0 += host[2]
         h1 += host[3]
         h2 += host[4]
-        self.info["levels"] += int(self._stats.get()[0])
+        st = self._stats.get()
+        for key, v in zip(("levels", "wave_cycles", "sums_cycles", "fix_rounds", "fixes"), st):
+            self.info[key] += int(v)
         self.info["batches"] += nb
         bad = np.flatnonzero(ovf.get())
-        if bad.size:   # offsets past 254: those batches on the CPU backend (per source, added at the sources)
+        if bad.size:   # offsets past 254: those batches on the bit-parallel kernel (symmetric sums)
+            self.info["overflow_batches"] += int(bad.size)
+            redo = np.concatenate([src[b * KAPPA:(b + 1) * KAPPA] for b in bad])
+            self._bits().run(redo, False, out)
+
+    def _bits(self):
+        """The bit-parallel runner of the same graph (``GpuMSBFS(symmetric=True)``, made at first use)."""
+        if self._fallback is None:
             from mpi4py import MPI
 
-            from ...algorithms.msbfs import run_batches
             from ...runtime.context import get_context
+            from .msbfs import GpuMSBFS
 
-            self.info["overflow_batches"] += int(bad.size)
             hptr, hidx = self._graph
-            redo = np.concatenate([src[b * KAPPA:(b + 1) * KAPPA] for b in bad])
-            part = run_batches(hptr, hidx, hptr, hidx, redo, per_source=True, batch_size=512,
-                               ctx=get_context(MPI.COMM_SELF, "cpu"), progress=False)[:5]
-            for a, p in zip(out, part):
-                np.add.at(a, redo, np.asarray(p).astype(a.dtype))
+            self._fallback = GpuMSBFS(hptr, hidx, hptr, hidx, ctx=get_context(MPI.COMM_SELF, "gpu"), kappa=KAPPA,
+                                      groups="blocks", symmetric=True, announce=False, slots=16)
+        return self._fallback
