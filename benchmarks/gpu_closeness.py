@@ -254,7 +254,7 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
             "pull_candidates": getattr(r, "pull_candidates", None)}
 
 
-def bench_wave(g, limit, sources):
+def bench_wave(g, limit, sources, unroll=8, block_threads=1024):
     """The distance-profile wave (``GpuWave``, prototype; undirected graphs) on ``sources`` in
     the order given, launches of 4 batches per slot, after an untimed batch (compile); the same
     keys as :func:`bench_gpu` where they apply, ``_total`` the per-source sums at the sources
@@ -267,7 +267,8 @@ def bench_wave(g, limit, sources):
     if g.directed:
         raise ValueError("wave: undirected graphs only")
     t0 = time.perf_counter()
-    r = GpuWave(g.indptr, g.indices)
+    r = GpuWave(g.indptr, g.indices, unroll=unroll, block_threads=block_threads)
+    r._bits()   # the bit-parallel runner of overflowed batches, made before the clock starts
     prep = time.perf_counter() - t0
     r.run(sources[:256], _out(g.n))
     cp.cuda.Device().synchronize()
@@ -512,6 +513,8 @@ def variant_kwargs(v):
         return {"fold": True}
     if v == "wave":
         return {"wave": True}
+    if v.startswith("wave") and v[4:].isdigit():   # waveU: unroll U; wave+bT: blocks of T threads
+        return {"wave": True, "unroll": int(v[4:])}
     if v.startswith("b") and v[1:].isdigit():
         return {"block_threads": int(v[1:])}
     if v == "f4":
@@ -578,7 +581,8 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                 sources, order_s = srcs[skey]
                 first = order not in checked
                 if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
-                    res = bench_wave(g, limit, sources)
+                    res = bench_wave(g, limit, sources, unroll=kw.get("unroll", 8),
+                                     block_threads=kw.get("block_threads", 1024))
                 else:
                     res = bench_gpu(g, limit, reorder, check=check and first, batch_order=order, sources=sources,
                                     warmup=False, first_batch=first, **kw)

@@ -38,11 +38,16 @@ class GpuWave:
     reorder : {"auto", "rcm", "jaccard", "none"}
         Vertex reordering before the run (the profiles of neighbours then lie close together).
     slots : int or None
-        Batches run at once (one block of 1024 threads each); None: one per SM, fewer when
-        their state (``n * 276`` bytes each) does not fit in half the free device memory.
+        Batches run at once (one block of ``block_threads`` each); None: 1024 threads' worth per
+        SM, fewer when their state (``n * 276`` bytes each) does not fit in half the free device
+        memory.
+    block_threads : {256, 512, 1024}
+        Threads per block (1024: 64 registers each, the sums pass spills; 512: up to 128).
+    unroll : int
+        Visited vertices in flight per thread in the sums pass (``DG_WV_UNR``).
     """
 
-    def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=1024):
+    def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=1024, unroll=8):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
@@ -62,13 +67,20 @@ class GpuWave:
         self._idx = cp.asarray(np.asarray(g2.indices, np.int32) if g2.indices.size else np.zeros(1, np.int32))
         self.block_threads = int(block_threads)
         expect(self.block_threads in (256, 512, 1024), "block_threads", "256, 512 or 1024", block_threads)
-        self._k = get_module("msbfs_wave", {"DG_WV_BLOCK": self.block_threads}).get_function(
+        expect(unroll in (1, 2, 4, 8, 16, 32), "unroll", "1, 2, 4, 8, 16 or 32 (vertices in flight per thread in "
+               "the sums pass)", unroll)
+        self.unroll = int(unroll)
+        self._k = get_module("msbfs_wave", {"DG_WV_BLOCK": self.block_threads, "DG_WV_UNR": self.unroll}).get_function(
             "distgraph_msbfs_wave_blocks")
+        from .msbfs import _func_attr
+
+        self.info["registers"] = _func_attr(self._k, "NUM_REGS")
+        self.info["local_bytes"] = _func_attr(self._k, "LOCAL_SIZE_BYTES")
         sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
         per = max(n, 1) * (256 + 4 * 5)
         free = int(cp.cuda.Device().mem_info[0])
         fit = max(0, (free // 2) // per)
-        want = sms if slots is None else int(slots)
+        want = sms * (1024 // self.block_threads) if slots is None else int(slots)   # 2048 threads per SM at most
         self.slots = min(want, fit)
         if self.slots < 1:
             raise DeviceMemoryError(f"the profile wave needs {per} bytes per batch slot for {n} vertices; "
@@ -137,7 +149,9 @@ class GpuWave:
         if bad.size:   # offsets past 254: those batches on the bit-parallel kernel (symmetric sums)
             self.info["overflow_batches"] += int(bad.size)
             redo = np.concatenate([src[b * KAPPA:(b + 1) * KAPPA] for b in bad])
-            self._bits().run(redo, False, out)
+            bits = self._bits()
+            bits.run(redo, False, out, defer=True)   # the block schedule, drained at once
+            bits.drain(*out)
 
     def _bits(self):
         """The bit-parallel runner of the same graph (``GpuMSBFS(symmetric=True)``, made at first use)."""
