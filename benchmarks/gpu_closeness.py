@@ -272,7 +272,7 @@ def bench_wave(g, limit, sources, unroll=8, block_threads=1024):
     prep = time.perf_counter() - t0
     r.run(sources[:256], _out(g.n))
     cp.cuda.Device().synchronize()
-    r.info.update(levels=0, batches=0, overflow_batches=0)
+    r.info.update(levels=0, batches=0, overflow_batches=0, wave_cycles=0, sums_cycles=0, fix_rounds=0, fixes=0)
     acc = _out(g.n)
     done, step = 0, 256 * r.slots * 4
     t0 = time.perf_counter()
@@ -600,7 +600,7 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                         same = all(np.array_equal(a, b) for a, b in zip(total, ref[1]))
                 rows[key]["total_same_as_first_row"] = same
                 rows[key]["first_row"] = ref[0] if ref is not None else None
-                if res.get("schedule") != "blocks":
+                if res.get("schedule") not in ("blocks", "wave"):
                     rows[key]["note"] = "not the block schedule: block_threads does not apply"
             except Exception as e:
                 rows[key] = {"error": repr(e)[:2000]}

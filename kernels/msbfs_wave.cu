@@ -16,10 +16,14 @@
 // neighbour so lowered goes on a worklist (a flag per vertex dedups), and the worklist's
 // vertices push in turn, round after round, until no profile changes. Every arc between visited
 // vertices is thus consistent when the wave moves on (a label-correcting search ordered by
-// base), and the unvisited ones pull from final values: at the end the profiles are the exact
-// distances. Level 0: the sources (offset 0 at their own byte), then their push rounds.
+// base). A pull may read a profile that a later push lowers; that push then reaches the puller
+// too (it has a base by then), so the exactness comes from the push-back: at the end every arc
+// is consistent and the profiles are the exact distances. Level 0: the sources (offset 0 at their
+// own byte), then their push rounds.
 //
-// An offset that would pass 254 (a batch whose sources are far apart) sets the batch's overflow
+// An offset that would pass 254 (a batch whose sources are far apart; also a temporary upper
+// bound on the way, before a push lowers it, so a batch can be flagged whose true offsets fit)
+// sets the batch's overflow
 // flag: its sums are not added and the host runs it another way. Then the per-source sums, a
 // thread per source reading its byte of every visited vertex (coalesced): farness, reach and the
 // harmonic limbs (h0: distance 1; h1, h2: the high and low halves of round(2^64 / d), recip[d]),
@@ -208,7 +212,7 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
         }
         // per-source sums (skipped when the batch overflowed), a thread per source in groups of
         // 256 over the visited vertices, UNR of them in flight per thread; each thread then resets
-        // its byte of the vertex (and thread 0 of the group the base): the slot is clean after it
+        // its byte of the vertex; the bases are reset after a barrier: the slot is clean after it
         const bool sums_on = !s_ovf;
         {
             const int c = threadIdx.x & 255, g = threadIdx.x >> 8, ng = blockDim.x >> 8;

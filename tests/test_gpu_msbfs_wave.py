@@ -14,9 +14,6 @@ from distgraph.graph import Graph
 
 from _msbfs_cases import graphs, real_graph as _real, same as _same, sums as _sums
 
-pytestmark = pytest.mark.gpu
-
-
 def _undirected():
     out = {k: v for k, v in graphs(undirected_disconnected=True).items() if not v.directed}
     out["star"] = Graph.from_edges([0] * 6, [1, 2, 3, 4, 5, 6], directed=False)
@@ -44,6 +41,7 @@ def _wave_sums(g, sources, **kw):
     return out, r
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("reorder", ["none", "auto"])
 @pytest.mark.parametrize("name", sorted(GRAPHS))
 def test_wave_totals_equal_cpu(name, reorder):
@@ -54,6 +52,7 @@ def test_wave_totals_equal_cpu(name, reorder):
     assert _same(got, _sums(g, srcs, False))
 
 
+@pytest.mark.gpu
 @pytest.mark.parametrize("name", ["power.mtx.gz", "minnesota.mtx.gz", "email-Enron.mtx.gz"])
 def test_wave_real_graphs(data_dir, name):
     g = _real(data_dir, name)
@@ -62,6 +61,7 @@ def test_wave_real_graphs(data_dir, name):
     assert _same(got, _sums(g, srcs, False))
 
 
+@pytest.mark.gpu
 def test_wave_road_ny_ball_batches(data_dir):
     from distgraph.algorithms.msbfs import ball_sources
 
@@ -74,6 +74,7 @@ def test_wave_road_ny_ball_batches(data_dir):
     assert _same([a[srcs] for a in got], ref)
 
 
+@pytest.mark.gpu
 def test_wave_far_apart_sources_overflow_to_the_bit_kernel():
     # a path of 700 vertices, sources at both ends: offsets up to 699 do not fit a byte
     g = Graph.from_edges(np.arange(699), np.arange(1, 700), directed=False)
@@ -82,3 +83,27 @@ def test_wave_far_apart_sources_overflow_to_the_bit_kernel():
     assert r.info["overflow_batches"] == 1 and r._fallback is not None
     ref = _sums(g, srcs, True)
     assert _same([a[srcs] for a in got], ref)
+
+
+# ---------------------------------------------------------------- no GPU needed
+def test_wave_refuses_directed_graphs():
+    # checked before CuPy is imported: the same error with or without a GPU
+    from distgraph.backends.gpu.msbfs_wave import GpuWave
+    from distgraph.errors import InvalidArgumentError
+
+    d = Graph.from_edges([0, 1, 2], [1, 2, 3], directed=True)
+    with pytest.raises(InvalidArgumentError, match="the graph must be undirected"):
+        GpuWave(d.indptr, d.indices)
+
+
+def test_wave_sources_checked():
+    from distgraph.backends.gpu.msbfs_wave import _check_sources
+    from distgraph.errors import InvalidArgumentError
+
+    _check_sources(np.array([3, 0, 2]), 4)
+    with pytest.raises(InvalidArgumentError, match="distinct vertex ids; got '1 repeated'"):
+        _check_sources(np.array([0, 0, 1]), 4)
+    with pytest.raises(InvalidArgumentError, match=r"vertex ids in \[0, 4\); got 'sources\[1\] = 4'"):
+        _check_sources(np.array([0, 4]), 4)
+    with pytest.raises(InvalidArgumentError, match="sources\\[0\\] = -1"):
+        _check_sources(np.array([-1]), 4)

@@ -17,11 +17,13 @@ and the vertices they pushed again (fixes). Not wired into :func:`~distgraph.alg
 yet; ``benchmarks/gpu_closeness.py`` times it (variant ``wave``).
 
 Measured (H200, benchmarks/results/session11_x2/call9/, the kernel as at 0d059f4): exact on every
-test graph; on road-NY the kernel's clocks put about 0.37 s of each block's time in the wave and
-0.18 s in the sums pass, against 1.20 s for the bit-parallel kernel's whole run; on cond-mat-2005
-and email-Enron (low diameter) it is 3-5x slower than the bit-parallel kernel. The overflowed
-batches' run on the block schedule, and the ``unroll`` and ``block_threads`` options, came after
-and have not run on a GPU yet.
+test graph; on road-NY the kernel's clock cycles, averaged over the blocks at an assumed 1.98 GHz,
+come to about 0.37 s in the wave and 0.18 s in the sums pass, against 1.20 s of wall time for the
+bit-parallel kernel's whole run (the wave row's wall time, 4.72 s, includes 10 overflowed batches
+on a bit-parallel runner made inside the clock); on cond-mat-2005 and email-Enron (low diameter)
+it is 5.4x and 3.2x slower than the bit-parallel kernel. The overflowed batches' run on the block
+schedule with the runner made first, the argument checks, and the ``unroll`` and ``block_threads``
+options came after and have not run on a GPU yet.
 """
 
 from __future__ import annotations
@@ -45,9 +47,9 @@ class GpuWave:
     reorder : {"auto", "rcm", "jaccard", "none"}
         Vertex reordering before the run (the profiles of neighbours then lie close together).
     slots : int or None
-        Batches run at once (one block of ``block_threads`` each); None: 1024 threads' worth per
-        SM, fewer when their state (``n * 276`` bytes each) does not fit in half the free device
-        memory.
+        Batches run at once (one block of ``block_threads`` each); None: the resident blocks of
+        the compiled kernel, fewer when their state (``n * 276`` bytes each) does not fit in half
+        the free device memory.
     block_threads : {256, 512, 1024}
         Threads per block (1024: 64 registers each, the sums pass spills; 512: up to 128).
     unroll : int
@@ -59,12 +61,13 @@ class GpuWave:
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
 
-        cp = self._cp = import_cupy()
         hptr = np.asarray(hptr, np.int64)
         hidx = np.asarray(hidx)
         n = self.n = int(hptr.shape[0]) - 1
         expect(slots is None or (isinstance(slots, (int, np.integer)) and slots >= 1), "slots",
                "None or a positive int", slots)
+        _check_symmetric(hptr, hidx, n)   # before CuPy: the same error with or without a GPU
+        cp = self._cp = import_cupy()
         g = Graph(hptr, hidx, None, directed=False)
         g2, new_id, info = reorder_graph(g, reorder)
         self.new_id = None if new_id is None else np.asarray(new_id, np.int64)
@@ -83,11 +86,12 @@ class GpuWave:
 
         self.info["registers"] = _func_attr(self._k, "NUM_REGS")
         self.info["local_bytes"] = _func_attr(self._k, "LOCAL_SIZE_BYTES")
-        sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+        from .msbfs import _grid_size
+
         per = max(n, 1) * (256 + 4 * 5)
         free = int(cp.cuda.Device().mem_info[0])
         fit = max(0, (free // 2) // per)
-        want = sms * (1024 // self.block_threads) if slots is None else int(slots)   # 2048 threads per SM at most
+        want = _grid_size(cp, self._k, self.block_threads) if slots is None else int(slots)   # the resident blocks
         self.slots = min(want, fit)
         if self.slots < 1:
             raise DeviceMemoryError(f"the profile wave needs {per} bytes per batch slot for {n} vertices; "
@@ -124,6 +128,7 @@ class GpuWave:
         k = int(src.shape[0])
         if k == 0:
             return
+        _check_sources(src, self.n)
         internal = self.new_id[src] if self.new_id is not None else src
         nb = -(-k // KAPPA)
         srcs = np.zeros(nb * KAPPA, np.int32)
@@ -142,21 +147,23 @@ class GpuWave:
         host = [a.get() for a in sums]
         if self.new_id is not None:
             host = [h[self.new_id] for h in host]
+        st = self._stats.get()
+        bad = np.flatnonzero(ovf.get())
+        # offsets past 254: those batches on the bit-parallel kernel (symmetric sums), whose runner
+        # is made first, so that ``out`` gets nothing when it cannot be
+        bits = self._bits() if bad.size else None
         far, reach, h0, h1, h2 = out
         far += host[0]
         reach += host[1].astype(np.int64)
         h0 += host[2]
         h1 += host[3]
         h2 += host[4]
-        st = self._stats.get()
         for key, v in zip(("levels", "wave_cycles", "sums_cycles", "fix_rounds", "fixes"), st):
             self.info[key] += int(v)
         self.info["batches"] += nb
-        bad = np.flatnonzero(ovf.get())
-        if bad.size:   # offsets past 254: those batches on the bit-parallel kernel (symmetric sums)
+        if bad.size:
             self.info["overflow_batches"] += int(bad.size)
             redo = np.concatenate([src[b * KAPPA:(b + 1) * KAPPA] for b in bad])
-            bits = self._bits()
             bits.run(redo, False, out, defer=True)   # the block schedule, drained at once
             bits.drain(*out)
 
@@ -172,3 +179,24 @@ class GpuWave:
             self._fallback = GpuMSBFS(hptr, hidx, hptr, hidx, ctx=get_context(MPI.COMM_SELF, "gpu"), kappa=KAPPA,
                                       groups="blocks", symmetric=True, announce=False, slots=16)
         return self._fallback
+
+
+def _check_symmetric(hptr, hidx, n: int) -> None:
+    """The wave reads a vertex's arcs as its in-arcs: the CSR must hold every arc both ways."""
+    import scipy.sparse as sp
+
+    A = sp.csr_matrix((np.ones(hidx.size, np.int8), np.asarray(hidx), np.asarray(hptr)), shape=(n, n))
+    A.data[:] = 1
+    A.sum_duplicates()
+    A.data[:] = 1
+    expect((A != A.T).nnz == 0, "the graph", "undirected (every arc in both directions): the profile wave reads "
+           "a vertex's arcs as its in-arcs", "a CSR with one-way arcs")
+
+
+def _check_sources(src: np.ndarray, n: int) -> None:
+    """Distinct vertex ids in [0, n) (a repeated source would be counted twice in its batch)."""
+    bad = np.flatnonzero((src < 0) | (src >= n))
+    expect(bad.size == 0, "sources", f"vertex ids in [0, {n})",
+           f"sources[{int(bad[0])}] = {int(src[bad[0]])}" if bad.size else None)
+    rep = src.size - np.unique(src).size
+    expect(rep == 0, "sources", "distinct vertex ids", f"{rep} repeated")
