@@ -48,3 +48,15 @@ def test_disconnected_and_grid():
                       shape=(n, n))
     row = pm.batch_model(A, np.array([0, 1, 17, 18, 100]))
     assert row["wave_exact"] and row["vertices_reached"] == g.n
+
+
+def test_batch_spread_path():
+    # path 0-...-9, sources at both ends: base min(v, 9 - v), largest at 4 and 5 (4); the spread
+    # |v - (9 - v)| is largest at the ends (9)
+    import msbfs_batch_spread as bs
+
+    A = _sym([(i, i + 1) for i in range(9)], 10)
+    row = bs.batch_spread(A, np.array([0, 9]))
+    assert row == {"sources": 2, "levels": 4, "spread_max": 9, "spread_mean": 5.0, "over_254": False}
+    far = _sym([(i, i + 1) for i in range(299)], 300)
+    assert bs.batch_spread(far, np.array([0, 299]))["over_254"]
