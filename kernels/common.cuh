@@ -6,6 +6,8 @@
 //   B column t/4, word t%4; D row t/4, columns 2(t%4) and 2(t%4)+1.
 // * dg_warp_inclusive_scan: inclusive prefix sum over the 32 lanes of a full warp.
 // * dg_warp_sum: the sum over a full warp, in every lane.
+// * dg_recip_fixed: round(2^64 / L) for L >= 2, exactly as recip_fixed in
+//   distgraph/backends/cpu/bits.py (the harmonic sums' fixed point of msbfs.cu, msbfs_wave.cu).
 //
 // Standalone: no host headers, so NVRTC (CuPy) and nvcc both compile it.
 #ifndef DISTGRAPH_COMMON_CUH
@@ -50,6 +52,15 @@ __device__ __forceinline__ unsigned dg_warp_inclusive_scan(unsigned x) {
         if (lane >= (unsigned)d) x += y;
     }
     return x;
+}
+
+__device__ __forceinline__ unsigned long long dg_recip_fixed(unsigned long long L) {
+    const unsigned long long all = ~0ull;
+    unsigned long long q = all / L;
+    unsigned long long rem = all - q * L + 1ull;
+    if (rem == L) { q += 1ull; rem = 0ull; }
+    if (rem + rem >= L) q += 1ull;
+    return q;
 }
 
 __device__ __forceinline__ unsigned long long dg_warp_sum(unsigned long long x) {

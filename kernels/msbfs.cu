@@ -126,15 +126,7 @@ __device__ __forceinline__ unsigned dg_full_word(int j, int nsrc) {
     return (1u << (nsrc - lo)) - 1u;
 }
 
-// round(2^64 / L) for L >= 2, exactly as recip_fixed in distgraph/backends/cpu/bits.py.
-__device__ __forceinline__ dg_u64 dg_recip_fixed(dg_u64 L) {
-    const dg_u64 all = ~0ull;
-    dg_u64 q = all / L;
-    dg_u64 rem = all - q * L + 1ull;
-    if (rem == L) { q += 1ull; rem = 0ull; }
-    if (rem + rem >= L) q += 1ull;
-    return q;
-}
+// dg_recip_fixed (round(2^64 / L), the harmonic sums' fixed point): common.cuh
 
 // The four products of this lane's slices with the 8-bit frontier word alpha (the layout of
 // BLEST Fig. 3, as dg_vss_products in bvss_bfs.cu).

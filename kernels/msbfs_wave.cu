@@ -33,6 +33,8 @@
 // State per slot (a block): prof[n * 64] words (all 0xffffffff between batches), base[n]
 // (-1 between batches), order[n], wl[2 * n], inwl[n] (0 between batches).
 
+#include "common.cuh"  // dg_recip_fixed
+
 typedef long long wv_i64;
 typedef unsigned long long wv_u64;
 
@@ -44,15 +46,6 @@ typedef unsigned long long wv_u64;
 #define DG_WV_UNR 8  // visited vertices in flight per thread in the sums pass
 #endif
 
-// round(2^64 / L) for L >= 2, as dg_recip_fixed in msbfs.cu and recip_fixed in backends/cpu/bits.py
-__device__ __forceinline__ wv_u64 wv_recip_fixed(wv_u64 L) {
-    const wv_u64 all = ~0ull;
-    wv_u64 q = all / L;
-    wv_u64 rem = all - q * L + 1ull;
-    if (rem == L) { q += 1ull; rem = 0ull; }
-    if (rem + rem >= L) q += 1ull;
-    return q;
-}
 
 // *p = bytewise min(*p, c); true if a byte was lowered
 __device__ __forceinline__ bool wv_min4(unsigned* p, unsigned c) {
@@ -240,7 +233,7 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
                     if (d == 1) {
                         ++a;
                     } else if (d >= 2) {
-                        const wv_u64 q = d < (wv_u64)rmax ? recip[d] : wv_recip_fixed(d);
+                        const wv_u64 q = d < (wv_u64)rmax ? recip[d] : dg_recip_fixed(d);
                         b1 += q >> 32;
                         b2 += q & 0xffffffffull;
                     }

@@ -87,6 +87,23 @@ def graphs(undirected_disconnected=False):
     return out
 
 
+def undirected_leafy():
+    """The undirected graphs of :func:`graphs` (with the disconnected one) and graphs with leaves:
+    a star, two isolated edges beside isolated vertices, a grid with hanging paths of 1-3
+    vertices, a hanging star and a self-loop on a leaf."""
+    out = {k: v for k, v in graphs(undirected_disconnected=True).items() if not v.directed}
+    out["star"] = Graph.from_edges([0] * 6, [1, 2, 3, 4, 5, 6], directed=False)
+    out["two_edges_isolated"] = Graph.from_edges([0, 5], [3, 2], n=7, directed=False)
+    g = gen.grid(23, 19)
+    s, d = g.edges()[:2]
+    n0 = g.n
+    es = [0, n0, n0 + 1, 40, 200, n0 + 3, n0 + 3, n0 + 3, n0 + 7]
+    ed = [n0, n0 + 1, n0 + 2, n0 + 3, n0 + 4, n0 + 5, n0 + 6, n0 + 7, n0 + 7]
+    out["grid_hanging"] = Graph.from_edges(np.concatenate([s, es]), np.concatenate([d, ed]), n=n0 + 10,
+                                           directed=False)
+    return out
+
+
 def closeness_pair(g, **kw):
     """``closeness(g, **kw)`` of the CPU backend and of the GPU backend, on COMM_SELF."""
     from distgraph.algorithms.closeness import closeness

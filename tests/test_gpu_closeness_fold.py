@@ -16,30 +16,13 @@ The host code and the kernels' protocol run in CI with a fake CuPy
 import numpy as np
 import pytest
 
-from distgraph import generators as gen
-from distgraph.graph import Graph
-
-from _msbfs_cases import closeness_same, graphs, real_graph as _real, runner, same as _same, sums as _sums
+from _msbfs_cases import closeness_same, real_graph as _real, runner, same as _same, sums as _sums, \
+    undirected_leafy
 
 KERNELS = {"stage12": ("off", "sets"), "pull_sets": ("on", "sets"), "pull_vertices": ("on", "vertices")}
 
 
-def _leafy():
-    out = {k: v for k, v in graphs(undirected_disconnected=True).items() if not v.directed}
-    out["star"] = Graph.from_edges([0] * 6, [1, 2, 3, 4, 5, 6], directed=False)
-    out["two_edges_isolated"] = Graph.from_edges([0, 5], [3, 2], n=7, directed=False)
-    # a grid with hanging paths of 1-3 vertices, a hanging star, a self-loop on a leaf
-    g = gen.grid(23, 19)
-    s, d = g.edges()[:2]
-    n0 = g.n
-    es = [0, n0, n0 + 1, 40, 200, n0 + 3, n0 + 3, n0 + 3, n0 + 7]
-    ed = [n0, n0 + 1, n0 + 2, n0 + 3, n0 + 4, n0 + 5, n0 + 6, n0 + 7, n0 + 7]
-    out["grid_hanging"] = Graph.from_edges(np.concatenate([s, es]), np.concatenate([d, ed]), n=n0 + 10,
-                                           directed=False)
-    return out
-
-
-LEAFY = _leafy()
+LEAFY = undirected_leafy()
 
 
 @pytest.fixture

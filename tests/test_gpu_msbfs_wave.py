@@ -8,26 +8,13 @@ and the host runs on the bit-parallel kernel (still exact). Skipped without a GP
 import numpy as np
 import pytest
 
-from distgraph import generators as gen
 from distgraph.backends.cpu.bits import normalize_limbs
 from distgraph.graph import Graph
 
-from _msbfs_cases import graphs, real_graph as _real, same as _same, sums as _sums
-
-def _undirected():
-    out = {k: v for k, v in graphs(undirected_disconnected=True).items() if not v.directed}
-    out["star"] = Graph.from_edges([0] * 6, [1, 2, 3, 4, 5, 6], directed=False)
-    out["two_edges_isolated"] = Graph.from_edges([0, 5], [3, 2], n=7, directed=False)
-    g = gen.grid(23, 19)
-    s, d = g.edges()[:2]
-    n0 = g.n
-    out["grid_hanging"] = Graph.from_edges(np.concatenate([s, [0, n0, n0 + 1, 40, 200, n0 + 3, n0 + 3]]),
-                                           np.concatenate([d, [n0, n0 + 1, n0 + 2, n0 + 3, n0 + 4, n0 + 5, n0 + 6]]),
-                                           n=n0 + 9, directed=False)
-    return out
+from _msbfs_cases import real_graph as _real, same as _same, sums as _sums, undirected_leafy
 
 
-GRAPHS = _undirected()
+GRAPHS = undirected_leafy()
 
 
 def _wave_sums(g, sources, **kw):

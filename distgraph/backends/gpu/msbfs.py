@@ -240,6 +240,17 @@ def rows_subgraph(indptr, indices, n: int, v_lo: int, v_hi: int):
     return Graph(ip, np.ascontiguousarray(indices[keep]).astype(np.int32), None, directed=True)
 
 
+def add_sums(out, host) -> None:
+    """Add host arrays ``far, reach, h0, h1, h2`` into ``out`` (the drivers' accumulators; reach
+    as int64)."""
+    far, reach, h0, h1, h2 = out
+    far += host[0]
+    reach += host[1].astype(np.int64)
+    h0 += host[2]
+    h1 += host[3]
+    h2 += host[4]
+
+
 def _popc(a: np.ndarray) -> np.ndarray:
     return np.bitwise_count(a).astype(np.int64)
 
@@ -1536,12 +1547,7 @@ class GpuMSBFS:
 
             for h in host:
                 self.ctx.comm.Allreduce(MPI.IN_PLACE, h, op=MPI.SUM)
-        far, reach, h0, h1, h2 = out
-        far += host[0]
-        reach += host[1].astype(np.int64)
-        h0 += host[2]
-        h1 += host[3]
-        h2 += host[4]
+        add_sums(out, host)
 
     def close(self) -> None:
         """Free the symmetric arrays (partitioned mode; collective)."""

@@ -152,12 +152,9 @@ class GpuWave:
         # offsets past 254: those batches on the bit-parallel kernel (symmetric sums), whose runner
         # is made first, so that ``out`` gets nothing when it cannot be
         bits = self._bits() if bad.size else None
-        far, reach, h0, h1, h2 = out
-        far += host[0]
-        reach += host[1].astype(np.int64)
-        h0 += host[2]
-        h1 += host[3]
-        h2 += host[4]
+        from .msbfs import add_sums
+
+        add_sums(out, host)
         for key, v in zip(("levels", "wave_cycles", "sums_cycles", "fix_rounds", "fixes"), st):
             self.info[key] += int(v)
         self.info["batches"] += nb
