@@ -94,3 +94,14 @@ def test_wave_sources_checked():
         _check_sources(np.array([0, 4]), 4)
     with pytest.raises(InvalidArgumentError, match="sources\\[0\\] = -1"):
         _check_sources(np.array([-1]), 4)
+
+
+def test_wave_recip_table_is_the_cpu_fixed_point():
+    from distgraph.backends.cpu.bits import recip_fixed
+    from distgraph.backends.gpu.msbfs_wave import RECIP_MAX, recip_table
+
+    t = recip_table(RECIP_MAX)
+    assert t.dtype == np.uint64 and t.shape == (RECIP_MAX,) and t[0] == 0 and t[1] == 0
+    for d in [2, 3, 7, 255, 1000, 4097, RECIP_MAX - 1]:
+        assert int(t[d]) == int(recip_fixed(d))
+    assert recip_table(2).tolist() == [0, 0] and recip_table(3).tolist() == [0, 0, 2**63]

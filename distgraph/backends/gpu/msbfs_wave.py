@@ -31,10 +31,21 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import DeviceMemoryError, expect
+from .msbfs import GpuMSBFS, _func_attr, _grid_size, _recip_fixed, add_sums
 
-__all__ = ["GpuWave"]
+__all__ = ["GpuWave", "recip_table"]
 
 KAPPA = 256
+#: entries of the kernel's table of round(2^64 / d); larger distances are divided in the kernel
+RECIP_MAX = 1 << 16
+
+
+def recip_table(size: int) -> np.ndarray:
+    """round(2^64 / d) for d < size (uint64; 0 for d = 0, 1): the harmonic sums' fixed point
+    (:func:`~distgraph.backends.gpu.msbfs._recip_fixed`, the CPU backend's ``recip_fixed``)."""
+    t = np.zeros(max(int(size), 0), np.uint64)
+    t[2:] = [_recip_fixed(d) for d in range(2, t.size)]
+    return t
 
 
 class GpuWave:
@@ -82,12 +93,8 @@ class GpuWave:
         self.unroll = int(unroll)
         self._k = get_module("msbfs_wave", {"DG_WV_BLOCK": self.block_threads, "DG_WV_UNR": self.unroll}).get_function(
             "distgraph_msbfs_wave_blocks")
-        from .msbfs import _func_attr
-
         self.info["registers"] = _func_attr(self._k, "NUM_REGS")
         self.info["local_bytes"] = _func_attr(self._k, "LOCAL_SIZE_BYTES")
-        from .msbfs import _grid_size
-
         per = max(n, 1) * (256 + 4 * 5)
         free = int(cp.cuda.Device().mem_info[0])
         fit = max(0, (free // 2) // per)
@@ -105,20 +112,8 @@ class GpuWave:
         self._next = cp.zeros(1, cp.uint32)
         self._stats = cp.zeros(5, cp.int64)
         self._fallback = None
-        self._recip_max = 0
-        self._recip = None
+        self._recip = cp.asarray(recip_table(min(n + 2, RECIP_MAX)))   # distances up to n - 1
         self._graph = (hptr, hidx)
-
-    def _recip_table(self, size):
-        from ..cpu.bits import recip_fixed
-
-        if size > self._recip_max:
-            t = np.zeros(size, np.uint64)
-            for d in range(2, size):
-                t[d] = recip_fixed(d)
-            self._recip = self._cp.asarray(t)
-            self._recip_max = size
-        return self._recip
 
     def run(self, sources, out) -> None:
         """Add the sums of the BFSs from ``sources`` (distinct caller ids) at the source vertices
@@ -135,14 +130,14 @@ class GpuWave:
         srcs[:k] = internal
         nsrcs = np.full(nb, KAPPA, np.int32)
         nsrcs[-1] = k - (nb - 1) * KAPPA
-        recip = self._recip_table(min(self.n + 2, 1 << 16))
         sums = tuple(cp.zeros(self.n, cp.uint64) for _ in range(5))
         ovf = cp.zeros(nb, cp.int32)
         self._next.fill(0)
         self._stats.fill(0)
         self._k((min(self.slots, nb),), (self.block_threads,),
                 (self._ptr, self._idx, np.int32(self.n), cp.asarray(srcs), cp.asarray(nsrcs), np.int32(nb),
-                 self._prof, self._base, self._order, self._wl, self._inwl, recip, np.int32(self._recip_max),
+                 self._prof, self._base, self._order, self._wl, self._inwl, self._recip,
+                 np.int32(self._recip.shape[0]),
                  *sums, self._next, ovf, self._stats))
         host = [a.get() for a in sums]
         if self.new_id is not None:
@@ -152,8 +147,6 @@ class GpuWave:
         # offsets past 254: those batches on the bit-parallel kernel (symmetric sums), whose runner
         # is made first, so that ``out`` gets nothing when it cannot be
         bits = self._bits() if bad.size else None
-        from .msbfs import add_sums
-
         add_sums(out, host)
         for key, v in zip(("levels", "wave_cycles", "sums_cycles", "fix_rounds", "fixes"), st):
             self.info[key] += int(v)
@@ -170,7 +163,6 @@ class GpuWave:
             from mpi4py import MPI
 
             from ...runtime.context import get_context
-            from .msbfs import GpuMSBFS
 
             hptr, hidx = self._graph
             self._fallback = GpuMSBFS(hptr, hidx, hptr, hidx, ctx=get_context(MPI.COMM_SELF, "gpu"), kappa=KAPPA,
@@ -183,9 +175,8 @@ def _check_symmetric(hptr, hidx, n: int) -> None:
     import scipy.sparse as sp
 
     A = sp.csr_matrix((np.ones(hidx.size, np.int8), np.asarray(hidx), np.asarray(hptr)), shape=(n, n))
-    A.data[:] = 1
     A.sum_duplicates()
-    A.data[:] = 1
+    A.data[:] = 1   # a repeated arc counts once
     expect((A != A.T).nnz == 0, "the graph", "undirected (every arc in both directions): the profile wave reads "
            "a vertex's arcs as its in-arcs", "a CSR with one-way arcs")
 
