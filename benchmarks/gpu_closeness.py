@@ -254,7 +254,7 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
             "pull_candidates": getattr(r, "pull_candidates", None)}
 
 
-def bench_wave(g, limit, sources, unroll=8, block_threads=1024):
+def bench_wave(g, limit, sources, unroll=8, block_threads=512):
     """The distance-profile wave (``GpuWave``, prototype; undirected graphs) on ``sources`` in
     the order given, launches of 4 batches per slot, after an untimed batch (compile); the same
     keys as :func:`bench_gpu` where they apply, ``_total`` the per-source sums at the sources
@@ -582,7 +582,7 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                 first = order not in checked
                 if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
                     res = bench_wave(g, limit, sources, unroll=kw.get("unroll", 8),
-                                     block_threads=kw.get("block_threads", 1024))
+                                     block_threads=kw.get("block_threads", 512))
                 else:
                     res = bench_gpu(g, limit, reorder, check=check and first, batch_order=order, sources=sources,
                                     warmup=False, first_batch=first, **kw)

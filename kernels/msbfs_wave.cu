@@ -7,7 +7,10 @@
 // holds its profile: 256 bytes, byte c = d(srcs[c], v) - b(v) (255: not reached). Neighbours'
 // bases differ by at most one, so a neighbour u offers v the offsets of u plus b(u) + 1 - b(v)
 // in {0, 1, 2}, added with byte saturation (__vaddus4) and combined by byte minimum (__vminu4),
-// four sources per 32-bit word, a warp per vertex (lane t: words t and t + 32).
+// four sources per 32-bit word, a group of 8 lanes per vertex (lane q: words 8q .. 8q + 7, two
+// 16-byte loads), four groups per warp; a group reads its vertex's neighbour ids and bases a lane
+// each and loads up to WV_NB neighbour profiles at once (the first version, a warp per vertex and
+// one neighbour after another, spent about 90 us per level on road-NY in dependent loads).
 //
 // Level L + 1 of a batch: (1) discovery: the out-neighbours of level L's vertices without a base
 // get base L + 1 (atomicCAS) and are appended to the order list; (2) pull: each new vertex takes
@@ -21,17 +24,20 @@
 // is consistent and the profiles are the exact distances. Level 0: the sources (offset 0 at their
 // own byte), then their push rounds.
 //
-// An offset that would pass 254 (a batch whose sources are far apart; also a temporary upper
-// bound on the way, before a push lowers it, so a batch can be flagged whose true offsets fit)
-// sets the batch's overflow
-// flag: its sums are not added and the host runs it another way. Then the per-source sums, a
-// thread per source reading its byte of every visited vertex (coalesced): farness, reach and the
-// harmonic limbs (h0: distance 1; h1, h2: the high and low halves of round(2^64 / d), recip[d]),
-// added at the source vertex (the symmetric sums of msbfs.cu's per_source mode 2: over all
-// sources they are the per-vertex sums). The visited vertices' state is reset for the next batch.
+// Finite offsets are kept at 254 at most while the wave runs (min(254, x) of an upper bound is an
+// upper bound, and the fixed point is min(254, the true offset): along a shortest path each step
+// adds s >= 0). A final offset of 254 may stand for more: the batch (sources far apart) sets its
+// overflow flag, adds nothing, and the host runs it another way. (The first version flagged any
+// offset passing 254 on the way, a temporary upper bound too: 10 road-NY batches where 3 need it.)
+// Then the per-source sums, a thread per word (four sources) reading it from every visited vertex
+// (coalesced, the vertices staged in shared memory): farness, reach and the harmonic limbs (h0:
+// distance 1; h1, h2: the high and low halves of round(2^64 / d), recip[d]), added at the source
+// vertex (the symmetric sums of msbfs.cu's per_source mode 2: over all sources they are the
+// per-vertex sums).
 //
-// State per slot (a block): prof[n * 64] words (all 0xffffffff between batches), base[n]
-// (-1 between batches), order[n], wl[2 * n], inwl[n] (0 between batches).
+// State per slot (a block): prof[n * 64] words (a vertex's written whole before it is read, by
+// the sources' set-up or by its pull: never reset), base[n] (-1 between batches: reset after the
+// sums), order[n], wl[2 * n], inwl[n] (0 between batches).
 
 #include "common.cuh"  // dg_recip_fixed
 
@@ -39,89 +45,175 @@ typedef long long wv_i64;
 typedef unsigned long long wv_u64;
 
 #ifndef DG_WV_BLOCK
-#define DG_WV_BLOCK 1024
+#define DG_WV_BLOCK 512
 #endif
-#define WV_FULL 0xffffffffu
 #ifndef DG_WV_UNR
 #define DG_WV_UNR 8  // visited vertices in flight per thread in the sums pass
 #endif
+#define WV_FULL 0xffffffffu
+#define WV_CAP 0xfefefefeu  // finite offsets are kept at 254 at most while the wave runs
+#define WV_NB 4             // neighbours whose profiles a group loads at once
+#define WV_SCH 512          // visited vertices staged in shared memory per chunk of the sums pass
 
+// A lane's quarter of a profile: words 8q .. 8q + 7 of the 64 (q: the lane in its group of 8).
+struct wv8 {
+    uint4 a, b;
+};
 
-// *p = bytewise min(*p, c); true if a byte was lowered
-__device__ __forceinline__ bool wv_min4(unsigned* p, unsigned c) {
-    unsigned old = *(volatile unsigned*)p;
-    while (true) {
-        const unsigned nv = __vminu4(old, c);
-        if (nv == old) return false;
+__device__ __forceinline__ wv8 wv_load(const unsigned* P, int v, unsigned q) {
+    const uint4* p = reinterpret_cast<const uint4*>(P + (wv_i64)v * 64) + 2 * q;
+    wv8 r;
+    r.a = __ldcg(p);
+    r.b = __ldcg(p + 1);
+    return r;
+}
+
+__device__ __forceinline__ void wv_store(unsigned* P, int v, unsigned q, const wv8& x) {
+    uint4* p = reinterpret_cast<uint4*>(P + (wv_i64)v * 64) + 2 * q;
+    __stcg(p, x.a);
+    __stcg(p + 1, x.b);
+}
+
+__device__ __forceinline__ uint4 wv_min(uint4 x, uint4 y) {
+    return make_uint4(__vminu4(x.x, y.x), __vminu4(x.y, y.y), __vminu4(x.z, y.z), __vminu4(x.w, y.w));
+}
+
+// offsets of a neighbour one side of an arc: + s (0, 1, 2) per byte, finite ones kept <= 254
+__device__ __forceinline__ unsigned wv_shift1(unsigned w, unsigned s4) {
+    return __vminu4(__vaddus4(w, s4), WV_CAP) | __vcmpeq4(w, WV_FULL);
+}
+
+__device__ __forceinline__ uint4 wv_shift(uint4 w, unsigned s4) {
+    return make_uint4(wv_shift1(w.x, s4), wv_shift1(w.y, s4), wv_shift1(w.z, s4), wv_shift1(w.w, s4));
+}
+
+// *p = bytewise min(*p, c), *p last seen as old (an upper bound: the words only go down); true if lowered
+__device__ __forceinline__ bool wv_lower(unsigned* p, unsigned old, unsigned c) {
+    unsigned nv = __vminu4(old, c);
+    while (nv != old) {
         const unsigned prev = atomicCAS(p, old, nv);
         if (prev == old) return true;
         old = prev;
+        nv = __vminu4(old, c);
+    }
+    return false;
+}
+
+__device__ __forceinline__ bool wv_lower4(unsigned* p, uint4 o, uint4 c) {
+    bool ch = wv_lower(p, o.x, c.x);
+    ch = wv_lower(p + 1, o.y, c.y) || ch;
+    ch = wv_lower(p + 2, o.z, c.z) || ch;
+    return wv_lower(p + 3, o.w, c.w) || ch;
+}
+
+// Group (8 lanes, mask gm) offers the profile of v to v's neighbours with a base; those lowered
+// go on list out (a flag per vertex dedups).  The neighbours' ids and bases are read a lane each,
+// their profiles WV_NB at a time; a word is written (CAS) only where it goes down.
+__device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices,
+                                        unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
+                                        unsigned gm, unsigned q) {
+    const wv8 w = wv_load(P, v, q);
+    const int bv = B[v];
+    const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
+    for (wv_i64 eb = e0; eb < e1; eb += 8) {
+        const int m = (int)min((wv_i64)8, e1 - eb);
+        int x = -1, bx = -1;
+        if ((int)q < m) {
+            x = indices[eb + q];
+            bx = x == v ? -1 : B[x];
+        }
+        for (int j = 0; j < m; j += WV_NB) {
+            int xs[WV_NB];
+            unsigned s4[WV_NB];
+            wv8 o[WV_NB];
+#pragma unroll
+            for (int k = 0; k < WV_NB; ++k) {
+                const int xk = __shfl_sync(gm, x, (j + k) & 7, 8), bk = __shfl_sync(gm, bx, (j + k) & 7, 8);
+                xs[k] = j + k < m && bk >= 0 ? xk : -1;
+                s4[k] = (unsigned)(bv + 1 - bk) * 0x01010101u;
+                if (xs[k] >= 0) o[k] = wv_load(P, xs[k], q);
+            }
+#pragma unroll
+            for (int k = 0; k < WV_NB; ++k) {
+                if (xs[k] < 0) continue;  // group-uniform
+                unsigned* px = P + (wv_i64)xs[k] * 64 + 8 * q;
+                bool ch = wv_lower4(px, o[k].a, wv_shift(w.a, s4[k]));
+                ch = wv_lower4(px + 4, o[k].b, wv_shift(w.b, s4[k])) || ch;
+                if (__any_sync(gm, ch) && q == 0u) {
+                    __threadfence();
+                    if (atomicExch(inwl + xs[k], 1) == 0) out[atomicAdd(out_n, 1u)] = xs[k];
+                }
+            }
+        }
     }
 }
 
-// Warp: vertex v offers its profile to its neighbours with a base; lowered ones go on list out.
-__device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices,
-                                        unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
-                                        int* ovf) {
-    const unsigned lane = threadIdx.x & 31u;
-    const unsigned w0 = *(volatile unsigned*)(P + (wv_i64)v * 64 + lane);
-    const unsigned w1 = *(volatile unsigned*)(P + (wv_i64)v * 64 + 32 + lane);
-    const int bv = B[v];
-    bool over = false;
-    for (wv_i64 e = indptr[v]; e < indptr[v + 1]; ++e) {
-        const int x = indices[e];
-        const int bx = *(volatile const int*)(B + x);
-        if (bx < 0 || x == v) continue;  // warp-uniform
-        const unsigned s4 = (unsigned)(bv + 1 - bx) * 0x01010101u;
-        const unsigned c0 = __vaddus4(w0, s4), c1 = __vaddus4(w1, s4);
-        over |= ((__vcmpeq4(c0, WV_FULL) & ~__vcmpeq4(w0, WV_FULL)) | (__vcmpeq4(c1, WV_FULL) & ~__vcmpeq4(w1, WV_FULL)))
-                != 0u;
-        bool ch = wv_min4(P + (wv_i64)x * 64 + lane, c0);
-        ch = wv_min4(P + (wv_i64)x * 64 + 32 + lane, c1) || ch;
-        if (__any_sync(WV_FULL, ch) && lane == 0u) {
-            __threadfence();
-            if (atomicExch(inwl + x, 1) == 0) out[atomicAdd(out_n, 1u)] = x;
+// Group: the profile of a new vertex v of level L + 1, the byte minimum over its neighbours of level L.
+__device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__ indptr,
+                                        const int* __restrict__ indices, unsigned* P, const int* B, unsigned gm,
+                                        unsigned q) {
+    wv8 acc;
+    acc.a = acc.b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
+    const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
+    for (wv_i64 eb = e0; eb < e1; eb += 8) {
+        const int m = (int)min((wv_i64)8, e1 - eb);
+        int x = -1;
+        if ((int)q < m) {
+            x = indices[eb + q];
+            if (B[x] != L) x = -1;
+        }
+        for (int j = 0; j < m; j += WV_NB) {
+            wv8 o[WV_NB];
+#pragma unroll
+            for (int k = 0; k < WV_NB; ++k) {
+                const int xk = __shfl_sync(gm, x, (j + k) & 7, 8);
+                o[k].a = o[k].b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
+                if (j + k < m && xk >= 0) o[k] = wv_load(P, xk, q);
+            }
+#pragma unroll
+            for (int k = 0; k < WV_NB; ++k) {
+                acc.a = wv_min(acc.a, o[k].a);
+                acc.b = wv_min(acc.b, o[k].b);
+            }
         }
     }
-    if (__any_sync(WV_FULL, over) && lane == 0u) *ovf = 1;
+    wv_store(P, v, q, acc);
 }
 
 // Push the vertices order[lo, hi), then the worklist rounds until no profile changes (block).
+// Round r >= 1 reads list (r - 1) & 1 of s_wn[(r - 1) % 3] entries, writes list r & 1 counting in
+// s_wn[r % 3] (zeroed in round r - 1) and zeroes s_wn[(r + 1) % 3] (read in round r - 1, before its
+// barrier): one barrier per round.  s_wn[0..2] are 0 at entry and at exit.
 __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __restrict__ indptr,
                               const int* __restrict__ indices, unsigned* P, const int* B, int* inwl, int* wl, int n,
-                              unsigned* s_wn, int* s_ovf, unsigned long long* s_rounds,
-                              unsigned long long* s_fixes) {
-    const int warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    const unsigned lane = threadIdx.x & 31u;
-    if (threadIdx.x == 0) s_wn[0] = 0u;
+                              unsigned* s_wn, unsigned long long* s_rounds, unsigned long long* s_fixes) {
+    const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
+    const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
+    for (int i = lo + grp; i < hi; i += ngrp) wv_push(O[i], indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q);
     __syncthreads();
-    for (int i = lo + warp; i < hi; i += nw) wv_push(O[i], indptr, indices, P, B, inwl, wl, &s_wn[0], s_ovf);
-    __syncthreads();
-    int cur = 0;
-    while (true) {
-        const int k = (int)s_wn[cur];
+    for (int r = 1;; ++r) {
+        const int k = (int)*(volatile unsigned*)&s_wn[(r - 1) % 3];
         if (k == 0) break;  // block-uniform
-        __syncthreads();    // everyone has read s_wn[cur]
         if (threadIdx.x == 0) {
-            s_wn[cur ^ 1] = 0u;
+            s_wn[(r + 1) % 3] = 0u;
             *s_rounds += 1ull;
             *s_fixes += (unsigned long long)k;
         }
-        __syncthreads();
-        const int* in = wl + (wv_i64)cur * n;
-        int* out = wl + (wv_i64)(cur ^ 1) * n;
-        for (int i = warp; i < k; i += nw) {
+        const int* in = wl + (wv_i64)((r - 1) & 1) * n;
+        int* out = wl + (wv_i64)(r & 1) * n;
+        for (int i = grp; i < k; i += ngrp) {
             const int x = in[i];
-            if (lane == 0u) {
+            if (q == 0u) {
                 atomicExch(inwl + x, 0);
                 __threadfence();
             }
-            __syncwarp();
-            wv_push(x, indptr, indices, P, B, inwl, out, &s_wn[cur ^ 1], s_ovf);
+            __syncwarp(gm);
+            wv_push(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q);
         }
         __syncthreads();
-        cur ^= 1;
     }
+    // every thread has read the zero count; the other two may be left over from the last rounds
+    if (threadIdx.x == 0) s_wn[0] = s_wn[1] = s_wn[2] = 0u;
 }
 
 extern "C" __global__ void __launch_bounds__(DG_WV_BLOCK, 1)
@@ -130,40 +222,45 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
                             unsigned* prof, int* base, int* order, int* wl, int* inwl,
                             const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
                             wv_u64* h1, wv_u64* h2, unsigned* next, int* overflow, wv_i64* stats) {
-    __shared__ int s_batch, s_ovf;
-    __shared__ unsigned s_cnt, s_wn[2];
+    __shared__ int s_batch;
+    __shared__ unsigned s_cnt, s_wn[3];
     __shared__ unsigned long long s_rounds, s_fixes;  // worklist rounds run, vertices pushed again
+    __shared__ int s_v[WV_SCH], s_b[WV_SCH];
     const wv_i64 slot = blockIdx.x;
     unsigned* P = prof + slot * (wv_i64)n * 64;
     int* B = base + slot * (wv_i64)n;
     int* O = order + slot * (wv_i64)n;
     int* WL = wl + slot * 2 * (wv_i64)n;
     int* IN = inwl + slot * (wv_i64)n;
-    const int warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    const unsigned lane = threadIdx.x & 31u;
+    const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
+    const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
     wv_i64 levels = 0;
     long long t0 = clock64(), t_wave = 0, t_sums = 0;  // thread 0: cycles in the wave, in the sums
-    if (threadIdx.x == 0) s_rounds = s_fixes = 0ull;
+    if (threadIdx.x == 0) {
+        s_rounds = s_fixes = 0ull;
+        s_wn[0] = s_wn[1] = s_wn[2] = 0u;
+    }
     for (;;) {
-        if (threadIdx.x == 0) {
-            s_batch = (int)atomicAdd(next, 1u);
-            s_cnt = 0u;
-            s_ovf = 0;
-        }
+        if (threadIdx.x == 0) s_batch = (int)atomicAdd(next, 1u);
         __syncthreads();
         const int bt = s_batch;
         if (bt >= nbatches) break;  // block-uniform
         const int nsrc = nsrcs[bt];
         const int* bs = srcs + (wv_i64)bt * 256;
+        // level 0: the sources, offset 0 at their own byte (a profile is written whole before it
+        // is read: by this, or by the pull of its level; nothing is reset between batches but the bases)
+        for (int i = threadIdx.x; i < nsrc * 64; i += blockDim.x) P[(wv_i64)bs[i >> 6] * 64 + (i & 63)] = WV_FULL;
+        __syncthreads();
         for (int c = threadIdx.x; c < nsrc; c += blockDim.x) {
             const int s = bs[c];
             B[s] = 0;
-            atomicAnd(P + (wv_i64)s * 64 + (c >> 2), ~(0xffu << (8 * (c & 3))));  // offset 0 at byte c
-            O[atomicAdd(&s_cnt, 1u)] = s;
+            reinterpret_cast<unsigned char*>(P)[(wv_i64)s * 256 + c] = 0;
+            O[c] = s;
         }
+        if (threadIdx.x == 0) s_cnt = (unsigned)nsrc;
         __syncthreads();
-        int lo = 0, hi = (int)s_cnt, L = 0;
-        wv_push_level(O, lo, hi, indptr, indices, P, B, IN, WL, n, s_wn, &s_ovf, &s_rounds, &s_fixes);
+        int lo = 0, hi = nsrc, L = 0;
+        wv_push_level(O, lo, hi, indptr, indices, P, B, IN, WL, n, s_wn, &s_rounds, &s_fixes);
         while (true) {
             // discovery of level L + 1
             for (int i = lo + (int)threadIdx.x; i < hi; i += blockDim.x) {
@@ -176,21 +273,9 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
             __syncthreads();
             const int nlo = hi, nhi = (int)s_cnt;
             if (nlo == nhi) break;  // block-uniform
-            // pull: each new vertex from its neighbours of level L
-            for (int i = nlo + warp; i < nhi; i += nw) {
-                const int v = O[i];
-                unsigned a0 = WV_FULL, a1 = WV_FULL;
-                for (wv_i64 e = indptr[v]; e < indptr[v + 1]; ++e) {
-                    const int u = indices[e];
-                    if (B[u] != L) continue;  // warp-uniform
-                    a0 = __vminu4(a0, P[(wv_i64)u * 64 + lane]);
-                    a1 = __vminu4(a1, P[(wv_i64)u * 64 + 32 + lane]);
-                }
-                P[(wv_i64)v * 64 + lane] = a0;
-                P[(wv_i64)v * 64 + 32 + lane] = a1;
-            }
+            for (int i = nlo + grp; i < nhi; i += ngrp) wv_pull(O[i], L, indptr, indices, P, B, gm, q);
             __syncthreads();
-            wv_push_level(O, nlo, nhi, indptr, indices, P, B, IN, WL, n, s_wn, &s_ovf, &s_rounds, &s_fixes);
+            wv_push_level(O, nlo, nhi, indptr, indices, P, B, IN, WL, n, s_wn, &s_rounds, &s_fixes);
             lo = nlo;
             hi = nhi;
             ++L;
@@ -201,54 +286,69 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
             const long long t1 = clock64();
             t_wave += t1 - t0;
             t0 = t1;
-            if (s_ovf) overflow[bt] = 1;
         }
-        // per-source sums (skipped when the batch overflowed), a thread per source in groups of
-        // 256 over the visited vertices, UNR of them in flight per thread; each thread then resets
-        // its byte of the vertex; the bases are reset after a barrier: the slot is clean after it
-        const bool sums_on = !s_ovf;
+        // per-source sums: a thread per word (sources 4w .. 4w + 3), blockDim / 64 groups over the
+        // visited vertices staged WV_SCH at a time, UNR of them in flight per thread; a final
+        // offset of 254 may stand for more (kept at 254): the batch is flagged and adds nothing
         {
-            const int c = threadIdx.x & 255, g = threadIdx.x >> 8, ng = blockDim.x >> 8;
-            unsigned char* Pb = (unsigned char*)P;
-            wv_u64 f = 0, r = 0, a = 0, b1 = 0, b2 = 0;
-            for (int i0 = g * DG_WV_UNR; i0 < cnt; i0 += ng * DG_WV_UNR) {
-                int vv[DG_WV_UNR];
-                unsigned oo[DG_WV_UNR];
-                int bb[DG_WV_UNR];
-#pragma unroll
-                for (int k = 0; k < DG_WV_UNR; ++k) vv[k] = i0 + k < cnt ? O[i0 + k] : -1;
-#pragma unroll
-                for (int k = 0; k < DG_WV_UNR; ++k) {
-                    oo[k] = vv[k] >= 0 ? Pb[(wv_i64)vv[k] * 256 + c] : 255u;
-                    bb[k] = vv[k] >= 0 ? B[vv[k]] : 0;
+            const int w = threadIdx.x & 63, g = threadIdx.x >> 6, ng = blockDim.x >> 6;
+            wv_u64 f[4] = {0, 0, 0, 0}, b1[4] = {0, 0, 0, 0}, b2[4] = {0, 0, 0, 0};
+            unsigned r[4] = {0, 0, 0, 0}, a[4] = {0, 0, 0, 0};
+            int cap = 0;
+            for (int cb = 0; cb < cnt; cb += WV_SCH) {
+                const int cn = min(WV_SCH, cnt - cb);
+                __syncthreads();  // the previous chunk read
+                for (int i = threadIdx.x; i < cn; i += blockDim.x) {
+                    const int v = O[cb + i];
+                    s_v[i] = v;
+                    s_b[i] = B[v];
                 }
+                __syncthreads();
+                for (int i0 = g * DG_WV_UNR; i0 < cn; i0 += ng * DG_WV_UNR) {
+                    unsigned ww[DG_WV_UNR];
 #pragma unroll
-                for (int k = 0; k < DG_WV_UNR; ++k) {
-                    if (vv[k] < 0) continue;
-                    Pb[(wv_i64)vv[k] * 256 + c] = 255u;
-                    if (oo[k] == 255u || c >= nsrc || !sums_on) continue;
-                    const wv_u64 d = (wv_u64)bb[k] + oo[k];
-                    ++r;
-                    f += d;
-                    if (d == 1) {
-                        ++a;
-                    } else if (d >= 2) {
-                        const wv_u64 q = d < (wv_u64)rmax ? recip[d] : dg_recip_fixed(d);
-                        b1 += q >> 32;
-                        b2 += q & 0xffffffffull;
+                    for (int k = 0; k < DG_WV_UNR; ++k)
+                        ww[k] = i0 + k < cn ? __ldcg(P + (wv_i64)s_v[i0 + k] * 64 + w) : WV_FULL;
+#pragma unroll
+                    for (int k = 0; k < DG_WV_UNR; ++k) {
+                        if (ww[k] == WV_FULL) continue;
+                        cap |= __vcmpeq4(ww[k], WV_CAP) != 0u;
+                        const unsigned bb = (unsigned)s_b[i0 + k];
+#pragma unroll
+                        for (int j = 0; j < 4; ++j) {
+                            const unsigned o = (ww[k] >> (8 * j)) & 255u;
+                            if (o == 255u) continue;
+                            const wv_u64 d = (wv_u64)bb + o;
+                            ++r[j];
+                            f[j] += d;
+                            if (d == 1) {
+                                ++a[j];
+                            } else if (d >= 2) {
+                                const wv_u64 qd = d < (wv_u64)rmax ? __ldg(recip + d) : dg_recip_fixed(d);
+                                b1[j] += qd >> 32;
+                                b2[j] += qd & 0xffffffffull;
+                            }
+                        }
                     }
                 }
             }
-            if (c < nsrc && sums_on) {
-                const int s = bs[c];
-                if (f) atomicAdd(far + s, f);
-                if (r) atomicAdd(reach + s, r);
-                if (a) atomicAdd(h0 + s, a);
-                if (b1) atomicAdd(h1 + s, b1);
-                if (b2) atomicAdd(h2 + s, b2);
+            const int ovf = __syncthreads_or(cap);
+            if (!ovf) {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const int c = 4 * w + j;
+                    if (c >= nsrc) continue;
+                    const int s = bs[c];
+                    if (f[j]) atomicAdd(far + s, f[j]);
+                    if (r[j]) atomicAdd(reach + s, (wv_u64)r[j]);
+                    if (a[j]) atomicAdd(h0 + s, (wv_u64)a[j]);
+                    if (b1[j]) atomicAdd(h1 + s, b1[j]);
+                    if (b2[j]) atomicAdd(h2 + s, b2[j]);
+                }
+            } else if (threadIdx.x == 0) {
+                overflow[bt] = 1;
             }
         }
-        __syncthreads();   // every byte read before the bases go
         for (int i = threadIdx.x; i < cnt; i += blockDim.x) B[O[i]] = -1;
         __syncthreads();
         if (threadIdx.x == 0) {

@@ -72,6 +72,30 @@ def test_wave_far_apart_sources_overflow_to_the_bit_kernel():
     assert _same([a[srcs] for a in got], ref)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("k,flagged", [(253, False), (254, True)])
+def test_wave_byte_limit_is_exact_at_253(k, flagged):
+    # sources at both ends of a stretch of k arcs on a longer path: the largest true offset is k
+    # (the far source's, at the other end's base 0). Offsets are kept at 254 while the wave runs,
+    # so 253 fits and runs on the wave, 254 may stand for more and goes to the bit kernel
+    g = Graph.from_edges(np.arange(k + 40), np.arange(1, k + 41), directed=False)
+    srcs = np.array([0, k], np.int64)
+    got, r = _wave_sums(g, srcs, reorder="none")
+    assert r.info["overflow_batches"] == int(flagged) and (r._fallback is not None) == flagged
+    ref = _sums(g, srcs, True)
+    assert _same([a[srcs] for a in got], ref)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("block_threads,unroll", [(256, 8), (512, 16), (1024, 4)])
+def test_wave_block_sizes(block_threads, unroll):
+    g = GRAPHS["kron10"]   # 4 batches, 1024 vertices
+    srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    got, r = _wave_sums(g, srcs, block_threads=block_threads, unroll=unroll, slots=2)
+    assert r.block_threads == block_threads
+    assert _same(got, _sums(g, srcs, False))
+
+
 # ---------------------------------------------------------------- no GPU needed
 def test_wave_refuses_directed_graphs():
     # checked before CuPy is imported: the same error with or without a GPU

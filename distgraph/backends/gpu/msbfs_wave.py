@@ -9,21 +9,22 @@ that arrive after a visit are pushed on (a worklist), so the result is exact. Th
 
 :class:`GpuWave` adds the same per-source sums (farness, reach, harmonic limbs) as
 ``GpuMSBFS(symmetric=True)``: each BFS's sums at its source vertex, so that over all sources
-they equal the CPU backend's per-vertex sums bit for bit. A batch whose offsets would pass 254
-(sources far apart) is flagged by the kernel and run by the bit-parallel kernel instead
-(``GpuMSBFS(symmetric=True)``, ``info["overflow_batches"]``). ``info`` also holds the wave's and
-the sums pass's clock cycles (thread 0 of each block, summed over the blocks), the worklist rounds
-and the vertices they pushed again (fixes). Not wired into :func:`~distgraph.algorithms.closeness.closeness`
+they equal the CPU backend's per-vertex sums bit for bit. Finite offsets are kept at 254 while
+the wave runs; a batch with a final offset of 254 (sources far apart: the true offset may be more)
+is flagged by the kernel and run by the bit-parallel kernel instead (``GpuMSBFS(symmetric=True)``,
+on its block schedule, ``info["overflow_batches"]``). ``info`` also holds the wave's and the sums
+pass's clock cycles (thread 0 of each block, summed over the blocks), the worklist rounds and the
+vertices they pushed again (fixes). Not wired into :func:`~distgraph.algorithms.closeness.closeness`
 yet; ``benchmarks/gpu_closeness.py`` times it (variant ``wave``).
 
-Measured (H200, benchmarks/results/session11_x2/call9/, the kernel as at 0d059f4): exact on every
-test graph; on road-NY the kernel's clock cycles, averaged over the blocks at an assumed 1.98 GHz,
-come to about 0.37 s in the wave and 0.18 s in the sums pass, against 1.20 s of wall time for the
-bit-parallel kernel's whole run (the wave row's wall time, 4.72 s, includes 10 overflowed batches
-on a bit-parallel runner made inside the clock); on cond-mat-2005 and email-Enron (low diameter)
-it is 5.4x and 3.2x slower than the bit-parallel kernel. The overflowed batches' run on the block
-schedule with the runner made first, the argument checks, and the ``unroll`` and ``block_threads``
-options came after and have not run on a GPU yet.
+First version (H200, benchmarks/results/session11_x2/call9/, the kernel as at 0d059f4: a warp per
+vertex, one neighbour after another): exact on every test graph; on road-NY the kernel's clock
+cycles, averaged over the blocks at an assumed 1.98 GHz, came to about 0.37 s in the wave (about
+90 us per level of a batch, in dependent loads) and 0.18 s in the sums pass, against 1.20 s of
+wall time for the bit-parallel kernel's whole run; 10 batches flagged, where only 3 need it (an
+offset passing 254 on the way was enough). Rewritten since (session 12): a group of 8 lanes per
+vertex loading several neighbours' profiles at once, one barrier per worklist round, offsets kept
+at 254, a thread per word (four sources) in the sums pass, and profiles never reset.
 """
 
 from __future__ import annotations
@@ -62,12 +63,13 @@ class GpuWave:
         the compiled kernel, fewer when their state (``n * 276`` bytes each) does not fit in half
         the free device memory.
     block_threads : {256, 512, 1024}
-        Threads per block (1024: 64 registers each, the sums pass spills; 512: up to 128).
+        Threads per block (512, the default: 126 registers, no spills; 1024: 64 registers, spills;
+        ptxas of nvcc 13.0 for sm_90).
     unroll : int
         Visited vertices in flight per thread in the sums pass (``DG_WV_UNR``).
     """
 
-    def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=1024, unroll=8):
+    def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=512, unroll=8):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
