@@ -254,7 +254,7 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
             "pull_candidates": getattr(r, "pull_candidates", None)}
 
 
-def bench_wave(g, limit, sources, unroll=8, block_threads=512):
+def bench_wave(g, limit, sources, unroll=8, block_threads=512, **wave_kw):
     """The distance-profile wave (``GpuWave``, prototype; undirected graphs) on ``sources`` in
     the order given, launches of 4 batches per slot, after an untimed batch (compile); the same
     keys as :func:`bench_gpu` where they apply, ``_total`` the per-source sums at the sources
@@ -267,7 +267,7 @@ def bench_wave(g, limit, sources, unroll=8, block_threads=512):
     if g.directed:
         raise ValueError("wave: undirected graphs only")
     t0 = time.perf_counter()
-    r = GpuWave(g.indptr, g.indices, unroll=unroll, block_threads=block_threads)
+    r = GpuWave(g.indptr, g.indices, unroll=unroll, block_threads=block_threads, **wave_kw)
     r._bits()   # the bit-parallel runner of overflowed batches, made before the clock starts
     prep = time.perf_counter() - t0
     r.run(sources[:256], _out(g.n))
@@ -288,6 +288,7 @@ def bench_wave(g, limit, sources, unroll=8, block_threads=512):
     total = el * sources.size / done
     rate = sources.size * g.m / total
     return {"schedule": "wave", "kappa": 256, "slots": r.slots, "block_threads": r.block_threads,
+            "min_blocks": r.min_blocks, "sources_per_thread": r.spt, "neighbours": r.nb, "unroll": r.unroll,
             "preprocess_s": prep, "sources_run": int(done), "sources_total": int(sources.size), "seconds": el,
             "total_s": total, "extrapolated": bool(done < sources.size), "edge_visits_per_s_per_gpu": rate,
             "vs_blest_per_gpu": rate / BLEST_RATE, "levels_per_launch": r.info["levels"] / max(r.info["batches"], 1),
@@ -515,6 +516,10 @@ def variant_kwargs(v):
         return {"wave": True}
     if v.startswith("wave") and v[4:].isdigit():   # waveU: unroll U; wave+bT: blocks of T threads
         return {"wave": True, "unroll": int(v[4:])}
+    if v.startswith("spt") and v[3:].isdigit():   # the wave's sources per thread in its sums pass
+        return {"spt": int(v[3:])}
+    if v.startswith("nb") and v[2:].isdigit():   # the wave's neighbour profiles loaded at once
+        return {"nb": int(v[2:])}
     if v.startswith("b") and v[1:].isdigit():
         return {"block_threads": int(v[1:])}
     if v == "f4":
@@ -543,7 +548,8 @@ def variant_kwargs(v):
 
 
 SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "shared_dbits", "prefetch", "flush4", "pull",
-              "pull_candidates", "fold", "folded_leaves", "overflow_batches", "wave_info",
+              "pull_candidates", "fold", "folded_leaves", "overflow_batches", "wave_info", "sources_per_thread",
+              "neighbours", "unroll",
               "registers", "local_bytes", "block_launches", "batch_order", "batch_order_s", "preprocess_s",
               "sources_run", "sources_total", "seconds", "total_s", "extrapolated", "edge_visits_per_s_per_gpu",
               "vs_blest_per_gpu", "levels_per_launch", "first_batch_exact_vs_cpu", "device_bytes")
@@ -582,7 +588,8 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                 first = order not in checked
                 if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
                     res = bench_wave(g, limit, sources, unroll=kw.get("unroll", 8),
-                                     block_threads=kw.get("block_threads", 512))
+                                     block_threads=kw.get("block_threads", 512), min_blocks=kw.get("min_blocks", 1),
+                                     sources_per_thread=kw.get("spt", 4), neighbours=kw.get("nb", 4))
                 else:
                     res = bench_gpu(g, limit, reorder, check=check and first, batch_order=order, sources=sources,
                                     warmup=False, first_batch=first, **kw)
@@ -788,7 +795,7 @@ def main(argv=None):
                          "(kN: kappa N; gridN: groups=N, the grid-wide schedule; nosym: per-vertex sums; mbN: "
                          "min_blocks N; slN: N resident blocks (slots); sdb: shared_dbits; sdbmbN: both; "
                          "pf: prefetch; fold: leaves folded as closeness() does; wave: the profile-wave "
-                         "prototype (GpuWave); bN: block_threads N; "
+                         "prototype (GpuWave; with it mbN, sptN, nbN: its min_blocks, sources_per_thread, neighbours); bN: block_threads N; "
                          "f4: flush4; pull / nopull: the pull kernel on / off; pv: its per-vertex candidates; "
                          "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")
     ap.add_argument("--batch-order", default=os.environ.get("BENCH_GPU_CLOSENESS_BATCH_ORDER", "input"),

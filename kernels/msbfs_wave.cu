@@ -47,12 +47,21 @@ typedef unsigned long long wv_u64;
 #ifndef DG_WV_BLOCK
 #define DG_WV_BLOCK 512
 #endif
+#ifndef DG_WV_MINB
+#define DG_WV_MINB 1  // resident blocks per SM the registers are capped for (batches at once per SM)
+#endif
 #ifndef DG_WV_UNR
 #define DG_WV_UNR 8  // visited vertices in flight per thread in the sums pass
 #endif
+#ifndef DG_WV_SPT
+#define DG_WV_SPT 4  // sources per thread in the sums pass: 1, 2 or 4 (bytes of one load)
+#endif
+#ifndef DG_WV_NB
+#define DG_WV_NB 4  // neighbours whose profiles a group loads at once
+#endif
 #define WV_FULL 0xffffffffu
 #define WV_CAP 0xfefefefeu  // finite offsets are kept at 254 at most while the wave runs
-#define WV_NB 4             // neighbours whose profiles a group loads at once
+#define WV_NB DG_WV_NB
 #define WV_SCH 512          // visited vertices staged in shared memory per chunk of the sums pass
 
 // A lane's quarter of a profile: words 8q .. 8q + 7 of the 64 (q: the lane in its group of 8).
@@ -140,7 +149,7 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
                 bool ch = wv_lower4(px, o[k].a, wv_shift(w.a, s4[k]));
                 ch = wv_lower4(px + 4, o[k].b, wv_shift(w.b, s4[k])) || ch;
                 if (__any_sync(gm, ch) && q == 0u) {
-                    __threadfence();
+                    __threadfence_block();  // a slot's state is its block's alone
                     if (atomicExch(inwl + xs[k], 1) == 0) out[atomicAdd(out_n, 1u)] = xs[k];
                 }
             }
@@ -205,7 +214,7 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
             const int x = in[i];
             if (q == 0u) {
                 atomicExch(inwl + x, 0);
-                __threadfence();
+                __threadfence_block();
             }
             __syncwarp(gm);
             wv_push(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q);
@@ -216,7 +225,7 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
     if (threadIdx.x == 0) s_wn[0] = s_wn[1] = s_wn[2] = 0u;
 }
 
-extern "C" __global__ void __launch_bounds__(DG_WV_BLOCK, 1)
+extern "C" __global__ void __launch_bounds__(DG_WV_BLOCK, DG_WV_MINB)
 distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __restrict__ indices, int n,
                             const int* __restrict__ srcs, const int* __restrict__ nsrcs, int nbatches,
                             unsigned* prof, int* base, int* order, int* wl, int* inwl,
@@ -287,13 +296,16 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
             t_wave += t1 - t0;
             t0 = t1;
         }
-        // per-source sums: a thread per word (sources 4w .. 4w + 3), blockDim / 64 groups over the
-        // visited vertices staged WV_SCH at a time, UNR of them in flight per thread; a final
-        // offset of 254 may stand for more (kept at 254): the batch is flagged and adds nothing
+        // per-source sums: a thread per SPT bytes (sources SPT t .. SPT t + SPT - 1), blockDim SPT / 256
+        // groups over the visited vertices staged WV_SCH at a time, UNR of them in flight per thread;
+        // a final offset of 254 may stand for more (kept at 254): the batch is flagged, adds nothing
         {
-            const int w = threadIdx.x & 63, g = threadIdx.x >> 6, ng = blockDim.x >> 6;
-            wv_u64 f[4] = {0, 0, 0, 0}, b1[4] = {0, 0, 0, 0}, b2[4] = {0, 0, 0, 0};
-            unsigned r[4] = {0, 0, 0, 0}, a[4] = {0, 0, 0, 0};
+            constexpr int TPV = 256 / DG_WV_SPT;  // threads per vertex
+            const int w = threadIdx.x % TPV, g = threadIdx.x / TPV, ng = blockDim.x / TPV;
+            wv_u64 f[DG_WV_SPT], b1[DG_WV_SPT], b2[DG_WV_SPT];
+            unsigned r[DG_WV_SPT], a[DG_WV_SPT];
+#pragma unroll
+            for (int j = 0; j < DG_WV_SPT; ++j) f[j] = b1[j] = b2[j] = 0ull, r[j] = a[j] = 0u;
             int cap = 0;
             for (int cb = 0; cb < cnt; cb += WV_SCH) {
                 const int cn = min(WV_SCH, cnt - cb);
@@ -307,15 +319,22 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
                 for (int i0 = g * DG_WV_UNR; i0 < cn; i0 += ng * DG_WV_UNR) {
                     unsigned ww[DG_WV_UNR];
 #pragma unroll
-                    for (int k = 0; k < DG_WV_UNR; ++k)
-                        ww[k] = i0 + k < cn ? __ldcg(P + (wv_i64)s_v[i0 + k] * 64 + w) : WV_FULL;
+                    for (int k = 0; k < DG_WV_UNR; ++k) {
+                        ww[k] = WV_FULL;
+                        if (i0 + k < cn) {
+                            const wv_i64 at = (wv_i64)s_v[i0 + k] * TPV + w;
+                            if (DG_WV_SPT == 4) ww[k] = __ldcg(P + at);
+                            else if (DG_WV_SPT == 2) ww[k] = 0xffff0000u | __ldcg(reinterpret_cast<const unsigned short*>(P) + at);
+                            else ww[k] = 0xffffff00u | __ldcg(reinterpret_cast<const unsigned char*>(P) + at);
+                        }
+                    }
 #pragma unroll
                     for (int k = 0; k < DG_WV_UNR; ++k) {
                         if (ww[k] == WV_FULL) continue;
                         cap |= __vcmpeq4(ww[k], WV_CAP) != 0u;
                         const unsigned bb = (unsigned)s_b[i0 + k];
 #pragma unroll
-                        for (int j = 0; j < 4; ++j) {
+                        for (int j = 0; j < DG_WV_SPT; ++j) {
                             const unsigned o = (ww[k] >> (8 * j)) & 255u;
                             if (o == 255u) continue;
                             const wv_u64 d = (wv_u64)bb + o;
@@ -335,8 +354,8 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
             const int ovf = __syncthreads_or(cap);
             if (!ovf) {
 #pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    const int c = 4 * w + j;
+                for (int j = 0; j < DG_WV_SPT; ++j) {
+                    const int c = DG_WV_SPT * w + j;
                     if (c >= nsrc) continue;
                     const int s = bs[c];
                     if (f[j]) atomicAdd(far + s, f[j]);

@@ -87,12 +87,16 @@ def test_wave_byte_limit_is_exact_at_253(k, flagged):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("block_threads,unroll", [(256, 8), (512, 16), (1024, 4)])
-def test_wave_block_sizes(block_threads, unroll):
-    g = GRAPHS["kron10"]   # 4 batches, 1024 vertices
+@pytest.mark.parametrize("kw", [dict(block_threads=256, unroll=8), dict(block_threads=512, unroll=16),
+                                dict(block_threads=1024, unroll=4), dict(block_threads=256, min_blocks=4,
+                                sources_per_thread=1, neighbours=1), dict(block_threads=256, min_blocks=2,
+                                sources_per_thread=2, neighbours=2)])
+@pytest.mark.parametrize("name", ["kron10", "grid_hanging"])
+def test_wave_kernel_options(name, kw):
+    g = GRAPHS[name]
     srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
-    got, r = _wave_sums(g, srcs, block_threads=block_threads, unroll=unroll, slots=2)
-    assert r.block_threads == block_threads
+    got, r = _wave_sums(g, srcs, slots=2, **kw)
+    assert r.block_threads == kw["block_threads"] and r.slots == 2
     assert _same(got, _sums(g, srcs, False))
 
 

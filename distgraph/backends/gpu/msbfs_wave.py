@@ -67,9 +67,17 @@ class GpuWave:
         ptxas of nvcc 13.0 for sm_90).
     unroll : int
         Visited vertices in flight per thread in the sums pass (``DG_WV_UNR``).
+    min_blocks : int
+        Resident blocks per SM the kernel's registers are capped for (``DG_WV_MINB``): batches
+        run at once per SM (the default slots follow).
+    sources_per_thread : {1, 2, 4}
+        Sources a thread adds up in the sums pass (``DG_WV_SPT``; bytes of one load).
+    neighbours : {1, 2, 4}
+        Neighbour profiles a group of 8 lanes loads at once in the pull and the push (``DG_WV_NB``).
     """
 
-    def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=512, unroll=8):
+    def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=512, unroll=8, min_blocks=1,
+                 sources_per_thread=4, neighbours=4):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
@@ -93,8 +101,16 @@ class GpuWave:
         expect(unroll in (1, 2, 4, 8, 16, 32), "unroll", "1, 2, 4, 8, 16 or 32 (vertices in flight per thread in "
                "the sums pass)", unroll)
         self.unroll = int(unroll)
-        self._k = get_module("msbfs_wave", {"DG_WV_BLOCK": self.block_threads, "DG_WV_UNR": self.unroll}).get_function(
-            "distgraph_msbfs_wave_blocks")
+        expect(min_blocks in (1, 2, 3, 4, 6, 8), "min_blocks", "1, 2, 3, 4, 6 or 8", min_blocks)
+        expect(sources_per_thread in (1, 2, 4), "sources_per_thread", "1, 2 or 4", sources_per_thread)
+        expect(neighbours in (1, 2, 4), "neighbours", "1, 2 or 4", neighbours)
+        self.min_blocks, self.spt, self.nb = int(min_blocks), int(sources_per_thread), int(neighbours)
+        expect(self.block_threads * self.spt >= 256, "sources_per_thread",
+               f"at least {256 // self.block_threads} with blocks of {self.block_threads} threads (a vertex's 256 "
+               "bytes are read by one group of threads in the sums pass)", sources_per_thread)
+        self._k = get_module("msbfs_wave", {"DG_WV_BLOCK": self.block_threads, "DG_WV_UNR": self.unroll,
+                                            "DG_WV_MINB": self.min_blocks, "DG_WV_SPT": self.spt,
+                                            "DG_WV_NB": self.nb}).get_function("distgraph_msbfs_wave_blocks")
         self.info["registers"] = _func_attr(self._k, "NUM_REGS")
         self.info["local_bytes"] = _func_attr(self._k, "LOCAL_SIZE_BYTES")
         per = max(n, 1) * (256 + 4 * 5)
