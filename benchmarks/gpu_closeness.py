@@ -254,7 +254,7 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
             "pull_candidates": getattr(r, "pull_candidates", None)}
 
 
-def bench_wave(g, limit, sources, unroll=8, block_threads=512, **wave_kw):
+def bench_wave(g, limit, sources, **wave_kw):
     """The distance-profile wave (``GpuWave``, prototype; undirected graphs) on ``sources`` in
     the order given, launches of 4 batches per slot, after an untimed batch (compile); the same
     keys as :func:`bench_gpu` where they apply, ``_total`` the per-source sums at the sources
@@ -267,12 +267,13 @@ def bench_wave(g, limit, sources, unroll=8, block_threads=512, **wave_kw):
     if g.directed:
         raise ValueError("wave: undirected graphs only")
     t0 = time.perf_counter()
-    r = GpuWave(g.indptr, g.indices, unroll=unroll, block_threads=block_threads, **wave_kw)
+    r = GpuWave(g.indptr, g.indices, **wave_kw)
     r._bits()   # the bit-parallel runner of overflowed batches, made before the clock starts
     prep = time.perf_counter() - t0
     r.run(sources[:256], _out(g.n))
     cp.cuda.Device().synchronize()
-    r.info.update(levels=0, batches=0, overflow_batches=0, wave_cycles=0, sums_cycles=0, fix_rounds=0, fixes=0)
+    r.info.update(levels=0, batches=0, overflow_batches=0, wave_cycles=0, sums_cycles=0, fix_rounds=0, fixes=0,
+                  wide_batches=0)
     acc = _out(g.n)
     done, step = 0, 256 * r.slots * 4
     t0 = time.perf_counter()
@@ -587,9 +588,9 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                 sources, order_s = srcs[skey]
                 first = order not in checked
                 if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
-                    res = bench_wave(g, limit, sources, unroll=kw.get("unroll", 8),
-                                     block_threads=kw.get("block_threads", 512), min_blocks=kw.get("min_blocks", 1),
-                                     sources_per_thread=kw.get("spt", 4), neighbours=kw.get("nb", 4))
+                    names = {"unroll": "unroll", "block_threads": "block_threads", "min_blocks": "min_blocks",
+                             "spt": "sources_per_thread", "nb": "neighbours"}   # unset: GpuWave's defaults
+                    res = bench_wave(g, limit, sources, **{names[k]: v for k, v in kw.items() if k in names})
                 else:
                     res = bench_gpu(g, limit, reorder, check=check and first, batch_order=order, sources=sources,
                                     warmup=False, first_batch=first, **kw)

@@ -60,7 +60,6 @@ typedef unsigned long long wv_u64;
 #define DG_WV_NB 4  // neighbours whose profiles a group loads at once
 #endif
 #define WV_FULL 0xffffffffu
-#define WV_CAP 0xfefefefeu  // finite offsets are kept at 254 at most while the wave runs
 #define WV_NB DG_WV_NB
 #define WV_SCH 512          // visited vertices staged in shared memory per chunk of the sums pass
 
@@ -83,41 +82,71 @@ __device__ __forceinline__ void wv_store(unsigned* P, int v, unsigned q, const w
     __stcg(p + 1, x.b);
 }
 
+// Offsets of W bytes (1: 256 sources per profile, 4 per word; 2: 128 sources, 2 per word, for a
+// batch whose byte offsets overflowed): the SIMD-within-a-word minimum, saturating add, equality.
+template <int W>
+__device__ __forceinline__ unsigned wv_vmin(unsigned x, unsigned y) {
+    return W == 1 ? __vminu4(x, y) : __vminu2(x, y);
+}
+template <int W>
+__device__ __forceinline__ unsigned wv_vadd(unsigned x, unsigned y) {
+    return W == 1 ? __vaddus4(x, y) : __vaddus2(x, y);
+}
+template <int W>
+__device__ __forceinline__ unsigned wv_veq(unsigned x, unsigned y) {
+    return W == 1 ? __vcmpeq4(x, y) : __vcmpeq2(x, y);
+}
+// finite offsets are kept at 254 (W = 1) or 65534 (W = 2) at most while the wave runs
+template <int W>
+__device__ __forceinline__ constexpr unsigned wv_cap() {
+    return W == 1 ? 0xfefefefeu : 0xfffefffeu;
+}
+template <int W>
+__device__ __forceinline__ constexpr unsigned wv_ones() {
+    return W == 1 ? 0x01010101u : 0x00010001u;
+}
+
+template <int W>
 __device__ __forceinline__ uint4 wv_min(uint4 x, uint4 y) {
-    return make_uint4(__vminu4(x.x, y.x), __vminu4(x.y, y.y), __vminu4(x.z, y.z), __vminu4(x.w, y.w));
+    return make_uint4(wv_vmin<W>(x.x, y.x), wv_vmin<W>(x.y, y.y), wv_vmin<W>(x.z, y.z), wv_vmin<W>(x.w, y.w));
 }
 
-// offsets of a neighbour one side of an arc: + s (0, 1, 2) per byte, finite ones kept <= 254
+// offsets of a neighbour one side of an arc: + s (0, 1, 2) per field, finite ones kept <= the cap
+template <int W>
 __device__ __forceinline__ unsigned wv_shift1(unsigned w, unsigned s4) {
-    return __vminu4(__vaddus4(w, s4), WV_CAP) | __vcmpeq4(w, WV_FULL);
+    return wv_vmin<W>(wv_vadd<W>(w, s4), wv_cap<W>()) | wv_veq<W>(w, WV_FULL);
 }
 
+template <int W>
 __device__ __forceinline__ uint4 wv_shift(uint4 w, unsigned s4) {
-    return make_uint4(wv_shift1(w.x, s4), wv_shift1(w.y, s4), wv_shift1(w.z, s4), wv_shift1(w.w, s4));
+    return make_uint4(wv_shift1<W>(w.x, s4), wv_shift1<W>(w.y, s4), wv_shift1<W>(w.z, s4), wv_shift1<W>(w.w, s4));
 }
 
-// *p = bytewise min(*p, c), *p last seen as old (an upper bound: the words only go down); true if lowered
+// *p = fieldwise min(*p, c), *p last seen as old (an upper bound: the words only go down); true if lowered
+template <int W>
 __device__ __forceinline__ bool wv_lower(unsigned* p, unsigned old, unsigned c) {
-    unsigned nv = __vminu4(old, c);
+    unsigned nv = wv_vmin<W>(old, c);
     while (nv != old) {
         const unsigned prev = atomicCAS(p, old, nv);
         if (prev == old) return true;
         old = prev;
-        nv = __vminu4(old, c);
+        nv = wv_vmin<W>(old, c);
     }
     return false;
 }
 
+template <int W>
 __device__ __forceinline__ bool wv_lower4(unsigned* p, uint4 o, uint4 c) {
-    bool ch = wv_lower(p, o.x, c.x);
-    ch = wv_lower(p + 1, o.y, c.y) || ch;
-    ch = wv_lower(p + 2, o.z, c.z) || ch;
-    return wv_lower(p + 3, o.w, c.w) || ch;
+    bool ch = wv_lower<W>(p, o.x, c.x);
+    ch = wv_lower<W>(p + 1, o.y, c.y) || ch;
+    ch = wv_lower<W>(p + 2, o.z, c.z) || ch;
+    return wv_lower<W>(p + 3, o.w, c.w) || ch;
 }
 
 // Group (8 lanes, mask gm) offers the profile of v to v's neighbours with a base; those lowered
 // go on list out (a flag per vertex dedups).  The neighbours' ids and bases are read a lane each,
 // their profiles WV_NB at a time; a word is written (CAS) only where it goes down.
+template <int W>
 __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices,
                                         unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
                                         unsigned gm, unsigned q) {
@@ -139,15 +168,15 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
             for (int k = 0; k < WV_NB; ++k) {
                 const int xk = __shfl_sync(gm, x, (j + k) & 7, 8), bk = __shfl_sync(gm, bx, (j + k) & 7, 8);
                 xs[k] = j + k < m && bk >= 0 ? xk : -1;
-                s4[k] = (unsigned)(bv + 1 - bk) * 0x01010101u;
+                s4[k] = (unsigned)(bv + 1 - bk) * wv_ones<W>();
                 if (xs[k] >= 0) o[k] = wv_load(P, xs[k], q);
             }
 #pragma unroll
             for (int k = 0; k < WV_NB; ++k) {
                 if (xs[k] < 0) continue;  // group-uniform
                 unsigned* px = P + (wv_i64)xs[k] * 64 + 8 * q;
-                bool ch = wv_lower4(px, o[k].a, wv_shift(w.a, s4[k]));
-                ch = wv_lower4(px + 4, o[k].b, wv_shift(w.b, s4[k])) || ch;
+                bool ch = wv_lower4<W>(px, o[k].a, wv_shift<W>(w.a, s4[k]));
+                ch = wv_lower4<W>(px + 4, o[k].b, wv_shift<W>(w.b, s4[k])) || ch;
                 if (__any_sync(gm, ch) && q == 0u) {
                     __threadfence_block();  // a slot's state is its block's alone
                     if (atomicExch(inwl + xs[k], 1) == 0) out[atomicAdd(out_n, 1u)] = xs[k];
@@ -158,6 +187,7 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
 }
 
 // Group: the profile of a new vertex v of level L + 1, the byte minimum over its neighbours of level L.
+template <int W>
 __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__ indptr,
                                         const int* __restrict__ indices, unsigned* P, const int* B, unsigned gm,
                                         unsigned q) {
@@ -181,8 +211,8 @@ __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__
             }
 #pragma unroll
             for (int k = 0; k < WV_NB; ++k) {
-                acc.a = wv_min(acc.a, o[k].a);
-                acc.b = wv_min(acc.b, o[k].b);
+                acc.a = wv_min<W>(acc.a, o[k].a);
+                acc.b = wv_min<W>(acc.b, o[k].b);
             }
         }
     }
@@ -193,12 +223,13 @@ __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__
 // Round r >= 1 reads list (r - 1) & 1 of s_wn[(r - 1) % 3] entries, writes list r & 1 counting in
 // s_wn[r % 3] (zeroed in round r - 1) and zeroes s_wn[(r + 1) % 3] (read in round r - 1, before its
 // barrier): one barrier per round.  s_wn[0..2] are 0 at entry and at exit.
+template <int W>
 __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __restrict__ indptr,
                               const int* __restrict__ indices, unsigned* P, const int* B, int* inwl, int* wl, int n,
                               unsigned* s_wn, unsigned long long* s_rounds, unsigned long long* s_fixes) {
     const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
     const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
-    for (int i = lo + grp; i < hi; i += ngrp) wv_push(O[i], indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q);
+    for (int i = lo + grp; i < hi; i += ngrp) wv_push<W>(O[i], indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q);
     __syncthreads();
     for (int r = 1;; ++r) {
         const int k = (int)*(volatile unsigned*)&s_wn[(r - 1) % 3];
@@ -217,7 +248,7 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
                 __threadfence_block();
             }
             __syncwarp(gm);
-            wv_push(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q);
+            wv_push<W>(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q);
         }
         __syncthreads();
     }
@@ -225,6 +256,153 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
     if (threadIdx.x == 0) s_wn[0] = s_wn[1] = s_wn[2] = 0u;
 }
 
+// A block's shared state (one slot).
+struct wv_shared {
+    unsigned cnt, wn[3];
+    unsigned long long rounds, fixes;  // worklist rounds run, vertices pushed again
+    long long t0, t_wave, t_sums;      // thread 0: cycles in the wave, in the sums
+    int v[WV_SCH], b[WV_SCH];
+};
+
+// One batch, the sources bs[0, nsrc) (nsrc <= 256 / W), with W-byte offsets: the wave, then the
+// per-source sums, added unless a final offset is at the cap (then it returns true and adds
+// nothing). The bases are reset for the next batch.
+template <int W>
+__device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __restrict__ indptr,
+                         const int* __restrict__ indices, int n, unsigned* P, int* B, int* O, int* WL, int* IN,
+                         const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
+                         wv_u64* h1, wv_u64* h2, wv_shared& sh, wv_i64& levels) {
+    const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
+    const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
+    // level 0: the sources, offset 0 in their own field (a profile is written whole before it is
+    // read: by this, or by the pull of its level; nothing is reset between batches but the bases)
+    for (int i = threadIdx.x; i < nsrc * 64; i += blockDim.x) P[(wv_i64)bs[i >> 6] * 64 + (i & 63)] = WV_FULL;
+    __syncthreads();
+    for (int c = threadIdx.x; c < nsrc; c += blockDim.x) {
+        const int s = bs[c];
+        B[s] = 0;
+        if (W == 1) reinterpret_cast<unsigned char*>(P)[(wv_i64)s * 256 + c] = 0;
+        else reinterpret_cast<unsigned short*>(P)[(wv_i64)s * 128 + c] = 0;
+        O[c] = s;
+    }
+    if (threadIdx.x == 0) sh.cnt = (unsigned)nsrc;
+    __syncthreads();
+    int lo = 0, hi = nsrc, L = 0;
+    wv_push_level<W>(O, lo, hi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes);
+    while (true) {
+        // discovery of level L + 1
+        for (int i = lo + (int)threadIdx.x; i < hi; i += blockDim.x) {
+            const int v = O[i];
+            for (wv_i64 e = indptr[v]; e < indptr[v + 1]; ++e) {
+                const int u = indices[e];
+                if (B[u] < 0 && atomicCAS(B + u, -1, L + 1) == -1) O[atomicAdd(&sh.cnt, 1u)] = u;
+            }
+        }
+        __syncthreads();
+        const int nlo = hi, nhi = (int)sh.cnt;
+        if (nlo == nhi) break;  // block-uniform
+        for (int i = nlo + grp; i < nhi; i += ngrp) wv_pull<W>(O[i], L, indptr, indices, P, B, gm, q);
+        __syncthreads();
+        wv_push_level<W>(O, nlo, nhi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes);
+        lo = nlo;
+        hi = nhi;
+        ++L;
+    }
+    levels += L;
+    const int cnt = (int)sh.cnt;
+    if (threadIdx.x == 0) {
+        const long long t1 = clock64();
+        sh.t_wave += t1 - sh.t0;
+        sh.t0 = t1;
+    }
+    // per-source sums: a thread per LB bytes of a profile (F = LB / W sources), 256 / LB threads
+    // per vertex, blockDim LB / 256 groups over the visited vertices staged WV_SCH at a time, UNR
+    // of them in flight per thread; a final offset at the cap may stand for more: the batch adds
+    // nothing then
+    bool ovf;
+    {
+        constexpr int LB = DG_WV_SPT > W ? DG_WV_SPT : W, F = LB / W, TPV = 256 / LB;
+        constexpr unsigned FM = W == 1 ? 0xffu : 0xffffu;
+        const int w = threadIdx.x % TPV, g = threadIdx.x / TPV, ng = blockDim.x / TPV;
+        wv_u64 f[F], b1[F], b2[F];
+        unsigned r[F], a[F];
+#pragma unroll
+        for (int j = 0; j < F; ++j) f[j] = b1[j] = b2[j] = 0ull, r[j] = a[j] = 0u;
+        int cap = 0;
+        for (int cb = 0; cb < cnt; cb += WV_SCH) {
+            const int cn = min(WV_SCH, cnt - cb);
+            __syncthreads();  // the previous chunk read
+            for (int i = threadIdx.x; i < cn; i += blockDim.x) {
+                const int v = O[cb + i];
+                sh.v[i] = v;
+                sh.b[i] = B[v];
+            }
+            __syncthreads();
+            for (int i0 = g * DG_WV_UNR; i0 < cn; i0 += ng * DG_WV_UNR) {
+                unsigned ww[DG_WV_UNR];
+#pragma unroll
+                for (int k = 0; k < DG_WV_UNR; ++k) {
+                    ww[k] = WV_FULL;
+                    if (i0 + k < cn) {
+                        const wv_i64 at = (wv_i64)sh.v[i0 + k] * TPV + w;
+                        if (LB == 4) ww[k] = __ldcg(P + at);
+                        else if (LB == 2) ww[k] = 0xffff0000u | __ldcg(reinterpret_cast<const unsigned short*>(P) + at);
+                        else ww[k] = 0xffffff00u | __ldcg(reinterpret_cast<const unsigned char*>(P) + at);
+                    }
+                }
+#pragma unroll
+                for (int k = 0; k < DG_WV_UNR; ++k) {
+                    if (ww[k] == WV_FULL) continue;
+                    cap |= wv_veq<W>(ww[k], wv_cap<W>()) != 0u;
+                    const unsigned bb = (unsigned)sh.b[i0 + k];
+#pragma unroll
+                    for (int j = 0; j < F; ++j) {
+                        const unsigned o = (ww[k] >> (8 * W * j)) & FM;
+                        if (o == FM) continue;
+                        const wv_u64 d = (wv_u64)bb + o;
+                        ++r[j];
+                        f[j] += d;
+                        if (d == 1) {
+                            ++a[j];
+                        } else if (d >= 2) {
+                            const wv_u64 qd = d < (wv_u64)rmax ? __ldg(recip + d) : dg_recip_fixed(d);
+                            b1[j] += qd >> 32;
+                            b2[j] += qd & 0xffffffffull;
+                        }
+                    }
+                }
+            }
+        }
+        ovf = __syncthreads_or(cap) != 0;
+        if (!ovf) {
+#pragma unroll
+            for (int j = 0; j < F; ++j) {
+                const int c = F * w + j;
+                if (c >= nsrc) continue;
+                const int s = bs[c];
+                if (f[j]) atomicAdd(far + s, f[j]);
+                if (r[j]) atomicAdd(reach + s, (wv_u64)r[j]);
+                if (a[j]) atomicAdd(h0 + s, (wv_u64)a[j]);
+                if (b1[j]) atomicAdd(h1 + s, b1[j]);
+                if (b2[j]) atomicAdd(h2 + s, b2[j]);
+            }
+        }
+    }
+    for (int i = threadIdx.x; i < cnt; i += blockDim.x) B[O[i]] = -1;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const long long t1 = clock64();
+        sh.t_sums += t1 - sh.t0;
+        sh.t0 = t1;
+    }
+    return ovf;
+}
+
+// Every batch (256 sources, srcs[256 bt ..], nsrcs[bt] of them) taken by the slots (blocks) from
+// *next. A batch whose byte offsets overflow runs again as two of 128 sources with 2-byte offsets;
+// overflow[bt] gets bit h set for a half (sources 128 h ..) that overflowed those too (a graph of
+// diameter 65534 or more), for the host to run another way. stats: levels, cycles of the wave and
+// of the sums (thread 0, summed over the blocks), worklist rounds, fixes, batches run again.
 extern "C" __global__ void __launch_bounds__(DG_WV_BLOCK, DG_WV_MINB)
 distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __restrict__ indices, int n,
                             const int* __restrict__ srcs, const int* __restrict__ nsrcs, int nbatches,
@@ -232,22 +410,19 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
                             const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
                             wv_u64* h1, wv_u64* h2, unsigned* next, int* overflow, wv_i64* stats) {
     __shared__ int s_batch;
-    __shared__ unsigned s_cnt, s_wn[3];
-    __shared__ unsigned long long s_rounds, s_fixes;  // worklist rounds run, vertices pushed again
-    __shared__ int s_v[WV_SCH], s_b[WV_SCH];
+    __shared__ wv_shared sh;
     const wv_i64 slot = blockIdx.x;
     unsigned* P = prof + slot * (wv_i64)n * 64;
     int* B = base + slot * (wv_i64)n;
     int* O = order + slot * (wv_i64)n;
     int* WL = wl + slot * 2 * (wv_i64)n;
     int* IN = inwl + slot * (wv_i64)n;
-    const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
-    const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
-    wv_i64 levels = 0;
-    long long t0 = clock64(), t_wave = 0, t_sums = 0;  // thread 0: cycles in the wave, in the sums
+    wv_i64 levels = 0, again = 0;
     if (threadIdx.x == 0) {
-        s_rounds = s_fixes = 0ull;
-        s_wn[0] = s_wn[1] = s_wn[2] = 0u;
+        sh.rounds = sh.fixes = 0ull;
+        sh.wn[0] = sh.wn[1] = sh.wn[2] = 0u;
+        sh.t0 = clock64();
+        sh.t_wave = sh.t_sums = 0;
     }
     for (;;) {
         if (threadIdx.x == 0) s_batch = (int)atomicAdd(next, 1u);
@@ -256,131 +431,23 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
         if (bt >= nbatches) break;  // block-uniform
         const int nsrc = nsrcs[bt];
         const int* bs = srcs + (wv_i64)bt * 256;
-        // level 0: the sources, offset 0 at their own byte (a profile is written whole before it
-        // is read: by this, or by the pull of its level; nothing is reset between batches but the bases)
-        for (int i = threadIdx.x; i < nsrc * 64; i += blockDim.x) P[(wv_i64)bs[i >> 6] * 64 + (i & 63)] = WV_FULL;
-        __syncthreads();
-        for (int c = threadIdx.x; c < nsrc; c += blockDim.x) {
-            const int s = bs[c];
-            B[s] = 0;
-            reinterpret_cast<unsigned char*>(P)[(wv_i64)s * 256 + c] = 0;
-            O[c] = s;
-        }
-        if (threadIdx.x == 0) s_cnt = (unsigned)nsrc;
-        __syncthreads();
-        int lo = 0, hi = nsrc, L = 0;
-        wv_push_level(O, lo, hi, indptr, indices, P, B, IN, WL, n, s_wn, &s_rounds, &s_fixes);
-        while (true) {
-            // discovery of level L + 1
-            for (int i = lo + (int)threadIdx.x; i < hi; i += blockDim.x) {
-                const int v = O[i];
-                for (wv_i64 e = indptr[v]; e < indptr[v + 1]; ++e) {
-                    const int u = indices[e];
-                    if (B[u] < 0 && atomicCAS(B + u, -1, L + 1) == -1) O[atomicAdd(&s_cnt, 1u)] = u;
-                }
-            }
-            __syncthreads();
-            const int nlo = hi, nhi = (int)s_cnt;
-            if (nlo == nhi) break;  // block-uniform
-            for (int i = nlo + grp; i < nhi; i += ngrp) wv_pull(O[i], L, indptr, indices, P, B, gm, q);
-            __syncthreads();
-            wv_push_level(O, nlo, nhi, indptr, indices, P, B, IN, WL, n, s_wn, &s_rounds, &s_fixes);
-            lo = nlo;
-            hi = nhi;
-            ++L;
-        }
-        levels += L;
-        const int cnt = (int)s_cnt;
-        if (threadIdx.x == 0) {
-            const long long t1 = clock64();
-            t_wave += t1 - t0;
-            t0 = t1;
-        }
-        // per-source sums: a thread per SPT bytes (sources SPT t .. SPT t + SPT - 1), blockDim SPT / 256
-        // groups over the visited vertices staged WV_SCH at a time, UNR of them in flight per thread;
-        // a final offset of 254 may stand for more (kept at 254): the batch is flagged, adds nothing
-        {
-            constexpr int TPV = 256 / DG_WV_SPT;  // threads per vertex
-            const int w = threadIdx.x % TPV, g = threadIdx.x / TPV, ng = blockDim.x / TPV;
-            wv_u64 f[DG_WV_SPT], b1[DG_WV_SPT], b2[DG_WV_SPT];
-            unsigned r[DG_WV_SPT], a[DG_WV_SPT];
-#pragma unroll
-            for (int j = 0; j < DG_WV_SPT; ++j) f[j] = b1[j] = b2[j] = 0ull, r[j] = a[j] = 0u;
-            int cap = 0;
-            for (int cb = 0; cb < cnt; cb += WV_SCH) {
-                const int cn = min(WV_SCH, cnt - cb);
-                __syncthreads();  // the previous chunk read
-                for (int i = threadIdx.x; i < cn; i += blockDim.x) {
-                    const int v = O[cb + i];
-                    s_v[i] = v;
-                    s_b[i] = B[v];
-                }
-                __syncthreads();
-                for (int i0 = g * DG_WV_UNR; i0 < cn; i0 += ng * DG_WV_UNR) {
-                    unsigned ww[DG_WV_UNR];
-#pragma unroll
-                    for (int k = 0; k < DG_WV_UNR; ++k) {
-                        ww[k] = WV_FULL;
-                        if (i0 + k < cn) {
-                            const wv_i64 at = (wv_i64)s_v[i0 + k] * TPV + w;
-                            if (DG_WV_SPT == 4) ww[k] = __ldcg(P + at);
-                            else if (DG_WV_SPT == 2) ww[k] = 0xffff0000u | __ldcg(reinterpret_cast<const unsigned short*>(P) + at);
-                            else ww[k] = 0xffffff00u | __ldcg(reinterpret_cast<const unsigned char*>(P) + at);
-                        }
-                    }
-#pragma unroll
-                    for (int k = 0; k < DG_WV_UNR; ++k) {
-                        if (ww[k] == WV_FULL) continue;
-                        cap |= __vcmpeq4(ww[k], WV_CAP) != 0u;
-                        const unsigned bb = (unsigned)s_b[i0 + k];
-#pragma unroll
-                        for (int j = 0; j < DG_WV_SPT; ++j) {
-                            const unsigned o = (ww[k] >> (8 * j)) & 255u;
-                            if (o == 255u) continue;
-                            const wv_u64 d = (wv_u64)bb + o;
-                            ++r[j];
-                            f[j] += d;
-                            if (d == 1) {
-                                ++a[j];
-                            } else if (d >= 2) {
-                                const wv_u64 qd = d < (wv_u64)rmax ? __ldg(recip + d) : dg_recip_fixed(d);
-                                b1[j] += qd >> 32;
-                                b2[j] += qd & 0xffffffffull;
-                            }
-                        }
-                    }
-                }
-            }
-            const int ovf = __syncthreads_or(cap);
-            if (!ovf) {
-#pragma unroll
-                for (int j = 0; j < DG_WV_SPT; ++j) {
-                    const int c = DG_WV_SPT * w + j;
-                    if (c >= nsrc) continue;
-                    const int s = bs[c];
-                    if (f[j]) atomicAdd(far + s, f[j]);
-                    if (r[j]) atomicAdd(reach + s, (wv_u64)r[j]);
-                    if (a[j]) atomicAdd(h0 + s, (wv_u64)a[j]);
-                    if (b1[j]) atomicAdd(h1 + s, b1[j]);
-                    if (b2[j]) atomicAdd(h2 + s, b2[j]);
-                }
-            } else if (threadIdx.x == 0) {
-                overflow[bt] = 1;
-            }
-        }
-        for (int i = threadIdx.x; i < cnt; i += blockDim.x) B[O[i]] = -1;
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            const long long t1 = clock64();
-            t_sums += t1 - t0;
-            t0 = t1;
+        if (wv_batch<1>(bs, nsrc, indptr, indices, n, P, B, O, WL, IN, recip, rmax, far, reach, h0, h1, h2, sh,
+                        levels)) {
+            ++again;
+            int bad = 0;
+            for (int h = 0; h < 2 && 128 * h < nsrc; ++h)
+                if (wv_batch<2>(bs + 128 * h, min(nsrc - 128 * h, 128), indptr, indices, n, P, B, O, WL, IN, recip,
+                                rmax, far, reach, h0, h1, h2, sh, levels))
+                    bad |= 1 << h;
+            if (bad && threadIdx.x == 0) overflow[bt] = bad;
         }
     }
     if (threadIdx.x == 0) {
         atomicAdd((unsigned long long*)stats, (unsigned long long)levels);
-        atomicAdd((unsigned long long*)stats + 1, (unsigned long long)t_wave);
-        atomicAdd((unsigned long long*)stats + 2, (unsigned long long)t_sums);
-        atomicAdd((unsigned long long*)stats + 3, (unsigned long long)s_rounds);
-        atomicAdd((unsigned long long*)stats + 4, (unsigned long long)s_fixes);
+        atomicAdd((unsigned long long*)stats + 1, (unsigned long long)sh.t_wave);
+        atomicAdd((unsigned long long*)stats + 2, (unsigned long long)sh.t_sums);
+        atomicAdd((unsigned long long*)stats + 3, (unsigned long long)sh.rounds);
+        atomicAdd((unsigned long long*)stats + 4, (unsigned long long)sh.fixes);
+        atomicAdd((unsigned long long*)stats + 5, (unsigned long long)again);
     }
 }

@@ -56,18 +56,33 @@ def test_wave_road_ny_ball_batches(data_dir):
     tptr, tidx, _ = g.csc()
     srcs = ball_sources(g.indptr, g.indices, tptr, tidx, np.arange(g.n, dtype=np.int64), 256)[:768]
     got, r = _wave_sums(g, srcs)
-    assert r.info["overflow_batches"] == 0 and r.info["levels"] > 1000
+    assert r.info["overflow_batches"] == 0 and r.info["wide_batches"] == 0 and r.info["levels"] > 1000
     ref = _sums(g, srcs, True)
     assert _same([a[srcs] for a in got], ref)
 
 
 @pytest.mark.gpu
-def test_wave_far_apart_sources_overflow_to_the_bit_kernel():
-    # a path of 700 vertices, sources at both ends: offsets up to 699 do not fit a byte
+@pytest.mark.parametrize("nsrc", [4, 200, 256])
+def test_wave_far_apart_sources_run_again_with_two_bytes(nsrc):
+    # a path of 700 vertices, sources at both ends: offsets up to 699 do not fit a byte; the batch
+    # runs again as two halves of 128 sources with 2-byte offsets (one half when it has <= 128)
     g = Graph.from_edges(np.arange(699), np.arange(1, 700), directed=False)
-    srcs = np.array([0, 1, 698, 699], np.int64)
+    srcs = np.r_[np.arange(nsrc // 2), np.arange(700 - (nsrc - nsrc // 2), 700)].astype(np.int64)
     got, r = _wave_sums(g, srcs, reorder="none")
-    assert r.info["overflow_batches"] == 1 and r._fallback is not None
+    assert r.info["wide_batches"] == 1 and r.info["overflow_batches"] == 0 and r._fallback is None
+    ref = _sums(g, srcs, True)
+    assert _same([a[srcs] for a in got], ref)
+
+
+@pytest.mark.gpu
+def test_wave_diameter_past_two_bytes_goes_to_the_bit_kernel():
+    # a path of 66000 vertices: the second half of the sources (both ends) overflows 2-byte offsets
+    # too and runs on the bit-parallel kernel; the first (near one another) stays on the wave
+    k = 66000
+    g = Graph.from_edges(np.arange(k - 1), np.arange(1, k), directed=False)
+    srcs = np.r_[np.arange(128), [0 + 200, k - 1]].astype(np.int64)
+    got, r = _wave_sums(g, srcs, reorder="none")
+    assert r.info["wide_batches"] == 1 and r.info["overflow_batches"] == 1 and r._fallback is not None
     ref = _sums(g, srcs, True)
     assert _same([a[srcs] for a in got], ref)
 
@@ -77,11 +92,11 @@ def test_wave_far_apart_sources_overflow_to_the_bit_kernel():
 def test_wave_byte_limit_is_exact_at_253(k, flagged):
     # sources at both ends of a stretch of k arcs on a longer path: the largest true offset is k
     # (the far source's, at the other end's base 0). Offsets are kept at 254 while the wave runs,
-    # so 253 fits and runs on the wave, 254 may stand for more and goes to the bit kernel
+    # so 253 fits a byte, 254 may stand for more and the batch runs again with 2-byte offsets
     g = Graph.from_edges(np.arange(k + 40), np.arange(1, k + 41), directed=False)
     srcs = np.array([0, k], np.int64)
     got, r = _wave_sums(g, srcs, reorder="none")
-    assert r.info["overflow_batches"] == int(flagged) and (r._fallback is not None) == flagged
+    assert r.info["wide_batches"] == int(flagged) and r.info["overflow_batches"] == 0 and r._fallback is None
     ref = _sums(g, srcs, True)
     assert _same([a[srcs] for a in got], ref)
 
@@ -90,7 +105,8 @@ def test_wave_byte_limit_is_exact_at_253(k, flagged):
 @pytest.mark.parametrize("kw", [dict(block_threads=256, unroll=8), dict(block_threads=512, unroll=16),
                                 dict(block_threads=1024, unroll=4), dict(block_threads=256, min_blocks=4,
                                 sources_per_thread=1, neighbours=1), dict(block_threads=256, min_blocks=2,
-                                sources_per_thread=2, neighbours=2)])
+                                sources_per_thread=2, neighbours=2), dict(block_threads=512, min_blocks=1,
+                                sources_per_thread=4, neighbours=4)])
 @pytest.mark.parametrize("name", ["kron10", "grid_hanging"])
 def test_wave_kernel_options(name, kw):
     g = GRAPHS[name]

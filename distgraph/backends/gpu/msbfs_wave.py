@@ -11,10 +11,12 @@ that arrive after a visit are pushed on (a worklist), so the result is exact. Th
 ``GpuMSBFS(symmetric=True)``: each BFS's sums at its source vertex, so that over all sources
 they equal the CPU backend's per-vertex sums bit for bit. Finite offsets are kept at 254 while
 the wave runs; a batch with a final offset of 254 (sources far apart: the true offset may be more)
-is flagged by the kernel and run by the bit-parallel kernel instead (``GpuMSBFS(symmetric=True)``,
-on its block schedule, ``info["overflow_batches"]``). ``info`` also holds the wave's and the sums
-pass's clock cycles (thread 0 of each block, summed over the blocks), the worklist rounds and the
-vertices they pushed again (fixes). Not wired into :func:`~distgraph.algorithms.closeness.closeness`
+runs again in the same block as two batches of 128 sources with 2-byte offsets
+(``info["wide_batches"]``); a half whose offsets pass 65534 too (a graph of that diameter) is run
+by the bit-parallel kernel (``GpuMSBFS(symmetric=True)``, on its block schedule,
+``info["overflow_batches"]``: the batches with such a half). ``info`` also holds the wave's and
+the sums pass's clock cycles (thread 0 of each block, summed over the blocks), the worklist rounds
+and the vertices they pushed again (fixes). Not wired into :func:`~distgraph.algorithms.closeness.closeness`
 yet; ``benchmarks/gpu_closeness.py`` times it (variant ``wave``).
 
 First version (H200, benchmarks/results/session11_x2/call9/, the kernel as at 0d059f4: a warp per
@@ -63,8 +65,8 @@ class GpuWave:
         the compiled kernel, fewer when their state (``n * 276`` bytes each) does not fit in half
         the free device memory.
     block_threads : {256, 512, 1024}
-        Threads per block (512, the default: 126 registers, no spills; 1024: 64 registers, spills;
-        ptxas of nvcc 13.0 for sm_90).
+        Threads per block (256, the default, with ``min_blocks=4``: 64 registers, four batches at
+        once per SM; 512 with one: 126 registers, no spills; ptxas of nvcc 13.0 for sm_90).
     unroll : int
         Visited vertices in flight per thread in the sums pass (``DG_WV_UNR``).
     min_blocks : int
@@ -76,8 +78,8 @@ class GpuWave:
         Neighbour profiles a group of 8 lanes loads at once in the pull and the push (``DG_WV_NB``).
     """
 
-    def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=512, unroll=8, min_blocks=1,
-                 sources_per_thread=4, neighbours=4):
+    def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=256, unroll=8, min_blocks=4,
+                 sources_per_thread=4, neighbours=1):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
@@ -93,7 +95,7 @@ class GpuWave:
         g2, new_id, info = reorder_graph(g, reorder)
         self.new_id = None if new_id is None else np.asarray(new_id, np.int64)
         self.info = {"reorder": info.get("method"), "overflow_batches": 0, "levels": 0, "batches": 0,
-                     "wave_cycles": 0, "sums_cycles": 0, "fix_rounds": 0, "fixes": 0}
+                     "wave_cycles": 0, "sums_cycles": 0, "fix_rounds": 0, "fixes": 0, "wide_batches": 0}
         self._ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
         self._idx = cp.asarray(np.asarray(g2.indices, np.int32) if g2.indices.size else np.zeros(1, np.int32))
         self.block_threads = int(block_threads)
@@ -128,7 +130,7 @@ class GpuWave:
         self._wl = cp.zeros(S * 2 * n1, cp.int32)
         self._inwl = cp.zeros(S * n1, cp.int32)
         self._next = cp.zeros(1, cp.uint32)
-        self._stats = cp.zeros(5, cp.int64)
+        self._stats = cp.zeros(6, cp.int64)
         self._fallback = None
         self._recip = cp.asarray(recip_table(min(n + 2, RECIP_MAX)))   # distances up to n - 1
         self._graph = (hptr, hidx)
@@ -161,17 +163,21 @@ class GpuWave:
         if self.new_id is not None:
             host = [h[self.new_id] for h in host]
         st = self._stats.get()
-        bad = np.flatnonzero(ovf.get())
-        # offsets past 254: those batches on the bit-parallel kernel (symmetric sums), whose runner
-        # is made first, so that ``out`` gets nothing when it cannot be
+        ovf_h = ovf.get()
+        bad = np.flatnonzero(ovf_h)
+        # halves of 128 sources whose 2-byte offsets overflowed too (diameter 65534 or more): on the
+        # bit-parallel kernel (symmetric sums), whose runner is made first, so that ``out`` gets
+        # nothing when it cannot be
         bits = self._bits() if bad.size else None
         add_sums(out, host)
-        for key, v in zip(("levels", "wave_cycles", "sums_cycles", "fix_rounds", "fixes"), st):
+        for key, v in zip(("levels", "wave_cycles", "sums_cycles", "fix_rounds", "fixes", "wide_batches"), st):
             self.info[key] += int(v)
         self.info["batches"] += nb
         if bad.size:
             self.info["overflow_batches"] += int(bad.size)
-            redo = np.concatenate([src[b * KAPPA:(b + 1) * KAPPA] for b in bad])
+            half = KAPPA // 2
+            redo = np.concatenate([src[b * KAPPA + h * half:b * KAPPA + (h + 1) * half] for b in bad for h in (0, 1)
+                                   if ovf_h[b] >> h & 1])
             bits.run(redo, False, out, defer=True)   # the block schedule, drained at once
             bits.drain(*out)
 
