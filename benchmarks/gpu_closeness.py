@@ -288,12 +288,27 @@ def bench_wave(g, limit, sources, **wave_kw):
     normalize_limbs(acc[2], acc[3], acc[4])
     total = el * sources.size / done
     rate = sources.size * g.m / total
+    tl = getattr(r, "timeline", None)   # the last run's batches: start, end, end of the 2-byte halves, SM
+    timeline = None
+    if tl is not None and tl.size:
+        t0n = int(tl[:, 0].min())
+        end = np.maximum(tl[:, 1], tl[:, 2]) - t0n
+        dur = (tl[:, 1] - tl[:, 0]) / 1e6
+        wide = np.flatnonzero(tl[:, 2])
+        timeline = {"batches": int(tl.shape[0]), "span_ms": float(end.max() / 1e6),
+                    "batch_ms_p50_p90_max": [float(np.percentile(dur, 50)), float(np.percentile(dur, 90)),
+                                             float(dur.max())],
+                    "last_ends_ms": sorted((end / 1e6).tolist())[-5:],
+                    "wide": [{"batch": int(b), "start_ms": float((tl[b, 0] - t0n) / 1e6),
+                              "gave_up_ms": float((tl[b, 1] - t0n) / 1e6),
+                              "halves_end_ms": float((tl[b, 2] - t0n) / 1e6)} for b in wide]}
     return {"schedule": "wave", "kappa": 256, "slots": r.slots, "block_threads": r.block_threads,
             "min_blocks": r.min_blocks, "sources_per_thread": r.spt, "neighbours": r.nb, "unroll": r.unroll,
             "preprocess_s": prep, "sources_run": int(done), "sources_total": int(sources.size), "seconds": el,
             "total_s": total, "extrapolated": bool(done < sources.size), "edge_visits_per_s_per_gpu": rate,
             "vs_blest_per_gpu": rate / BLEST_RATE, "levels_per_launch": r.info["levels"] / max(r.info["batches"], 1),
-            "overflow_batches": r.info["overflow_batches"], "wave_info": dict(r.info), "first_batch_exact_vs_cpu": None,
+            "overflow_batches": r.info["overflow_batches"], "wave_info": dict(r.info), "timeline": timeline,
+            "first_batch_exact_vs_cpu": None,
             "_first": None, "_total": acc if done == sources.size else None, "device_bytes": None}
 
 
@@ -550,7 +565,7 @@ def variant_kwargs(v):
 
 SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "shared_dbits", "prefetch", "flush4", "pull",
               "pull_candidates", "fold", "folded_leaves", "overflow_batches", "wave_info", "sources_per_thread",
-              "neighbours", "unroll",
+              "neighbours", "unroll", "timeline",
               "registers", "local_bytes", "block_launches", "batch_order", "batch_order_s", "preprocess_s",
               "sources_run", "sources_total", "seconds", "total_s", "extrapolated", "edge_visits_per_s_per_gpu",
               "vs_blest_per_gpu", "levels_per_launch", "first_batch_exact_vs_cpu", "device_bytes")

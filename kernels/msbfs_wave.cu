@@ -149,7 +149,7 @@ __device__ __forceinline__ bool wv_lower4(unsigned* p, uint4 o, uint4 c) {
 template <int W>
 __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices,
                                         unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
-                                        unsigned gm, unsigned q) {
+                                        unsigned gm, unsigned q, int* s_clamp) {
     const wv8 w = wv_load(P, v, q);
     const int bv = B[v];
     const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
@@ -175,8 +175,13 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
             for (int k = 0; k < WV_NB; ++k) {
                 if (xs[k] < 0) continue;  // group-uniform
                 unsigned* px = P + (wv_i64)xs[k] * 64 + 8 * q;
-                bool ch = wv_lower4<W>(px, o[k].a, wv_shift<W>(w.a, s4[k]));
-                ch = wv_lower4<W>(px + 4, o[k].b, wv_shift<W>(w.b, s4[k])) || ch;
+                const uint4 ca = wv_shift<W>(w.a, s4[k]), cb = wv_shift<W>(w.b, s4[k]);
+                if (W == 1 && (wv_veq<W>(ca.x, wv_cap<W>()) | wv_veq<W>(ca.y, wv_cap<W>()) | wv_veq<W>(ca.z, wv_cap<W>()) |
+                               wv_veq<W>(ca.w, wv_cap<W>()) | wv_veq<W>(cb.x, wv_cap<W>()) | wv_veq<W>(cb.y, wv_cap<W>()) |
+                               wv_veq<W>(cb.z, wv_cap<W>()) | wv_veq<W>(cb.w, wv_cap<W>())))
+                    *(volatile int*)s_clamp = 1;  // an offset reached 254: the batch gives up its bytes
+                bool ch = wv_lower4<W>(px, o[k].a, ca);
+                ch = wv_lower4<W>(px + 4, o[k].b, cb) || ch;
                 if (__any_sync(gm, ch) && q == 0u) {
                     __threadfence_block();  // a slot's state is its block's alone
                     if (atomicExch(inwl + xs[k], 1) == 0) out[atomicAdd(out_n, 1u)] = xs[k];
@@ -226,10 +231,11 @@ __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__
 template <int W>
 __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __restrict__ indptr,
                               const int* __restrict__ indices, unsigned* P, const int* B, int* inwl, int* wl, int n,
-                              unsigned* s_wn, unsigned long long* s_rounds, unsigned long long* s_fixes) {
+                              unsigned* s_wn, unsigned long long* s_rounds, unsigned long long* s_fixes,
+                              int* s_clamp) {
     const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
     const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
-    for (int i = lo + grp; i < hi; i += ngrp) wv_push<W>(O[i], indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q);
+    for (int i = lo + grp; i < hi; i += ngrp) wv_push<W>(O[i], indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q, s_clamp);
     __syncthreads();
     for (int r = 1;; ++r) {
         const int k = (int)*(volatile unsigned*)&s_wn[(r - 1) % 3];
@@ -248,7 +254,7 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
                 __threadfence_block();
             }
             __syncwarp(gm);
-            wv_push<W>(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q);
+            wv_push<W>(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q, s_clamp);
         }
         __syncthreads();
     }
@@ -259,6 +265,7 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
 // A block's shared state (one slot).
 struct wv_shared {
     unsigned cnt, wn[3];
+    int clamp;                         // W = 1: an offset reached 254 (the batch stops, to run with 2 bytes)
     unsigned long long rounds, fixes;  // worklist rounds run, vertices pushed again
     long long t0, t_wave, t_sums;      // thread 0: cycles in the wave, in the sums
     int v[WV_SCH], b[WV_SCH];
@@ -266,7 +273,10 @@ struct wv_shared {
 
 // One batch, the sources bs[0, nsrc) (nsrc <= 256 / W), with W-byte offsets: the wave, then the
 // per-source sums, added unless a final offset is at the cap (then it returns true and adds
-// nothing). The bases are reset for the next batch.
+// nothing). With W = 1 the wave stops at the end of the level where an offset first reaches 254
+// (it returns true, adding nothing): on road-NY that is as early a sign as any of a batch whose
+// offsets overflow a byte (call 9 of session 11 flagged as many batches on offsets passing 254 on
+// the way as session 12 on final ones). The bases are reset for the next batch.
 template <int W>
 __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __restrict__ indptr,
                          const int* __restrict__ indices, int n, unsigned* P, int* B, int* O, int* WL, int* IN,
@@ -285,11 +295,15 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
         else reinterpret_cast<unsigned short*>(P)[(wv_i64)s * 128 + c] = 0;
         O[c] = s;
     }
-    if (threadIdx.x == 0) sh.cnt = (unsigned)nsrc;
+    if (threadIdx.x == 0) {
+        sh.cnt = (unsigned)nsrc;
+        sh.clamp = 0;
+    }
     __syncthreads();
     int lo = 0, hi = nsrc, L = 0;
-    wv_push_level<W>(O, lo, hi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes);
-    while (true) {
+    wv_push_level<W>(O, lo, hi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp);
+    bool gave_up = W == 1 && *(volatile int*)&sh.clamp;  // block-uniform: read after push_level's barrier
+    while (!gave_up) {
         // discovery of level L + 1
         for (int i = lo + (int)threadIdx.x; i < hi; i += blockDim.x) {
             const int v = O[i];
@@ -303,7 +317,8 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
         if (nlo == nhi) break;  // block-uniform
         for (int i = nlo + grp; i < nhi; i += ngrp) wv_pull<W>(O[i], L, indptr, indices, P, B, gm, q);
         __syncthreads();
-        wv_push_level<W>(O, nlo, nhi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes);
+        wv_push_level<W>(O, nlo, nhi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp);
+        gave_up = W == 1 && *(volatile int*)&sh.clamp;
         lo = nlo;
         hi = nhi;
         ++L;
@@ -319,8 +334,8 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
     // per vertex, blockDim LB / 256 groups over the visited vertices staged WV_SCH at a time, UNR
     // of them in flight per thread; a final offset at the cap may stand for more: the batch adds
     // nothing then
-    bool ovf;
-    {
+    bool ovf = gave_up;
+    if (!gave_up) {
         constexpr int LB = DG_WV_SPT > W ? DG_WV_SPT : W, F = LB / W, TPV = 256 / LB;
         constexpr unsigned FM = W == 1 ? 0xffu : 0xffffu;
         const int w = threadIdx.x % TPV, g = threadIdx.x / TPV, ng = blockDim.x / TPV;
@@ -398,18 +413,60 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
     return ovf;
 }
 
-// Every batch (256 sources, srcs[256 bt ..], nsrcs[bt] of them) taken by the slots (blocks) from
-// *next. A batch whose byte offsets overflow runs again as two of 128 sources with 2-byte offsets;
-// overflow[bt] gets bit h set for a half (sources 128 h ..) that overflowed those too (a graph of
-// diameter 65534 or more), for the host to run another way. stats: levels, cycles of the wave and
-// of the sums (thread 0, summed over the blocks), worklist rounds, fixes, batches run again.
+__device__ __forceinline__ long long wv_now() {
+    long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ unsigned wv_ld(const unsigned* p) { return *(const volatile unsigned*)p; }
+
+// Thread 0: the block's next work item. ctl[0]: the next batch; ctl[1], ctl[2]: head and tail of
+// the queue of halves to run with 2-byte offsets (entries 2 bt + h, -1 until written); ctl[3]:
+// batches taken and not yet done with (a batch may still add halves). Halves first (they were
+// found late), then batches; when neither is left and none is in flight: -1 (the block ends).
+// Returns bt >= 0 for a batch, -(2 + 2 bt + h) for a half.
+__device__ int wv_take(unsigned* ctl, const int* queue, int nbatches) {
+    while (true) {
+        const unsigned h = wv_ld(ctl + 1);
+        if (h < wv_ld(ctl + 2)) {
+            if (atomicCAS(ctl + 1, h, h + 1u) != h) continue;
+            int e;
+            while ((e = *(const volatile int*)(queue + h)) < 0) __nanosleep(64);
+            return -(2 + e);
+        }
+        if (wv_ld(ctl) < (unsigned)nbatches) {
+            atomicAdd(ctl + 3, 1u);  // counted in flight before it is taken: no block ends early
+            __threadfence();
+            const unsigned b = atomicAdd(ctl, 1u);
+            if (b < (unsigned)nbatches) return (int)b;
+            atomicSub(ctl + 3, 1u);
+            continue;
+        }
+        if (wv_ld(ctl + 3) == 0u) {  // every batch done with: its halves are in the queue's tail
+            __threadfence();
+            if (wv_ld(ctl + 1) >= wv_ld(ctl + 2)) return -1;
+            continue;
+        }
+        __nanosleep(256);
+    }
+}
+
+// Every batch (256 sources, srcs[256 bt ..], nsrcs[bt] of them), taken by the slots (blocks). A
+// batch whose offsets reach 254 stops and its two halves of 128 sources go on a queue, to run with
+// 2-byte offsets on the next free blocks (before any batch not yet started); overflow[bt] gets
+// bit h set for a half whose offsets reach 65534 too (a graph of that diameter), for the host to
+// run another way. stats: levels, cycles in the wave and in the sums (thread 0, summed over the
+// blocks), worklist rounds, fixes, batches run with 2 bytes. btime[4 bt ..]: the batch's start and
+// end (globaltimer, ns), the end of its last half, and the SM that ran the batch.
 extern "C" __global__ void __launch_bounds__(DG_WV_BLOCK, DG_WV_MINB)
 distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __restrict__ indices, int n,
                             const int* __restrict__ srcs, const int* __restrict__ nsrcs, int nbatches,
                             unsigned* prof, int* base, int* order, int* wl, int* inwl,
                             const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
-                            wv_u64* h1, wv_u64* h2, unsigned* next, int* overflow, wv_i64* stats) {
-    __shared__ int s_batch;
+                            wv_u64* h1, wv_u64* h2, unsigned* ctl, int* queue, int* overflow, wv_i64* stats,
+                            wv_i64* btime) {
+    __shared__ int s_item;
     __shared__ wv_shared sh;
     const wv_i64 slot = blockIdx.x;
     unsigned* P = prof + slot * (wv_i64)n * 64;
@@ -425,21 +482,39 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
         sh.t_wave = sh.t_sums = 0;
     }
     for (;;) {
-        if (threadIdx.x == 0) s_batch = (int)atomicAdd(next, 1u);
+        if (threadIdx.x == 0) s_item = wv_take(ctl, queue, nbatches);
         __syncthreads();
-        const int bt = s_batch;
-        if (bt >= nbatches) break;  // block-uniform
-        const int nsrc = nsrcs[bt];
-        const int* bs = srcs + (wv_i64)bt * 256;
-        if (wv_batch<1>(bs, nsrc, indptr, indices, n, P, B, O, WL, IN, recip, rmax, far, reach, h0, h1, h2, sh,
-                        levels)) {
-            ++again;
-            int bad = 0;
-            for (int h = 0; h < 2 && 128 * h < nsrc; ++h)
-                if (wv_batch<2>(bs + 128 * h, min(nsrc - 128 * h, 128), indptr, indices, n, P, B, O, WL, IN, recip,
-                                rmax, far, reach, h0, h1, h2, sh, levels))
-                    bad |= 1 << h;
-            if (bad && threadIdx.x == 0) overflow[bt] = bad;
+        const int it = s_item;
+        if (it == -1) break;  // block-uniform
+        if (it >= 0) {
+            const int nsrc = nsrcs[it];
+            const long long ts = wv_now();
+            const bool wide = wv_batch<1>(srcs + (wv_i64)it * 256, nsrc, indptr, indices, n, P, B, O, WL, IN, recip,
+                                          rmax, far, reach, h0, h1, h2, sh, levels);
+            if (threadIdx.x == 0) {
+                if (wide) {
+                    ++again;
+                    const int halves = nsrc > 128 ? 2 : 1;
+                    const unsigned t = atomicAdd(ctl + 2, (unsigned)halves);
+                    for (int h = 0; h < halves; ++h) *(volatile int*)(queue + t + h) = 2 * it + h;
+                }
+                if (btime) {
+                    unsigned smid;
+                    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+                    btime[4 * (wv_i64)it] = ts;
+                    btime[4 * (wv_i64)it + 1] = wv_now();
+                    btime[4 * (wv_i64)it + 3] = smid;
+                }
+                __threadfence();
+                atomicSub(ctl + 3, 1u);
+            }
+        } else {
+            const int e = -(it + 2), bt = e >> 1, h = e & 1, nsrc = nsrcs[bt];
+            if (wv_batch<2>(srcs + (wv_i64)bt * 256 + 128 * h, min(nsrc - 128 * h, 128), indptr, indices, n, P, B, O,
+                            WL, IN, recip, rmax, far, reach, h0, h1, h2, sh, levels) &&
+                threadIdx.x == 0)
+                atomicOr(overflow + bt, 1 << h);
+            if (threadIdx.x == 0 && btime) atomicMax((unsigned long long*)btime + 4 * (wv_i64)bt + 2, (unsigned long long)wv_now());
         }
     }
     if (threadIdx.x == 0) {

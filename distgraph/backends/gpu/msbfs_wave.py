@@ -11,8 +11,8 @@ that arrive after a visit are pushed on (a worklist), so the result is exact. Th
 ``GpuMSBFS(symmetric=True)``: each BFS's sums at its source vertex, so that over all sources
 they equal the CPU backend's per-vertex sums bit for bit. Finite offsets are kept at 254 while
 the wave runs; a batch with a final offset of 254 (sources far apart: the true offset may be more)
-runs again in the same block as two batches of 128 sources with 2-byte offsets
-(``info["wide_batches"]``); a half whose offsets pass 65534 too (a graph of that diameter) is run
+stops (at the end of the level where an offset first reaches 254) and its two halves of 128
+sources run again with 2-byte offsets, on the next free blocks (``info["wide_batches"]``); a half whose offsets pass 65534 too (a graph of that diameter) is run
 by the bit-parallel kernel (``GpuMSBFS(symmetric=True)``, on its block schedule,
 ``info["overflow_batches"]``: the batches with such a half). ``info`` also holds the wave's and
 the sums pass's clock cycles (thread 0 of each block, summed over the blocks), the worklist rounds
@@ -129,7 +129,7 @@ class GpuWave:
         self._order = cp.zeros(S * n1, cp.int32)
         self._wl = cp.zeros(S * 2 * n1, cp.int32)
         self._inwl = cp.zeros(S * n1, cp.int32)
-        self._next = cp.zeros(1, cp.uint32)
+        self._ctl = cp.zeros(4, cp.uint32)   # next batch, queue head and tail, batches in flight
         self._stats = cp.zeros(6, cp.int64)
         self._fallback = None
         self._recip = cp.asarray(recip_table(min(n + 2, RECIP_MAX)))   # distances up to n - 1
@@ -152,17 +152,22 @@ class GpuWave:
         nsrcs[-1] = k - (nb - 1) * KAPPA
         sums = tuple(cp.zeros(self.n, cp.uint64) for _ in range(5))
         ovf = cp.zeros(nb, cp.int32)
-        self._next.fill(0)
+        self._ctl.fill(0)
         self._stats.fill(0)
+        queue = cp.full(2 * nb, -1, cp.int32)
+        btime = cp.zeros(4 * nb, cp.int64)
         self._k((min(self.slots, nb),), (self.block_threads,),
                 (self._ptr, self._idx, np.int32(self.n), cp.asarray(srcs), cp.asarray(nsrcs), np.int32(nb),
                  self._prof, self._base, self._order, self._wl, self._inwl, self._recip,
                  np.int32(self._recip.shape[0]),
-                 *sums, self._next, ovf, self._stats))
+                 *sums, self._ctl, queue, ovf, self._stats, btime))
         host = [a.get() for a in sums]
         if self.new_id is not None:
             host = [h[self.new_id] for h in host]
         st = self._stats.get()
+        #: per batch of the last run: start, end (ns, the GPU's globaltimer), end of its last
+        #: 2-byte half (0: none), SM
+        self.timeline = btime.get().reshape(nb, 4)
         ovf_h = ovf.get()
         bad = np.flatnonzero(ovf_h)
         # halves of 128 sources whose 2-byte offsets overflowed too (diameter 65534 or more): on the
