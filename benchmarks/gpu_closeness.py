@@ -272,8 +272,11 @@ def bench_wave(g, limit, sources, **wave_kw):
     prep = time.perf_counter() - t0
     r.run(sources[:256], _out(g.n))
     cp.cuda.Device().synchronize()
+    scratch = _out(g.n)   # the bit-parallel runner of given-up batches, warmed up too (untimed)
+    r._bits().run(sources[:256], False, scratch, defer=True)
+    r._bits().drain(*scratch)
     r.info.update(levels=0, batches=0, overflow_batches=0, wave_cycles=0, sums_cycles=0, fix_rounds=0, fixes=0,
-                  wide_batches=0)
+                  wide_batches=0, wave_s=0.0, fallback_s=0.0)
     acc = _out(g.n)
     done, step = 0, 256 * r.slots * 4
     t0 = time.perf_counter()
@@ -532,6 +535,8 @@ def variant_kwargs(v):
         return {"wave": True}
     if v.startswith("wave") and v[4:].isdigit():   # waveU: unroll U; wave+bT: blocks of T threads
         return {"wave": True, "unroll": int(v[4:])}
+    if v == "halves":   # the wave's given-up batches as two halves with 2-byte offsets
+        return {"wide": "halves"}
     if v.startswith("spt") and v[3:].isdigit():   # the wave's sources per thread in its sums pass
         return {"spt": int(v[3:])}
     if v.startswith("nb") and v[2:].isdigit():   # the wave's neighbour profiles loaded at once
@@ -604,7 +609,7 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                 first = order not in checked
                 if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
                     names = {"unroll": "unroll", "block_threads": "block_threads", "min_blocks": "min_blocks",
-                             "spt": "sources_per_thread", "nb": "neighbours"}   # unset: GpuWave's defaults
+                             "spt": "sources_per_thread", "nb": "neighbours", "wide": "wide"}   # unset: GpuWave's defaults
                     res = bench_wave(g, limit, sources, **{names[k]: v for k, v in kw.items() if k in names})
                 else:
                     res = bench_gpu(g, limit, reorder, check=check and first, batch_order=order, sources=sources,

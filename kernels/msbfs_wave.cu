@@ -453,10 +453,12 @@ __device__ int wv_take(unsigned* ctl, const int* queue, int nbatches) {
 }
 
 // Every batch (256 sources, srcs[256 bt ..], nsrcs[bt] of them), taken by the slots (blocks). A
-// batch whose offsets reach 254 stops and its two halves of 128 sources go on a queue, to run with
-// 2-byte offsets on the next free blocks (before any batch not yet started); overflow[bt] gets
-// bit h set for a half whose offsets reach 65534 too (a graph of that diameter), for the host to
-// run another way. stats: levels, cycles in the wave and in the sums (thread 0, summed over the
+// batch whose offsets reach 254 stops; with halves = 0 it gets overflow[bt] = 3, for the host to run
+// another way; with halves = 1 its two halves of 128 sources go on a queue, to run with 2-byte
+// offsets on the next free blocks (before any batch not yet started), and overflow[bt] gets bit h
+// set for a half whose offsets reach 65534 too (a graph of that diameter). On road-NY (session 12,
+// call 4) a half took about 2.5 times a batch of byte offsets (sources far apart: many fixes), so
+// the host's bit-parallel kernel takes such batches by default. stats: levels, cycles in the wave and in the sums (thread 0, summed over the
 // blocks), worklist rounds, fixes, batches run with 2 bytes. btime[4 bt ..]: the batch's start and
 // end (globaltimer, ns), the end of its last half, and the SM that ran the batch.
 extern "C" __global__ void __launch_bounds__(DG_WV_BLOCK, DG_WV_MINB)
@@ -465,7 +467,7 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
                             unsigned* prof, int* base, int* order, int* wl, int* inwl,
                             const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
                             wv_u64* h1, wv_u64* h2, unsigned* ctl, int* queue, int* overflow, wv_i64* stats,
-                            wv_i64* btime) {
+                            wv_i64* btime, int halves) {
     __shared__ int s_item;
     __shared__ wv_shared sh;
     const wv_i64 slot = blockIdx.x;
@@ -492,11 +494,13 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
             const bool wide = wv_batch<1>(srcs + (wv_i64)it * 256, nsrc, indptr, indices, n, P, B, O, WL, IN, recip,
                                           rmax, far, reach, h0, h1, h2, sh, levels);
             if (threadIdx.x == 0) {
-                if (wide) {
+                if (wide && halves) {
                     ++again;
-                    const int halves = nsrc > 128 ? 2 : 1;
-                    const unsigned t = atomicAdd(ctl + 2, (unsigned)halves);
-                    for (int h = 0; h < halves; ++h) *(volatile int*)(queue + t + h) = 2 * it + h;
+                    const int nh = nsrc > 128 ? 2 : 1;
+                    const unsigned t = atomicAdd(ctl + 2, (unsigned)nh);
+                    for (int h = 0; h < nh; ++h) *(volatile int*)(queue + t + h) = 2 * it + h;
+                } else if (wide) {
+                    overflow[it] = 3;  // the whole batch, for the host
                 }
                 if (btime) {
                     unsigned smid;

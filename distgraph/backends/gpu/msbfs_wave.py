@@ -11,10 +11,11 @@ that arrive after a visit are pushed on (a worklist), so the result is exact. Th
 ``GpuMSBFS(symmetric=True)``: each BFS's sums at its source vertex, so that over all sources
 they equal the CPU backend's per-vertex sums bit for bit. Finite offsets are kept at 254 while
 the wave runs; a batch with a final offset of 254 (sources far apart: the true offset may be more)
-stops (at the end of the level where an offset first reaches 254) and its two halves of 128
-sources run again with 2-byte offsets, on the next free blocks (``info["wide_batches"]``); a half whose offsets pass 65534 too (a graph of that diameter) is run
-by the bit-parallel kernel (``GpuMSBFS(symmetric=True)``, on its block schedule,
-``info["overflow_batches"]``: the batches with such a half). ``info`` also holds the wave's and
+stops (at the end of the level where an offset first reaches 254) and is run by the bit-parallel
+kernel after the wave, or (``wide="halves"``) its two halves of 128 sources run again with 2-byte
+offsets, on the next free blocks (``info["wide_batches"]``), and a half whose offsets pass 65534
+too (a graph of that diameter) is run by the bit-parallel kernel (``GpuMSBFS(symmetric=True)``,
+on its block schedule; ``info["overflow_batches"]``: the batches run there, whole or a half). ``info`` also holds the wave's and
 the sums pass's clock cycles (thread 0 of each block, summed over the blocks), the worklist rounds
 and the vertices they pushed again (fixes). Not wired into :func:`~distgraph.algorithms.closeness.closeness`
 yet; ``benchmarks/gpu_closeness.py`` times it (variant ``wave``).
@@ -30,6 +31,8 @@ at 254, a thread per word (four sources) in the sums pass, and profiles never re
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 
@@ -76,10 +79,15 @@ class GpuWave:
         Sources a thread adds up in the sums pass (``DG_WV_SPT``; bytes of one load).
     neighbours : {1, 2, 4}
         Neighbour profiles a group of 8 lanes loads at once in the pull and the push (``DG_WV_NB``).
+    wide : {"bits", "halves"}
+        A batch whose offsets reach 254 (its sources lie 254 or more apart): "bits" runs it on the
+        bit-parallel kernel after the wave; "halves" runs its two halves of 128 sources again on
+        the wave with 2-byte offsets, on the next free blocks (on road-NY each half took about 2.5
+        times a batch: slower; session 12, call 4).
     """
 
     def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=256, unroll=8, min_blocks=4,
-                 sources_per_thread=4, neighbours=1):
+                 sources_per_thread=4, neighbours=1, wide="bits"):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
@@ -95,7 +103,8 @@ class GpuWave:
         g2, new_id, info = reorder_graph(g, reorder)
         self.new_id = None if new_id is None else np.asarray(new_id, np.int64)
         self.info = {"reorder": info.get("method"), "overflow_batches": 0, "levels": 0, "batches": 0,
-                     "wave_cycles": 0, "sums_cycles": 0, "fix_rounds": 0, "fixes": 0, "wide_batches": 0}
+                     "wave_cycles": 0, "sums_cycles": 0, "fix_rounds": 0, "fixes": 0, "wide_batches": 0,
+                     "wave_s": 0.0, "fallback_s": 0.0}
         self._ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
         self._idx = cp.asarray(np.asarray(g2.indices, np.int32) if g2.indices.size else np.zeros(1, np.int32))
         self.block_threads = int(block_threads)
@@ -107,6 +116,8 @@ class GpuWave:
         expect(sources_per_thread in (1, 2, 4), "sources_per_thread", "1, 2 or 4", sources_per_thread)
         expect(neighbours in (1, 2, 4), "neighbours", "1, 2 or 4", neighbours)
         self.min_blocks, self.spt, self.nb = int(min_blocks), int(sources_per_thread), int(neighbours)
+        expect(wide in ("bits", "halves"), "wide", "'bits' or 'halves'", wide)
+        self.wide = wide
         expect(self.block_threads * self.spt >= 256, "sources_per_thread",
                f"at least {256 // self.block_threads} with blocks of {self.block_threads} threads (a vertex's 256 "
                "bytes are read by one group of threads in the sums pass)", sources_per_thread)
@@ -156,12 +167,14 @@ class GpuWave:
         self._stats.fill(0)
         queue = cp.full(2 * nb, -1, cp.int32)
         btime = cp.zeros(4 * nb, cp.int64)
+        t0 = time.perf_counter()
         self._k((min(self.slots, nb),), (self.block_threads,),
                 (self._ptr, self._idx, np.int32(self.n), cp.asarray(srcs), cp.asarray(nsrcs), np.int32(nb),
                  self._prof, self._base, self._order, self._wl, self._inwl, self._recip,
                  np.int32(self._recip.shape[0]),
-                 *sums, self._ctl, queue, ovf, self._stats, btime))
+                 *sums, self._ctl, queue, ovf, self._stats, btime, np.int32(self.wide == "halves")))
         host = [a.get() for a in sums]
+        self.info["wave_s"] += time.perf_counter() - t0
         if self.new_id is not None:
             host = [h[self.new_id] for h in host]
         st = self._stats.get()
@@ -170,9 +183,9 @@ class GpuWave:
         self.timeline = btime.get().reshape(nb, 4)
         ovf_h = ovf.get()
         bad = np.flatnonzero(ovf_h)
-        # halves of 128 sources whose 2-byte offsets overflowed too (diameter 65534 or more): on the
-        # bit-parallel kernel (symmetric sums), whose runner is made first, so that ``out`` gets
-        # nothing when it cannot be
+        # batches that gave up their bytes (wide="bits"), or halves of 128 sources whose 2-byte
+        # offsets overflowed too (diameter 65534 or more): on the bit-parallel kernel (symmetric
+        # sums), whose runner is made first, so that ``out`` gets nothing when it cannot be
         bits = self._bits() if bad.size else None
         add_sums(out, host)
         for key, v in zip(("levels", "wave_cycles", "sums_cycles", "fix_rounds", "fixes", "wide_batches"), st):
@@ -183,8 +196,10 @@ class GpuWave:
             half = KAPPA // 2
             redo = np.concatenate([src[b * KAPPA + h * half:b * KAPPA + (h + 1) * half] for b in bad for h in (0, 1)
                                    if ovf_h[b] >> h & 1])
+            t0 = time.perf_counter()
             bits.run(redo, False, out, defer=True)   # the block schedule, drained at once
             bits.drain(*out)
+            self.info["fallback_s"] += time.perf_counter() - t0
 
     def _bits(self):
         """The bit-parallel runner of the same graph (``GpuMSBFS(symmetric=True)``, made at first use)."""
