@@ -153,3 +153,31 @@ def test_wave_recip_table_is_the_cpu_fixed_point():
     for d in [2, 3, 7, 255, 1000, 4097, RECIP_MAX - 1]:
         assert int(t[d]) == int(recip_fixed(d))
     assert recip_table(2).tolist() == [0, 0] and recip_table(3).tolist() == [0, 0, 2**63]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["minnesota.mtx.gz", "power.mtx.gz", "grid_8x300", "undirected_disconnected"])
+def test_closeness_with_the_wave_equals_cpu(data_dir, monkeypatch, name):
+    # closeness(backend="gpu") through WaveRunner ("on"; "auto" for the long grid, a BFS ~300 deep)
+    from distgraph.algorithms.closeness import closeness
+    from distgraph.backends.gpu import msbfs_wave
+    from distgraph.runtime.config import config
+
+    if name == "grid_8x300":
+        v = np.arange(8 * 300).reshape(8, 300)
+        g = Graph.from_edges(np.r_[v[:, :-1].ravel(), v[:-1, :].ravel()], np.r_[v[:, 1:].ravel(), v[1:, :].ravel()],
+                             directed=False)
+    elif name in GRAPHS:
+        g = GRAPHS[name]
+    else:
+        g = _real(data_dir, name)
+    monkeypatch.setattr(config, "gpu_closeness_wave", "auto" if name == "grid_8x300" else "on")
+    made = []
+    real = msbfs_wave.WaveRunner.__init__
+    monkeypatch.setattr(msbfs_wave.WaveRunner, "__init__", lambda self, *a, **k: made.append(1) or real(self, *a, **k))
+    for conv in ("networkx", "harmonic"):
+        got = closeness(g, backend="gpu", convention=conv, progress=False)
+        want = closeness(g, backend="cpu", convention=conv, progress=False)
+        for what in ("farness", "reach", "harmonic", "closeness"):
+            np.testing.assert_array_equal(getattr(got, what), getattr(want, what), err_msg=f"{what} {conv}")
+    assert made == [1, 1]

@@ -189,9 +189,17 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
         from ..backends.gpu.closeness import make_runner
         from ..runtime.config import config
 
-        runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx, all_sources=not per_source)
-        if not per_source and getattr(runner, "symmetric", False) and config.gpu_closeness_fold_leaves \
-                and checkpoint is None:
+        wave = str(config.gpu_closeness_wave).strip().lower()
+        if wave != "off" and not per_source and checkpoint is None and not graph.directed \
+                and (wave == "on" or (ctx.size == 1 and _wave_pays(hptr, hidx))):
+            # high diameter: the distance-profile wave (GpuWave), each vertex once per batch
+            from ..backends.gpu.msbfs_wave import WaveRunner
+
+            runner = WaveRunner(hptr, hidx)
+        else:
+            runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx, all_sources=not per_source)
+        if not per_source and hasattr(runner, "fold_leaves") and getattr(runner, "symmetric", False) \
+                and config.gpu_closeness_fold_leaves and checkpoint is None:
             # vertices whose only neighbour is p get their sums from p's BFS (leaf_folds); not in a
             # checkpointed run, whose batches must return their sums one by one: those go to the
             # grid-schedule companion, which does not fold (and checkpoints stay as before)
@@ -260,6 +268,12 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
     harm = limbs_to_float(h0, h1, h2)
     c = closeness_from_sums(far, reach, harm, n, convention)
     return ClosenessResult(c, far, reach, harm, verts, convention)
+
+
+def _wave_pays(hptr, hidx) -> bool:
+    from ..backends.gpu.msbfs_wave import wave_pays
+
+    return wave_pays(hptr, hidx)
 
 
 def leaf_folds(hptr, hidx):

@@ -131,6 +131,15 @@ class Config:
     #: road-NY 15.6% of the vertices, email-Enron 28.6%, cond-mat-2005 8.2%; kernel time 1.208 ->
     #: 1.14 s, 18.9 -> 18.0 ms, 17.4 -> 13.8 ms (benchmarks/results/session11_x2/call3/).
     gpu_closeness_fold_leaves: bool = True
+    #: GPU closeness of every vertex of an undirected graph of high diameter: the distance-profile
+    #: wave (distgraph.backends.gpu.msbfs_wave.GpuWave: each vertex visited once per batch of 256
+    #: sources, their distances kept as byte offsets from its base level) instead of the
+    #: bit-parallel MS-BFS. "auto": on one rank, without a checkpoint, on graphs whose degrees are
+    #: not heavy-tailed and whose BFS from the largest-degree vertex goes WAVE_MIN_DEPTH (128)
+    #: levels deep or more (road-NY: 0.93 s against 1.21 s for the bit kernel; on cond-mat-2005 and
+    #: email-Enron, of low diameter, it was 8x and 6x slower: benchmarks/results/session12_x2/);
+    #: "on" (any undirected graph, any rank count, no checkpoint) or "off".
+    gpu_closeness_wave: str = "auto"
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
     #: sort on the host) or "gpu" (chunks copied to the current CUDA device, one sort of 64-bit keys
     #: there: distgraph/generators/_csr_device.py; the same graph). Generating and preprocessing
@@ -192,6 +201,8 @@ def reload_config(environ=None) -> Config:
             raise InvalidArgumentError(f"DISTGRAPH_GPU_BFS_BU_LIST must be auto, true or false; "
                                        f"got {cfg.gpu_bfs_bu_list!r}")
         cfg.gpu_bfs_bu_list = "auto" if low == "auto" else low in _TRUE
+    if str(cfg.gpu_closeness_wave).strip().lower() not in ("auto", "on", "off"):
+        raise InvalidArgumentError(f"DISTGRAPH_GPU_CLOSENESS_WAVE must be auto, on or off; got {cfg.gpu_closeness_wave!r}")
     if cfg.gen_device not in ("cpu", "gpu"):
         raise InvalidArgumentError(f"DISTGRAPH_GEN_DEVICE must be cpu or gpu; got {cfg.gen_device!r}")
     return cfg

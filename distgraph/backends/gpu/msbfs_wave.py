@@ -39,7 +39,7 @@ import numpy as np
 from ...errors import DeviceMemoryError, expect
 from .msbfs import GpuMSBFS, _func_attr, _grid_size, _recip_fixed, add_sums
 
-__all__ = ["GpuWave", "recip_table"]
+__all__ = ["GpuWave", "WaveRunner", "recip_table", "WAVE_MIN_DEPTH", "wave_pays"]
 
 KAPPA = 256
 #: entries of the kernel's table of round(2^64 / d); larger distances are divided in the kernel
@@ -212,6 +212,74 @@ class GpuWave:
             self._fallback = GpuMSBFS(hptr, hidx, hptr, hidx, ctx=get_context(MPI.COMM_SELF, "gpu"), kappa=KAPPA,
                                       groups="blocks", symmetric=True, announce=False, slots=16)
         return self._fallback
+
+
+#: BFS levels (from the largest-degree vertex) from which closeness' "auto" takes the wave
+WAVE_MIN_DEPTH = 128
+
+
+def wave_pays(hptr, hidx, *, memory: bool = True) -> bool:
+    """Whether closeness' ``gpu_closeness_wave="auto"`` takes the wave on this undirected graph:
+    degrees not heavy-tailed, a BFS from the largest-degree vertex at least
+    :data:`WAVE_MIN_DEPTH` levels deep (road networks, meshes: road-NY about 500 levels; not
+    cond-mat-2005 or email-Enron, where the bit-parallel kernel was 8x and 6x faster), and the
+    state of one batch per SM (``n * 276`` bytes each) within half the GPU's free memory
+    (``memory=False``: the graph alone)."""
+    from ...formats.reorder import _heavy_tail
+    from ..cpu.msbfs import bfs_depth
+
+    hp = np.asarray(hptr, np.int64)
+    d = np.diff(hp)
+    if hp.shape[0] < 2 or not d.sum():
+        return False
+    t = _heavy_tail(d)
+    if t["heavy_tail"] or t["power_law_fit"]:
+        return False
+    if bfs_depth(hp, np.asarray(hidx), int(np.argmax(d))) < WAVE_MIN_DEPTH:
+        return False
+    if not memory:
+        return True
+    from .loader import import_cupy
+
+    cp = import_cupy()   # a batch at once per SM must fit in half the free memory (GpuWave's slots)
+    sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+    return sms * (hp.shape[0] - 1) * (256 + 4 * 5) <= int(cp.cuda.Device().mem_info[0]) // 2
+
+
+class WaveRunner:
+    """:func:`~distgraph.algorithms.closeness.closeness`'s batch runner around :class:`GpuWave`
+    (the protocol of :func:`distgraph.algorithms.msbfs.run_batches`): closeness of every vertex
+    of an undirected graph, sums per source at the sources (``symmetric``: over all sources they
+    are the per-vertex sums). Deferred batches are held and run in one launch at :meth:`drain`
+    (the wave's slots take them all at once); a batch run alone (a checkpointed run) is one
+    launch of one batch."""
+
+    defers = True
+    symmetric = True
+    collective = False
+    kappa = KAPPA
+
+    def __init__(self, hptr, hidx, **kw):
+        self.wave = GpuWave(hptr, hidx, **kw)
+        self.info = self.wave.info
+        self._held = []
+
+    def run(self, sources, per_source: bool, out, defer: bool = False) -> None:
+        expect(not per_source, "per_source", "False (the wave adds each BFS's sums at its source: closeness of "
+               "every vertex)", per_source)
+        if defer:
+            self._held.append(np.asarray(sources, np.int64))
+        else:
+            self.wave.run(sources, out)
+
+    def drain(self, far, reach, h0, h1, h2) -> None:
+        if self._held:
+            src = np.concatenate(self._held)
+            self._held = []
+            self.wave.run(src, (far, reach, h0, h1, h2))
+
+    def close(self) -> None:
+        self._held = []
 
 
 def _check_symmetric(hptr, hidx, n: int) -> None:
