@@ -254,11 +254,14 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
             "pull_candidates": getattr(r, "pull_candidates", None)}
 
 
-def bench_wave(g, limit, sources, **wave_kw):
-    """The distance-profile wave (``GpuWave``, prototype; undirected graphs) on ``sources`` in
-    the order given, launches of 4 batches per slot, after an untimed batch (compile); the same
-    keys as :func:`bench_gpu` where they apply, ``_total`` the per-source sums at the sources
-    (the symmetric sums of the block schedule: the same totals)."""
+def bench_wave(g, limit, sources, fold=False, **wave_kw):
+    """The distance-profile wave (``GpuWave``; undirected graphs) on ``sources`` in the order
+    given, launches of 4 batches per slot, after an untimed batch (compile); the same keys as
+    :func:`bench_gpu` where they apply, ``_total`` the per-source sums at the sources (the
+    symmetric sums of the block schedule: the same totals). ``fold``: leaves folded as
+    ``closeness()`` does (``sources`` must skip them; totals unfolded), as in :func:`bench_gpu`.
+    ``timeline``: per batch of the last launch (the whole run when it is one launch) its
+    milliseconds, levels and fixes."""
     import cupy as cp
 
     from distgraph.backends.cpu.bits import normalize_limbs
@@ -277,6 +280,14 @@ def bench_wave(g, limit, sources, **wave_kw):
     r._bits().drain(*scratch)
     r.info.update(levels=0, batches=0, overflow_batches=0, wave_cycles=0, sums_cycles=0, fix_rounds=0, fixes=0,
                   wide_batches=0, wave_s=0.0, fallback_s=0.0)
+    folds = None
+    if fold:
+        from distgraph.algorithms.closeness import leaf_folds
+
+        folds = leaf_folds(g.indptr, g.indices)
+        if np.isin(sources, folds[0]).any():
+            raise ValueError("fold: the sources given hold folded leaves (batch_sources(..., skip=leaves))")
+        r.fold_leaves(folds[2])
     acc = _out(g.n)
     done, step = 0, 256 * r.slots * 4
     t0 = time.perf_counter()
@@ -289,8 +300,14 @@ def bench_wave(g, limit, sources, **wave_kw):
             break
     el = time.perf_counter() - t0
     normalize_limbs(acc[2], acc[3], acc[4])
+    nfold = 0
+    if folds is not None:
+        from distgraph.algorithms.closeness import _unfold_leaves
+
+        _unfold_leaves(*acc, *folds)
+        nfold = int(folds[0].size)
     total = el * sources.size / done
-    rate = sources.size * g.m / total
+    rate = (sources.size + nfold) * g.m / total
     tl = getattr(r, "timeline", None)   # the last run's batches: start, end, end of the 2-byte halves, SM
     timeline = None
     if tl is not None and tl.size:
@@ -304,8 +321,12 @@ def bench_wave(g, limit, sources, **wave_kw):
                     "last_ends_ms": sorted((end / 1e6).tolist())[-5:],
                     "wide": [{"batch": int(b), "start_ms": float((tl[b, 0] - t0n) / 1e6),
                               "gave_up_ms": float((tl[b, 1] - t0n) / 1e6),
-                              "halves_end_ms": float((tl[b, 2] - t0n) / 1e6)} for b in wide]}
-    return {"schedule": "wave", "kappa": 256, "slots": r.slots, "block_threads": r.block_threads,
+                              "halves_end_ms": float((tl[b, 2] - t0n) / 1e6)} for b in wide],
+                    "per_batch": {"start_ms": np.round((tl[:, 0] - t0n) / 1e6, 3).tolist(),
+                                  "ms": np.round(dur, 3).tolist(), "levels": tl[:, 4].tolist(),
+                                  "fixes": tl[:, 5].tolist(), "sm": tl[:, 3].tolist()}}
+    return {"schedule": "wave", "fold": folds is not None, "folded_leaves": nfold, "kappa": 256, "slots": r.slots,
+            "block_threads": r.block_threads,
             "min_blocks": r.min_blocks, "sources_per_thread": r.spt, "neighbours": r.nb, "unroll": r.unroll,
             "preprocess_s": prep, "sources_run": int(done), "sources_total": int(sources.size), "seconds": el,
             "total_s": total, "extrapolated": bool(done < sources.size), "edge_visits_per_s_per_gpu": rate,
@@ -610,7 +631,8 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                 if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
                     names = {"unroll": "unroll", "block_threads": "block_threads", "min_blocks": "min_blocks",
                              "spt": "sources_per_thread", "nb": "neighbours", "wide": "wide"}   # unset: GpuWave's defaults
-                    res = bench_wave(g, limit, sources, **{names[k]: v for k, v in kw.items() if k in names})
+                    res = bench_wave(g, limit, sources, fold=bool(kw.get("fold")) and not g.directed,
+                                     **{names[k]: v for k, v in kw.items() if k in names})
                 else:
                     res = bench_gpu(g, limit, reorder, check=check and first, batch_order=order, sources=sources,
                                     warmup=False, first_batch=first, **kw)

@@ -281,7 +281,7 @@ template <int W>
 __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __restrict__ indptr,
                          const int* __restrict__ indices, int n, unsigned* P, int* B, int* O, int* WL, int* IN,
                          const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
-                         wv_u64* h1, wv_u64* h2, wv_shared& sh, wv_i64& levels) {
+                         wv_u64* h1, wv_u64* h2, const int* __restrict__ leaf, wv_shared& sh, wv_i64& levels) {
     const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
     const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
     // level 0: the sources, offset 0 in their own field (a profile is written whole before it is
@@ -339,10 +339,14 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
         constexpr int LB = DG_WV_SPT > W ? DG_WV_SPT : W, F = LB / W, TPV = 256 / LB;
         constexpr unsigned FM = W == 1 ? 0xffu : 0xffffu;
         const int w = threadIdx.x % TPV, g = threadIdx.x / TPV, ng = blockDim.x / TPV;
-        wv_u64 f[F], b1[F], b2[F];
+        wv_u64 f[F], b1[F], b2[F], l1[F], l2[F];  // l1, l2: a folded leaf's harmonic limbs (1 / (d + 1))
         unsigned r[F], a[F];
+        int lf[F];  // the leaf folded into the source (-1: none)
 #pragma unroll
-        for (int j = 0; j < F; ++j) f[j] = b1[j] = b2[j] = 0ull, r[j] = a[j] = 0u;
+        for (int j = 0; j < F; ++j) {
+            f[j] = b1[j] = b2[j] = l1[j] = l2[j] = 0ull, r[j] = a[j] = 0u;
+            lf[j] = leaf != nullptr && F * w + j < nsrc ? leaf[bs[F * w + j]] : -1;
+        }
         int cap = 0;
         for (int cb = 0; cb < cnt; cb += WV_SCH) {
             const int cn = min(WV_SCH, cnt - cb);
@@ -384,6 +388,11 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
                             b1[j] += qd >> 32;
                             b2[j] += qd & 0xffffffffull;
                         }
+                        if (lf[j] >= 0 && d >= 1) {  // the leaf: one level deeper
+                            const wv_u64 ql = d + 1 < (wv_u64)rmax ? __ldg(recip + d + 1) : dg_recip_fixed(d + 1);
+                            l1[j] += ql >> 32;
+                            l2[j] += ql & 0xffffffffull;
+                        }
                     }
                 }
             }
@@ -400,6 +409,17 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
                 if (a[j]) atomicAdd(h0 + s, (wv_u64)a[j]);
                 if (b1[j]) atomicAdd(h1 + s, b1[j]);
                 if (b2[j]) atomicAdd(h2 + s, b2[j]);
+                if (lf[j] >= 0) {
+                    // a vertex whose only neighbour is the source: its sums are the source's, each
+                    // distance one more (the source itself at 1: h0), its own term included
+                    // (closeness._unfold_leaves takes it off), as GpuMSBFS.fold_leaves adds them
+                    const int l = lf[j];
+                    atomicAdd(far + l, f[j] + r[j]);
+                    atomicAdd(reach + l, (wv_u64)r[j]);
+                    atomicAdd(h0 + l, 1ull);
+                    if (l1[j]) atomicAdd(h1 + l, l1[j]);
+                    if (l2[j]) atomicAdd(h2 + l, l2[j]);
+                }
             }
         }
     }
@@ -459,15 +479,17 @@ __device__ int wv_take(unsigned* ctl, const int* queue, int nbatches) {
 // set for a half whose offsets reach 65534 too (a graph of that diameter). On road-NY (session 12,
 // call 4) a half took about 2.5 times a batch of byte offsets (sources far apart: many fixes), so
 // the host's bit-parallel kernel takes such batches by default. stats: levels, cycles in the wave and in the sums (thread 0, summed over the
-// blocks), worklist rounds, fixes, batches run with 2 bytes. btime[4 bt ..]: the batch's start and
-// end (globaltimer, ns), the end of its last half, and the SM that ran the batch.
+// blocks), worklist rounds, fixes, batches run with 2 bytes. btime[6 bt ..]: the batch's start and
+// end (globaltimer, ns), the end of its last half, the SM that ran the batch, its levels and fixes
+// (of the byte run). leaf[v] (caller's leaf folding, or nullptr): the vertex whose only neighbour
+// is v, whose sums v's BFS adds too (each distance one more).
 extern "C" __global__ void __launch_bounds__(DG_WV_BLOCK, DG_WV_MINB)
 distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __restrict__ indices, int n,
                             const int* __restrict__ srcs, const int* __restrict__ nsrcs, int nbatches,
                             unsigned* prof, int* base, int* order, int* wl, int* inwl,
                             const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
                             wv_u64* h1, wv_u64* h2, unsigned* ctl, int* queue, int* overflow, wv_i64* stats,
-                            wv_i64* btime, int halves) {
+                            wv_i64* btime, int halves, const int* __restrict__ leaf) {
     __shared__ int s_item;
     __shared__ wv_shared sh;
     const wv_i64 slot = blockIdx.x;
@@ -491,8 +513,10 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
         if (it >= 0) {
             const int nsrc = nsrcs[it];
             const long long ts = wv_now();
+            const wv_i64 lv0 = levels;
+            const unsigned long long fx0 = sh.fixes;
             const bool wide = wv_batch<1>(srcs + (wv_i64)it * 256, nsrc, indptr, indices, n, P, B, O, WL, IN, recip,
-                                          rmax, far, reach, h0, h1, h2, sh, levels);
+                                          rmax, far, reach, h0, h1, h2, leaf, sh, levels);
             if (threadIdx.x == 0) {
                 if (wide && halves) {
                     ++again;
@@ -505,9 +529,11 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
                 if (btime) {
                     unsigned smid;
                     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-                    btime[4 * (wv_i64)it] = ts;
-                    btime[4 * (wv_i64)it + 1] = wv_now();
-                    btime[4 * (wv_i64)it + 3] = smid;
+                    btime[6 * (wv_i64)it] = ts;
+                    btime[6 * (wv_i64)it + 1] = wv_now();
+                    btime[6 * (wv_i64)it + 3] = smid;
+                    btime[6 * (wv_i64)it + 4] = levels - lv0;
+                    btime[6 * (wv_i64)it + 5] = (wv_i64)(sh.fixes - fx0);
                 }
                 __threadfence();
                 atomicSub(ctl + 3, 1u);
@@ -515,10 +541,10 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
         } else {
             const int e = -(it + 2), bt = e >> 1, h = e & 1, nsrc = nsrcs[bt];
             if (wv_batch<2>(srcs + (wv_i64)bt * 256 + 128 * h, min(nsrc - 128 * h, 128), indptr, indices, n, P, B, O,
-                            WL, IN, recip, rmax, far, reach, h0, h1, h2, sh, levels) &&
+                            WL, IN, recip, rmax, far, reach, h0, h1, h2, leaf, sh, levels) &&
                 threadIdx.x == 0)
                 atomicOr(overflow + bt, 1 << h);
-            if (threadIdx.x == 0 && btime) atomicMax((unsigned long long*)btime + 4 * (wv_i64)bt + 2, (unsigned long long)wv_now());
+            if (threadIdx.x == 0 && btime) atomicMax((unsigned long long*)btime + 6 * (wv_i64)bt + 2, (unsigned long long)wv_now());
         }
     }
     if (threadIdx.x == 0) {

@@ -37,12 +37,18 @@ def test_wave_pays_on_high_diameter_graphs_only():
 
 
 class _FakeWave:
-    """GpuWave's interface; run() adds the CPU backend's per-source sums at the sources."""
+    """GpuWave's interface; run() adds the CPU backend's per-source sums at the sources and, for
+    a source p with a folded leaf l = rep[p], the leaf's sums as the kernel adds them at l: every
+    distance from p one more (p itself at 1), the leaf's own term included."""
     calls = []
 
     def __init__(self, hptr, hidx, **kw):
         self.hptr, self.hidx = np.asarray(hptr, np.int64), np.asarray(hidx)
         self.info = {"batches": 0}
+        self.rep = None
+
+    def fold_leaves(self, rep):
+        self.rep = None if rep is None else np.asarray(rep, np.int64)
 
     def run(self, sources, out):
         from distgraph.algorithms.msbfs import run_batches
@@ -58,6 +64,23 @@ class _FakeWave:
         full = [np.zeros(n, a.dtype) for a in (far, reach, h0, h1, h2)]
         for f, a in zip(full, (far, reach, h0, h1, h2)):
             f[src] = a
+        if self.rep is not None:
+            import scipy.sparse as sp
+            from scipy.sparse.csgraph import shortest_path
+
+            from distgraph.backends.cpu.bits import recip_fixed
+
+            A = sp.csr_matrix((np.ones(self.hidx.size), self.hidx, self.hptr), shape=(n, n))
+            for p in src[self.rep[src] >= 0]:
+                d = shortest_path(A, unweighted=True, indices=[int(p)])[0]
+                d = d[np.isfinite(d)].astype(np.int64) + 1
+                leaf = self.rep[p]
+                full[0][leaf] += np.uint64(d.sum())
+                full[1][leaf] += d.size
+                full[2][leaf] += np.uint64(1)
+                q = [int(recip_fixed(int(x))) for x in d[d >= 2]]
+                full[3][leaf] += np.uint64(sum(x >> 32 for x in q))
+                full[4][leaf] += np.uint64(sum(x & 0xFFFFFFFF for x in q))
         add_sums(out, full)
 
 
@@ -73,23 +96,31 @@ def gpu_ctx(monkeypatch):
     return mw
 
 
-@pytest.mark.parametrize("graph", ["path", "grid_with_isolated", "two_components"])
-def test_closeness_through_the_wave_runner_equals_cpu(gpu_ctx, monkeypatch, graph):
-    from distgraph.algorithms.closeness import closeness
+@pytest.mark.parametrize("fold", [True, False])
+@pytest.mark.parametrize("graph", ["path", "grid_with_isolated", "two_components", "leafy_grid"])
+def test_closeness_through_the_wave_runner_equals_cpu(gpu_ctx, monkeypatch, graph, fold):
+    from distgraph.algorithms.closeness import closeness, leaf_folds
     from distgraph.runtime.config import config
 
     g = {"path": lambda: _path(300),
          "grid_with_isolated": lambda: Graph.from_edges(_grid(6, 40).edges()[0], _grid(6, 40).edges()[1], n=250,
                                                         directed=False),
          "two_components": lambda: Graph.from_edges(np.r_[np.arange(99), np.arange(100, 149)],
-                                                    np.r_[np.arange(1, 100), np.arange(101, 150)], directed=False)}[graph]()
+                                                    np.r_[np.arange(1, 100), np.arange(101, 150)], directed=False),
+         # a grid with a hanging leaf at every 7th vertex and two leaves on vertex 3
+         "leafy_grid": lambda: Graph.from_edges(np.r_[_grid(5, 30).edges()[0], np.arange(0, 150, 7), 3],
+                                                np.r_[_grid(5, 30).edges()[1], 150 + np.arange(22), 172],
+                                                directed=False)}[graph]()
     monkeypatch.setattr(config, "gpu_closeness_wave", "on")
+    monkeypatch.setattr(config, "gpu_closeness_fold_leaves", fold)
+    folded = leaf_folds(g.indptr, g.indices)[0].size if fold else 0
+    assert graph != "leafy_grid" or not fold or folded == 23
     for conv in ("networkx", "harmonic"):
         _FakeWave.calls = []
         got = closeness(g, backend="gpu", convention=conv, progress=False)
         want = closeness(g, backend="cpu", convention=conv, progress=False)
-        # one launch for every source with arcs (held until drain), none folded
-        assert _FakeWave.calls == [int((np.diff(g.indptr) > 0).sum())]
+        # one launch for every source with arcs but the folded leaves (held until drain)
+        assert _FakeWave.calls == [int((np.diff(g.indptr) > 0).sum()) - folded]
         for what in ("farness", "reach", "harmonic", "closeness"):
             np.testing.assert_array_equal(getattr(got, what), getattr(want, what), err_msg=f"{what} {conv}")
 

@@ -156,9 +156,13 @@ def test_wave_recip_table_is_the_cpu_fixed_point():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["minnesota.mtx.gz", "power.mtx.gz", "grid_8x300", "undirected_disconnected"])
-def test_closeness_with_the_wave_equals_cpu(data_dir, monkeypatch, name):
-    # closeness(backend="gpu") through WaveRunner ("on"; "auto" for the long grid, a BFS ~300 deep)
+@pytest.mark.parametrize("fold", [True, False])
+@pytest.mark.parametrize("name", ["minnesota.mtx.gz", "power.mtx.gz", "grid_8x300", "undirected_disconnected",
+                                  "grid_hanging", "path_700"])
+def test_closeness_with_the_wave_equals_cpu(data_dir, monkeypatch, name, fold):
+    # closeness(backend="gpu") through WaveRunner ("on"; "auto" for the long grid, a BFS ~300 deep),
+    # leaves folded or not (the path's ball batches span 255 and give up their bytes: the
+    # bit-parallel runner takes them, folding too)
     from distgraph.algorithms.closeness import closeness
     from distgraph.backends.gpu import msbfs_wave
     from distgraph.runtime.config import config
@@ -167,11 +171,14 @@ def test_closeness_with_the_wave_equals_cpu(data_dir, monkeypatch, name):
         v = np.arange(8 * 300).reshape(8, 300)
         g = Graph.from_edges(np.r_[v[:, :-1].ravel(), v[:-1, :].ravel()], np.r_[v[:, 1:].ravel(), v[1:, :].ravel()],
                              directed=False)
+    elif name == "path_700":
+        g = Graph.from_edges(np.arange(699), np.arange(1, 700), directed=False)
     elif name in GRAPHS:
         g = GRAPHS[name]
     else:
         g = _real(data_dir, name)
     monkeypatch.setattr(config, "gpu_closeness_wave", "auto" if name == "grid_8x300" else "on")
+    monkeypatch.setattr(config, "gpu_closeness_fold_leaves", fold)
     made = []
     real = msbfs_wave.WaveRunner.__init__
     monkeypatch.setattr(msbfs_wave.WaveRunner, "__init__", lambda self, *a, **k: made.append(1) or real(self, *a, **k))

@@ -587,6 +587,26 @@ def auto_schedule(arcs: int):
     return "blocks" if arcs <= BLOCKS_ARCS else auto_groups(arcs)
 
 
+def leaf_map(rep, n: int, new_id) -> tuple:
+    """Leaf folding's ``rep`` (caller ids: for each vertex p the leaf whose sums p's BFS adds, -1:
+    none; checked) as the kernels' ``leaf`` array (int32, internal ids through ``new_id``, or
+    None for none), and how many vertices fold a leaf."""
+    rep = np.asarray(rep)
+    expect(rep.shape == (n,) and rep.dtype.kind in "iu", "rep", f"an integer array of shape ({n},)",
+           f"{rep.dtype} of shape {rep.shape}")
+    rep = rep.astype(np.int64)
+    bad = np.flatnonzero((rep < -1) | (rep >= n))
+    expect(bad.size == 0, "rep", f"-1 or a vertex id in [0, {n})",
+           f"rep[{int(bad[0])}] = {int(rep[bad[0]])}" if bad.size else None)
+    leaf = np.full(n, -1, np.int32)
+    p = np.flatnonzero(rep >= 0)
+    if new_id is not None:
+        leaf[new_id[p]] = new_id[rep[p]]
+    else:
+        leaf[p] = rep[p]
+    return leaf, int(p.size)
+
+
 def _grid_size(cp, kernel, block: int, smem: int = 0) -> int:
     """Resident blocks of ``kernel`` on the device: blocks of ``block`` threads with ``smem``
     bytes of dynamic shared memory each, per SM, times the SMs."""
@@ -1352,21 +1372,9 @@ class GpuMSBFS:
             return
         expect(self.symmetric, "fold_leaves' runner", "one with symmetric sums (GpuMSBFS(symmetric=True) on the "
                "block schedule)", f"schedule {self.schedule!r}, symmetric={self.symmetric}")
-        rep = np.asarray(rep)
-        expect(rep.shape == (self.n,) and rep.dtype.kind in "iu", "rep", f"an integer array of shape ({self.n},)",
-               f"{rep.dtype} of shape {rep.shape}")
-        rep = rep.astype(np.int64)
-        bad = np.flatnonzero((rep < -1) | (rep >= self.n))
-        expect(bad.size == 0, "rep", f"-1 or a vertex id in [0, {self.n})",
-               f"rep[{int(bad[0])}] = {int(rep[bad[0]])}" if bad.size else None)
-        leaf = np.full(self.n, -1, np.int32)
-        p = np.flatnonzero(rep >= 0)
-        if self.new_id is not None:
-            leaf[self.new_id[p]] = self.new_id[rep[p]]
-        else:
-            leaf[p] = rep[p]
+        leaf, folded = leaf_map(rep, self.n, self.new_id)
         self._leaf = self._cp.asarray(leaf)
-        self.info["folded_into"] = int(p.size)
+        self.info["folded_into"] = folded
 
     def _leaf_arg(self):
         return self._leaf if self._leaf is not None else np.uint64(0)  # a null pointer: no folding

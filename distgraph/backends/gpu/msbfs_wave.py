@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from ...errors import DeviceMemoryError, expect
-from .msbfs import GpuMSBFS, _func_attr, _grid_size, _recip_fixed, add_sums
+from .msbfs import GpuMSBFS, _func_attr, _grid_size, _recip_fixed, add_sums, leaf_map
 
 __all__ = ["GpuWave", "WaveRunner", "recip_table", "WAVE_MIN_DEPTH", "wave_pays"]
 
@@ -87,7 +87,7 @@ class GpuWave:
     """
 
     def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=256, unroll=8, min_blocks=4,
-                 sources_per_thread=4, neighbours=1, wide="bits"):
+                 sources_per_thread=2, neighbours=1, wide="bits"):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
@@ -143,6 +143,8 @@ class GpuWave:
         self._ctl = cp.zeros(4, cp.uint32)   # next batch, queue head and tail, batches in flight
         self._stats = cp.zeros(6, cp.int64)
         self._fallback = None
+        self._leaf = None
+        self._rep = None
         self._recip = cp.asarray(recip_table(min(n + 2, RECIP_MAX)))   # distances up to n - 1
         self._graph = (hptr, hidx)
 
@@ -166,21 +168,22 @@ class GpuWave:
         self._ctl.fill(0)
         self._stats.fill(0)
         queue = cp.full(2 * nb, -1, cp.int32)
-        btime = cp.zeros(4 * nb, cp.int64)
+        btime = cp.zeros(6 * nb, cp.int64)
         t0 = time.perf_counter()
         self._k((min(self.slots, nb),), (self.block_threads,),
                 (self._ptr, self._idx, np.int32(self.n), cp.asarray(srcs), cp.asarray(nsrcs), np.int32(nb),
                  self._prof, self._base, self._order, self._wl, self._inwl, self._recip,
                  np.int32(self._recip.shape[0]),
-                 *sums, self._ctl, queue, ovf, self._stats, btime, np.int32(self.wide == "halves")))
+                 *sums, self._ctl, queue, ovf, self._stats, btime, np.int32(self.wide == "halves"),
+                 self._leaf if self._leaf is not None else np.uint64(0)))
         host = [a.get() for a in sums]
         self.info["wave_s"] += time.perf_counter() - t0
         if self.new_id is not None:
             host = [h[self.new_id] for h in host]
         st = self._stats.get()
         #: per batch of the last run: start, end (ns, the GPU's globaltimer), end of its last
-        #: 2-byte half (0: none), SM
-        self.timeline = btime.get().reshape(nb, 4)
+        #: 2-byte half (0: none), SM, levels and fixes (of its byte run)
+        self.timeline = btime.get().reshape(nb, 6)
         ovf_h = ovf.get()
         bad = np.flatnonzero(ovf_h)
         # batches that gave up their bytes (wide="bits"), or halves of 128 sources whose 2-byte
@@ -201,6 +204,24 @@ class GpuWave:
             bits.drain(*out)
             self.info["fallback_s"] += time.perf_counter() - t0
 
+    def fold_leaves(self, rep) -> None:
+        """The BFS from vertex ``p`` also adds, at ``rep[p] >= 0`` (caller ids, -1: none), the
+        sums of a vertex whose only neighbour is ``p``, each distance one more, its own term
+        included, as :meth:`GpuMSBFS.fold_leaves <distgraph.backends.gpu.msbfs.GpuMSBFS.fold_leaves>`
+        does (:func:`distgraph.algorithms.closeness._unfold_leaves` finishes); the bit-parallel
+        runner of given-up batches folds the same way. ``None``: no folding."""
+        if rep is None:
+            self._leaf = self._rep = None
+            if self._fallback is not None:
+                self._fallback.fold_leaves(None)
+            return
+        leaf, folded = leaf_map(rep, self.n, self.new_id)
+        self._leaf = self._cp.asarray(leaf)
+        self._rep = np.asarray(rep, np.int64)
+        self.info["folded_into"] = folded
+        if self._fallback is not None:
+            self._fallback.fold_leaves(rep)
+
     def _bits(self):
         """The bit-parallel runner of the same graph (``GpuMSBFS(symmetric=True)``, made at first use)."""
         if self._fallback is None:
@@ -211,6 +232,8 @@ class GpuWave:
             hptr, hidx = self._graph
             self._fallback = GpuMSBFS(hptr, hidx, hptr, hidx, ctx=get_context(MPI.COMM_SELF, "gpu"), kappa=KAPPA,
                                       groups="blocks", symmetric=True, announce=False, slots=16)
+            if self._rep is not None:
+                self._fallback.fold_leaves(self._rep)
         return self._fallback
 
 
@@ -271,6 +294,9 @@ class WaveRunner:
             self._held.append(np.asarray(sources, np.int64))
         else:
             self.wave.run(sources, out)
+
+    def fold_leaves(self, rep) -> None:
+        self.wave.fold_leaves(rep)
 
     def drain(self, far, reach, h0, h1, h2) -> None:
         if self._held:
