@@ -254,14 +254,15 @@ def bench_gpu(g, limit, reorder="auto", check=True, same_as=None, batch_order="i
             "pull_candidates": getattr(r, "pull_candidates", None)}
 
 
-def bench_wave(g, limit, sources, fold=False, **wave_kw):
+def bench_wave(g, limit, sources, fold=False, aside=None, **wave_kw):
     """The distance-profile wave (``GpuWave``; undirected graphs) on ``sources`` in the order
     given, launches of 4 batches per slot, after an untimed batch (compile); the same keys as
     :func:`bench_gpu` where they apply, ``_total`` the per-source sums at the sources (the
     symmetric sums of the block schedule: the same totals). ``fold``: leaves folded as
     ``closeness()`` does (``sources`` must skip them; totals unfolded), as in :func:`bench_gpu`.
     ``timeline``: per batch of the last launch (the whole run when it is one launch) its
-    milliseconds, levels and fixes."""
+    milliseconds, levels and fixes. ``aside``: a bool per source, run on the bit-parallel kernel
+    beside the wave (``GpuWave.run``; what closeness() gives: the ball order's spread groups)."""
     import cupy as cp
 
     from distgraph.backends.cpu.bits import normalize_limbs
@@ -279,7 +280,7 @@ def bench_wave(g, limit, sources, fold=False, **wave_kw):
     r._bits().run(sources[:256], False, scratch, defer=True)
     r._bits().drain(*scratch)
     r.info.update(levels=0, batches=0, overflow_batches=0, wave_cycles=0, sums_cycles=0, fix_rounds=0, fixes=0,
-                  wide_batches=0, wave_s=0.0, fallback_s=0.0)
+                  wide_batches=0, wave_s=0.0, fallback_s=0.0, aside_batches=0)
     folds = None
     if fold:
         from distgraph.algorithms.closeness import leaf_folds
@@ -293,7 +294,7 @@ def bench_wave(g, limit, sources, fold=False, **wave_kw):
     t0 = time.perf_counter()
     for lo in range(0, sources.size, step):
         b = sources[lo:lo + step]
-        r.run(b, acc)
+        r.run(b, acc, None if aside is None else aside[lo:lo + step])
         done += b.size
         cp.cuda.Device().synchronize()
         if time.perf_counter() - t0 > limit:
@@ -558,6 +559,8 @@ def variant_kwargs(v):
         return {"wave": True, "unroll": int(v[4:])}
     if v == "halves":   # the wave's given-up batches as two halves with 2-byte offsets
         return {"wide": "halves"}
+    if v == "noaside":   # the wave without the ball order's spread groups on the bit kernel
+        return {"noaside": True}
     if v.startswith("spt") and v[3:].isdigit():   # the wave's sources per thread in its sums pass
         return {"spt": int(v[3:])}
     if v.startswith("nb") and v[2:].isdigit():   # the wave's neighbour profiles loaded at once
@@ -631,7 +634,14 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                 if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
                     names = {"unroll": "unroll", "block_threads": "block_threads", "min_blocks": "min_blocks",
                              "spt": "sources_per_thread", "nb": "neighbours", "wide": "wide"}   # unset: GpuWave's defaults
-                    res = bench_wave(g, limit, sources, fold=bool(kw.get("fold")) and not g.directed,
+                    aside = None
+                    if order == "ball" and not kw.get("noaside"):   # as closeness() does
+                        from distgraph.algorithms.msbfs import ball_sources
+
+                        again, aside = ball_sources(g.indptr, g.indices, tptr, tidx, np.sort(sources), 256, spread=True)
+                        if not np.array_equal(again, sources):
+                            raise RuntimeError("the ball order's spread groups: a different order than the row's")
+                    res = bench_wave(g, limit, sources, fold=bool(kw.get("fold")) and not g.directed, aside=aside,
                                      **{names[k]: v for k, v in kw.items() if k in names})
                 else:
                     res = bench_gpu(g, limit, reorder, check=check and first, batch_order=order, sources=sources,

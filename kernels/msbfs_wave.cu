@@ -416,7 +416,7 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
                     const int l = lf[j];
                     atomicAdd(far + l, f[j] + r[j]);
                     atomicAdd(reach + l, (wv_u64)r[j]);
-                    atomicAdd(h0 + l, 1ull);
+                    if (g == 0) atomicAdd(h0 + l, 1ull);  // the source itself, once (not once per group)
                     if (l1[j]) atomicAdd(h1 + l, l1[j]);
                     if (l2[j]) atomicAdd(h2 + l, l2[j]);
                 }

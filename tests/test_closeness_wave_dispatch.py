@@ -41,22 +41,25 @@ class _FakeWave:
     a source p with a folded leaf l = rep[p], the leaf's sums as the kernel adds them at l: every
     distance from p one more (p itself at 1), the leaf's own term included."""
     calls = []
+    aside = []
 
     def __init__(self, hptr, hidx, **kw):
         self.hptr, self.hidx = np.asarray(hptr, np.int64), np.asarray(hidx)
+        self.n = self.hptr.size - 1
         self.info = {"batches": 0}
         self.rep = None
 
     def fold_leaves(self, rep):
         self.rep = None if rep is None else np.asarray(rep, np.int64)
 
-    def run(self, sources, out):
+    def run(self, sources, out, aside=None):
         from distgraph.algorithms.msbfs import run_batches
         from distgraph.backends.gpu.msbfs import add_sums
         from distgraph.runtime.context import Context
 
         src = np.asarray(sources, np.int64)
         _FakeWave.calls.append(src.size)
+        _FakeWave.aside.append(0 if aside is None else int(np.sum(aside)))
         ctx = Context(MPI.COMM_SELF, 0, 1, 0, 1, "cpu", 0)
         far, reach, h0, h1, h2, _ = run_batches(self.hptr, self.hidx, self.hptr, self.hidx, src, per_source=True,
                                                 batch_size=64, ctx=ctx)
@@ -93,11 +96,12 @@ def gpu_ctx(monkeypatch):
         MPI.COMM_SELF, 0, 1, 0, 1, "gpu" if backend == "gpu" else "cpu", 0))
     monkeypatch.setattr(mw, "GpuWave", _FakeWave)
     _FakeWave.calls = []
+    _FakeWave.aside = []
     return mw
 
 
 @pytest.mark.parametrize("fold", [True, False])
-@pytest.mark.parametrize("graph", ["path", "grid_with_isolated", "two_components", "leafy_grid"])
+@pytest.mark.parametrize("graph", ["path", "grid_with_isolated", "two_components", "leafy_grid", "paths_of_100"])
 def test_closeness_through_the_wave_runner_equals_cpu(gpu_ctx, monkeypatch, graph, fold):
     from distgraph.algorithms.closeness import closeness, leaf_folds
     from distgraph.runtime.config import config
@@ -110,7 +114,10 @@ def test_closeness_through_the_wave_runner_equals_cpu(gpu_ctx, monkeypatch, grap
          # a grid with a hanging leaf at every 7th vertex and two leaves on vertex 3
          "leafy_grid": lambda: Graph.from_edges(np.r_[_grid(5, 30).edges()[0], np.arange(0, 150, 7), 3],
                                                 np.r_[_grid(5, 30).edges()[1], 150 + np.arange(22), 172],
-                                                directed=False)}[graph]()
+                                                directed=False),
+         # 30 paths of 100 vertices: ball groups of 256 span several components (set aside)
+         "paths_of_100": lambda: Graph.from_edges(np.arange(3000).reshape(30, 100)[:, :-1].ravel(),
+                                                  np.arange(3000).reshape(30, 100)[:, 1:].ravel(), directed=False)}[graph]()
     monkeypatch.setattr(config, "gpu_closeness_wave", "on")
     monkeypatch.setattr(config, "gpu_closeness_fold_leaves", fold)
     folded = leaf_folds(g.indptr, g.indices)[0].size if fold else 0
@@ -121,6 +128,8 @@ def test_closeness_through_the_wave_runner_equals_cpu(gpu_ctx, monkeypatch, grap
         want = closeness(g, backend="cpu", convention=conv, progress=False)
         # one launch for every source with arcs but the folded leaves (held until drain)
         assert _FakeWave.calls == [int((np.diff(g.indptr) > 0).sum()) - folded]
+        # a group filled from several balls (components here) goes aside
+        assert (_FakeWave.aside[-1] > 0) == (graph in ("paths_of_100", "two_components")), _FakeWave.aside
         for what in ("farness", "reach", "harmonic", "closeness"):
             np.testing.assert_array_equal(getattr(got, what), getattr(want, what), err_msg=f"{what} {conv}")
 

@@ -221,7 +221,14 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
             # 0.12 and 0.10 s of grouping (batch_order_s)
             from .msbfs import ball_sources
 
-            sources = ball_sources(hptr, hidx, tptr, tidx, sources, int(getattr(runner, "kappa", bs)))
+            if hasattr(runner, "set_aside"):
+                # the wave: groups filled from more than one ball (sources maybe far apart, the
+                # wave's slowest batches and those that give up their bytes) go to the bit kernel,
+                # beside the wave (road-NY: 25 of 1033 groups, every one spanning 150 or more)
+                sources, spread = ball_sources(hptr, hidx, tptr, tidx, sources, runner.kappa, spread=True)
+                runner.set_aside(sources[spread])
+            else:
+                sources = ball_sources(hptr, hidx, tptr, tidx, sources, int(getattr(runner, "kappa", bs)))
             gpu_order = "ball"
 
     try:  # the runner's device memory is freed also when the checkpoint or a batch fails

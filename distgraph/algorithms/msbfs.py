@@ -211,20 +211,26 @@ def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool 
     return "ball" if depth > 2 * np.log2(n) else "degree"
 
 
-def ball_sources(hptr, hidx, tptr, tidx, sources, group: int) -> np.ndarray:
+def ball_sources(hptr, hidx, tptr, tidx, sources, group: int, *, spread: bool = False):
     """``sources`` (distinct vertex ids of H) reordered so that consecutive groups of
     ``group`` are compact BFS balls (:func:`~distgraph.backends.cpu.msbfs.ball_order`);
-    for runners that batch sources in the order given (the GPU's)."""
+    for runners that batch sources in the order given (the GPU's). ``spread``: also return a
+    bool per source of the order, True in a group filled from more than one ball (whose
+    sources may lie far apart; False everywhere when the order is not changed)."""
     from ..backends.cpu.msbfs import ball_order
 
     n = hptr.shape[0] - 1
     src = np.asarray(sources, np.int64)
     if src.size == 0 or np.unique(src).size != src.size:
-        return src
+        return (src, np.zeros(src.size, np.bool_)) if spread else src
     is_src = np.zeros(n, np.bool_)
     is_src[src] = True
-    return ball_order(np.asarray(hptr, np.int64), np.asarray(hidx), np.asarray(tptr, np.int64), np.asarray(tidx),
-                      is_src, int(group), 16 * int(group))
+    seeds = np.zeros(-(-src.size // int(group)) + 1, np.int64) if spread else None
+    out = ball_order(np.asarray(hptr, np.int64), np.asarray(hidx), np.asarray(tptr, np.int64), np.asarray(tidx),
+                     is_src, int(group), 16 * int(group), seeds)
+    if not spread:
+        return out
+    return out, np.repeat(seeds > 1, int(group))[:out.size]
 
 
 def run_batches(hptr, hidx, tptr, tidx, sources, *, per_source: bool, batch_size: int, ctx,

@@ -1525,13 +1525,18 @@ class GpuMSBFS:
         self.info["launches"] += nb   # kappa-source MS-BFSs, as in the other schedules
         self.info["block_launches"] = self.info.get("block_launches", 0) + 1
 
+    def launch_held(self) -> None:
+        """Launch the sources that deferred runs still hold (see :meth:`run`) now, without
+        waiting for them (on the current CUDA stream); :meth:`drain` collects the sums."""
+        if self._held is not None and self._held.shape[0]:
+            self._launch_sources(self._held, False, self._deferred)
+        self._held = None
+
     def drain(self, far, reach, h0, h1, h2) -> None:
         """Run the sources still held (see :meth:`run`), add the deferred per-vertex sums into
         host arrays and reset them.  Not collective: in partitioned mode each rank adds its
         own vertices' part and the driver's final reduction over ranks completes them."""
-        if self._held is not None and self._held.shape[0]:
-            self._launch_sources(self._held, False, self._deferred)
-        self._held = None
+        self.launch_held()
         if self.mode == "replicated":
             self._sync_stats()
         if not self._pending:

@@ -104,7 +104,7 @@ class GpuWave:
         self.new_id = None if new_id is None else np.asarray(new_id, np.int64)
         self.info = {"reorder": info.get("method"), "overflow_batches": 0, "levels": 0, "batches": 0,
                      "wave_cycles": 0, "sums_cycles": 0, "fix_rounds": 0, "fixes": 0, "wide_batches": 0,
-                     "wave_s": 0.0, "fallback_s": 0.0}
+                     "wave_s": 0.0, "fallback_s": 0.0, "aside_batches": 0}
         self._ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
         self._idx = cp.asarray(np.asarray(g2.indices, np.int32) if g2.indices.size else np.zeros(1, np.int32))
         self.block_threads = int(block_threads)
@@ -148,15 +148,70 @@ class GpuWave:
         self._recip = cp.asarray(recip_table(min(n + 2, RECIP_MAX)))   # distances up to n - 1
         self._graph = (hptr, hidx)
 
-    def run(self, sources, out) -> None:
+    def run(self, sources, out, aside=None) -> None:
         """Add the sums of the BFSs from ``sources`` (distinct caller ids) at the source vertices
-        into ``out`` (``far, reach, h0, h1, h2``, host arrays of n; limbs not normalized)."""
+        into ``out`` (``far, reach, h0, h1, h2``, host arrays of n; limbs not normalized).
+
+        ``aside`` (a bool per source, optional): sources to run on the bit-parallel kernel
+        instead, launched first on a stream of their own so that its blocks run beside the
+        wave's (closeness() puts there the groups of the ball order filled from more than one
+        ball, whose sources may lie far apart: on road-NY the slowest batches of the wave, 400-500
+        ms against 210 for most, and those that give up their bytes). Batches that give up their
+        bytes run there too, after the wave."""
         cp = self._cp
         src = np.asarray(sources, np.int64)
-        k = int(src.shape[0])
-        if k == 0:
+        if src.shape[0] == 0:
             return
         _check_sources(src, self.n)
+        bits = None
+        side = None
+        if aside is not None:
+            aside = np.asarray(aside)
+            expect(aside.shape == src.shape and aside.dtype == np.bool_, "aside",
+                   f"a bool per source, shape {src.shape}", f"{aside.dtype} of shape {aside.shape}")
+            if aside.any():
+                bits = self._bits()   # made first, so that ``out`` gets nothing when it cannot be
+                side = cp.cuda.Stream(non_blocking=True)
+                with side:
+                    bits.run(src[aside], False, out, defer=True)   # ``out`` untouched until drain
+                    bits.launch_held()
+                self.info["aside_batches"] += -(-int(aside.sum()) // KAPPA)
+                src = src[~aside]
+        t0 = time.perf_counter()
+        k = int(src.shape[0])
+        host, bad = None, np.zeros(0, np.int64)
+        if k:
+            with cp.cuda.Stream(non_blocking=True):
+                host, st, ovf_h = self._launch(src, k)
+            bad = np.flatnonzero(ovf_h)
+        self.info["wave_s"] += time.perf_counter() - t0
+        if bad.size and bits is None:
+            bits = self._bits()
+        if host is not None:
+            add_sums(out, host)
+            for key, v in zip(("levels", "wave_cycles", "sums_cycles", "fix_rounds", "fixes", "wide_batches"), st):
+                self.info[key] += int(v)
+        if bad.size:
+            # batches that gave up their bytes (wide="bits"), or halves of 128 sources whose 2-byte
+            # offsets overflowed too (diameter 65534 or more): on the bit-parallel kernel
+            self.info["overflow_batches"] += int(bad.size)
+            half = KAPPA // 2
+            redo = np.concatenate([src[b * KAPPA + h * half:b * KAPPA + (h + 1) * half] for b in bad for h in (0, 1)
+                                   if ovf_h[b] >> h & 1])
+            if side is None:
+                side = cp.cuda.Stream(non_blocking=True)
+            with side:
+                bits.run(redo, False, out, defer=True)
+        if bits is not None and side is not None:
+            t0 = time.perf_counter()
+            with side:
+                bits.drain(*out)   # the block schedule: the held sources launched, the sums added
+            self.info["fallback_s"] += time.perf_counter() - t0
+
+    def _launch(self, src, k):
+        """One launch of the wave kernel over ``src`` (on the current stream); its per-source sums
+        (host, caller ids), stats and overflow flags."""
+        cp = self._cp
         internal = self.new_id[src] if self.new_id is not None else src
         nb = -(-k // KAPPA)
         srcs = np.zeros(nb * KAPPA, np.int32)
@@ -169,7 +224,6 @@ class GpuWave:
         self._stats.fill(0)
         queue = cp.full(2 * nb, -1, cp.int32)
         btime = cp.zeros(6 * nb, cp.int64)
-        t0 = time.perf_counter()
         self._k((min(self.slots, nb),), (self.block_threads,),
                 (self._ptr, self._idx, np.int32(self.n), cp.asarray(srcs), cp.asarray(nsrcs), np.int32(nb),
                  self._prof, self._base, self._order, self._wl, self._inwl, self._recip,
@@ -177,32 +231,13 @@ class GpuWave:
                  *sums, self._ctl, queue, ovf, self._stats, btime, np.int32(self.wide == "halves"),
                  self._leaf if self._leaf is not None else np.uint64(0)))
         host = [a.get() for a in sums]
-        self.info["wave_s"] += time.perf_counter() - t0
         if self.new_id is not None:
             host = [h[self.new_id] for h in host]
-        st = self._stats.get()
-        #: per batch of the last run: start, end (ns, the GPU's globaltimer), end of its last
+        #: per batch of the last launch: start, end (ns, the GPU's globaltimer), end of its last
         #: 2-byte half (0: none), SM, levels and fixes (of its byte run)
         self.timeline = btime.get().reshape(nb, 6)
-        ovf_h = ovf.get()
-        bad = np.flatnonzero(ovf_h)
-        # batches that gave up their bytes (wide="bits"), or halves of 128 sources whose 2-byte
-        # offsets overflowed too (diameter 65534 or more): on the bit-parallel kernel (symmetric
-        # sums), whose runner is made first, so that ``out`` gets nothing when it cannot be
-        bits = self._bits() if bad.size else None
-        add_sums(out, host)
-        for key, v in zip(("levels", "wave_cycles", "sums_cycles", "fix_rounds", "fixes", "wide_batches"), st):
-            self.info[key] += int(v)
         self.info["batches"] += nb
-        if bad.size:
-            self.info["overflow_batches"] += int(bad.size)
-            half = KAPPA // 2
-            redo = np.concatenate([src[b * KAPPA + h * half:b * KAPPA + (h + 1) * half] for b in bad for h in (0, 1)
-                                   if ovf_h[b] >> h & 1])
-            t0 = time.perf_counter()
-            bits.run(redo, False, out, defer=True)   # the block schedule, drained at once
-            bits.drain(*out)
-            self.info["fallback_s"] += time.perf_counter() - t0
+        return host, self._stats.get(), ovf.get()
 
     def fold_leaves(self, rep) -> None:
         """The BFS from vertex ``p`` also adds, at ``rep[p] >= 0`` (caller ids, -1: none), the
@@ -231,7 +266,7 @@ class GpuWave:
 
             hptr, hidx = self._graph
             self._fallback = GpuMSBFS(hptr, hidx, hptr, hidx, ctx=get_context(MPI.COMM_SELF, "gpu"), kappa=KAPPA,
-                                      groups="blocks", symmetric=True, announce=False, slots=16)
+                                      groups="blocks", symmetric=True, announce=False, slots=48)
             if self._rep is not None:
                 self._fallback.fold_leaves(self._rep)
         return self._fallback
@@ -286,6 +321,13 @@ class WaveRunner:
         self.wave = GpuWave(hptr, hidx, **kw)
         self.info = self.wave.info
         self._held = []
+        self._aside = None
+
+    def set_aside(self, vertices) -> None:
+        """Sources (caller ids) that the held runs put on the bit-parallel kernel instead
+        (:meth:`GpuWave.run`'s ``aside``): closeness() gives the ball order's spread groups."""
+        self._aside = np.zeros(self.wave.n, np.bool_)
+        self._aside[np.asarray(vertices, np.int64)] = True
 
     def run(self, sources, per_source: bool, out, defer: bool = False) -> None:
         expect(not per_source, "per_source", "False (the wave adds each BFS's sums at its source: closeness of "
@@ -302,7 +344,7 @@ class WaveRunner:
         if self._held:
             src = np.concatenate(self._held)
             self._held = []
-            self.wave.run(src, (far, reach, h0, h1, h2))
+            self.wave.run(src, (far, reach, h0, h1, h2), None if self._aside is None else self._aside[src])
 
     def close(self) -> None:
         self._held = []
