@@ -17,13 +17,13 @@ from _msbfs_cases import real_graph as _real, same as _same, sums as _sums, undi
 GRAPHS = undirected_leafy()
 
 
-def _wave_sums(g, sources, **kw):
+def _wave_sums(g, sources, aside=None, **kw):
     from distgraph.backends.gpu.msbfs_wave import GpuWave
 
     r = GpuWave(g.indptr, g.indices, **kw)
     out = (np.zeros(g.n, np.uint64), np.zeros(g.n, np.int64), np.zeros(g.n, np.uint64), np.zeros(g.n, np.uint64),
            np.zeros(g.n, np.uint64))
-    r.run(sources, out)
+    r.run(sources, out, aside)
     normalize_limbs(out[2], out[3], out[4])
     return out, r
 
@@ -188,3 +188,16 @@ def test_closeness_with_the_wave_equals_cpu(data_dir, monkeypatch, name, fold):
         for what in ("farness", "reach", "harmonic", "closeness"):
             np.testing.assert_array_equal(getattr(got, what), getattr(want, what), err_msg=f"{what} {conv}")
     assert made == [1, 1]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("which", ["some", "all"])
+def test_wave_aside_sources_on_the_bit_kernel(which):
+    # sources set aside run on the bit-parallel kernel on a stream of their own, beside the wave
+    g = GRAPHS["kron10"]
+    srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
+    aside = np.zeros(srcs.size, np.bool_)
+    aside[(srcs % 3 == 0) if which == "some" else slice(None)] = True
+    got, r = _wave_sums(g, srcs, slots=2, aside=aside)
+    assert r.info["aside_batches"] == -(-int(aside.sum()) // 256) and r._fallback is not None
+    assert _same(got, _sums(g, srcs, False))
