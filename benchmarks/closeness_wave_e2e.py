@@ -29,6 +29,8 @@ def main(argv=None) -> int:
     ap.add_argument("--outdir", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--graphs", default="road-NY,cond-mat-2005,email-Enron")
     ap.add_argument("--settings", default="auto,off")
+    ap.add_argument("--profile", action="store_true", help="a third call under cProfile: the 30 functions of "
+                    "most cumulative time (host phases) in the row")
     args = ap.parse_args(argv)
     from gpu_closeness import BLEST_RATE, load
 
@@ -72,6 +74,17 @@ def main(argv=None) -> int:
                 continue
             finally:
                 msbfs_wave.WaveRunner.__init__ = real
+            prof = None
+            if args.profile:
+                import cProfile
+                import pstats
+
+                pr = cProfile.Profile()
+                pr.runcall(cl.closeness, g, backend="gpu", progress=False, comm=_self())
+                st = pstats.Stats(pr)
+                top = sorted(st.stats.items(), key=lambda kv: -kv[1][3])[:30]
+                prof = [{"function": f"{Path(k[0]).name}:{k[1]}({k[2]})", "calls": v[1], "cumtime_s": round(v[3], 4),
+                         "tottime_s": round(v[2], 4)} for k, v in top]
             arrays = (r.farness, r.reach, r.harmonic, r.closeness)
             same = None
             if ref is None:
@@ -80,7 +93,8 @@ def main(argv=None) -> int:
                 same = all(np.array_equal(a, b) for a, b in zip(arrays, ref[1]))
             row["runs"][setting] = {"runner": chosen[0] if chosen else "bit-parallel MS-BFS", "seconds": times,
                                     "rate": g.n * g.m / times[-1], "vs_blest": g.n * g.m / times[-1] / BLEST_RATE,
-                                    "same_as": ref[0] if same is not None else None, "equal_bit_for_bit": same}
+                                    "same_as": ref[0] if same is not None else None, "equal_bit_for_bit": same,
+                                    "profile": prof}
             print(spec, setting, json.dumps(row["runs"][setting]), flush=True)
             path.write_text(json.dumps(res, indent=1, default=float))
     path.write_text(json.dumps(res, indent=1, default=float))

@@ -189,7 +189,7 @@ def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool 
     if per_source or want_levels or how == "degree":
         return "degree"
     src = np.asarray(sources)
-    if src.size and np.unique(src).size != src.size:
+    if repeats(src):
         return "degree"
     if how == "ball":
         return "ball"
@@ -211,6 +211,19 @@ def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool 
     return "ball" if depth > 2 * np.log2(n) else "degree"
 
 
+def repeats(ids, n=None) -> int:
+    """How many entries of the int array ``ids`` repeat an earlier one (a count over
+    ``[0, n)``, n default ``max + 1``, when the ids are non-negative: numpy's hashed
+    ``unique`` took 0.16 s for road-NY's 264k sources)."""
+    ids = np.asarray(ids)
+    if ids.size == 0:
+        return 0
+    if ids.min() < 0:
+        return int(ids.size - np.unique(ids).size)
+    c = np.bincount(ids.astype(np.int64, copy=False), minlength=0 if n is None else int(n))
+    return int(ids.size - np.count_nonzero(c))
+
+
 def ball_sources(hptr, hidx, tptr, tidx, sources, group: int, *, spread: bool = False):
     """``sources`` (distinct vertex ids of H) reordered so that consecutive groups of
     ``group`` are compact BFS balls (:func:`~distgraph.backends.cpu.msbfs.ball_order`);
@@ -221,7 +234,7 @@ def ball_sources(hptr, hidx, tptr, tidx, sources, group: int, *, spread: bool = 
 
     n = hptr.shape[0] - 1
     src = np.asarray(sources, np.int64)
-    if src.size == 0 or np.unique(src).size != src.size:
+    if src.size == 0 or repeats(src, n):
         return (src, np.zeros(src.size, np.bool_)) if spread else src
     is_src = np.zeros(n, np.bool_)
     is_src[src] = True

@@ -170,7 +170,9 @@ def set_graph(tptr, tidx, n: int):
     if rho == 0 or tptr[-1] == 0:
         return np.zeros(rho + 1, np.int32), np.zeros(0, np.int32)
     heads = np.repeat(np.arange(n, dtype=np.int64) // SIGMA, np.diff(tptr))
-    key = np.unique((np.asarray(tidx, dtype=np.int64) // SIGMA) * rho + heads)
+    key = np.sort((np.asarray(tidx, dtype=np.int64) // SIGMA) * rho + heads)
+    if key.size:   # np.unique's hashing (numpy 2.4) took 0.6 s here on road-NY's 733k arcs; sorting 8 ms
+        key = key[np.r_[True, key[1:] != key[:-1]]]
     s, t = np.divmod(key, rho)
     if key.shape[0] >= 2**31:
         raise InvalidArgumentError(f"pull: the slice-set graph has {key.shape[0]} arcs, more than the kernel's "

@@ -366,5 +366,7 @@ def _check_sources(src: np.ndarray, n: int) -> None:
     bad = np.flatnonzero((src < 0) | (src >= n))
     expect(bad.size == 0, "sources", f"vertex ids in [0, {n})",
            f"sources[{int(bad[0])}] = {int(src[bad[0]])}" if bad.size else None)
-    rep = src.size - np.unique(src).size
+    from ...algorithms.msbfs import repeats
+
+    rep = repeats(src, n)
     expect(rep == 0, "sources", "distinct vertex ids", f"{rep} repeated")
