@@ -12,10 +12,10 @@
 // each and loads up to WV_NB neighbour profiles at once (the first version, a warp per vertex and
 // one neighbour after another, spent about 90 us per level on road-NY in dependent loads).
 //
-// Level L + 1 of a batch: (1) discovery: the out-neighbours of level L's vertices without a base
-// get base L + 1 (atomicCAS) and are appended to the order list; (2) pull: each new vertex takes
-// the minimum over its neighbours of base L; (3) push: each new vertex offers its profile to
-// every neighbour with a base (levels <= L + 1), by a per-word CAS loop of byte minima; a
+// Level L + 1 of a batch: (1) pull: each vertex of the level takes the minimum over its
+// neighbours of base L, and gives its neighbours without a base base L + 2 (atomicCAS), appended
+// to the order list (discovery; level 1's from the sources, before); (2) push: each vertex of the
+// level offers its profile to every neighbour pulled already (levels <= L + 1), by a per-word CAS loop of byte minima; a
 // neighbour so lowered goes on a worklist (a flag per vertex dedups), and the worklist's
 // vertices push in turn, round after round, until no profile changes. Every arc between visited
 // vertices is thus consistent when the wave moves on (a label-correcting search ordered by
@@ -143,13 +143,14 @@ __device__ __forceinline__ bool wv_lower4(unsigned* p, uint4 o, uint4 c) {
     return wv_lower<W>(p + 3, o.w, c.w) || ch;
 }
 
-// Group (8 lanes, mask gm) offers the profile of v to v's neighbours with a base; those lowered
-// go on list out (a flag per vertex dedups).  The neighbours' ids and bases are read a lane each,
+// Group (8 lanes, mask gm) offers the profile of v to v's neighbours with a base of at most lmax
+// (pulled already; those of the next level are discovered but not pulled); those lowered go on
+// list out (a flag per vertex dedups).  The neighbours' ids and bases are read a lane each,
 // their profiles WV_NB at a time; a word is written (CAS) only where it goes down.
 template <int W>
 __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices,
                                         unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
-                                        unsigned gm, unsigned q, int* s_clamp) {
+                                        unsigned gm, unsigned q, int* s_clamp, int lmax) {
     const wv8 w = wv_load(P, v, q);
     const int bv = B[v];
     const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
@@ -167,7 +168,7 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
 #pragma unroll
             for (int k = 0; k < WV_NB; ++k) {
                 const int xk = __shfl_sync(gm, x, (j + k) & 7, 8), bk = __shfl_sync(gm, bx, (j + k) & 7, 8);
-                xs[k] = j + k < m && bk >= 0 ? xk : -1;
+                xs[k] = j + k < m && bk >= 0 && bk <= lmax ? xk : -1;  // pulled already
                 s4[k] = (unsigned)(bv + 1 - bk) * wv_ones<W>();
                 if (xs[k] >= 0) o[k] = wv_load(P, xs[k], q);
             }
@@ -191,11 +192,12 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
     }
 }
 
-// Group: the profile of a new vertex v of level L + 1, the byte minimum over its neighbours of level L.
+// Group: the profile of a new vertex v of level L + 1, the byte minimum over its neighbours of
+// level L; its neighbours without a base get level L + 2 and go on the order list.
 template <int W>
 __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__ indptr,
-                                        const int* __restrict__ indices, unsigned* P, const int* B, unsigned gm,
-                                        unsigned q) {
+                                        const int* __restrict__ indices, unsigned* P, int* B, unsigned gm,
+                                        unsigned q, int* O, unsigned* cnt) {
     wv8 acc;
     acc.a = acc.b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
     const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
@@ -204,7 +206,11 @@ __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__
         int x = -1;
         if ((int)q < m) {
             x = indices[eb + q];
-            if (B[x] != L) x = -1;
+            const int bx = B[x];
+            // a neighbour without a base is at level L + 2: discovered here (one pass and one
+            // barrier less per level than a discovery pass of its own)
+            if (bx < 0 && atomicCAS(B + x, -1, L + 2) == -1) O[atomicAdd(cnt, 1u)] = x;
+            if (bx != L) x = -1;
         }
         for (int j = 0; j < m; j += WV_NB) {
             wv8 o[WV_NB];
@@ -232,10 +238,10 @@ template <int W>
 __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __restrict__ indptr,
                               const int* __restrict__ indices, unsigned* P, const int* B, int* inwl, int* wl, int n,
                               unsigned* s_wn, unsigned long long* s_rounds, unsigned long long* s_fixes,
-                              int* s_clamp) {
+                              int* s_clamp, int lmax) {
     const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
     const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
-    for (int i = lo + grp; i < hi; i += ngrp) wv_push<W>(O[i], indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q, s_clamp);
+    for (int i = lo + grp; i < hi; i += ngrp) wv_push<W>(O[i], indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q, s_clamp, lmax);
     __syncthreads();
     for (int r = 1;; ++r) {
         const int k = (int)*(volatile unsigned*)&s_wn[(r - 1) % 3];
@@ -254,7 +260,7 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
                 __threadfence_block();
             }
             __syncwarp(gm);
-            wv_push<W>(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q, s_clamp);
+            wv_push<W>(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q, s_clamp, lmax);
         }
         __syncthreads();
     }
@@ -300,27 +306,29 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
         sh.clamp = 0;
     }
     __syncthreads();
-    int lo = 0, hi = nsrc, L = 0;
-    wv_push_level<W>(O, lo, hi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp);
-    bool gave_up = W == 1 && *(volatile int*)&sh.clamp;  // block-uniform: read after push_level's barrier
-    while (!gave_up) {
-        // discovery of level L + 1
-        for (int i = lo + (int)threadIdx.x; i < hi; i += blockDim.x) {
-            const int v = O[i];
-            for (wv_i64 e = indptr[v]; e < indptr[v + 1]; ++e) {
-                const int u = indices[e];
-                if (B[u] < 0 && atomicCAS(B + u, -1, L + 1) == -1) O[atomicAdd(&sh.cnt, 1u)] = u;
-            }
+    // discovery of level 1 (later levels are discovered by the pull of the level before); the
+    // end of a level's range is read after a barrier that follows its appends and before the
+    // barriers of a push_level that precede the next appends: no barrier of its own
+    for (int i = threadIdx.x; i < nsrc; i += blockDim.x) {
+        const int v = O[i];
+        for (wv_i64 e = indptr[v]; e < indptr[v + 1]; ++e) {
+            const int u = indices[e];
+            if (B[u] < 0 && atomicCAS(B + u, -1, 1) == -1) O[atomicAdd(&sh.cnt, 1u)] = u;
         }
+    }
+    __syncthreads();
+    int hi = nsrc, nhi = (int)sh.cnt, L = 0;
+    wv_push_level<W>(O, 0, hi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp, 0);
+    bool gave_up = W == 1 && *(volatile int*)&sh.clamp;  // block-uniform: read after push_level's barrier
+    while (!gave_up && nhi > hi) {  // level L + 1: order[hi, nhi)
+        for (int i = hi + grp; i < nhi; i += ngrp) wv_pull<W>(O[i], L, indptr, indices, P, B, gm, q, O, &sh.cnt);
         __syncthreads();
-        const int nlo = hi, nhi = (int)sh.cnt;
-        if (nlo == nhi) break;  // block-uniform
-        for (int i = nlo + grp; i < nhi; i += ngrp) wv_pull<W>(O[i], L, indptr, indices, P, B, gm, q);
-        __syncthreads();
-        wv_push_level<W>(O, nlo, nhi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp);
+        const int next = (int)sh.cnt;  // the end of level L + 2
+        wv_push_level<W>(O, hi, nhi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp,
+                         L + 1);
         gave_up = W == 1 && *(volatile int*)&sh.clamp;
-        lo = nlo;
         hi = nhi;
+        nhi = next;
         ++L;
     }
     levels += L;
