@@ -559,6 +559,8 @@ def variant_kwargs(v):
         return {"wave": True, "unroll": int(v[4:])}
     if v == "halves":   # the wave's given-up batches as two halves with 2-byte offsets
         return {"wide": "halves"}
+    if v.startswith("rsh") and v[3:].isdigit():   # the wave's reciprocals in shared memory
+        return {"rsh": int(v[3:])}
     if v == "noaside":   # the wave without the ball order's spread groups on the bit kernel
         return {"noaside": True}
     if v.startswith("spt") and v[3:].isdigit():   # the wave's sources per thread in its sums pass
@@ -633,7 +635,8 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                 first = order not in checked
                 if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
                     names = {"unroll": "unroll", "block_threads": "block_threads", "min_blocks": "min_blocks",
-                             "spt": "sources_per_thread", "nb": "neighbours", "wide": "wide"}   # unset: GpuWave's defaults
+                             "spt": "sources_per_thread", "nb": "neighbours", "wide": "wide",
+                             "rsh": "recip_shared"}   # unset: GpuWave's defaults
                     aside = None
                     if order == "ball" and not kw.get("noaside"):   # as closeness() does
                         from distgraph.algorithms.msbfs import ball_sources

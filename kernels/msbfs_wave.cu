@@ -62,6 +62,9 @@ typedef unsigned long long wv_u64;
 #define WV_FULL 0xffffffffu
 #define WV_NB DG_WV_NB
 #define WV_SCH 512          // visited vertices staged in shared memory per chunk of the sums pass
+#ifndef DG_WV_RSH
+#define DG_WV_RSH 2048  // entries of the reciprocal table kept in shared memory (16 KB; 0: none)
+#endif
 
 // A lane's quarter of a profile: words 8q .. 8q + 7 of the 64 (q: the lane in its group of 8).
 struct wv8 {
@@ -275,7 +278,19 @@ struct wv_shared {
     unsigned long long rounds, fixes;  // worklist rounds run, vertices pushed again
     long long t0, t_wave, t_sums;      // thread 0: cycles in the wave, in the sums
     int v[WV_SCH], b[WV_SCH];
+#if DG_WV_RSH > 0
+    wv_u64 recip[DG_WV_RSH];           // round(2^64 / d) for d < DG_WV_RSH (the first entries of the table)
+#endif
 };
+
+// round(2^64 / d): from shared memory for d < DG_WV_RSH, else the global table, else computed
+__device__ __forceinline__ wv_u64 wv_recip(wv_u64 d, const wv_shared& sh, const wv_u64* __restrict__ recip,
+                                           int rmax) {
+#if DG_WV_RSH > 0
+    if (d < (wv_u64)DG_WV_RSH) return sh.recip[d];
+#endif
+    return d < (wv_u64)rmax ? __ldg(recip + d) : dg_recip_fixed(d);
+}
 
 // One batch, the sources bs[0, nsrc) (nsrc <= 256 / W), with W-byte offsets: the wave, then the
 // per-source sums, added unless a final offset is at the cap (then it returns true and adds
@@ -392,12 +407,12 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
                         if (d == 1) {
                             ++a[j];
                         } else if (d >= 2) {
-                            const wv_u64 qd = d < (wv_u64)rmax ? __ldg(recip + d) : dg_recip_fixed(d);
+                            const wv_u64 qd = wv_recip(d, sh, recip, rmax);
                             b1[j] += qd >> 32;
                             b2[j] += qd & 0xffffffffull;
                         }
                         if (lf[j] >= 0 && d >= 1) {  // the leaf: one level deeper
-                            const wv_u64 ql = d + 1 < (wv_u64)rmax ? __ldg(recip + d + 1) : dg_recip_fixed(d + 1);
+                            const wv_u64 ql = wv_recip(d + 1, sh, recip, rmax);
                             l1[j] += ql >> 32;
                             l2[j] += ql & 0xffffffffull;
                         }
@@ -507,6 +522,9 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
     int* WL = wl + slot * 2 * (wv_i64)n;
     int* IN = inwl + slot * (wv_i64)n;
     wv_i64 levels = 0, again = 0;
+#if DG_WV_RSH > 0
+    for (int d = threadIdx.x; d < DG_WV_RSH; d += blockDim.x) sh.recip[d] = d < rmax ? recip[d] : dg_recip_fixed(d);
+#endif
     if (threadIdx.x == 0) {
         sh.rounds = sh.fixes = 0ull;
         sh.wn[0] = sh.wn[1] = sh.wn[2] = 0u;

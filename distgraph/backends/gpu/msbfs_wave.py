@@ -48,10 +48,19 @@ RECIP_MAX = 1 << 16
 
 def recip_table(size: int) -> np.ndarray:
     """round(2^64 / d) for d < size (uint64; 0 for d = 0, 1): the harmonic sums' fixed point
-    (:func:`~distgraph.backends.gpu.msbfs._recip_fixed`, the CPU backend's ``recip_fixed``)."""
-    t = np.zeros(max(int(size), 0), np.uint64)
-    t[2:] = [_recip_fixed(d) for d in range(2, t.size)]
-    return t
+    (:func:`~distgraph.backends.gpu.msbfs._recip_fixed`, the CPU backend's ``recip_fixed``).
+    A read-only copy of one table computed once per process (42 ms for 65536 entries)."""
+    size = max(int(size), 0)
+    global _RECIP
+    if _RECIP.size < size:
+        t = np.zeros(max(size, RECIP_MAX), np.uint64)
+        t[2:] = [_recip_fixed(d) for d in range(2, t.size)]
+        t.flags.writeable = False
+        _RECIP = t
+    return _RECIP[:size].copy()
+
+
+_RECIP = np.zeros(0, np.uint64)
 
 
 class GpuWave:
@@ -79,6 +88,9 @@ class GpuWave:
         Sources a thread adds up in the sums pass (``DG_WV_SPT``; bytes of one load).
     neighbours : {1, 2, 4}
         Neighbour profiles a group of 8 lanes loads at once in the pull and the push (``DG_WV_NB``).
+    recip_shared : int
+        Entries of the reciprocal table the sums pass reads from shared memory (``DG_WV_RSH``;
+        8 bytes each; 0: all from the global table).
     wide : {"bits", "halves"}
         A batch whose offsets reach 254 (its sources lie 254 or more apart): "bits" runs it on the
         bit-parallel kernel after the wave; "halves" runs its two halves of 128 sources again on
@@ -87,7 +99,7 @@ class GpuWave:
     """
 
     def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=256, unroll=8, min_blocks=4,
-                 sources_per_thread=2, neighbours=1, wide="bits"):
+                 sources_per_thread=2, neighbours=1, wide="bits", recip_shared=2048):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
@@ -116,6 +128,9 @@ class GpuWave:
         expect(sources_per_thread in (1, 2, 4), "sources_per_thread", "1, 2 or 4", sources_per_thread)
         expect(neighbours in (1, 2, 4), "neighbours", "1, 2 or 4", neighbours)
         self.min_blocks, self.spt, self.nb = int(min_blocks), int(sources_per_thread), int(neighbours)
+        expect(recip_shared in (0, 256, 512, 1024, 2048, 4096), "recip_shared", "0, 256, 512, 1024, 2048 or 4096",
+               recip_shared)
+        self.recip_shared = int(recip_shared)
         expect(wide in ("bits", "halves"), "wide", "'bits' or 'halves'", wide)
         self.wide = wide
         expect(self.block_threads * self.spt >= 256, "sources_per_thread",
@@ -123,7 +138,8 @@ class GpuWave:
                "bytes are read by one group of threads in the sums pass)", sources_per_thread)
         self._k = get_module("msbfs_wave", {"DG_WV_BLOCK": self.block_threads, "DG_WV_UNR": self.unroll,
                                             "DG_WV_MINB": self.min_blocks, "DG_WV_SPT": self.spt,
-                                            "DG_WV_NB": self.nb}).get_function("distgraph_msbfs_wave_blocks")
+                                            "DG_WV_NB": self.nb, "DG_WV_RSH": self.recip_shared}).get_function(
+            "distgraph_msbfs_wave_blocks")
         self.info["registers"] = _func_attr(self._k, "NUM_REGS")
         self.info["local_bytes"] = _func_attr(self._k, "LOCAL_SIZE_BYTES")
         per = max(n, 1) * (256 + 4 * 5)
