@@ -26,10 +26,11 @@
 //
 // Finite offsets are kept at 254 at most while the wave runs (min(254, x) of an upper bound is an
 // upper bound, and the fixed point is min(254, the true offset): along a shortest path each step
-// adds s >= 0). A final offset of 254 may stand for more: the batch (sources far apart) sets its
-// overflow flag, adds nothing, and the host runs it another way. (The first version flagged any
-// offset passing 254 on the way, a temporary upper bound too: 10 road-NY batches where 3 need it.)
-// Then the per-source sums, a thread per word (four sources) reading it from every visited vertex
+// adds s >= 0). An offset of 254 may stand for more: the batch (sources far apart, or a temporary
+// upper bound) stops at the end of the level where a push first writes one over a 255, adds
+// nothing, and runs another way (the host's bit-parallel kernel, or two halves with 2-byte
+// offsets); the sums pass checks the final offsets for 254 too. Then the per-source sums, a thread
+// per SPT bytes (sources) reading them from every visited vertex
 // (coalesced, the vertices staged in shared memory): farness, reach and the harmonic limbs (h0:
 // distance 1; h1, h2: the high and low halves of round(2^64 / d), recip[d]), added at the source
 // vertex (the symmetric sums of msbfs.cu's per_source mode 2: over all sources they are the
@@ -125,6 +126,11 @@ __device__ __forceinline__ uint4 wv_shift(uint4 w, unsigned s4) {
     return make_uint4(wv_shift1<W>(w.x, s4), wv_shift1<W>(w.y, s4), wv_shift1<W>(w.z, s4), wv_shift1<W>(w.w, s4));
 }
 
+// bytes where candidate c holds 254 and the word last seen, old, holds 255 (W = 1)
+__device__ __forceinline__ unsigned wv_cap254(unsigned c, unsigned old) {
+    return __vcmpeq4(c, 0xfefefefeu) & __vcmpeq4(old, WV_FULL);
+}
+
 // *p = fieldwise min(*p, c), *p last seen as old (an upper bound: the words only go down); true if lowered
 template <int W>
 __device__ __forceinline__ bool wv_lower(unsigned* p, unsigned old, unsigned c) {
@@ -180,13 +186,18 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
                 if (xs[k] < 0) continue;  // group-uniform
                 unsigned* px = P + (wv_i64)xs[k] * 64 + 8 * q;
                 const uint4 ca = wv_shift<W>(w.a, s4[k]), cb = wv_shift<W>(w.b, s4[k]);
-                if (W == 1 && (wv_veq<W>(ca.x, wv_cap<W>()) | wv_veq<W>(ca.y, wv_cap<W>()) | wv_veq<W>(ca.z, wv_cap<W>()) |
-                               wv_veq<W>(ca.w, wv_cap<W>()) | wv_veq<W>(cb.x, wv_cap<W>()) | wv_veq<W>(cb.y, wv_cap<W>()) |
-                               wv_veq<W>(cb.z, wv_cap<W>()) | wv_veq<W>(cb.w, wv_cap<W>())))
-                    *(volatile int*)s_clamp = 1;  // an offset reached 254: the batch gives up its bytes
+                // an offset of 254 written where there was none (finite offsets are at most 254, so
+                // only over a 255): the batch gives up its bytes (a candidate of 254 that lowers
+                // nothing, such as an offset pushed back to the vertex it came from, does not)
+                if (W == 1 && (wv_cap254(ca.x, o[k].a.x) | wv_cap254(ca.y, o[k].a.y) | wv_cap254(ca.z, o[k].a.z) |
+                               wv_cap254(ca.w, o[k].a.w) | wv_cap254(cb.x, o[k].b.x) | wv_cap254(cb.y, o[k].b.y) |
+                               wv_cap254(cb.z, o[k].b.z) | wv_cap254(cb.w, o[k].b.w)))
+                    *(volatile int*)s_clamp = 1;
                 bool ch = wv_lower4<W>(px, o[k].a, ca);
                 ch = wv_lower4<W>(px + 4, o[k].b, cb) || ch;
-                if (__any_sync(gm, ch) && q == 0u) {
+                const bool any = __any_sync(gm, ch);
+                __syncwarp(gm);  // the group's CAS results before lane 0 flags the vertex
+                if (any && q == 0u) {
                     __threadfence_block();  // a slot's state is its block's alone
                     if (atomicExch(inwl + xs[k], 1) == 0) out[atomicAdd(out_n, 1u)] = xs[k];
                 }
@@ -294,7 +305,7 @@ __device__ __forceinline__ wv_u64 wv_recip(wv_u64 d, const wv_shared& sh, const 
 
 // One batch, the sources bs[0, nsrc) (nsrc <= 256 / W), with W-byte offsets: the wave, then the
 // per-source sums, added unless a final offset is at the cap (then it returns true and adds
-// nothing). With W = 1 the wave stops at the end of the level where an offset first reaches 254
+// nothing). With W = 1 the wave stops at the end of the level where a push first writes a 254
 // (it returns true, adding nothing): on road-NY that is as early a sign as any of a batch whose
 // offsets overflow a byte (call 9 of session 11 flagged as many batches on offsets passing 254 on
 // the way as session 12 on final ones). The bases are reset for the next batch.
@@ -466,7 +477,8 @@ __device__ __forceinline__ unsigned wv_ld(const unsigned* p) { return *(const vo
 
 // Thread 0: the block's next work item. ctl[0]: the next batch; ctl[1], ctl[2]: head and tail of
 // the queue of halves to run with 2-byte offsets (entries 2 bt + h, -1 until written); ctl[3]:
-// batches taken and not yet done with (a batch may still add halves). Halves first (they were
+// batches taken and not yet done with (a batch may still add halves; a block that reads a stale 0
+// and ends leaves them to the others, at worst to the block of that batch). Halves first (they were
 // found late), then batches; when neither is left and none is in flight: -1 (the block ends).
 // Returns bt >= 0 for a batch, -(2 + 2 bt + h) for a half.
 __device__ int wv_take(unsigned* ctl, const int* queue, int nbatches) {
@@ -479,13 +491,14 @@ __device__ int wv_take(unsigned* ctl, const int* queue, int nbatches) {
             return -(2 + e);
         }
         if (wv_ld(ctl) < (unsigned)nbatches) {
-            atomicAdd(ctl + 3, 1u);  // counted in flight before it is taken: no block ends early
+            atomicAdd(ctl + 3, 1u);  // counted in flight before it is taken
             __threadfence();
             const unsigned b = atomicAdd(ctl, 1u);
             if (b < (unsigned)nbatches) return (int)b;
             atomicSub(ctl + 3, 1u);
             continue;
         }
+        __threadfence();  // ctl[0] seen exhausted before ctl[3] is read
         if (wv_ld(ctl + 3) == 0u) {  // every batch done with: its halves are in the queue's tail
             __threadfence();
             if (wv_ld(ctl + 1) >= wv_ld(ctl + 2)) return -1;

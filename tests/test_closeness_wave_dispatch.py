@@ -134,7 +134,7 @@ def test_closeness_through_the_wave_runner_equals_cpu(gpu_ctx, monkeypatch, grap
             np.testing.assert_array_equal(getattr(got, what), getattr(want, what), err_msg=f"{what} {conv}")
 
 
-def test_auto_takes_the_wave_on_high_diameter_only(gpu_ctx, monkeypatch):
+def test_auto_takes_the_wave_on_high_diameter_only(gpu_ctx, monkeypatch, tmp_path):
     import distgraph.algorithms.closeness as cl
     from distgraph.runtime.config import config
 
@@ -144,14 +144,22 @@ def test_auto_takes_the_wave_on_high_diameter_only(gpu_ctx, monkeypatch):
     got = cl.closeness(g, backend="gpu", progress=False)
     assert _FakeWave.calls == [g.n]
     np.testing.assert_array_equal(got.farness, cl.closeness(g, backend="cpu", progress=False).farness)
-    # off, per-vertex subsets, checkpoints and directed graphs keep the bit-parallel runner
+    # off, per-vertex subsets, checkpoints, several ranks and directed graphs keep the bit-parallel runner
     seen = []
     monkeypatch.setattr("distgraph.backends.gpu.closeness.make_runner",
                         lambda *a, **k: seen.append(k) or (_ for _ in ()).throw(RuntimeError("bit runner")))
-    for kw in (dict(), dict(vertices=[0, 5])):
-        monkeypatch.setattr(config, "gpu_closeness_wave", "off" if not kw else "auto")
+    for wave, kw in (("off", {}), ("auto", dict(vertices=[0, 5])), ("on", dict(checkpoint=str(tmp_path / "ck")))):
+        monkeypatch.setattr(config, "gpu_closeness_wave", wave)
         with pytest.raises(RuntimeError, match="bit runner"):
             cl.closeness(g, backend="gpu", progress=False, **kw)
+    # auto on several ranks keeps it too (the wave runs on one rank unless asked for)
+    monkeypatch.setattr(config, "gpu_closeness_wave", "auto")
+    import distgraph.runtime.context as context
+
+    monkeypatch.setattr(context, "get_context", lambda comm=None, backend=None: context.Context(
+        MPI.COMM_SELF, 0, 2, 0, 1, "gpu", 0))
+    with pytest.raises(RuntimeError, match="bit runner"):
+        cl.closeness(g, backend="gpu", progress=False)
     monkeypatch.setattr(config, "gpu_closeness_wave", "on")
     d = Graph.from_edges(np.arange(199), np.arange(1, 200), directed=True)
     with pytest.raises(RuntimeError, match="bit runner"):

@@ -195,7 +195,7 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
             # high diameter: the distance-profile wave (GpuWave), each vertex once per batch
             from ..backends.gpu.msbfs_wave import WaveRunner
 
-            runner = WaveRunner(hptr, hidx)
+            runner = WaveRunner(hptr, hidx, ctx=ctx)
         else:
             runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx, all_sources=not per_source)
         if not per_source and hasattr(runner, "fold_leaves") and getattr(runner, "symmetric", False) \
@@ -224,7 +224,7 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
             if hasattr(runner, "set_aside"):
                 # the wave: groups filled from more than one ball (sources maybe far apart, the
                 # wave's slowest batches and those that give up their bytes) go to the bit kernel,
-                # beside the wave (road-NY: 25 of 1033 groups, every one spanning 150 or more)
+                # beside the wave (road-NY: 25 of 1033 groups, among them all 19 that span 150 or more)
                 sources, spread = ball_sources(hptr, hidx, tptr, tidx, sources, runner.kappa, spread=True)
                 runner.set_aside(sources[spread])
             else:

@@ -589,6 +589,19 @@ def auto_schedule(arcs: int):
     return "blocks" if arcs <= BLOCKS_ARCS else auto_groups(arcs)
 
 
+def self_context(ctx):
+    """``ctx`` for this rank alone (COMM_SELF, rank 0 of 1), on the device it is bound to:
+    ``get_context(COMM_SELF)`` would rebind the device by the node rank of COMM_SELF, 0."""
+    import dataclasses
+    import types
+
+    from mpi4py import MPI
+
+    one = {"comm": MPI.COMM_SELF, "rank": 0, "size": 1}
+    return dataclasses.replace(ctx, **one) if dataclasses.is_dataclass(ctx) else \
+        types.SimpleNamespace(**{**vars(ctx), **one})
+
+
 def leaf_map(rep, n: int, new_id) -> tuple:
     """Leaf folding's ``rep`` (caller ids: for each vertex p the leaf whose sums p's BFS adds, -1:
     none; checked) as the kernels' ``leaf`` array (int32, internal ids through ``new_id``, or
@@ -1473,16 +1486,7 @@ class GpuMSBFS:
         """The grid-schedule runner of the same graph (made at first use, on this rank alone:
         replicated mode runs no collectives), or None when it does not fit the GPU."""
         if self._companion is None:
-            import dataclasses
-            import types
-
-            from mpi4py import MPI
-
-            # this rank alone, on the device it is bound to (get_context(COMM_SELF) would rebind
-            # the device by the node rank of COMM_SELF, 0)
-            one = {"comm": MPI.COMM_SELF, "rank": 0, "size": 1}
-            ctx = dataclasses.replace(self.ctx, **one) if dataclasses.is_dataclass(self.ctx) else \
-                types.SimpleNamespace(**{**vars(self.ctx), **one})
+            ctx = self_context(self.ctx)
             try:
                 self._companion = GpuMSBFS(ctx=ctx, **self._companion_kw)
             except DeviceMemoryError:
@@ -1526,6 +1530,15 @@ class GpuMSBFS:
                      shared_mem=4 * self._dbw if self.shared_dbits else 0)
         self.info["launches"] += nb   # kappa-source MS-BFSs, as in the other schedules
         self.info["block_launches"] = self.info.get("block_launches", 0) + 1
+
+    def discard_deferred(self) -> None:
+        """Forget the sources held and the sums deferred so far (after a failed run whose
+        caller will not drain them: a later drain must not add them elsewhere)."""
+        self._held = None
+        self._pending = False
+        if self._deferred is not None:
+            for a in self._deferred:
+                a.fill(0)
 
     def launch_held(self) -> None:
         """Launch the sources that deferred runs still hold (see :meth:`run`) now, without

@@ -1,4 +1,5 @@
-"""Closeness sums on undirected graphs by a distance-profile wave (prototype, opt-in).
+"""Closeness sums on undirected graphs by a distance-profile wave (closeness()'s runner for
+every vertex of undirected graphs of high diameter: ``config.gpu_closeness_wave``).
 
 ``kernels/msbfs_wave.cu`` runs a batch of 256 sources as one BFS from all of them (the base
 levels) carrying, per vertex, the 256 distances as byte offsets from its base: each vertex is
@@ -10,25 +11,26 @@ that arrive after a visit are pushed on (a worklist), so the result is exact. Th
 :class:`GpuWave` adds the same per-source sums (farness, reach, harmonic limbs) as
 ``GpuMSBFS(symmetric=True)``: each BFS's sums at its source vertex, so that over all sources
 they equal the CPU backend's per-vertex sums bit for bit. Finite offsets are kept at 254 while
-the wave runs; a batch with a final offset of 254 (sources far apart: the true offset may be more)
-stops (at the end of the level where an offset first reaches 254) and is run by the bit-parallel
-kernel after the wave, or (``wide="halves"``) its two halves of 128 sources run again with 2-byte
-offsets, on the next free blocks (``info["wide_batches"]``), and a half whose offsets pass 65534
-too (a graph of that diameter) is run by the bit-parallel kernel (``GpuMSBFS(symmetric=True)``,
-on its block schedule; ``info["overflow_batches"]``: the batches run there, whole or a half). ``info`` also holds the wave's and
-the sums pass's clock cycles (thread 0 of each block, summed over the blocks), the worklist rounds
-and the vertices they pushed again (fixes). Not wired into :func:`~distgraph.algorithms.closeness.closeness`
-yet; ``benchmarks/gpu_closeness.py`` times it (variant ``wave``).
+the wave runs; a batch stops at the end of the level where a push first writes an offset of 254
+(its sources may lie 254 or more apart; a temporary upper bound can do it too) and is run by the
+bit-parallel kernel after the wave (``GpuMSBFS(symmetric=True)`` on its block schedule,
+``info["overflow_batches"]``), or (``wide="halves"``) its two halves of 128 sources run again
+with 2-byte offsets on the next free blocks (``info["wide_batches"]``), a half whose offsets
+pass 65534 too (a graph of that diameter) going to the bit-parallel kernel. Sources set
+``aside`` run on the bit-parallel kernel beside the wave. ``info`` also holds the wave's and the
+sums pass's clock cycles (thread 0 of each block, summed over the blocks), the worklist rounds
+and the vertices they pushed again (fixes); ``timeline`` the last launch's batches.
+``benchmarks/gpu_closeness.py`` times it (variant ``wave``), ``benchmarks/closeness_wave_e2e.py``
+closeness() end to end.
 
 First version (H200, benchmarks/results/session11_x2/call9/, the kernel as at 0d059f4: a warp per
 vertex, one neighbour after another): exact on every test graph; on road-NY the kernel's clock
 cycles, averaged over the blocks at an assumed 1.98 GHz, came to about 0.37 s in the wave (about
 90 us per level of a batch, in dependent loads) and 0.18 s in the sums pass, against 1.20 s of
-wall time for the bit-parallel kernel's whole run; 10 batches flagged, where only 3 need it (an
-offset passing 254 on the way was enough). Rewritten since (session 12): a group of 8 lanes per
-vertex loading several neighbours' profiles at once, one barrier per worklist round, offsets kept
-at 254, a thread per word (four sources) in the sums pass, and profiles never reset.
-"""
+wall time for the bit-parallel kernel's whole run. Session 12 (benchmarks/results/session12_x2/,
+README there): groups of 8 lanes per vertex, four batches per SM, one barrier per worklist
+round, the next level discovered in the pull, give-up at 254, leaves folded, the ball order's
+spread groups aside: road-NY 0.53 s with folding against 1.14 s for the bit-parallel kernel."""
 
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ import time
 import numpy as np
 
 from ...errors import DeviceMemoryError, expect
-from .msbfs import GpuMSBFS, _func_attr, _grid_size, _recip_fixed, add_sums, leaf_map
+from .msbfs import GpuMSBFS, _func_attr, _grid_size, _recip_fixed, add_sums, leaf_map, self_context
 
 __all__ = ["GpuWave", "WaveRunner", "recip_table", "WAVE_MIN_DEPTH", "wave_pays"]
 
@@ -77,17 +79,20 @@ class GpuWave:
         the compiled kernel, fewer when their state (``n * 276`` bytes each) does not fit in half
         the free device memory.
     block_threads : {256, 512, 1024}
-        Threads per block (256, the default, with ``min_blocks=4``: 64 registers, four batches at
-        once per SM; 512 with one: 126 registers, no spills; ptxas of nvcc 13.0 for sm_90).
+        Threads per block (256, the default: with ``min_blocks`` 4, 64 registers, four batches
+        at once per SM, the fastest on road-NY; ptxas of nvcc 13.0 for sm_90).
     unroll : int
         Visited vertices in flight per thread in the sums pass (``DG_WV_UNR``).
-    min_blocks : int
+    min_blocks : int or None
         Resident blocks per SM the kernel's registers are capped for (``DG_WV_MINB``): batches
-        run at once per SM (the default slots follow).
+        run at once per SM (the default slots follow); None: ``1024 // block_threads``.
     sources_per_thread : {1, 2, 4}
         Sources a thread adds up in the sums pass (``DG_WV_SPT``; bytes of one load).
     neighbours : {1, 2, 4}
         Neighbour profiles a group of 8 lanes loads at once in the pull and the push (``DG_WV_NB``).
+    ctx : Context or None
+        The caller's context: the bit-parallel runner of given-up and aside batches is made for
+        this rank alone on its GPU (None: ``get_context(COMM_SELF, "gpu")``, which binds GPU 0).
     recip_shared : int
         Entries of the reciprocal table the sums pass reads from shared memory (``DG_WV_RSH``;
         8 bytes each; 0: all from the global table).
@@ -98,8 +103,8 @@ class GpuWave:
         times a batch: slower; session 12, call 4).
     """
 
-    def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=256, unroll=8, min_blocks=4,
-                 sources_per_thread=2, neighbours=1, wide="bits", recip_shared=2048):
+    def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=256, unroll=8, min_blocks=None,
+                 sources_per_thread=2, neighbours=1, wide="bits", recip_shared=2048, ctx=None):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
@@ -124,6 +129,8 @@ class GpuWave:
         expect(unroll in (1, 2, 4, 8, 16, 32), "unroll", "1, 2, 4, 8, 16 or 32 (vertices in flight per thread in "
                "the sums pass)", unroll)
         self.unroll = int(unroll)
+        if min_blocks is None:
+            min_blocks = 1024 // self.block_threads   # 32 warps per SM: 64 registers
         expect(min_blocks in (1, 2, 3, 4, 6, 8), "min_blocks", "1, 2, 3, 4, 6 or 8", min_blocks)
         expect(sources_per_thread in (1, 2, 4), "sources_per_thread", "1, 2 or 4", sources_per_thread)
         expect(neighbours in (1, 2, 4), "neighbours", "1, 2 or 4", neighbours)
@@ -159,6 +166,7 @@ class GpuWave:
         self._ctl = cp.zeros(4, cp.uint32)   # next batch, queue head and tail, batches in flight
         self._stats = cp.zeros(6, cp.int64)
         self._fallback = None
+        self._ctx = ctx
         self._leaf = None
         self._rep = None
         self._recip = cp.asarray(recip_table(min(n + 2, RECIP_MAX)))   # distances up to n - 1
@@ -179,50 +187,60 @@ class GpuWave:
         if src.shape[0] == 0:
             return
         _check_sources(src, self.n)
-        bits = None
-        side = None
         if aside is not None:
             aside = np.asarray(aside)
             expect(aside.shape == src.shape and aside.dtype == np.bool_, "aside",
                    f"a bool per source, shape {src.shape}", f"{aside.dtype} of shape {aside.shape}")
-            if aside.any():
-                bits = self._bits()   # made first, so that ``out`` gets nothing when it cannot be
-                side = cp.cuda.Stream(non_blocking=True)
+            if not aside.any():
+                aside = None
+        # runners made first, so that ``out`` gets nothing when one cannot be; the streams are
+        # blocking ones: ordered after the work of the legacy stream (the runners' set-up) and
+        # running beside each other (nothing goes to the legacy stream in between)
+        bits = self._bits() if aside is not None else None
+        side = cp.cuda.Stream() if aside is not None else None
+        try:
+            if aside is not None:
                 with side:
                     bits.run(src[aside], False, out, defer=True)   # ``out`` untouched until drain
                     bits.launch_held()
                 self.info["aside_batches"] += -(-int(aside.sum()) // KAPPA)
                 src = src[~aside]
-        t0 = time.perf_counter()
-        k = int(src.shape[0])
-        host, bad = None, np.zeros(0, np.int64)
-        if k:
-            with cp.cuda.Stream(non_blocking=True):
-                host, st, ovf_h = self._launch(src, k)
-            bad = np.flatnonzero(ovf_h)
-        self.info["wave_s"] += time.perf_counter() - t0
-        if bad.size and bits is None:
-            bits = self._bits()
-        if host is not None:
-            add_sums(out, host)
-            for key, v in zip(("levels", "wave_cycles", "sums_cycles", "fix_rounds", "fixes", "wide_batches"), st):
-                self.info[key] += int(v)
-        if bad.size:
-            # batches that gave up their bytes (wide="bits"), or halves of 128 sources whose 2-byte
-            # offsets overflowed too (diameter 65534 or more): on the bit-parallel kernel
-            self.info["overflow_batches"] += int(bad.size)
-            half = KAPPA // 2
-            redo = np.concatenate([src[b * KAPPA + h * half:b * KAPPA + (h + 1) * half] for b in bad for h in (0, 1)
-                                   if ovf_h[b] >> h & 1])
-            if side is None:
-                side = cp.cuda.Stream(non_blocking=True)
-            with side:
-                bits.run(redo, False, out, defer=True)
-        if bits is not None and side is not None:
             t0 = time.perf_counter()
-            with side:
-                bits.drain(*out)   # the block schedule: the held sources launched, the sums added
-            self.info["fallback_s"] += time.perf_counter() - t0
+            k = int(src.shape[0])
+            host, bad = None, np.zeros(0, np.int64)
+            if k:
+                with cp.cuda.Stream():
+                    host, st, ovf_h = self._launch(src, k)
+                bad = np.flatnonzero(ovf_h)
+            self.info["wave_s"] += time.perf_counter() - t0
+            if bad.size and bits is None:
+                bits = self._bits()
+                side = cp.cuda.Stream()
+            if bad.size:
+                # batches that gave up their bytes (wide="bits"), or halves of 128 sources whose
+                # 2-byte offsets overflowed too (diameter 65534 or more): on the bit-parallel kernel
+                self.info["overflow_batches"] += int(bad.size)
+                half = KAPPA // 2
+                redo = np.concatenate([src[b * KAPPA + h * half:b * KAPPA + (h + 1) * half] for b in bad
+                                       for h in (0, 1) if ovf_h[b] >> h & 1])
+                with side:
+                    bits.run(redo, False, out, defer=True)
+            if host is not None:
+                add_sums(out, host)
+                for key, v in zip(("levels", "wave_cycles", "sums_cycles", "fix_rounds", "fixes", "wide_batches"),
+                                  st):
+                    self.info[key] += int(v)
+            if bits is not None:
+                t0 = time.perf_counter()
+                with side:
+                    bits.drain(*out)   # the block schedule: the held sources launched, the sums added
+                    side.synchronize()   # its accumulators reset before the next run's stream uses them
+                self.info["fallback_s"] += time.perf_counter() - t0
+        except BaseException:
+            if bits is not None:   # nothing held or deferred may reach a later run's ``out``
+                bits.discard_deferred()
+                cp.cuda.Device().synchronize()
+            raise
 
     def _launch(self, src, k):
         """One launch of the wave kernel over ``src`` (on the current stream); its per-source sums
@@ -274,14 +292,19 @@ class GpuWave:
             self._fallback.fold_leaves(rep)
 
     def _bits(self):
-        """The bit-parallel runner of the same graph (``GpuMSBFS(symmetric=True)``, made at first use)."""
+        """The bit-parallel runner of the same graph (``GpuMSBFS(symmetric=True)``, made at first
+        use), on this rank alone and its GPU (``ctx`` given: :func:`~.msbfs.self_context`)."""
         if self._fallback is None:
-            from mpi4py import MPI
+            if self._ctx is not None:
+                ctx = self_context(self._ctx)
+            else:
+                from mpi4py import MPI
 
-            from ...runtime.context import get_context
+                from ...runtime.context import get_context
 
+                ctx = get_context(MPI.COMM_SELF, "gpu")
             hptr, hidx = self._graph
-            self._fallback = GpuMSBFS(hptr, hidx, hptr, hidx, ctx=get_context(MPI.COMM_SELF, "gpu"), kappa=KAPPA,
+            self._fallback = GpuMSBFS(hptr, hidx, hptr, hidx, ctx=ctx, kappa=KAPPA,
                                       groups="blocks", symmetric=True, announce=False, slots=48)
             if self._rep is not None:
                 self._fallback.fold_leaves(self._rep)
@@ -333,8 +356,8 @@ class WaveRunner:
     collective = False
     kappa = KAPPA
 
-    def __init__(self, hptr, hidx, **kw):
-        self.wave = GpuWave(hptr, hidx, **kw)
+    def __init__(self, hptr, hidx, ctx=None, **kw):
+        self.wave = GpuWave(hptr, hidx, ctx=ctx, **kw)
         self.info = self.wave.info
         self._held = []
         self._aside = None
