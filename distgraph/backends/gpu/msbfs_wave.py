@@ -193,11 +193,11 @@ class GpuWave:
                    f"a bool per source, shape {src.shape}", f"{aside.dtype} of shape {aside.shape}")
             if not aside.any():
                 aside = None
-        # runners made first, so that ``out`` gets nothing when one cannot be; the streams are
-        # blocking ones: ordered after the work of the legacy stream (the runners' set-up) and
-        # running beside each other (nothing goes to the legacy stream in between)
+        # runners made first, so that ``out`` gets nothing when one cannot be; the streams wait for
+        # the work queued so far on the legacy stream (the runners' set-up), then run beside each
+        # other and beside anything queued on the legacy stream later (non-blocking streams)
         bits = self._bits() if aside is not None else None
-        side = cp.cuda.Stream() if aside is not None else None
+        side = self._stream() if aside is not None else None
         try:
             if aside is not None:
                 with side:
@@ -209,13 +209,13 @@ class GpuWave:
             k = int(src.shape[0])
             host, bad = None, np.zeros(0, np.int64)
             if k:
-                with cp.cuda.Stream():
+                with self._stream():
                     host, st, ovf_h = self._launch(src, k)
                 bad = np.flatnonzero(ovf_h)
             self.info["wave_s"] += time.perf_counter() - t0
             if bad.size and bits is None:
                 bits = self._bits()
-                side = cp.cuda.Stream()
+                side = self._stream()
             if bad.size:
                 # batches that gave up their bytes (wide="bits"), or halves of 128 sources whose
                 # 2-byte offsets overflowed too (diameter 65534 or more): on the bit-parallel kernel
@@ -241,6 +241,15 @@ class GpuWave:
                 bits.discard_deferred()
                 cp.cuda.Device().synchronize()
             raise
+
+    def _stream(self):
+        """A non-blocking stream that first waits for the work queued on the legacy stream."""
+        cp = self._cp
+        ev = cp.cuda.Event(disable_timing=True)
+        ev.record(cp.cuda.Stream.null)
+        s = cp.cuda.Stream(non_blocking=True)
+        s.wait_event(ev)
+        return s
 
     def _launch(self, src, k):
         """One launch of the wave kernel over ``src`` (on the current stream); its per-source sums
