@@ -136,8 +136,9 @@ class Config:
     #: sources, their distances kept as byte offsets from its base level) instead of the
     #: bit-parallel MS-BFS. "auto": on one rank, without a checkpoint, on graphs whose degrees are
     #: not heavy-tailed and whose BFS from the largest-degree vertex goes WAVE_MIN_DEPTH (128)
-    #: levels deep or more (road-NY: 0.93 s against 1.21 s for the bit kernel; on cond-mat-2005 and
-    #: email-Enron, of low diameter, it was 8x and 6x slower: benchmarks/results/session12_x2/);
+    #: levels deep or more (road-NY with folding: 0.56 s against 1.15 s for the bit kernel, closeness()
+    #: end to end 0.82 against 1.34 s; on cond-mat-2005 and email-Enron, of low diameter, it was 8x
+    #: and 6x slower: benchmarks/results/session12_x2/);
     #: "on" (any undirected graph, any rank count, no checkpoint) or "off".
     gpu_closeness_wave: str = "auto"
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting

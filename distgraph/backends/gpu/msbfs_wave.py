@@ -30,7 +30,8 @@ cycles, averaged over the blocks at an assumed 1.98 GHz, came to about 0.37 s in
 wall time for the bit-parallel kernel's whole run. Session 12 (benchmarks/results/session12_x2/,
 README there): groups of 8 lanes per vertex, four batches per SM, one barrier per worklist
 round, the next level discovered in the pull, give-up at 254, leaves folded, the ball order's
-spread groups aside: road-NY 0.53 s with folding against 1.14 s for the bit-parallel kernel."""
+spread groups aside: road-NY 0.56 s with folding against 1.15 s for the bit-parallel kernel
+(call 12; 0.53 s in calls 9-10, before the review's fixes to the push loop)."""
 
 from __future__ import annotations
 
