@@ -139,3 +139,25 @@ def test_profiling_build_compiles_and_default_has_none(name, defs, prof, syms, t
         for sym in syms:
             assert (f" {sym}[" in text) == present, (name, extra, sym)
         assert ("globaltimer" in text) == present, (name, extra)
+
+
+WAVE_BUILDS = [  # GpuWave's options (DG_WV_*): the defaults, and the ends of each range
+    {"BLOCK": 256, "MINB": 4, "SPT": 2, "NB": 1, "UNR": 8, "RSH": 2048},
+    {"BLOCK": 512, "MINB": 1, "SPT": 4, "NB": 4, "UNR": 16, "RSH": 0},
+    {"BLOCK": 1024, "MINB": 1, "SPT": 1, "NB": 2, "UNR": 1, "RSH": 4096},
+]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("defs", WAVE_BUILDS, ids=lambda d: "-".join(f"{k}{v}" for k, v in d.items()))
+def test_wave_kernel_options_compile(defs, tmp_path):
+    """kernels/msbfs_wave.cu with the defines GpuWave passes for its options (block_threads,
+    min_blocks, sources_per_thread, neighbours, unroll, recip_shared) compiles for sm_90, both
+    offset widths (the kernel instantiates W = 1 and 2) included."""
+    path = KERNELS[0].parent / "msbfs_wave.cu"
+    ptx = tmp_path / "w.ptx"
+    r = subprocess.run([NVCC, "-arch=sm_90", "-std=c++17", "-O3", "-ptx", "-I", str(path.parent),
+                        *[f"-DDG_WV_{k}={v}" for k, v in defs.items()], str(path), "-o", str(ptx)],
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, f"nvcc failed on msbfs_wave.cu {defs}:\n{r.stderr[-4000:]}"
+    assert "distgraph_msbfs_wave_blocks" in ptx.read_text()
