@@ -181,3 +181,19 @@ def test_config_rejects_a_bad_wave_setting():
     assert reload_config({"DISTGRAPH_GPU_CLOSENESS_WAVE": "on"}).gpu_closeness_wave == "on"
     with pytest.raises(InvalidArgumentError, match="DISTGRAPH_GPU_CLOSENESS_WAVE must be auto, on or off"):
         reload_config({"DISTGRAPH_GPU_CLOSENESS_WAVE": "yes"})
+
+
+def test_a_failing_drain_is_raised(gpu_ctx, monkeypatch):
+    # the wave runs every batch at drain; its error comes out of closeness() (on several ranks
+    # run_batches raises it on all of them before the reduction: _raise_on_all)
+    from distgraph.algorithms.closeness import closeness
+    from distgraph.errors import DeviceMemoryError
+    from distgraph.runtime.config import config
+
+    def boom(self, sources, out, aside=None):
+        raise DeviceMemoryError("no room for the wave")
+
+    monkeypatch.setattr(config, "gpu_closeness_wave", "on")
+    monkeypatch.setattr(_FakeWave, "run", boom)
+    with pytest.raises(DeviceMemoryError, match="no room for the wave"):
+        closeness(_path(50), backend="gpu", progress=False)

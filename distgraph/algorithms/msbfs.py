@@ -489,7 +489,14 @@ def _run_batches(hptr, hidx, tptr, tidx, sources, *, per_source, batch_size, ctx
         dealer.close()
     _raise_on_all(ctx, err)
     if runner is not None and hasattr(runner, "drain"):
-        runner.drain(acc["far"], acc["reach"], acc["h0"], acc["h1"], acc["h2"])
+        # a deferring runner does its work here (the wave: every batch): a failure on one rank is
+        # raised on all of them before the reduction below, so none waits there
+        err = None
+        try:
+            runner.drain(acc["far"], acc["reach"], acc["h0"], acc["h1"], acc["h2"])
+        except Exception as e:
+            err = e
+        _raise_on_all(ctx, err)
         normalize_limbs(acc["h0"], acc["h1"], acc["h2"])
     if base and ctx.rank == 0:
         for name in acc:
