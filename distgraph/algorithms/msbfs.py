@@ -193,22 +193,28 @@ def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool 
         return "degree"
     if how == "ball":
         return "ball"
+    depth = None if hidx is None else depth_unless_scale_free(hptr, hidx, tptr)
+    return "ball" if depth is not None and depth > 2 * np.log2(np.asarray(hptr).shape[0] - 1) else "degree"
+
+
+def depth_unless_scale_free(hptr, hidx, tptr=None):
+    """The depth of a BFS from the largest-degree vertex of H (CSR ``hptr``/``hidx``), or None
+    when the out-degrees (or those of ``tptr``, the in-degrees) are heavy-tailed, or H has fewer
+    than 2 vertices or no arcs: the high-diameter test of the ball order (:func:`cpu_batch_order`)
+    and of the GPU's profile wave (``msbfs_wave.wave_pays``)."""
+    from ..backends.cpu.msbfs import bfs_depth
     from ..formats.reorder import _heavy_tail
 
-    for ptr in (hptr, tptr):
+    hp = np.asarray(hptr, np.int64)
+    if hp.shape[0] < 3 or hp[-1] == 0:
+        return None
+    for ptr in (hp,) if tptr is None else (hp, tptr):
         d = np.diff(np.asarray(ptr, np.int64))
-        if d.size and d.sum():
+        if d.sum():
             t = _heavy_tail(d)
             if t["heavy_tail"] or t["power_law_fit"]:
-                return "degree"
-    n = np.asarray(hptr).shape[0] - 1
-    if hidx is None or n < 2:
-        return "degree"
-    from ..backends.cpu.msbfs import bfs_depth
-
-    hp = np.asarray(hptr, np.int64)
-    depth = bfs_depth(hp, np.asarray(hidx), int(np.argmax(np.diff(hp))))
-    return "ball" if depth > 2 * np.log2(n) else "degree"
+                return None
+    return bfs_depth(hp, np.asarray(hidx), int(np.argmax(np.diff(hp))))
 
 
 def repeats(ids, n=None) -> int:

@@ -332,17 +332,11 @@ def wave_pays(hptr, hidx, *, memory: bool = True) -> bool:
     cond-mat-2005 or email-Enron, where the bit-parallel kernel was 8x and 6x faster), and the
     state of one batch per SM (``n * 276`` bytes each) within half the GPU's free memory
     (``memory=False``: the graph alone)."""
-    from ...formats.reorder import _heavy_tail
-    from ..cpu.msbfs import bfs_depth
+    from ...algorithms.msbfs import depth_unless_scale_free
 
     hp = np.asarray(hptr, np.int64)
-    d = np.diff(hp)
-    if hp.shape[0] < 2 or not d.sum():
-        return False
-    t = _heavy_tail(d)
-    if t["heavy_tail"] or t["power_law_fit"]:
-        return False
-    if bfs_depth(hp, np.asarray(hidx), int(np.argmax(d))) < WAVE_MIN_DEPTH:
+    depth = depth_unless_scale_free(hp, hidx)
+    if depth is None or depth < WAVE_MIN_DEPTH:
         return False
     if not memory:
         return True
