@@ -265,7 +265,8 @@ def ball_order(hptr, hidx, tptr, tidx, is_src, batch, cap, seeds=None):
     consecutive ids; benchmarks/results/closeness_batch_order_cpu.json). Deterministic.
     ``seeds`` (optional, at least ``ceil(#sources / batch)`` int64 zeros): gets, per group, the
     balls it was filled from (more than one: its sources may lie far apart; road-NY: all 19 of
-    its 1033 groups of 256 whose sources lie 150 or more apart came from 2 or 3 balls)."""
+    its 1033 groups of 256 whose sources lie 150 or more apart came from 2 or 3 balls,
+    benchmarks/results/ball_spread_groups_roadNY.json)."""
     n = hptr.shape[0] - 1
     order = np.empty(n, np.int64)
     seen = np.zeros(n, np.bool_)

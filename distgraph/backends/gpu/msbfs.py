@@ -171,7 +171,7 @@ def set_graph(tptr, tidx, n: int):
         return np.zeros(rho + 1, np.int32), np.zeros(0, np.int32)
     heads = np.repeat(np.arange(n, dtype=np.int64) // SIGMA, np.diff(tptr))
     key = np.sort((np.asarray(tidx, dtype=np.int64) // SIGMA) * rho + heads)
-    if key.size:   # np.unique's hashing (numpy 2.4) took 0.6 s here on road-NY's 733k arcs; sorting 8 ms
+    if key.size:   # np.unique (numpy 2.4): 0.10 s on road-NY's 730k arcs, sorting 0.01 s (host_unique_cost.json)
         key = key[np.r_[True, key[1:] != key[:-1]]]
     s, t = np.divmod(key, rho)
     if key.shape[0] >= 2**31:
