@@ -66,6 +66,15 @@ typedef unsigned long long wv_u64;
 #ifndef DG_WV_RSH
 #define DG_WV_RSH 2048  // entries of the reciprocal table kept in shared memory (16 KB; 0: none)
 #endif
+#ifndef DG_WV_FSUMS
+#define DG_WV_FSUMS 1  // the sums pass's fast path (1-byte offsets, none 254 or 255, base in the shared table)
+#endif
+#ifndef DG_WV_PSKIP
+#define DG_WV_PSKIP 1  // a pulled vertex pushes to its lower neighbours only if its pull found one it lowers
+#endif
+#ifndef DG_WV_GSYNC
+#define DG_WV_GSYNC 1  // a group __syncwarp between the CAS loops and lane 0's worklist flag
+#endif
 
 // A lane's quarter of a profile: words 8q .. 8q + 7 of the 64 (q: the lane in its group of 8).
 struct wv8 {
@@ -111,6 +120,12 @@ __device__ __forceinline__ constexpr unsigned wv_ones() {
 }
 
 template <int W>
+__device__ __forceinline__ uint4 wv_max(uint4 x, uint4 y) {
+    return W == 1 ? make_uint4(__vmaxu4(x.x, y.x), __vmaxu4(x.y, y.y), __vmaxu4(x.z, y.z), __vmaxu4(x.w, y.w))
+                  : make_uint4(__vmaxu2(x.x, y.x), __vmaxu2(x.y, y.y), __vmaxu2(x.z, y.z), __vmaxu2(x.w, y.w));
+}
+
+template <int W>
 __device__ __forceinline__ uint4 wv_min(uint4 x, uint4 y) {
     return make_uint4(wv_vmin<W>(x.x, y.x), wv_vmin<W>(x.y, y.y), wv_vmin<W>(x.z, y.z), wv_vmin<W>(x.w, y.w));
 }
@@ -131,13 +146,20 @@ __device__ __forceinline__ unsigned wv_cap254(unsigned c, unsigned old) {
     return __vcmpeq4(c, 0xfefefefeu) & __vcmpeq4(old, WV_FULL);
 }
 
-// *p = fieldwise min(*p, c), *p last seen as old (an upper bound: the words only go down); true if lowered
+// *p = fieldwise min(*p, c), *p last seen as old (an upper bound: the words only go down); true if
+// lowered.  W = 1: a byte of 254 written over a 255 (finite offsets are at most 254, so a 254 where
+// there was none) sets *s_clamp: the batch gives up its bytes (a candidate of 254 that lowers
+// nothing, such as an offset pushed back to the vertex it came from, does not).  Checked on the
+// word the CAS replaced, so only where a push writes (rare: the fixes), not per candidate.
 template <int W>
-__device__ __forceinline__ bool wv_lower(unsigned* p, unsigned old, unsigned c) {
+__device__ __forceinline__ bool wv_lower(unsigned* p, unsigned old, unsigned c, int* s_clamp) {
     unsigned nv = wv_vmin<W>(old, c);
     while (nv != old) {
         const unsigned prev = atomicCAS(p, old, nv);
-        if (prev == old) return true;
+        if (prev == old) {
+            if (W == 1 && wv_cap254(c, old)) *(volatile int*)s_clamp = 1;
+            return true;
+        }
         old = prev;
         nv = wv_vmin<W>(old, c);
     }
@@ -145,21 +167,21 @@ __device__ __forceinline__ bool wv_lower(unsigned* p, unsigned old, unsigned c) 
 }
 
 template <int W>
-__device__ __forceinline__ bool wv_lower4(unsigned* p, uint4 o, uint4 c) {
-    bool ch = wv_lower<W>(p, o.x, c.x);
-    ch = wv_lower<W>(p + 1, o.y, c.y) || ch;
-    ch = wv_lower<W>(p + 2, o.z, c.z) || ch;
-    return wv_lower<W>(p + 3, o.w, c.w) || ch;
+__device__ __forceinline__ bool wv_lower4(unsigned* p, uint4 o, uint4 c, int* s_clamp) {
+    bool ch = wv_lower<W>(p, o.x, c.x, s_clamp);
+    ch = wv_lower<W>(p + 1, o.y, c.y, s_clamp) || ch;
+    ch = wv_lower<W>(p + 2, o.z, c.z, s_clamp) || ch;
+    return wv_lower<W>(p + 3, o.w, c.w, s_clamp) || ch;
 }
 
-// Group (8 lanes, mask gm) offers the profile of v to v's neighbours with a base of at most lmax
+// Group (8 lanes, mask gm) offers the profile of v to v's neighbours with a base in [lmin, lmax]
 // (pulled already; those of the next level are discovered but not pulled); those lowered go on
 // list out (a flag per vertex dedups).  The neighbours' ids and bases are read a lane each,
 // their profiles WV_NB at a time; a word is written (CAS) only where it goes down.
 template <int W>
 __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices,
                                         unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
-                                        unsigned gm, unsigned q, int* s_clamp, int lmax) {
+                                        unsigned gm, unsigned q, int* s_clamp, int lmin, int lmax) {
     const wv8 w = wv_load(P, v, q);
     const int bv = B[v];
     const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
@@ -177,7 +199,7 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
 #pragma unroll
             for (int k = 0; k < WV_NB; ++k) {
                 const int xk = __shfl_sync(gm, x, (j + k) & 7, 8), bk = __shfl_sync(gm, bx, (j + k) & 7, 8);
-                xs[k] = j + k < m && bk >= 0 && bk <= lmax ? xk : -1;  // pulled already
+                xs[k] = j + k < m && bk >= lmin && bk >= 0 && bk <= lmax ? xk : -1;  // pulled already
                 s4[k] = (unsigned)(bv + 1 - bk) * wv_ones<W>();
                 if (xs[k] >= 0) o[k] = wv_load(P, xs[k], q);
             }
@@ -186,17 +208,12 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
                 if (xs[k] < 0) continue;  // group-uniform
                 unsigned* px = P + (wv_i64)xs[k] * 64 + 8 * q;
                 const uint4 ca = wv_shift<W>(w.a, s4[k]), cb = wv_shift<W>(w.b, s4[k]);
-                // an offset of 254 written where there was none (finite offsets are at most 254, so
-                // only over a 255): the batch gives up its bytes (a candidate of 254 that lowers
-                // nothing, such as an offset pushed back to the vertex it came from, does not)
-                if (W == 1 && (wv_cap254(ca.x, o[k].a.x) | wv_cap254(ca.y, o[k].a.y) | wv_cap254(ca.z, o[k].a.z) |
-                               wv_cap254(ca.w, o[k].a.w) | wv_cap254(cb.x, o[k].b.x) | wv_cap254(cb.y, o[k].b.y) |
-                               wv_cap254(cb.z, o[k].b.z) | wv_cap254(cb.w, o[k].b.w)))
-                    *(volatile int*)s_clamp = 1;
-                bool ch = wv_lower4<W>(px, o[k].a, ca);
-                ch = wv_lower4<W>(px + 4, o[k].b, cb) || ch;
+                bool ch = wv_lower4<W>(px, o[k].a, ca, s_clamp);
+                ch = wv_lower4<W>(px + 4, o[k].b, cb, s_clamp) || ch;
                 const bool any = __any_sync(gm, ch);
+#if DG_WV_GSYNC
                 __syncwarp(gm);  // the group's CAS results before lane 0 flags the vertex
+#endif
                 if (any && q == 0u) {
                     __threadfence_block();  // a slot's state is its block's alone
                     if (atomicExch(inwl + xs[k], 1) == 0) out[atomicAdd(out_n, 1u)] = xs[k];
@@ -206,14 +223,23 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
     }
 }
 
-// Group: the profile of a new vertex v of level L + 1, the byte minimum over its neighbours of
-// level L; its neighbours without a base get level L + 2 and go on the order list.
+// Group: the profile of a new vertex v = O[i] of level L + 1, the byte minimum over its
+// neighbours of level L; its neighbours without a base get level L + 2 and go on the order list.
+// With DG_WV_PSKIP the pull also takes the byte maximum over those neighbours: if no byte of the
+// new profile + 2 (what its push offers a neighbour of level L) is below it, that push would lower
+// nothing and is skipped; else O[i] gets its sign bit (WV_BACK).  (A vertex lowered after its
+// pull goes on the worklist, whose pushes skip nothing.)
+#define WV_BACK 0x80000000u
 template <int W>
-__device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__ indptr,
+__device__ __forceinline__ void wv_pull(int i, int L, const wv_i64* __restrict__ indptr,
                                         const int* __restrict__ indices, unsigned* P, int* B, unsigned gm,
                                         unsigned q, int* O, unsigned* cnt) {
+    const int v = O[i];
     wv8 acc;
     acc.a = acc.b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
+#if DG_WV_PSKIP
+    uint4 mxa = make_uint4(0u, 0u, 0u, 0u), mxb = mxa;
+#endif
     const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
     for (wv_i64 eb = e0; eb < e1; eb += 8) {
         const int m = (int)min((wv_i64)8, e1 - eb);
@@ -228,23 +254,40 @@ __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__
         }
         for (int j = 0; j < m; j += WV_NB) {
             wv8 o[WV_NB];
+            bool ld[WV_NB];
 #pragma unroll
             for (int k = 0; k < WV_NB; ++k) {
                 const int xk = __shfl_sync(gm, x, (j + k) & 7, 8);
                 o[k].a = o[k].b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
-                if (j + k < m && xk >= 0) o[k] = wv_load(P, xk, q);
+                ld[k] = j + k < m && xk >= 0;
+                if (ld[k]) o[k] = wv_load(P, xk, q);
             }
 #pragma unroll
             for (int k = 0; k < WV_NB; ++k) {
                 acc.a = wv_min<W>(acc.a, o[k].a);
                 acc.b = wv_min<W>(acc.b, o[k].b);
+#if DG_WV_PSKIP
+                if (ld[k]) {
+                    mxa = wv_max<W>(mxa, o[k].a);
+                    mxb = wv_max<W>(mxb, o[k].b);
+                }
+#endif
             }
         }
     }
     wv_store(P, v, q, acc);
+#if DG_WV_PSKIP
+    const unsigned two = 2u * wv_ones<W>();
+    const uint4 ca = wv_shift<W>(acc.a, two), cb = wv_shift<W>(acc.b, two);
+    const uint4 la = wv_min<W>(ca, mxa), lb = wv_min<W>(cb, mxb);  // != mx where the push lowers a byte
+    const bool back = la.x != mxa.x || la.y != mxa.y || la.z != mxa.z || la.w != mxa.w || lb.x != mxb.x ||
+                      lb.y != mxb.y || lb.z != mxb.z || lb.w != mxb.w;
+    if (__any_sync(gm, back) && q == 0u) O[i] = (int)((unsigned)v | WV_BACK);
+#endif
 }
 
-// Push the vertices order[lo, hi), then the worklist rounds until no profile changes (block).
+// Push the vertices order[lo, hi) (their lower neighbours only where the pull marked WV_BACK,
+// unless first), then the worklist rounds until no profile changes (block).
 // Round r >= 1 reads list (r - 1) & 1 of s_wn[(r - 1) % 3] entries, writes list r & 1 counting in
 // s_wn[r % 3] (zeroed in round r - 1) and zeroes s_wn[(r + 1) % 3] (read in round r - 1, before its
 // barrier): one barrier per round.  s_wn[0..2] are 0 at entry and at exit.
@@ -252,10 +295,15 @@ template <int W>
 __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __restrict__ indptr,
                               const int* __restrict__ indices, unsigned* P, const int* B, int* inwl, int* wl, int n,
                               unsigned* s_wn, unsigned long long* s_rounds, unsigned long long* s_fixes,
-                              int* s_clamp, int lmax) {
+                              int* s_clamp, int lmax, bool first) {
     const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
     const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
-    for (int i = lo + grp; i < hi; i += ngrp) wv_push<W>(O[i], indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q, s_clamp, lmax);
+    for (int i = lo + grp; i < hi; i += ngrp) {
+        const unsigned e = (unsigned)O[i];
+        const bool back = first || !DG_WV_PSKIP || (e & WV_BACK) != 0u;
+        wv_push<W>((int)(e & ~WV_BACK), indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q, s_clamp,
+                   back ? 0 : lmax, lmax);
+    }
     __syncthreads();
     for (int r = 1;; ++r) {
         const int k = (int)*(volatile unsigned*)&s_wn[(r - 1) % 3];
@@ -274,7 +322,7 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
                 __threadfence_block();
             }
             __syncwarp(gm);
-            wv_push<W>(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q, s_clamp, lmax);
+            wv_push<W>(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q, s_clamp, 0, lmax);
         }
         __syncthreads();
     }
@@ -301,6 +349,13 @@ __device__ __forceinline__ wv_u64 wv_recip(wv_u64 d, const wv_shared& sh, const 
     if (d < (wv_u64)DG_WV_RSH) return sh.recip[d];
 #endif
     return d < (wv_u64)rmax ? __ldg(recip + d) : dg_recip_fixed(d);
+}
+
+// h[0..2] (lo, mid, top: 32-bit limbs of a 96-bit sum) += t
+__device__ __forceinline__ void wv_acc(unsigned* h, wv_u64 t) {
+    asm("add.cc.u32 %0, %0, %3;\n\taddc.cc.u32 %1, %1, %4;\n\taddc.u32 %2, %2, 0;"
+        : "+r"(h[0]), "+r"(h[1]), "+r"(h[2])
+        : "r"((unsigned)t), "r"((unsigned)(t >> 32)));
 }
 
 // One batch, the sources bs[0, nsrc) (nsrc <= 256 / W), with W-byte offsets: the wave, then the
@@ -344,14 +399,14 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
     }
     __syncthreads();
     int hi = nsrc, nhi = (int)sh.cnt, L = 0;
-    wv_push_level<W>(O, 0, hi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp, 0);
+    wv_push_level<W>(O, 0, hi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp, 0, true);
     bool gave_up = W == 1 && *(volatile int*)&sh.clamp;  // block-uniform: read after push_level's barrier
     while (!gave_up && nhi > hi) {  // level L + 1: order[hi, nhi)
-        for (int i = hi + grp; i < nhi; i += ngrp) wv_pull<W>(O[i], L, indptr, indices, P, B, gm, q, O, &sh.cnt);
+        for (int i = hi + grp; i < nhi; i += ngrp) wv_pull<W>(i, L, indptr, indices, P, B, gm, q, O, &sh.cnt);
         __syncthreads();
         const int next = (int)sh.cnt;  // the end of level L + 2
         wv_push_level<W>(O, hi, nhi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp,
-                         L + 1);
+                         L + 1, false);
         gave_up = W == 1 && *(volatile int*)&sh.clamp;
         hi = nhi;
         nhi = next;
@@ -367,18 +422,27 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
     // per-source sums: a thread per LB bytes of a profile (F = LB / W sources), 256 / LB threads
     // per vertex, blockDim LB / 256 groups over the visited vertices staged WV_SCH at a time, UNR
     // of them in flight per thread; a final offset at the cap may stand for more: the batch adds
-    // nothing then
+    // nothing then.  The harmonic terms round(2^64 / d) add up in three 32-bit limbs (lo, mid,
+    // top: h2, h1, h0 of the host's fixed point), a carry chain of three instructions.  Fast path
+    // (DG_WV_FSUMS, W = 1): a vertex whose F bytes are all finite and below the cap and whose base
+    // b is at least 2 with b + 255 inside the shared table: every distance is b + o >= 2, reach
+    // and the base part of farness are counted once per vertex (rf, fb), the offsets' part per
+    // source in 32 bits (fo, flushed per chunk), the reciprocals read at sh.recip[b + o].  The
+    // others take the general path (unreached sources, distance 0 or 1, the cap, large bases).
     bool ovf = gave_up;
     if (!gave_up) {
         constexpr int LB = DG_WV_SPT > W ? DG_WV_SPT : W, F = LB / W, TPV = 256 / LB;
         constexpr unsigned FM = W == 1 ? 0xffu : 0xffffu;
         const int w = threadIdx.x % TPV, g = threadIdx.x / TPV, ng = blockDim.x / TPV;
-        wv_u64 f[F], b1[F], b2[F], l1[F], l2[F];  // l1, l2: a folded leaf's harmonic limbs (1 / (d + 1))
-        unsigned r[F], a[F];
+        wv_u64 f[F];
+        unsigned r[F], fo[F], hs[F][3], hl[F][3];  // hl: a folded leaf's harmonic terms (1 / (d + 1))
         int lf[F];  // the leaf folded into the source (-1: none)
+        wv_u64 fb = 0ull;  // fast path: the bases of its vertices
+        unsigned rf = 0u;  // fast path: its vertices
 #pragma unroll
         for (int j = 0; j < F; ++j) {
-            f[j] = b1[j] = b2[j] = l1[j] = l2[j] = 0ull, r[j] = a[j] = 0u;
+            f[j] = 0ull, r[j] = fo[j] = 0u;
+            hs[j][0] = hs[j][1] = hs[j][2] = hl[j][0] = hl[j][1] = hl[j][2] = 0u;
             lf[j] = leaf != nullptr && F * w + j < nsrc ? leaf[bs[F * w + j]] : -1;
         }
         int cap = 0;
@@ -386,7 +450,7 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
             const int cn = min(WV_SCH, cnt - cb);
             __syncthreads();  // the previous chunk read
             for (int i = threadIdx.x; i < cn; i += blockDim.x) {
-                const int v = O[cb + i];
+                const int v = O[cb + i] & 0x7fffffff;  // without WV_BACK
                 sh.v[i] = v;
                 sh.b[i] = B[v];
             }
@@ -406,29 +470,41 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
 #pragma unroll
                 for (int k = 0; k < DG_WV_UNR; ++k) {
                     if (ww[k] == WV_FULL) continue;
+                    const int bb = sh.b[i0 + k];
+#if DG_WV_RSH >= 512 && DG_WV_FSUMS
+                    constexpr unsigned REAL = LB == 4 ? 0xffffffffu : LB == 2 ? 0xffffu : 0xffu;  // bytes loaded
+                    if (W == 1 && (__vcmpgeu4(ww[k], 0xfefefefeu) & REAL) == 0u && bb >= 2 && bb < DG_WV_RSH - 256) {
+                        fb += (wv_u64)bb;
+                        ++rf;
+                        const wv_u64* rp = sh.recip + bb;
+#pragma unroll
+                        for (int j = 0; j < F; ++j) {
+                            const unsigned o = (ww[k] >> (8 * j)) & 0xffu;
+                            fo[j] += o;
+                            wv_acc(hs[j], rp[o]);
+                            if (lf[j] >= 0) wv_acc(hl[j], rp[o + 1]);  // the leaf: one level deeper
+                        }
+                        continue;
+                    }
+#endif
                     cap |= wv_veq<W>(ww[k], wv_cap<W>()) != 0u;
-                    const unsigned bb = (unsigned)sh.b[i0 + k];
 #pragma unroll
                     for (int j = 0; j < F; ++j) {
                         const unsigned o = (ww[k] >> (8 * W * j)) & FM;
                         if (o == FM) continue;
-                        const wv_u64 d = (wv_u64)bb + o;
+                        const wv_u64 d = (wv_u64)(unsigned)bb + o;
                         ++r[j];
                         f[j] += d;
-                        if (d == 1) {
-                            ++a[j];
-                        } else if (d >= 2) {
-                            const wv_u64 qd = wv_recip(d, sh, recip, rmax);
-                            b1[j] += qd >> 32;
-                            b2[j] += qd & 0xffffffffull;
-                        }
-                        if (lf[j] >= 0 && d >= 1) {  // the leaf: one level deeper
-                            const wv_u64 ql = wv_recip(d + 1, sh, recip, rmax);
-                            l1[j] += ql >> 32;
-                            l2[j] += ql & 0xffffffffull;
-                        }
+                        if (d == 1) ++hs[j][2];  // 2^64 / 1: one unit of h0
+                        else if (d >= 2) wv_acc(hs[j], wv_recip(d, sh, recip, rmax));
+                        if (lf[j] >= 0 && d >= 1) wv_acc(hl[j], wv_recip(d + 1, sh, recip, rmax));
                     }
                 }
+            }
+#pragma unroll
+            for (int j = 0; j < F; ++j) {  // at most WV_SCH * 253 per chunk: 32 bits hold it
+                f[j] += fo[j];
+                fo[j] = 0u;
             }
         }
         ovf = __syncthreads_or(cap) != 0;
@@ -438,26 +514,28 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
                 const int c = F * w + j;
                 if (c >= nsrc) continue;
                 const int s = bs[c];
-                if (f[j]) atomicAdd(far + s, f[j]);
-                if (r[j]) atomicAdd(reach + s, (wv_u64)r[j]);
-                if (a[j]) atomicAdd(h0 + s, (wv_u64)a[j]);
-                if (b1[j]) atomicAdd(h1 + s, b1[j]);
-                if (b2[j]) atomicAdd(h2 + s, b2[j]);
+                const wv_u64 fj = f[j] + fb, rj = (wv_u64)r[j] + rf;
+                if (fj) atomicAdd(far + s, fj);
+                if (rj) atomicAdd(reach + s, rj);
+                if (hs[j][2]) atomicAdd(h0 + s, (wv_u64)hs[j][2]);
+                if (hs[j][1]) atomicAdd(h1 + s, (wv_u64)hs[j][1]);
+                if (hs[j][0]) atomicAdd(h2 + s, (wv_u64)hs[j][0]);
                 if (lf[j] >= 0) {
                     // a vertex whose only neighbour is the source: its sums are the source's, each
                     // distance one more (the source itself at 1: h0), its own term included
                     // (closeness._unfold_leaves takes it off), as GpuMSBFS.fold_leaves adds them
                     const int l = lf[j];
-                    atomicAdd(far + l, f[j] + r[j]);
-                    atomicAdd(reach + l, (wv_u64)r[j]);
-                    if (g == 0) atomicAdd(h0 + l, 1ull);  // the source itself, once (not once per group)
-                    if (l1[j]) atomicAdd(h1 + l, l1[j]);
-                    if (l2[j]) atomicAdd(h2 + l, l2[j]);
+                    atomicAdd(far + l, fj + rj);
+                    atomicAdd(reach + l, rj);
+                    // the source itself, once (not once per group)
+                    if (g == 0 || hl[j][2]) atomicAdd(h0 + l, (wv_u64)hl[j][2] + (g == 0));
+                    if (hl[j][1]) atomicAdd(h1 + l, (wv_u64)hl[j][1]);
+                    if (hl[j][0]) atomicAdd(h2 + l, (wv_u64)hl[j][0]);
                 }
             }
         }
     }
-    for (int i = threadIdx.x; i < cnt; i += blockDim.x) B[O[i]] = -1;
+    for (int i = threadIdx.x; i < cnt; i += blockDim.x) B[O[i] & 0x7fffffff] = -1;
     __syncthreads();
     if (threadIdx.x == 0) {
         const long long t1 = clock64();

@@ -113,7 +113,9 @@ def test_wave_byte_limit_halves(k, flagged):
                                 dict(block_threads=1024, unroll=4), dict(block_threads=256, min_blocks=4,
                                 sources_per_thread=1, neighbours=1), dict(block_threads=256, min_blocks=2,
                                 sources_per_thread=2, neighbours=2), dict(block_threads=512, min_blocks=1,
-                                sources_per_thread=4, neighbours=4)])
+                                sources_per_thread=4, neighbours=4), dict(block_threads=256, recip_shared=512,
+                                push_skip=False), dict(block_threads=256, fast_sums=False, group_sync=False),
+                                dict(block_threads=256, sources_per_thread=4, recip_shared=0)])
 @pytest.mark.parametrize("name", ["kron10", "grid_hanging"])
 def test_wave_kernel_options(name, kw):
     g = GRAPHS[name]
@@ -121,6 +123,70 @@ def test_wave_kernel_options(name, kw):
     got, r = _wave_sums(g, srcs, slots=2, **kw)
     assert r.block_threads == kw["block_threads"] and r.slots == 2
     assert _same(got, _sums(g, srcs, False))
+
+
+def _path_stars_grid():
+    """A path of 600 with a hanging star of 3 leaves every 37 vertices and a 12x9 grid at its far
+    end, and a second path of 200 (another component)."""
+    from distgraph.generators import grid
+
+    s = list(range(599)) + [600 + i for i in range(199)]
+    d = list(range(1, 600)) + [601 + i for i in range(199)]
+    n = 800
+    for a in range(0, 600, 37):
+        for _ in range(3):
+            s.append(a), d.append(n)
+            n += 1
+    gs, gd = grid(12, 9).edges()[:2]
+    s += list(gs + n) + [599]
+    d += list(gd + n) + [n]
+    return Graph.from_edges(np.asarray(s), np.asarray(d), n=n + 108, directed=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kw", [dict(recip_shared=512), dict(recip_shared=512, sources_per_thread=4),
+                                dict(recip_shared=1024, sources_per_thread=1), dict(fast_sums=False),
+                                dict(push_skip=False, group_sync=False)])
+def test_wave_sums_fast_and_general_paths(kw):
+    # batches of 248 vertices of the main component in order along the path (spanning about 230
+    # arcs: byte offsets) and 8 of the other path: each holds vertices of base 0 and 1 (the
+    # general path), bases past recip_shared - 256 (general), bytes of sources in the other
+    # component (255: general) and the fast path's vertices
+    import scipy.sparse.csgraph as csgraph
+
+    g = _path_stars_grid()
+    A = g.to_scipy()
+    pos = csgraph.shortest_path(A, unweighted=True, indices=[0, 600]).min(axis=0)
+    main = np.flatnonzero(~np.isinf(csgraph.shortest_path(A, unweighted=True, indices=0)))
+    main = main[np.argsort(pos[main], kind="stable")]
+    other = np.setdiff1d(np.arange(g.n), main)
+    other = other[np.argsort(pos[other], kind="stable")]
+    chunks = [np.r_[other[8 * i:8 * i + 8], main[248 * i:248 * i + 248]] for i in range(-(-main.size // 248))]
+    srcs = np.concatenate(chunks + [other[8 * len(chunks):]]).astype(np.int64)
+    assert np.array_equal(np.sort(srcs), np.arange(g.n))
+    got, r = _wave_sums(g, srcs, reorder="none", slots=2, **kw)
+    assert r.info["overflow_batches"] == 0
+    assert _same(got, _sums(g, srcs, False))
+    # leaves folded into the stars' centres: the same sums as with every distance the general way
+    # (closeness() through the wave checks the fold against the CPU backend)
+    rep = np.full(g.n, -1, np.int64)
+    deg = np.diff(g.indptr)
+    for c in range(0, 600, 37):
+        nb = g.indices[g.indptr[c]:g.indptr[c + 1]]
+        rep[c] = nb[deg[nb] == 1][0]
+    keep = srcs[~np.isin(srcs, rep[rep >= 0])]
+    folded = []
+    for opts in (kw, dict(fast_sums=False, recip_shared=0)):
+        from distgraph.backends.gpu.msbfs_wave import GpuWave
+
+        w = GpuWave(g.indptr, g.indices, reorder="none", slots=2, **opts)
+        w.fold_leaves(rep)
+        out = (np.zeros(g.n, np.uint64), np.zeros(g.n, np.int64), np.zeros(g.n, np.uint64),
+               np.zeros(g.n, np.uint64), np.zeros(g.n, np.uint64))
+        w.run(keep, out)
+        normalize_limbs(out[2], out[3], out[4])
+        folded.append(out)
+    assert _same(*folded) and folded[0][1][rep[rep >= 0]].min() > 0
 
 
 # ---------------------------------------------------------------- no GPU needed
@@ -161,7 +227,7 @@ def test_wave_recip_table_is_the_cpu_fixed_point():
 @pytest.mark.gpu
 @pytest.mark.parametrize("fold", [True, False])
 @pytest.mark.parametrize("name", ["minnesota.mtx.gz", "power.mtx.gz", "grid_8x300", "undirected_disconnected",
-                                  "grid_hanging", "path_700", "paths_700_and_small"])
+                                  "grid_hanging", "path_700", "paths_700_and_small", "path_stars_grid"])
 def test_closeness_with_the_wave_equals_cpu(data_dir, monkeypatch, name, fold):
     # closeness(backend="gpu") through WaveRunner ("on"; "auto" for the long grid, a BFS ~300 deep),
     # leaves folded or not (the path's ball batches span 255 and give up their bytes: the
@@ -182,6 +248,8 @@ def test_closeness_with_the_wave_equals_cpu(data_dir, monkeypatch, name, fold):
         e = [(np.arange(699), np.arange(1, 700))] + [(700 + 30 * i + np.arange(29), 701 + 30 * i + np.arange(29))
                                                     for i in range(20)]
         g = Graph.from_edges(np.concatenate([a for a, _ in e]), np.concatenate([b for _, b in e]), directed=False)
+    elif name == "path_stars_grid":
+        g = _path_stars_grid()
     elif name in GRAPHS:
         g = GRAPHS[name]
     else:

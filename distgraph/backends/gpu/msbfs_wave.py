@@ -97,6 +97,19 @@ class GpuWave:
     recip_shared : int
         Entries of the reciprocal table the sums pass reads from shared memory (``DG_WV_RSH``;
         8 bytes each; 0: all from the global table).
+    fast_sums : bool
+        The sums pass's fast path (``DG_WV_FSUMS``): a vertex whose bytes of the thread's sources
+        are all finite and below the cap, with a base of 2 or more within the shared reciprocal
+        table (``recip_shared - 256``), counts reach and its base once, the offsets per source,
+        and reads each reciprocal at ``table[base + offset]`` (about 7 instructions per distance
+        against 25). Needs ``recip_shared >= 512``; False: every distance the general way.
+    push_skip : bool
+        A vertex's pull also takes the byte maximum over the neighbours it pulls from; its first
+        push then skips those neighbours unless its profile + 2 lowers one of them
+        (``DG_WV_PSKIP``; a vertex lowered later pushes to all, from the worklist).
+    group_sync : bool
+        A ``__syncwarp`` of the group of 8 lanes between its CAS loops and lane 0's worklist flag
+        (``DG_WV_GSYNC``; the vote before it already gathers the lanes' results).
     wide : {"bits", "halves"}
         A batch whose offsets reach 254 (its sources lie 254 or more apart): "bits" runs it on the
         bit-parallel kernel after the wave; "halves" runs its two halves of 128 sources again on
@@ -105,7 +118,8 @@ class GpuWave:
     """
 
     def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=256, unroll=8, min_blocks=None,
-                 sources_per_thread=2, neighbours=1, wide="bits", recip_shared=2048, ctx=None):
+                 sources_per_thread=2, neighbours=1, wide="bits", recip_shared=2048, fast_sums=True, push_skip=True,
+                 group_sync=True, ctx=None):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
@@ -139,6 +153,9 @@ class GpuWave:
         expect(recip_shared in (0, 256, 512, 1024, 2048, 4096), "recip_shared", "0, 256, 512, 1024, 2048 or 4096",
                recip_shared)
         self.recip_shared = int(recip_shared)
+        for name, val in (("fast_sums", fast_sums), ("push_skip", push_skip), ("group_sync", group_sync)):
+            expect(isinstance(val, (bool, np.bool_)), name, "True or False", val)
+        self.fast_sums, self.push_skip, self.group_sync = bool(fast_sums), bool(push_skip), bool(group_sync)
         expect(wide in ("bits", "halves"), "wide", "'bits' or 'halves'", wide)
         self.wide = wide
         expect(self.block_threads * self.spt >= 256, "sources_per_thread",
@@ -146,7 +163,9 @@ class GpuWave:
                "bytes are read by one group of threads in the sums pass)", sources_per_thread)
         self._k = get_module("msbfs_wave", {"DG_WV_BLOCK": self.block_threads, "DG_WV_UNR": self.unroll,
                                             "DG_WV_MINB": self.min_blocks, "DG_WV_SPT": self.spt,
-                                            "DG_WV_NB": self.nb, "DG_WV_RSH": self.recip_shared}).get_function(
+                                            "DG_WV_NB": self.nb, "DG_WV_RSH": self.recip_shared,
+                                            "DG_WV_FSUMS": int(self.fast_sums), "DG_WV_PSKIP": int(self.push_skip),
+                                            "DG_WV_GSYNC": int(self.group_sync)}).get_function(
             "distgraph_msbfs_wave_blocks")
         self.info["registers"] = _func_attr(self._k, "NUM_REGS")
         self.info["local_bytes"] = _func_attr(self._k, "LOCAL_SIZE_BYTES")
