@@ -563,8 +563,8 @@ def variant_kwargs(v):
         return {"rsh": int(v[3:])}
     if v == "noaside":   # the wave without the ball order's spread groups on the bit kernel
         return {"noaside": True}
-    if v in ("fs0", "ps0", "gs0"):   # the wave without its sums fast path, pull's push skip, group sync
-        return {{"fs0": "fast_sums", "ps0": "push_skip", "gs0": "group_sync"}[v]: False}
+    if v in ("fs0", "pp0", "gs0"):   # the wave without its sums fast path, level pipeline, group sync
+        return {{"fs0": "fast_sums", "pp0": "pipeline", "gs0": "group_sync"}[v]: False}
     if v.startswith("spt") and v[3:].isdigit():   # the wave's sources per thread in its sums pass
         return {"spt": int(v[3:])}
     if v.startswith("nb") and v[2:].isdigit():   # the wave's neighbour profiles loaded at once
@@ -638,7 +638,7 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                 if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
                     names = {"unroll": "unroll", "block_threads": "block_threads", "min_blocks": "min_blocks",
                              "spt": "sources_per_thread", "nb": "neighbours", "wide": "wide",
-                             "rsh": "recip_shared", "fast_sums": "fast_sums", "push_skip": "push_skip",
+                             "rsh": "recip_shared", "fast_sums": "fast_sums", "pipeline": "pipeline",
                              "group_sync": "group_sync"}   # unset: GpuWave's defaults
                     aside = None
                     if order == "ball" and not kw.get("noaside"):   # as closeness() does
@@ -855,7 +855,7 @@ def main(argv=None):
                          "min_blocks N; slN: N resident blocks (slots); sdb: shared_dbits; sdbmbN: both; "
                          "pf: prefetch; fold: leaves folded as closeness() does; wave: the profile-wave "
                          "prototype (GpuWave; with it mbN, sptN, nbN, rshN: its min_blocks, sources_per_thread, neighbours, "
-                         "recip_shared; fs0, ps0, gs0: fast_sums, push_skip, group_sync off); bN: block_threads N; "
+                         "recip_shared; fs0, pp0, gs0: fast_sums, pipeline, group_sync off); bN: block_threads N; "
                          "f4: flush4; pull / nopull: the pull kernel on / off; pv: its per-vertex candidates; "
                          "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")
     ap.add_argument("--batch-order", default=os.environ.get("BENCH_GPU_CLOSENESS_BATCH_ORDER", "input"),

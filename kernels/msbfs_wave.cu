@@ -69,8 +69,8 @@ typedef unsigned long long wv_u64;
 #ifndef DG_WV_FSUMS
 #define DG_WV_FSUMS 1  // the sums pass's fast path (1-byte offsets, none 254 or 255, base in the shared table)
 #endif
-#ifndef DG_WV_PSKIP
-#define DG_WV_PSKIP 1  // a pulled vertex pushes to its lower neighbours only if its pull found one it lowers
+#ifndef DG_WV_PIPE
+#define DG_WV_PIPE 1  // a level's pulls and pushes software-pipelined over the group's vertices
 #endif
 #ifndef DG_WV_GSYNC
 #define DG_WV_GSYNC 1  // a group __syncwarp between the CAS loops and lane 0's worklist flag
@@ -117,12 +117,6 @@ __device__ __forceinline__ constexpr unsigned wv_cap() {
 template <int W>
 __device__ __forceinline__ constexpr unsigned wv_ones() {
     return W == 1 ? 0x01010101u : 0x00010001u;
-}
-
-template <int W>
-__device__ __forceinline__ uint4 wv_max(uint4 x, uint4 y) {
-    return W == 1 ? make_uint4(__vmaxu4(x.x, y.x), __vmaxu4(x.y, y.y), __vmaxu4(x.z, y.z), __vmaxu4(x.w, y.w))
-                  : make_uint4(__vmaxu2(x.x, y.x), __vmaxu2(x.y, y.y), __vmaxu2(x.z, y.z), __vmaxu2(x.w, y.w));
 }
 
 template <int W>
@@ -174,23 +168,71 @@ __device__ __forceinline__ bool wv_lower4(unsigned* p, uint4 o, uint4 c, int* s_
     return wv_lower<W>(p + 3, o.w, c.w, s_clamp) || ch;
 }
 
-// Group (8 lanes, mask gm) offers the profile of v to v's neighbours with a base in [lmin, lmax]
+// A vertex as a group (8 lanes, lane q) sees it: its id, first arc and degree, and lane q's
+// neighbour in its first 8 arcs (x, -1 past them or when the pull or push passes it over) and
+// that neighbour's base (bx).  The level loops fetch these for the vertices ahead of the one they
+// work on (wv_level), so that the dependent loads of order -> indptr -> indices -> base overlap
+// the profile loads of the vertex before.
+struct wv_head {
+    int v, d, x, bx;
+    wv_i64 e0;
+};
+
+// stage 2 of a fetch: the arcs of h.v (h.v >= 0)
+__device__ __forceinline__ void wv_fetch_arcs(wv_head& h, const wv_i64* __restrict__ indptr) {
+    if (h.v >= 0) {
+        h.e0 = indptr[h.v];
+        h.d = (int)(indptr[h.v + 1] - h.e0);
+    } else {
+        h.e0 = 0;
+        h.d = 0;
+    }
+}
+
+// stage 3: lane q's neighbour in the first 8 arcs
+__device__ __forceinline__ void wv_fetch_nbr(wv_head& h, const int* __restrict__ indices, unsigned q) {
+    h.x = (int)q < min(h.d, 8) ? indices[h.e0 + q] : -1;
+}
+
+// stage 4 of a pull of level L + 1: the neighbour's base; a neighbour without one is discovered
+// (level L + 2, appended to the order list: one pass and one barrier less per level than a
+// discovery pass of its own); only neighbours of level L are pulled from
+__device__ __forceinline__ void wv_fetch_base_pull(wv_head& h, int* B, int* O, unsigned* cnt, int L) {
+    if (h.x >= 0) {
+        const int bx = B[h.x];
+        if (bx < 0 && atomicCAS(B + h.x, -1, L + 2) == -1) O[atomicAdd(cnt, 1u)] = h.x;
+        if (bx != L) h.x = -1;
+    }
+}
+
+// stage 4 of a push: the neighbour's base; only those pulled already (base <= lmax) are offered
+__device__ __forceinline__ void wv_fetch_base_push(wv_head& h, const int* B, int lmax) {
+    if (h.x >= 0) {
+        h.bx = h.x == h.v ? -1 : B[h.x];
+        if (h.bx < 0 || h.bx > lmax) h.x = -1;
+    }
+}
+
+// The group offers the profile of h.v (base bv) to its neighbours with a base of at most lmax
 // (pulled already; those of the next level are discovered but not pulled); those lowered go on
-// list out (a flag per vertex dedups).  The neighbours' ids and bases are read a lane each,
-// their profiles WV_NB at a time; a word is written (CAS) only where it goes down.
+// list out (a flag per vertex dedups).  The first 8 neighbours come fetched in h, the others are
+// read here; their profiles WV_NB at a time; a word is written (CAS) only where it goes down.
 template <int W>
-__device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices,
-                                        unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
-                                        unsigned gm, unsigned q, int* s_clamp, int lmin, int lmax) {
-    const wv8 w = wv_load(P, v, q);
-    const int bv = B[v];
-    const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
-    for (wv_i64 eb = e0; eb < e1; eb += 8) {
-        const int m = (int)min((wv_i64)8, e1 - eb);
-        int x = -1, bx = -1;
-        if ((int)q < m) {
-            x = indices[eb + q];
-            bx = x == v ? -1 : B[x];
+__device__ __forceinline__ void wv_push_head(const wv_head& h, int bv, const int* __restrict__ indices,
+                                             unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
+                                             unsigned gm, unsigned q, int* s_clamp, int lmax) {
+    const wv8 w = wv_load(P, h.v, q);
+    for (int c = 0; c < h.d; c += 8) {
+        const int m = min(8, h.d - c);
+        int x = h.x, bx = h.bx;
+        if (c > 0) {
+            wv_head t = h;
+            t.e0 += c;
+            t.d -= c;
+            wv_fetch_nbr(t, indices, q);
+            wv_fetch_base_push(t, B, lmax);
+            x = t.x;
+            bx = t.bx;
         }
         for (int j = 0; j < m; j += WV_NB) {
             int xs[WV_NB];
@@ -198,8 +240,8 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
             wv8 o[WV_NB];
 #pragma unroll
             for (int k = 0; k < WV_NB; ++k) {
-                const int xk = __shfl_sync(gm, x, (j + k) & 7, 8), bk = __shfl_sync(gm, bx, (j + k) & 7, 8);
-                xs[k] = j + k < m && bk >= lmin && bk >= 0 && bk <= lmax ? xk : -1;  // pulled already
+                xs[k] = j + k < m ? __shfl_sync(gm, x, (j + k) & 7, 8) : -1;
+                const int bk = __shfl_sync(gm, bx, (j + k) & 7, 8);
                 s4[k] = (unsigned)(bv + 1 - bk) * wv_ones<W>();
                 if (xs[k] >= 0) o[k] = wv_load(P, xs[k], q);
             }
@@ -223,87 +265,105 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
     }
 }
 
-// Group: the profile of a new vertex v = O[i] of level L + 1, the byte minimum over its
-// neighbours of level L; its neighbours without a base get level L + 2 and go on the order list.
-// With DG_WV_PSKIP the pull also takes the byte maximum over those neighbours: if no byte of the
-// new profile + 2 (what its push offers a neighbour of level L) is below it, that push would lower
-// nothing and is skipped; else O[i] gets its sign bit (WV_BACK).  (A vertex lowered after its
-// pull goes on the worklist, whose pushes skip nothing.)
-#define WV_BACK 0x80000000u
+// The group: the profile of a new vertex h.v of level L + 1, the byte minimum over its neighbours
+// of level L (the first 8 fetched in h, the others read here, discovering as wv_fetch_base_pull).
 template <int W>
-__device__ __forceinline__ void wv_pull(int i, int L, const wv_i64* __restrict__ indptr,
-                                        const int* __restrict__ indices, unsigned* P, int* B, unsigned gm,
-                                        unsigned q, int* O, unsigned* cnt) {
-    const int v = O[i];
+__device__ __forceinline__ void wv_pull_head(const wv_head& h, int L, const int* __restrict__ indices, unsigned* P,
+                                             int* B, unsigned gm, unsigned q, int* O, unsigned* cnt) {
     wv8 acc;
     acc.a = acc.b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
-#if DG_WV_PSKIP
-    uint4 mxa = make_uint4(0u, 0u, 0u, 0u), mxb = mxa;
-#endif
-    const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
-    for (wv_i64 eb = e0; eb < e1; eb += 8) {
-        const int m = (int)min((wv_i64)8, e1 - eb);
-        int x = -1;
-        if ((int)q < m) {
-            x = indices[eb + q];
-            const int bx = B[x];
-            // a neighbour without a base is at level L + 2: discovered here (one pass and one
-            // barrier less per level than a discovery pass of its own)
-            if (bx < 0 && atomicCAS(B + x, -1, L + 2) == -1) O[atomicAdd(cnt, 1u)] = x;
-            if (bx != L) x = -1;
+    for (int c = 0; c < h.d; c += 8) {
+        const int m = min(8, h.d - c);
+        int x = h.x;
+        if (c > 0) {
+            wv_head t = h;
+            t.e0 += c;
+            t.d -= c;
+            wv_fetch_nbr(t, indices, q);
+            wv_fetch_base_pull(t, B, O, cnt, L);
+            x = t.x;
         }
         for (int j = 0; j < m; j += WV_NB) {
             wv8 o[WV_NB];
-            bool ld[WV_NB];
 #pragma unroll
             for (int k = 0; k < WV_NB; ++k) {
                 const int xk = __shfl_sync(gm, x, (j + k) & 7, 8);
                 o[k].a = o[k].b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
-                ld[k] = j + k < m && xk >= 0;
-                if (ld[k]) o[k] = wv_load(P, xk, q);
+                if (j + k < m && xk >= 0) o[k] = wv_load(P, xk, q);
             }
 #pragma unroll
             for (int k = 0; k < WV_NB; ++k) {
                 acc.a = wv_min<W>(acc.a, o[k].a);
                 acc.b = wv_min<W>(acc.b, o[k].b);
-#if DG_WV_PSKIP
-                if (ld[k]) {
-                    mxa = wv_max<W>(mxa, o[k].a);
-                    mxb = wv_max<W>(mxb, o[k].b);
-                }
-#endif
             }
         }
     }
-    wv_store(P, v, q, acc);
-#if DG_WV_PSKIP
-    const unsigned two = 2u * wv_ones<W>();
-    const uint4 ca = wv_shift<W>(acc.a, two), cb = wv_shift<W>(acc.b, two);
-    const uint4 la = wv_min<W>(ca, mxa), lb = wv_min<W>(cb, mxb);  // != mx where the push lowers a byte
-    const bool back = la.x != mxa.x || la.y != mxa.y || la.z != mxa.z || la.w != mxa.w || lb.x != mxb.x ||
-                      lb.y != mxb.y || lb.z != mxb.z || lb.w != mxb.w;
-    if (__any_sync(gm, back) && q == 0u) O[i] = (int)((unsigned)v | WV_BACK);
+    wv_store(P, h.v, q, acc);
+}
+
+// The group's vertices O[lo + grp], O[lo + grp + ngrp], ... < hi of a level: PULL, their pulls
+// (level L + 1 = lmax); else their pushes (base lmax).  DG_WV_PIPE: each vertex's order, arcs,
+// neighbours and their bases are fetched one stage per vertex ahead (vertex i + 2 ngrp's order
+// entry and i + ngrp's neighbours while vertex i's profiles load; then i + 2 ngrp's arcs and
+// i + ngrp's bases), so a vertex waits for about two loads in a row instead of five.
+template <int W, bool PULL>
+__device__ __forceinline__ void wv_level(const int* O0, int lo, int hi, const wv_i64* __restrict__ indptr,
+                                         const int* __restrict__ indices, unsigned* P, int* B, int* inwl, int* out,
+                                         unsigned* out_n, int* s_clamp, int lmax, int* O, unsigned* cnt) {
+    const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
+    const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
+    int i = lo + grp;
+    if (i >= hi) return;  // group-uniform
+    wv_head a, b;
+    a.v = O0[i];
+    b.v = i + ngrp < hi ? O0[i + ngrp] : -1;
+#if DG_WV_PIPE
+    wv_fetch_arcs(a, indptr);
+    wv_fetch_arcs(b, indptr);
+    wv_fetch_nbr(a, indices, q);
+    if (PULL) wv_fetch_base_pull(a, B, O, cnt, lmax - 1);
+    else wv_fetch_base_push(a, B, lmax);
+    for (; i < hi; i += ngrp) {
+        wv_head c;
+        c.v = i + 2 * ngrp < hi ? O0[i + 2 * ngrp] : -1;
+        wv_fetch_nbr(b, indices, q);
+        if (PULL) wv_pull_head<W>(a, lmax - 1, indices, P, B, gm, q, O, cnt);
+        else wv_push_head<W>(a, lmax, indices, P, B, inwl, out, out_n, gm, q, s_clamp, lmax);
+        wv_fetch_arcs(c, indptr);
+        if (PULL) wv_fetch_base_pull(b, B, O, cnt, lmax - 1);
+        else wv_fetch_base_push(b, B, lmax);
+        a = b;
+        b = c;
+    }
+#else
+    for (; i < hi; i += ngrp) {
+        a.v = O0[i];
+        wv_fetch_arcs(a, indptr);
+        wv_fetch_nbr(a, indices, q);
+        if (PULL) {
+            wv_fetch_base_pull(a, B, O, cnt, lmax - 1);
+            wv_pull_head<W>(a, lmax - 1, indices, P, B, gm, q, O, cnt);
+        } else {
+            wv_fetch_base_push(a, B, lmax);
+            wv_push_head<W>(a, lmax, indices, P, B, inwl, out, out_n, gm, q, s_clamp, lmax);
+        }
+    }
+    (void)b;
 #endif
 }
 
-// Push the vertices order[lo, hi) (their lower neighbours only where the pull marked WV_BACK,
-// unless first), then the worklist rounds until no profile changes (block).
-// Round r >= 1 reads list (r - 1) & 1 of s_wn[(r - 1) % 3] entries, writes list r & 1 counting in
-// s_wn[r % 3] (zeroed in round r - 1) and zeroes s_wn[(r + 1) % 3] (read in round r - 1, before its
-// barrier): one barrier per round.  s_wn[0..2] are 0 at entry and at exit.
+// Push the vertices order[lo, hi) (base lmax), then the worklist rounds until no profile changes
+// (block).  Round r >= 1 reads list (r - 1) & 1 of s_wn[(r - 1) % 3] entries, writes list r & 1
+// counting in s_wn[r % 3] (zeroed in round r - 1) and zeroes s_wn[(r + 1) % 3] (read in round
+// r - 1, before its barrier): one barrier per round.  s_wn[0..2] are 0 at entry and at exit.
 template <int W>
 __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __restrict__ indptr,
-                              const int* __restrict__ indices, unsigned* P, const int* B, int* inwl, int* wl, int n,
+                              const int* __restrict__ indices, unsigned* P, int* B, int* inwl, int* wl, int n,
                               unsigned* s_wn, unsigned long long* s_rounds, unsigned long long* s_fixes,
-                              int* s_clamp, int lmax, bool first) {
+                              int* s_clamp, int lmax) {
     const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
     const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
-    for (int i = lo + grp; i < hi; i += ngrp) {
-        const unsigned e = (unsigned)O[i];
-        const bool back = first || !DG_WV_PSKIP || (e & WV_BACK) != 0u;
-        wv_push<W>((int)(e & ~WV_BACK), indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q, s_clamp,
-                   back ? 0 : lmax, lmax);
-    }
+    wv_level<W, false>(O, lo, hi, indptr, indices, P, B, inwl, wl, &s_wn[0], s_clamp, lmax, nullptr, nullptr);
     __syncthreads();
     for (int r = 1;; ++r) {
         const int k = (int)*(volatile unsigned*)&s_wn[(r - 1) % 3];
@@ -316,13 +376,17 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
         const int* in = wl + (wv_i64)((r - 1) & 1) * n;
         int* out = wl + (wv_i64)(r & 1) * n;
         for (int i = grp; i < k; i += ngrp) {
-            const int x = in[i];
+            wv_head h;
+            h.v = in[i];
             if (q == 0u) {
-                atomicExch(inwl + x, 0);
+                atomicExch(inwl + h.v, 0);
                 __threadfence_block();
             }
             __syncwarp(gm);
-            wv_push<W>(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q, s_clamp, 0, lmax);
+            wv_fetch_arcs(h, indptr);
+            wv_fetch_nbr(h, indices, q);
+            wv_fetch_base_push(h, B, lmax);
+            wv_push_head<W>(h, B[h.v], indices, P, B, inwl, out, &s_wn[r % 3], gm, q, s_clamp, lmax);
         }
         __syncthreads();
     }
@@ -369,8 +433,6 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
                          const int* __restrict__ indices, int n, unsigned* P, int* B, int* O, int* WL, int* IN,
                          const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
                          wv_u64* h1, wv_u64* h2, const int* __restrict__ leaf, wv_shared& sh, wv_i64& levels) {
-    const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
-    const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
     // level 0: the sources, offset 0 in their own field (a profile is written whole before it is
     // read: by this, or by the pull of its level; nothing is reset between batches but the bases)
     for (int i = threadIdx.x; i < nsrc * 64; i += blockDim.x) P[(wv_i64)bs[i >> 6] * 64 + (i & 63)] = WV_FULL;
@@ -399,14 +461,14 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
     }
     __syncthreads();
     int hi = nsrc, nhi = (int)sh.cnt, L = 0;
-    wv_push_level<W>(O, 0, hi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp, 0, true);
+    wv_push_level<W>(O, 0, hi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp, 0);
     bool gave_up = W == 1 && *(volatile int*)&sh.clamp;  // block-uniform: read after push_level's barrier
     while (!gave_up && nhi > hi) {  // level L + 1: order[hi, nhi)
-        for (int i = hi + grp; i < nhi; i += ngrp) wv_pull<W>(i, L, indptr, indices, P, B, gm, q, O, &sh.cnt);
+        wv_level<W, true>(O, hi, nhi, indptr, indices, P, B, nullptr, nullptr, nullptr, nullptr, L + 1, O, &sh.cnt);
         __syncthreads();
         const int next = (int)sh.cnt;  // the end of level L + 2
         wv_push_level<W>(O, hi, nhi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp,
-                         L + 1, false);
+                         L + 1);
         gave_up = W == 1 && *(volatile int*)&sh.clamp;
         hi = nhi;
         nhi = next;
@@ -450,7 +512,7 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
             const int cn = min(WV_SCH, cnt - cb);
             __syncthreads();  // the previous chunk read
             for (int i = threadIdx.x; i < cn; i += blockDim.x) {
-                const int v = O[cb + i] & 0x7fffffff;  // without WV_BACK
+                const int v = O[cb + i];
                 sh.v[i] = v;
                 sh.b[i] = B[v];
             }
@@ -535,7 +597,7 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
             }
         }
     }
-    for (int i = threadIdx.x; i < cnt; i += blockDim.x) B[O[i] & 0x7fffffff] = -1;
+    for (int i = threadIdx.x; i < cnt; i += blockDim.x) B[O[i]] = -1;
     __syncthreads();
     if (threadIdx.x == 0) {
         const long long t1 = clock64();
