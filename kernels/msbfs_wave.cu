@@ -168,6 +168,93 @@ __device__ __forceinline__ bool wv_lower4(unsigned* p, uint4 o, uint4 c, int* s_
     return wv_lower<W>(p + 3, o.w, c.w, s_clamp) || ch;
 }
 
+// Group (8 lanes, mask gm) offers the profile of v to v's neighbours with a base of at most lmax
+// (pulled already; those of the next level are discovered but not pulled); those lowered go on
+// list out (a flag per vertex dedups).  The neighbours' ids and bases are read a lane each,
+// their profiles WV_NB at a time; a word is written (CAS) only where it goes down.
+template <int W>
+__device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices,
+                                        unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
+                                        unsigned gm, unsigned q, int* s_clamp, int lmax) {
+    const wv8 w = wv_load(P, v, q);
+    const int bv = B[v];
+    const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
+    for (wv_i64 eb = e0; eb < e1; eb += 8) {
+        const int m = (int)min((wv_i64)8, e1 - eb);
+        int x = -1, bx = -1;
+        if ((int)q < m) {
+            x = indices[eb + q];
+            bx = x == v ? -1 : B[x];
+        }
+        for (int j = 0; j < m; j += WV_NB) {
+            int xs[WV_NB];
+            unsigned s4[WV_NB];
+            wv8 o[WV_NB];
+#pragma unroll
+            for (int k = 0; k < WV_NB; ++k) {
+                const int xk = __shfl_sync(gm, x, (j + k) & 7, 8), bk = __shfl_sync(gm, bx, (j + k) & 7, 8);
+                xs[k] = j + k < m && bk >= 0 && bk <= lmax ? xk : -1;  // pulled already
+                s4[k] = (unsigned)(bv + 1 - bk) * wv_ones<W>();
+                if (xs[k] >= 0) o[k] = wv_load(P, xs[k], q);
+            }
+#pragma unroll
+            for (int k = 0; k < WV_NB; ++k) {
+                if (xs[k] < 0) continue;  // group-uniform
+                unsigned* px = P + (wv_i64)xs[k] * 64 + 8 * q;
+                const uint4 ca = wv_shift<W>(w.a, s4[k]), cb = wv_shift<W>(w.b, s4[k]);
+                bool ch = wv_lower4<W>(px, o[k].a, ca, s_clamp);
+                ch = wv_lower4<W>(px + 4, o[k].b, cb, s_clamp) || ch;
+                const bool any = __any_sync(gm, ch);
+#if DG_WV_GSYNC
+                __syncwarp(gm);  // the group's CAS results before lane 0 flags the vertex
+#endif
+                if (any && q == 0u) {
+                    __threadfence_block();  // a slot's state is its block's alone
+                    if (atomicExch(inwl + xs[k], 1) == 0) out[atomicAdd(out_n, 1u)] = xs[k];
+                }
+            }
+        }
+    }
+}
+
+// Group: the profile of a new vertex v of level L + 1, the byte minimum over its neighbours of
+// level L; its neighbours without a base get level L + 2 and go on the order list.
+template <int W>
+__device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__ indptr,
+                                        const int* __restrict__ indices, unsigned* P, int* B, unsigned gm,
+                                        unsigned q, int* O, unsigned* cnt) {
+    wv8 acc;
+    acc.a = acc.b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
+    const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
+    for (wv_i64 eb = e0; eb < e1; eb += 8) {
+        const int m = (int)min((wv_i64)8, e1 - eb);
+        int x = -1;
+        if ((int)q < m) {
+            x = indices[eb + q];
+            const int bx = B[x];
+            // a neighbour without a base is at level L + 2: discovered here (one pass and one
+            // barrier less per level than a discovery pass of its own)
+            if (bx < 0 && atomicCAS(B + x, -1, L + 2) == -1) O[atomicAdd(cnt, 1u)] = x;
+            if (bx != L) x = -1;
+        }
+        for (int j = 0; j < m; j += WV_NB) {
+            wv8 o[WV_NB];
+#pragma unroll
+            for (int k = 0; k < WV_NB; ++k) {
+                const int xk = __shfl_sync(gm, x, (j + k) & 7, 8);
+                o[k].a = o[k].b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
+                if (j + k < m && xk >= 0) o[k] = wv_load(P, xk, q);
+            }
+#pragma unroll
+            for (int k = 0; k < WV_NB; ++k) {
+                acc.a = wv_min<W>(acc.a, o[k].a);
+                acc.b = wv_min<W>(acc.b, o[k].b);
+            }
+        }
+    }
+    wv_store(P, v, q, acc);
+}
+
 // A vertex as a group (8 lanes, lane q) sees it: its id, first arc and degree, and lane q's
 // neighbour in its first 8 arcs (x, -1 past them or when the pull or push passes it over) and
 // that neighbour's base (bx).  The level loops fetch these for the vertices ahead of the one they
@@ -314,10 +401,10 @@ __device__ __forceinline__ void wv_level(const int* O0, int lo, int hi, const wv
     const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
     int i = lo + grp;
     if (i >= hi) return;  // group-uniform
+#if DG_WV_PIPE
     wv_head a, b;
     a.v = O0[i];
     b.v = i + ngrp < hi ? O0[i + ngrp] : -1;
-#if DG_WV_PIPE
     wv_fetch_arcs(a, indptr);
     wv_fetch_arcs(b, indptr);
     wv_fetch_nbr(a, indices, q);
@@ -337,18 +424,9 @@ __device__ __forceinline__ void wv_level(const int* O0, int lo, int hi, const wv
     }
 #else
     for (; i < hi; i += ngrp) {
-        a.v = O0[i];
-        wv_fetch_arcs(a, indptr);
-        wv_fetch_nbr(a, indices, q);
-        if (PULL) {
-            wv_fetch_base_pull(a, B, O, cnt, lmax - 1);
-            wv_pull_head<W>(a, lmax - 1, indices, P, B, gm, q, O, cnt);
-        } else {
-            wv_fetch_base_push(a, B, lmax);
-            wv_push_head<W>(a, lmax, indices, P, B, inwl, out, out_n, gm, q, s_clamp, lmax);
-        }
+        if (PULL) wv_pull<W>(O0[i], lmax - 1, indptr, indices, P, B, gm, q, O, cnt);
+        else wv_push<W>(O0[i], indptr, indices, P, B, inwl, out, out_n, gm, q, s_clamp, lmax);
     }
-    (void)b;
 #endif
 }
 
@@ -376,17 +454,13 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
         const int* in = wl + (wv_i64)((r - 1) & 1) * n;
         int* out = wl + (wv_i64)(r & 1) * n;
         for (int i = grp; i < k; i += ngrp) {
-            wv_head h;
-            h.v = in[i];
+            const int x = in[i];
             if (q == 0u) {
-                atomicExch(inwl + h.v, 0);
+                atomicExch(inwl + x, 0);
                 __threadfence_block();
             }
             __syncwarp(gm);
-            wv_fetch_arcs(h, indptr);
-            wv_fetch_nbr(h, indices, q);
-            wv_fetch_base_push(h, B, lmax);
-            wv_push_head<W>(h, B[h.v], indices, P, B, inwl, out, &s_wn[r % 3], gm, q, s_clamp, lmax);
+            wv_push<W>(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q, s_clamp, lmax);
         }
         __syncthreads();
     }
