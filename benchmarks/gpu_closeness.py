@@ -326,7 +326,7 @@ def bench_wave(g, limit, sources, fold=False, aside=None, **wave_kw):
                     "per_batch": {"start_ms": np.round((tl[:, 0] - t0n) / 1e6, 3).tolist(),
                                   "ms": np.round(dur, 3).tolist(), "levels": tl[:, 4].tolist(),
                                   "fixes": tl[:, 5].tolist(), "sm": tl[:, 3].tolist()}}
-    return {"schedule": "wave", "fold": folds is not None, "folded_leaves": nfold, "kappa": 256, "slots": r.slots,
+    res = {"schedule": "wave", "fold": folds is not None, "folded_leaves": nfold, "kappa": 256, "slots": r.slots,
             "block_threads": r.block_threads,
             "min_blocks": r.min_blocks, "sources_per_thread": r.spt, "neighbours": r.nb, "unroll": r.unroll,
             "preprocess_s": prep, "sources_run": int(done), "sources_total": int(sources.size), "seconds": el,
@@ -335,6 +335,13 @@ def bench_wave(g, limit, sources, fold=False, aside=None, **wave_kw):
             "overflow_batches": r.info["overflow_batches"], "wave_info": dict(r.info), "timeline": timeline,
             "first_batch_exact_vs_cpu": None,
             "_first": None, "_total": acc if done == sources.size else None, "device_bytes": None}
+    # the slots' state back to the device before the next row (its slots are sized to the free memory)
+    del r
+    import gc
+
+    gc.collect()
+    cp.get_default_memory_pool().free_all_blocks()
+    return res
 
 
 PROFILE_VARIANTS = [  # (label, GpuMSBFS keyword overrides); "base" = the defaults
@@ -563,8 +570,10 @@ def variant_kwargs(v):
         return {"rsh": int(v[3:])}
     if v == "noaside":   # the wave without the ball order's spread groups on the bit kernel
         return {"noaside": True}
-    if v in ("fs0", "pp0", "gs0"):   # the wave without its sums fast path, level pipeline, group sync
-        return {{"fs0": "fast_sums", "pp0": "pipeline", "gs0": "group_sync"}[v]: False}
+    if v[0] == "r" and v[1:].isdigit():   # a repeat of the row (a label of its own; no option)
+        return {}
+    if v in ("fs0", "gs0"):   # the wave without its sums fast path, its group sync
+        return {{"fs0": "fast_sums", "gs0": "group_sync"}[v]: False}
     if v.startswith("spt") and v[3:].isdigit():   # the wave's sources per thread in its sums pass
         return {"spt": int(v[3:])}
     if v.startswith("nb") and v[2:].isdigit():   # the wave's neighbour profiles loaded at once
@@ -638,8 +647,7 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                 if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
                     names = {"unroll": "unroll", "block_threads": "block_threads", "min_blocks": "min_blocks",
                              "spt": "sources_per_thread", "nb": "neighbours", "wide": "wide",
-                             "rsh": "recip_shared", "fast_sums": "fast_sums", "pipeline": "pipeline",
-                             "group_sync": "group_sync"}   # unset: GpuWave's defaults
+                             "rsh": "recip_shared", "fast_sums": "fast_sums", "group_sync": "group_sync"}   # unset: GpuWave's defaults
                     aside = None
                     if order == "ball" and not kw.get("noaside"):   # as closeness() does
                         from distgraph.algorithms.msbfs import ball_sources
@@ -855,7 +863,7 @@ def main(argv=None):
                          "min_blocks N; slN: N resident blocks (slots); sdb: shared_dbits; sdbmbN: both; "
                          "pf: prefetch; fold: leaves folded as closeness() does; wave: the profile-wave "
                          "prototype (GpuWave; with it mbN, sptN, nbN, rshN: its min_blocks, sources_per_thread, neighbours, "
-                         "recip_shared; fs0, pp0, gs0: fast_sums, pipeline, group_sync off); bN: block_threads N; "
+                         "recip_shared; fs0, gs0: fast_sums, group_sync off); bN: block_threads N; "
                          "f4: flush4; pull / nopull: the pull kernel on / off; pv: its per-vertex candidates; "
                          "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")
     ap.add_argument("--batch-order", default=os.environ.get("BENCH_GPU_CLOSENESS_BATCH_ORDER", "input"),

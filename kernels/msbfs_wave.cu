@@ -69,9 +69,6 @@ typedef unsigned long long wv_u64;
 #ifndef DG_WV_FSUMS
 #define DG_WV_FSUMS 1  // the sums pass's fast path (1-byte offsets, none 254 or 255, base in the shared table)
 #endif
-#ifndef DG_WV_PIPE
-#define DG_WV_PIPE 1  // a level's pulls and pushes software-pipelined over the group's vertices
-#endif
 #ifndef DG_WV_GSYNC
 #define DG_WV_GSYNC 1  // a group __syncwarp between the CAS loops and lane 0's worklist flag
 #endif
@@ -255,193 +252,18 @@ __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__
     wv_store(P, v, q, acc);
 }
 
-// A vertex as a group (8 lanes, lane q) sees it: its id, first arc and degree, and lane q's
-// neighbour in its first 8 arcs (x, -1 past them or when the pull or push passes it over) and
-// that neighbour's base (bx).  The level loops fetch these for the vertices ahead of the one they
-// work on (wv_level), so that the dependent loads of order -> indptr -> indices -> base overlap
-// the profile loads of the vertex before.
-struct wv_head {
-    int v, d, x, bx;
-    wv_i64 e0;
-};
-
-// stage 2 of a fetch: the arcs of h.v (h.v >= 0)
-__device__ __forceinline__ void wv_fetch_arcs(wv_head& h, const wv_i64* __restrict__ indptr) {
-    if (h.v >= 0) {
-        h.e0 = indptr[h.v];
-        h.d = (int)(indptr[h.v + 1] - h.e0);
-    } else {
-        h.e0 = 0;
-        h.d = 0;
-    }
-}
-
-// stage 3: lane q's neighbour in the first 8 arcs
-__device__ __forceinline__ void wv_fetch_nbr(wv_head& h, const int* __restrict__ indices, unsigned q) {
-    h.x = (int)q < min(h.d, 8) ? indices[h.e0 + q] : -1;
-}
-
-// stage 4 of a pull of level L + 1: the neighbour's base; a neighbour without one is discovered
-// (level L + 2, appended to the order list: one pass and one barrier less per level than a
-// discovery pass of its own); only neighbours of level L are pulled from
-__device__ __forceinline__ void wv_fetch_base_pull(wv_head& h, int* B, int* O, unsigned* cnt, int L) {
-    if (h.x >= 0) {
-        const int bx = B[h.x];
-        if (bx < 0 && atomicCAS(B + h.x, -1, L + 2) == -1) O[atomicAdd(cnt, 1u)] = h.x;
-        if (bx != L) h.x = -1;
-    }
-}
-
-// stage 4 of a push: the neighbour's base; only those pulled already (base <= lmax) are offered
-__device__ __forceinline__ void wv_fetch_base_push(wv_head& h, const int* B, int lmax) {
-    if (h.x >= 0) {
-        h.bx = h.x == h.v ? -1 : B[h.x];
-        if (h.bx < 0 || h.bx > lmax) h.x = -1;
-    }
-}
-
-// The group offers the profile of h.v (base bv) to its neighbours with a base of at most lmax
-// (pulled already; those of the next level are discovered but not pulled); those lowered go on
-// list out (a flag per vertex dedups).  The first 8 neighbours come fetched in h, the others are
-// read here; their profiles WV_NB at a time; a word is written (CAS) only where it goes down.
-template <int W>
-__device__ __forceinline__ void wv_push_head(const wv_head& h, int bv, const int* __restrict__ indices,
-                                             unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
-                                             unsigned gm, unsigned q, int* s_clamp, int lmax) {
-    const wv8 w = wv_load(P, h.v, q);
-    for (int c = 0; c < h.d; c += 8) {
-        const int m = min(8, h.d - c);
-        int x = h.x, bx = h.bx;
-        if (c > 0) {
-            wv_head t = h;
-            t.e0 += c;
-            t.d -= c;
-            wv_fetch_nbr(t, indices, q);
-            wv_fetch_base_push(t, B, lmax);
-            x = t.x;
-            bx = t.bx;
-        }
-        for (int j = 0; j < m; j += WV_NB) {
-            int xs[WV_NB];
-            unsigned s4[WV_NB];
-            wv8 o[WV_NB];
-#pragma unroll
-            for (int k = 0; k < WV_NB; ++k) {
-                xs[k] = j + k < m ? __shfl_sync(gm, x, (j + k) & 7, 8) : -1;
-                const int bk = __shfl_sync(gm, bx, (j + k) & 7, 8);
-                s4[k] = (unsigned)(bv + 1 - bk) * wv_ones<W>();
-                if (xs[k] >= 0) o[k] = wv_load(P, xs[k], q);
-            }
-#pragma unroll
-            for (int k = 0; k < WV_NB; ++k) {
-                if (xs[k] < 0) continue;  // group-uniform
-                unsigned* px = P + (wv_i64)xs[k] * 64 + 8 * q;
-                const uint4 ca = wv_shift<W>(w.a, s4[k]), cb = wv_shift<W>(w.b, s4[k]);
-                bool ch = wv_lower4<W>(px, o[k].a, ca, s_clamp);
-                ch = wv_lower4<W>(px + 4, o[k].b, cb, s_clamp) || ch;
-                const bool any = __any_sync(gm, ch);
-#if DG_WV_GSYNC
-                __syncwarp(gm);  // the group's CAS results before lane 0 flags the vertex
-#endif
-                if (any && q == 0u) {
-                    __threadfence_block();  // a slot's state is its block's alone
-                    if (atomicExch(inwl + xs[k], 1) == 0) out[atomicAdd(out_n, 1u)] = xs[k];
-                }
-            }
-        }
-    }
-}
-
-// The group: the profile of a new vertex h.v of level L + 1, the byte minimum over its neighbours
-// of level L (the first 8 fetched in h, the others read here, discovering as wv_fetch_base_pull).
-template <int W>
-__device__ __forceinline__ void wv_pull_head(const wv_head& h, int L, const int* __restrict__ indices, unsigned* P,
-                                             int* B, unsigned gm, unsigned q, int* O, unsigned* cnt) {
-    wv8 acc;
-    acc.a = acc.b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
-    for (int c = 0; c < h.d; c += 8) {
-        const int m = min(8, h.d - c);
-        int x = h.x;
-        if (c > 0) {
-            wv_head t = h;
-            t.e0 += c;
-            t.d -= c;
-            wv_fetch_nbr(t, indices, q);
-            wv_fetch_base_pull(t, B, O, cnt, L);
-            x = t.x;
-        }
-        for (int j = 0; j < m; j += WV_NB) {
-            wv8 o[WV_NB];
-#pragma unroll
-            for (int k = 0; k < WV_NB; ++k) {
-                const int xk = __shfl_sync(gm, x, (j + k) & 7, 8);
-                o[k].a = o[k].b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
-                if (j + k < m && xk >= 0) o[k] = wv_load(P, xk, q);
-            }
-#pragma unroll
-            for (int k = 0; k < WV_NB; ++k) {
-                acc.a = wv_min<W>(acc.a, o[k].a);
-                acc.b = wv_min<W>(acc.b, o[k].b);
-            }
-        }
-    }
-    wv_store(P, h.v, q, acc);
-}
-
-// The group's vertices O[lo + grp], O[lo + grp + ngrp], ... < hi of a level: PULL, their pulls
-// (level L + 1 = lmax); else their pushes (base lmax).  DG_WV_PIPE: each vertex's order, arcs,
-// neighbours and their bases are fetched one stage per vertex ahead (vertex i + 2 ngrp's order
-// entry and i + ngrp's neighbours while vertex i's profiles load; then i + 2 ngrp's arcs and
-// i + ngrp's bases), so a vertex waits for about two loads in a row instead of five.
-template <int W, bool PULL>
-__device__ __forceinline__ void wv_level(const int* O0, int lo, int hi, const wv_i64* __restrict__ indptr,
-                                         const int* __restrict__ indices, unsigned* P, int* B, int* inwl, int* out,
-                                         unsigned* out_n, int* s_clamp, int lmax, int* O, unsigned* cnt) {
-    const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
-    const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
-    int i = lo + grp;
-    if (i >= hi) return;  // group-uniform
-#if DG_WV_PIPE
-    wv_head a, b;
-    a.v = O0[i];
-    b.v = i + ngrp < hi ? O0[i + ngrp] : -1;
-    wv_fetch_arcs(a, indptr);
-    wv_fetch_arcs(b, indptr);
-    wv_fetch_nbr(a, indices, q);
-    if (PULL) wv_fetch_base_pull(a, B, O, cnt, lmax - 1);
-    else wv_fetch_base_push(a, B, lmax);
-    for (; i < hi; i += ngrp) {
-        wv_head c;
-        c.v = i + 2 * ngrp < hi ? O0[i + 2 * ngrp] : -1;
-        wv_fetch_nbr(b, indices, q);
-        if (PULL) wv_pull_head<W>(a, lmax - 1, indices, P, B, gm, q, O, cnt);
-        else wv_push_head<W>(a, lmax, indices, P, B, inwl, out, out_n, gm, q, s_clamp, lmax);
-        wv_fetch_arcs(c, indptr);
-        if (PULL) wv_fetch_base_pull(b, B, O, cnt, lmax - 1);
-        else wv_fetch_base_push(b, B, lmax);
-        a = b;
-        b = c;
-    }
-#else
-    for (; i < hi; i += ngrp) {
-        if (PULL) wv_pull<W>(O0[i], lmax - 1, indptr, indices, P, B, gm, q, O, cnt);
-        else wv_push<W>(O0[i], indptr, indices, P, B, inwl, out, out_n, gm, q, s_clamp, lmax);
-    }
-#endif
-}
-
 // Push the vertices order[lo, hi) (base lmax), then the worklist rounds until no profile changes
 // (block).  Round r >= 1 reads list (r - 1) & 1 of s_wn[(r - 1) % 3] entries, writes list r & 1
 // counting in s_wn[r % 3] (zeroed in round r - 1) and zeroes s_wn[(r + 1) % 3] (read in round
 // r - 1, before its barrier): one barrier per round.  s_wn[0..2] are 0 at entry and at exit.
 template <int W>
 __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __restrict__ indptr,
-                              const int* __restrict__ indices, unsigned* P, int* B, int* inwl, int* wl, int n,
+                              const int* __restrict__ indices, unsigned* P, const int* B, int* inwl, int* wl, int n,
                               unsigned* s_wn, unsigned long long* s_rounds, unsigned long long* s_fixes,
                               int* s_clamp, int lmax) {
     const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
     const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
-    wv_level<W, false>(O, lo, hi, indptr, indices, P, B, inwl, wl, &s_wn[0], s_clamp, lmax, nullptr, nullptr);
+    for (int i = lo + grp; i < hi; i += ngrp) wv_push<W>(O[i], indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q, s_clamp, lmax);
     __syncthreads();
     for (int r = 1;; ++r) {
         const int k = (int)*(volatile unsigned*)&s_wn[(r - 1) % 3];
@@ -507,6 +329,8 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
                          const int* __restrict__ indices, int n, unsigned* P, int* B, int* O, int* WL, int* IN,
                          const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
                          wv_u64* h1, wv_u64* h2, const int* __restrict__ leaf, wv_shared& sh, wv_i64& levels) {
+    const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
+    const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
     // level 0: the sources, offset 0 in their own field (a profile is written whole before it is
     // read: by this, or by the pull of its level; nothing is reset between batches but the bases)
     for (int i = threadIdx.x; i < nsrc * 64; i += blockDim.x) P[(wv_i64)bs[i >> 6] * 64 + (i & 63)] = WV_FULL;
@@ -538,7 +362,7 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
     wv_push_level<W>(O, 0, hi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp, 0);
     bool gave_up = W == 1 && *(volatile int*)&sh.clamp;  // block-uniform: read after push_level's barrier
     while (!gave_up && nhi > hi) {  // level L + 1: order[hi, nhi)
-        wv_level<W, true>(O, hi, nhi, indptr, indices, P, B, nullptr, nullptr, nullptr, nullptr, L + 1, O, &sh.cnt);
+        for (int i = hi + grp; i < nhi; i += ngrp) wv_pull<W>(O[i], L, indptr, indices, P, B, gm, q, O, &sh.cnt);
         __syncthreads();
         const int next = (int)sh.cnt;  // the end of level L + 2
         wv_push_level<W>(O, hi, nhi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp,

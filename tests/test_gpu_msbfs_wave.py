@@ -113,11 +113,9 @@ def test_wave_byte_limit_halves(k, flagged):
                                 dict(block_threads=1024, unroll=4), dict(block_threads=256, min_blocks=4,
                                 sources_per_thread=1, neighbours=1), dict(block_threads=256, min_blocks=2,
                                 sources_per_thread=2, neighbours=2), dict(block_threads=512, min_blocks=1,
-                                sources_per_thread=4, neighbours=4), dict(block_threads=256, recip_shared=512,
-                                pipeline=False), dict(block_threads=256, fast_sums=False, group_sync=False),
-                                dict(block_threads=256, sources_per_thread=4, recip_shared=0),
-                                dict(block_threads=128, min_blocks=8), dict(block_threads=128, sources_per_thread=4,
-                                                                          pipeline=False)])
+                                sources_per_thread=4, neighbours=4), dict(block_threads=256, recip_shared=512),
+                                dict(block_threads=256, fast_sums=False, group_sync=False),
+                                dict(block_threads=256, sources_per_thread=4, recip_shared=0)])
 @pytest.mark.parametrize("name", ["kron10", "grid_hanging"])
 def test_wave_kernel_options(name, kw):
     g = GRAPHS[name]
@@ -148,7 +146,7 @@ def _path_stars_grid():
 @pytest.mark.gpu
 @pytest.mark.parametrize("kw", [dict(recip_shared=512), dict(recip_shared=512, sources_per_thread=4),
                                 dict(recip_shared=1024, sources_per_thread=1), dict(fast_sums=False),
-                                dict(pipeline=False, group_sync=False)])
+                                dict(group_sync=False)])
 def test_wave_sums_fast_and_general_paths(kw):
     # batches of 248 vertices of the main component in order along the path (spanning about 230
     # arcs: byte offsets) and 8 of the other path: each holds vertices of base 0 and 1 (the

@@ -79,7 +79,7 @@ class GpuWave:
         Batches run at once (one block of ``block_threads`` each); None: the resident blocks of
         the compiled kernel, fewer when their state (``n * 276`` bytes each) does not fit in half
         the free device memory.
-    block_threads : {128, 256, 512, 1024}
+    block_threads : {256, 512, 1024}
         Threads per block (256, the default: with ``min_blocks`` 4, 64 registers, four batches
         at once per SM, the fastest on road-NY; ptxas of nvcc 13.0 for sm_90).
     unroll : int
@@ -103,10 +103,6 @@ class GpuWave:
         table (``recip_shared - 256``), counts reach and its base once, the offsets per source,
         and reads each reciprocal at ``table[base + offset]`` (about 7 instructions per distance
         against 25). Needs ``recip_shared >= 512``; False: every distance the general way.
-    pipeline : bool
-        A level's pulls and pushes fetch each vertex's order entry, arcs, first 8 neighbours and
-        their bases one stage per vertex ahead of the group's vertex in work (``DG_WV_PIPE``), so
-        that those dependent loads overlap the profile loads.
     group_sync : bool
         A ``__syncwarp`` of the group of 8 lanes between its CAS loops and lane 0's worklist flag
         (``DG_WV_GSYNC``; the vote before it already gathers the lanes' results).
@@ -118,7 +114,7 @@ class GpuWave:
     """
 
     def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=256, unroll=8, min_blocks=None,
-                 sources_per_thread=2, neighbours=1, wide="bits", recip_shared=2048, fast_sums=True, pipeline=True,
+                 sources_per_thread=2, neighbours=1, wide="bits", recip_shared=2048, fast_sums=True,
                  group_sync=True, ctx=None):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
@@ -140,7 +136,7 @@ class GpuWave:
         self._ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
         self._idx = cp.asarray(np.asarray(g2.indices, np.int32) if g2.indices.size else np.zeros(1, np.int32))
         self.block_threads = int(block_threads)
-        expect(self.block_threads in (128, 256, 512, 1024), "block_threads", "128, 256, 512 or 1024", block_threads)
+        expect(self.block_threads in (256, 512, 1024), "block_threads", "256, 512 or 1024", block_threads)
         expect(unroll in (1, 2, 4, 8, 16, 32), "unroll", "1, 2, 4, 8, 16 or 32 (vertices in flight per thread in "
                "the sums pass)", unroll)
         self.unroll = int(unroll)
@@ -153,9 +149,9 @@ class GpuWave:
         expect(recip_shared in (0, 256, 512, 1024, 2048, 4096), "recip_shared", "0, 256, 512, 1024, 2048 or 4096",
                recip_shared)
         self.recip_shared = int(recip_shared)
-        for name, val in (("fast_sums", fast_sums), ("pipeline", pipeline), ("group_sync", group_sync)):
+        for name, val in (("fast_sums", fast_sums), ("group_sync", group_sync)):
             expect(isinstance(val, (bool, np.bool_)), name, "True or False", val)
-        self.fast_sums, self.pipeline, self.group_sync = bool(fast_sums), bool(pipeline), bool(group_sync)
+        self.fast_sums, self.group_sync = bool(fast_sums), bool(group_sync)
         expect(wide in ("bits", "halves"), "wide", "'bits' or 'halves'", wide)
         self.wide = wide
         expect(self.block_threads * self.spt >= 256, "sources_per_thread",
@@ -164,8 +160,7 @@ class GpuWave:
         self._k = get_module("msbfs_wave", {"DG_WV_BLOCK": self.block_threads, "DG_WV_UNR": self.unroll,
                                             "DG_WV_MINB": self.min_blocks, "DG_WV_SPT": self.spt,
                                             "DG_WV_NB": self.nb, "DG_WV_RSH": self.recip_shared,
-                                            "DG_WV_FSUMS": int(self.fast_sums), "DG_WV_PIPE": int(self.pipeline),
-                                            "DG_WV_GSYNC": int(self.group_sync)}).get_function(
+                                            "DG_WV_FSUMS": int(self.fast_sums), "DG_WV_GSYNC": int(self.group_sync)}).get_function(
             "distgraph_msbfs_wave_blocks")
         self.info["registers"] = _func_attr(self._k, "NUM_REGS")
         self.info["local_bytes"] = _func_attr(self._k, "LOCAL_SIZE_BYTES")
