@@ -31,7 +31,10 @@ wall time for the bit-parallel kernel's whole run. Session 12 (benchmarks/result
 README there): groups of 8 lanes per vertex, four batches per SM, one barrier per worklist
 round, the next level discovered in the pull, give-up at 254, leaves folded, the ball order's
 spread groups aside: road-NY 0.56 s with folding against 1.15 s for the bit-parallel kernel
-(call 12; 0.53 s in calls 9-10, before the review's fixes to the push loop)."""
+(call 12; 0.53 s in calls 9-10, before the review's fixes to the push loop). Session 13
+(benchmarks/results/session13_x2/): the sums pass's fast path (``fast_sums``: 0.141 -> 0.077 s
+per slot) and the give-up test moved to the CAS that writes: 0.39-0.41 s, the BLEST bar's
+per-GPU rate or better (0.41 s)."""
 
 from __future__ import annotations
 
@@ -88,7 +91,10 @@ class GpuWave:
         Resident blocks per SM the kernel's registers are capped for (``DG_WV_MINB``): batches
         run at once per SM (the default slots follow); None: ``1024 // block_threads``.
     sources_per_thread : {1, 2, 4}
-        Sources a thread adds up in the sums pass (``DG_WV_SPT``; bytes of one load).
+        Sources a thread adds up in the sums pass (``DG_WV_SPT``; bytes of one load). 4, the
+        default: road-NY 0.388-0.395 s against 0.392-0.408 s with 2 (session 13, call 4; the
+        sums pass's time per slot 0.059 against 0.071 s outweighs the wave's spills, 0.209
+        against 0.201 s).
     neighbours : {1, 2, 4}
         Neighbour profiles a group of 8 lanes loads at once in the pull and the push (``DG_WV_NB``).
     ctx : Context or None
@@ -105,7 +111,8 @@ class GpuWave:
         against 25). Needs ``recip_shared >= 512``; False: every distance the general way.
     group_sync : bool
         A ``__syncwarp`` of the group of 8 lanes between its CAS loops and lane 0's worklist flag
-        (``DG_WV_GSYNC``; the vote before it already gathers the lanes' results).
+        (``DG_WV_GSYNC``; the vote before it already gathers the lanes' results; kept on: off
+        was within the runs' spread on road-NY, 0.399-0.400 against 0.392-0.408 s, call 4).
     wide : {"bits", "halves"}
         A batch whose offsets reach 254 (its sources lie 254 or more apart): "bits" runs it on the
         bit-parallel kernel after the wave; "halves" runs its two halves of 128 sources again on
@@ -114,7 +121,7 @@ class GpuWave:
     """
 
     def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=256, unroll=8, min_blocks=None,
-                 sources_per_thread=2, neighbours=1, wide="bits", recip_shared=2048, fast_sums=True,
+                 sources_per_thread=4, neighbours=1, wide="bits", recip_shared=2048, fast_sums=True,
                  group_sync=True, ctx=None):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
