@@ -115,7 +115,8 @@ def test_wave_byte_limit_halves(k, flagged):
                                 sources_per_thread=2, neighbours=2), dict(block_threads=512, min_blocks=1,
                                 sources_per_thread=4, neighbours=4), dict(block_threads=256, recip_shared=512),
                                 dict(block_threads=256, fast_sums=False, group_sync=False),
-                                dict(block_threads=256, sources_per_thread=4, recip_shared=0)])
+                                dict(block_threads=256, sources_per_thread=4, recip_shared=0),
+                                dict(block_threads=128, min_blocks=8), dict(block_threads=128, sources_per_thread=2)])
 @pytest.mark.parametrize("name", ["kron10", "grid_hanging"])
 def test_wave_kernel_options(name, kw):
     g = GRAPHS[name]

@@ -82,7 +82,7 @@ class GpuWave:
         Batches run at once (one block of ``block_threads`` each); None: the resident blocks of
         the compiled kernel, fewer when their state (``n * 276`` bytes each) does not fit in half
         the free device memory.
-    block_threads : {256, 512, 1024}
+    block_threads : {128, 256, 512, 1024}
         Threads per block (256, the default: with ``min_blocks`` 4, 64 registers, four batches
         at once per SM, the fastest on road-NY; ptxas of nvcc 13.0 for sm_90).
     unroll : int
@@ -143,7 +143,7 @@ class GpuWave:
         self._ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
         self._idx = cp.asarray(np.asarray(g2.indices, np.int32) if g2.indices.size else np.zeros(1, np.int32))
         self.block_threads = int(block_threads)
-        expect(self.block_threads in (256, 512, 1024), "block_threads", "256, 512 or 1024", block_threads)
+        expect(self.block_threads in (128, 256, 512, 1024), "block_threads", "128, 256, 512 or 1024", block_threads)
         expect(unroll in (1, 2, 4, 8, 16, 32), "unroll", "1, 2, 4, 8, 16 or 32 (vertices in flight per thread in "
                "the sums pass)", unroll)
         self.unroll = int(unroll)
