@@ -265,22 +265,37 @@ def bench_wave(g, limit, sources, fold=False, aside=None, **wave_kw):
     beside the wave (``GpuWave.run``; what closeness() gives: the ball order's spread groups)."""
     import cupy as cp
 
-    from distgraph.backends.cpu.bits import normalize_limbs
     from distgraph.backends.gpu.msbfs_wave import GpuWave
 
     if g.directed:
         raise ValueError("wave: undirected graphs only")
     t0 = time.perf_counter()
     r = GpuWave(g.indptr, g.indices, **wave_kw)
-    r._bits()   # the bit-parallel runner of overflowed batches, made before the clock starts
-    prep = time.perf_counter() - t0
-    r.run(sources[:256], _out(g.n))
-    cp.cuda.Device().synchronize()
-    scratch = _out(g.n)   # the bit-parallel runner of given-up batches, warmed up too (untimed)
-    r._bits().run(sources[:256], False, scratch, defer=True)
-    r._bits().drain(*scratch)
-    r.info.update(levels=0, batches=0, overflow_batches=0, wave_cycles=0, sums_cycles=0, fix_rounds=0, fixes=0,
-                  wide_batches=0, wave_s=0.0, fallback_s=0.0, aside_batches=0)
+    try:
+        r._bits()   # the bit-parallel runner of overflowed batches, made before the clock starts
+        prep = time.perf_counter() - t0
+        r.run(sources[:256], _out(g.n))
+        cp.cuda.Device().synchronize()
+        scratch = _out(g.n)   # the bit-parallel runner of given-up batches, warmed up too (untimed)
+        r._bits().run(sources[:256], False, scratch, defer=True)
+        r._bits().drain(*scratch)
+        r.info.update(levels=0, batches=0, overflow_batches=0, wave_cycles=0, sums_cycles=0, fix_rounds=0, fixes=0,
+                      wide_batches=0, wave_s=0.0, fallback_s=0.0, aside_batches=0)
+        return _bench_wave_rows(r, g, limit, sources, fold, aside, prep)
+    finally:   # the slots' state back to the device before the next row (slots are sized to the free memory)
+        del r
+        import gc
+
+        gc.collect()
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+def _bench_wave_rows(r, g, limit, sources, fold, aside, prep):
+    """:func:`bench_wave`'s timed run on the runner ``r`` (made and warmed up)."""
+    import cupy as cp
+
+    from distgraph.backends.cpu.bits import normalize_limbs
+
     folds = None
     if fold:
         from distgraph.algorithms.closeness import leaf_folds
@@ -329,18 +344,13 @@ def bench_wave(g, limit, sources, fold=False, aside=None, **wave_kw):
     res = {"schedule": "wave", "fold": folds is not None, "folded_leaves": nfold, "kappa": 256, "slots": r.slots,
             "block_threads": r.block_threads,
             "min_blocks": r.min_blocks, "sources_per_thread": r.spt, "neighbours": r.nb, "unroll": r.unroll,
+            "recip_shared": r.recip_shared, "fast_sums": r.fast_sums, "group_sync": r.group_sync,
             "preprocess_s": prep, "sources_run": int(done), "sources_total": int(sources.size), "seconds": el,
             "total_s": total, "extrapolated": bool(done < sources.size), "edge_visits_per_s_per_gpu": rate,
             "vs_blest_per_gpu": rate / BLEST_RATE, "levels_per_launch": r.info["levels"] / max(r.info["batches"], 1),
             "overflow_batches": r.info["overflow_batches"], "wave_info": dict(r.info), "timeline": timeline,
             "first_batch_exact_vs_cpu": None,
             "_first": None, "_total": acc if done == sources.size else None, "device_bytes": None}
-    # the slots' state back to the device before the next row (its slots are sized to the free memory)
-    del r
-    import gc
-
-    gc.collect()
-    cp.get_default_memory_pool().free_all_blocks()
     return res
 
 
@@ -570,9 +580,9 @@ def variant_kwargs(v):
         return {"rsh": int(v[3:])}
     if v == "noaside":   # the wave without the ball order's spread groups on the bit kernel
         return {"noaside": True}
-    if v[0] == "r" and v[1:].isdigit():   # a repeat of the row (a label of its own; no option)
+    if v.startswith("r") and v[1:].isdigit():   # a repeat of the row (a label of its own; no option)
         return {}
-    if v in ("fs0", "gs0"):   # the wave without its sums fast path, its group sync
+    if v in ("fs0", "gs0"):   # the wave without its sums fast path, its group sync (benchmarks only)
         return {{"fs0": "fast_sums", "gs0": "group_sync"}[v]: False}
     if v.startswith("spt") and v[3:].isdigit():   # the wave's sources per thread in its sums pass
         return {"spt": int(v[3:])}
@@ -863,7 +873,8 @@ def main(argv=None):
                          "min_blocks N; slN: N resident blocks (slots); sdb: shared_dbits; sdbmbN: both; "
                          "pf: prefetch; fold: leaves folded as closeness() does; wave: the profile-wave "
                          "prototype (GpuWave; with it mbN, sptN, nbN, rshN: its min_blocks, sources_per_thread, neighbours, "
-                         "recip_shared; fs0, gs0: fast_sums, group_sync off); bN: block_threads N; "
+                         "recip_shared; fs0, gs0: fast_sums, group_sync off; rN: a repeat of the row under a label "
+                         "of its own); bN: block_threads N; "
                          "f4: flush4; pull / nopull: the pull kernel on / off; pv: its per-vertex candidates; "
                          "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")
     ap.add_argument("--batch-order", default=os.environ.get("BENCH_GPU_CLOSENESS_BATCH_ORDER", "input"),

@@ -31,9 +31,9 @@
 // nothing, and runs another way (the host's bit-parallel kernel, or two halves with 2-byte
 // offsets); the sums pass checks the final offsets for 254 too. Then the per-source sums, a thread
 // per SPT bytes (sources) reading them from every visited vertex
-// (coalesced, the vertices staged in shared memory): farness, reach and the harmonic limbs (h0:
-// distance 1; h1, h2: the high and low halves of round(2^64 / d), recip[d]), added at the source
-// vertex (the symmetric sums of msbfs.cu's per_source mode 2: over all sources they are the
+// (coalesced, the vertices staged in shared memory): farness, reach and the harmonic sum of
+// round(2^64 / d) (recip[d]; 2^64 for d = 1) in three 32-bit limbs (top, mid, lo: the host's h0,
+// h1, h2, a value of h0 + h1 / 2^32 + h2 / 2^64), added at the source vertex (the symmetric sums of msbfs.cu's per_source mode 2: over all sources they are the
 // per-vertex sums).
 //
 // State per slot (a block): prof[n * 64] words (a vertex's written whole before it is read, by

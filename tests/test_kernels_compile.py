@@ -142,11 +142,11 @@ def test_profiling_build_compiles_and_default_has_none(name, defs, prof, syms, t
 
 
 WAVE_BUILDS = [  # GpuWave's options (DG_WV_*): the defaults, and the ends of each range
+    {"BLOCK": 256, "MINB": 4, "SPT": 4, "NB": 1, "UNR": 8, "RSH": 2048, "FSUMS": 1, "GSYNC": 1},
     {"BLOCK": 256, "MINB": 4, "SPT": 2, "NB": 1, "UNR": 8, "RSH": 2048, "FSUMS": 1, "GSYNC": 1},
     {"BLOCK": 512, "MINB": 1, "SPT": 4, "NB": 4, "UNR": 16, "RSH": 0, "FSUMS": 1, "GSYNC": 0},
     {"BLOCK": 1024, "MINB": 1, "SPT": 1, "NB": 2, "UNR": 1, "RSH": 4096, "FSUMS": 0, "GSYNC": 1},
     {"BLOCK": 256, "MINB": 2, "SPT": 4, "NB": 1, "UNR": 2, "RSH": 512, "FSUMS": 1, "GSYNC": 0},
-    {"BLOCK": 128, "MINB": 8, "SPT": 2, "NB": 1, "UNR": 8, "RSH": 2048, "FSUMS": 1, "GSYNC": 1},
 ]
 
 

@@ -82,9 +82,11 @@ class GpuWave:
         Batches run at once (one block of ``block_threads`` each); None: the resident blocks of
         the compiled kernel, fewer when their state (``n * 276`` bytes each) does not fit in half
         the free device memory.
-    block_threads : {128, 256, 512, 1024}
+    block_threads : {256, 512, 1024}
         Threads per block (256, the default: with ``min_blocks`` 4, 64 registers, four batches
-        at once per SM, the fastest on road-NY; ptxas of nvcc 13.0 for sm_90).
+        at once per SM, the fastest on road-NY; ptxas of nvcc 13.0 for sm_90). Blocks of 128
+        (eight per SM, every batch of road-NY at once) took 0.41-0.42 s against 0.39 s: a batch
+        takes twice as long with half the groups (session 13, call 6), so they are not offered.
     unroll : int
         Visited vertices in flight per thread in the sums pass (``DG_WV_UNR``).
     min_blocks : int or None
@@ -111,8 +113,9 @@ class GpuWave:
         against 25). Needs ``recip_shared >= 512``; False: every distance the general way.
     group_sync : bool
         A ``__syncwarp`` of the group of 8 lanes between its CAS loops and lane 0's worklist flag
-        (``DG_WV_GSYNC``; the vote before it already gathers the lanes' results; kept on: off
-        was within the runs' spread on road-NY, 0.399-0.400 against 0.392-0.408 s, call 4).
+        (``DG_WV_GSYNC``). Only ``__syncwarp`` orders the lanes' memory operations for lane 0 (a
+        vote does not), so it stays on; False is for benchmarks (within the runs' spread on
+        road-NY: 0.399-0.400 against 0.392-0.408 s, session 13 call 4).
     wide : {"bits", "halves"}
         A batch whose offsets reach 254 (its sources lie 254 or more apart): "bits" runs it on the
         bit-parallel kernel after the wave; "halves" runs its two halves of 128 sources again on
@@ -143,7 +146,7 @@ class GpuWave:
         self._ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
         self._idx = cp.asarray(np.asarray(g2.indices, np.int32) if g2.indices.size else np.zeros(1, np.int32))
         self.block_threads = int(block_threads)
-        expect(self.block_threads in (128, 256, 512, 1024), "block_threads", "128, 256, 512 or 1024", block_threads)
+        expect(self.block_threads in (256, 512, 1024), "block_threads", "256, 512 or 1024", block_threads)
         expect(unroll in (1, 2, 4, 8, 16, 32), "unroll", "1, 2, 4, 8, 16 or 32 (vertices in flight per thread in "
                "the sums pass)", unroll)
         self.unroll = int(unroll)
