@@ -69,6 +69,9 @@ typedef unsigned long long wv_u64;
 #ifndef DG_WV_FSUMS
 #define DG_WV_FSUMS 1  // the sums pass's fast path (1-byte offsets, none 254 or 255, base in the shared table)
 #endif
+#ifndef DG_WV_ELL
+#define DG_WV_ELL 0  // ell: a vertex's first 8 neighbours (-1 past its degree), read beside indptr
+#endif
 #ifndef DG_WV_GSYNC
 #define DG_WV_GSYNC 1  // a group __syncwarp between the CAS loops and lane 0's worklist flag
 #endif
@@ -170,17 +173,24 @@ __device__ __forceinline__ bool wv_lower4(unsigned* p, uint4 o, uint4 c, int* s_
 // list out (a flag per vertex dedups).  The neighbours' ids and bases are read a lane each,
 // their profiles WV_NB at a time; a word is written (CAS) only where it goes down.
 template <int W>
-__device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices,
+__device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices, const int* __restrict__ ell,
                                         unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
                                         unsigned gm, unsigned q, int* s_clamp, int lmax) {
     const wv8 w = wv_load(P, v, q);
     const int bv = B[v];
     const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
+#if DG_WV_ELL
+    const int x0 = ell[(wv_i64)v * 8 + q];  // beside the arc range, not after it
+#endif
     for (wv_i64 eb = e0; eb < e1; eb += 8) {
         const int m = (int)min((wv_i64)8, e1 - eb);
         int x = -1, bx = -1;
         if ((int)q < m) {
+#if DG_WV_ELL
+            x = eb == e0 ? x0 : indices[eb + q];
+#else
             x = indices[eb + q];
+#endif
             bx = x == v ? -1 : B[x];
         }
         for (int j = 0; j < m; j += WV_NB) {
@@ -218,16 +228,23 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
 // level L; its neighbours without a base get level L + 2 and go on the order list.
 template <int W>
 __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__ indptr,
-                                        const int* __restrict__ indices, unsigned* P, int* B, unsigned gm,
+                                        const int* __restrict__ indices, const int* __restrict__ ell, unsigned* P, int* B, unsigned gm,
                                         unsigned q, int* O, unsigned* cnt) {
     wv8 acc;
     acc.a = acc.b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
     const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
+#if DG_WV_ELL
+    const int x0 = ell[(wv_i64)v * 8 + q];  // beside the arc range, not after it
+#endif
     for (wv_i64 eb = e0; eb < e1; eb += 8) {
         const int m = (int)min((wv_i64)8, e1 - eb);
         int x = -1;
         if ((int)q < m) {
+#if DG_WV_ELL
+            x = eb == e0 ? x0 : indices[eb + q];
+#else
             x = indices[eb + q];
+#endif
             const int bx = B[x];
             // a neighbour without a base is at level L + 2: discovered here (one pass and one
             // barrier less per level than a discovery pass of its own)
@@ -258,12 +275,12 @@ __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__
 // r - 1, before its barrier): one barrier per round.  s_wn[0..2] are 0 at entry and at exit.
 template <int W>
 __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __restrict__ indptr,
-                              const int* __restrict__ indices, unsigned* P, const int* B, int* inwl, int* wl, int n,
+                              const int* __restrict__ indices, const int* __restrict__ ell, unsigned* P, const int* B, int* inwl, int* wl, int n,
                               unsigned* s_wn, unsigned long long* s_rounds, unsigned long long* s_fixes,
                               int* s_clamp, int lmax) {
     const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
     const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
-    for (int i = lo + grp; i < hi; i += ngrp) wv_push<W>(O[i], indptr, indices, P, B, inwl, wl, &s_wn[0], gm, q, s_clamp, lmax);
+    for (int i = lo + grp; i < hi; i += ngrp) wv_push<W>(O[i], indptr, indices, ell, P, B, inwl, wl, &s_wn[0], gm, q, s_clamp, lmax);
     __syncthreads();
     for (int r = 1;; ++r) {
         const int k = (int)*(volatile unsigned*)&s_wn[(r - 1) % 3];
@@ -282,7 +299,7 @@ __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __rest
                 __threadfence_block();
             }
             __syncwarp(gm);
-            wv_push<W>(x, indptr, indices, P, B, inwl, out, &s_wn[r % 3], gm, q, s_clamp, lmax);
+            wv_push<W>(x, indptr, indices, ell, P, B, inwl, out, &s_wn[r % 3], gm, q, s_clamp, lmax);
         }
         __syncthreads();
     }
@@ -326,7 +343,7 @@ __device__ __forceinline__ void wv_acc(unsigned* h, wv_u64 t) {
 // the way as session 12 on final ones). The bases are reset for the next batch.
 template <int W>
 __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __restrict__ indptr,
-                         const int* __restrict__ indices, int n, unsigned* P, int* B, int* O, int* WL, int* IN,
+                         const int* __restrict__ indices, const int* __restrict__ ell, int n, unsigned* P, int* B, int* O, int* WL, int* IN,
                          const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
                          wv_u64* h1, wv_u64* h2, const int* __restrict__ leaf, wv_shared& sh, wv_i64& levels) {
     const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
@@ -359,13 +376,13 @@ __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __r
     }
     __syncthreads();
     int hi = nsrc, nhi = (int)sh.cnt, L = 0;
-    wv_push_level<W>(O, 0, hi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp, 0);
+    wv_push_level<W>(O, 0, hi, indptr, indices, ell, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp, 0);
     bool gave_up = W == 1 && *(volatile int*)&sh.clamp;  // block-uniform: read after push_level's barrier
     while (!gave_up && nhi > hi) {  // level L + 1: order[hi, nhi)
-        for (int i = hi + grp; i < nhi; i += ngrp) wv_pull<W>(O[i], L, indptr, indices, P, B, gm, q, O, &sh.cnt);
+        for (int i = hi + grp; i < nhi; i += ngrp) wv_pull<W>(O[i], L, indptr, indices, ell, P, B, gm, q, O, &sh.cnt);
         __syncthreads();
         const int next = (int)sh.cnt;  // the end of level L + 2
-        wv_push_level<W>(O, hi, nhi, indptr, indices, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp,
+        wv_push_level<W>(O, hi, nhi, indptr, indices, ell, P, B, IN, WL, n, sh.wn, &sh.rounds, &sh.fixes, &sh.clamp,
                          L + 1);
         gave_up = W == 1 && *(volatile int*)&sh.clamp;
         hi = nhi;
@@ -563,7 +580,8 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
                             unsigned* prof, int* base, int* order, int* wl, int* inwl,
                             const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
                             wv_u64* h1, wv_u64* h2, unsigned* ctl, int* queue, int* overflow, wv_i64* stats,
-                            wv_i64* btime, int halves, const int* __restrict__ leaf) {
+                            wv_i64* btime, int halves, const int* __restrict__ leaf,
+                            const int* __restrict__ ell) {
     __shared__ int s_item;
     __shared__ wv_shared sh;
     const wv_i64 slot = blockIdx.x;
@@ -592,7 +610,7 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
             const long long ts = wv_now();
             const wv_i64 lv0 = levels;
             const unsigned long long fx0 = sh.fixes;
-            const bool wide = wv_batch<1>(srcs + (wv_i64)it * 256, nsrc, indptr, indices, n, P, B, O, WL, IN, recip,
+            const bool wide = wv_batch<1>(srcs + (wv_i64)it * 256, nsrc, indptr, indices, ell, n, P, B, O, WL, IN, recip,
                                           rmax, far, reach, h0, h1, h2, leaf, sh, levels);
             if (threadIdx.x == 0) {
                 if (wide && halves) {
@@ -617,7 +635,7 @@ distgraph_msbfs_wave_blocks(const wv_i64* __restrict__ indptr, const int* __rest
             }
         } else {
             const int e = -(it + 2), bt = e >> 1, h = e & 1, nsrc = nsrcs[bt];
-            if (wv_batch<2>(srcs + (wv_i64)bt * 256 + 128 * h, min(nsrc - 128 * h, 128), indptr, indices, n, P, B, O,
+            if (wv_batch<2>(srcs + (wv_i64)bt * 256 + 128 * h, min(nsrc - 128 * h, 128), indptr, indices, ell, n, P, B, O,
                             WL, IN, recip, rmax, far, reach, h0, h1, h2, leaf, sh, levels) &&
                 threadIdx.x == 0)
                 atomicOr(overflow + bt, 1 << h);

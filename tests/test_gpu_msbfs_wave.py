@@ -115,7 +115,8 @@ def test_wave_byte_limit_halves(k, flagged):
                                 sources_per_thread=2, neighbours=2), dict(block_threads=512, min_blocks=1,
                                 sources_per_thread=4, neighbours=4), dict(block_threads=256, recip_shared=512),
                                 dict(block_threads=256, fast_sums=False, group_sync=False),
-                                dict(block_threads=256, sources_per_thread=4, recip_shared=0)])
+                                dict(block_threads=256, sources_per_thread=4, recip_shared=0),
+                                dict(block_threads=512, ell=False)])
 @pytest.mark.parametrize("name", ["kron10", "grid_hanging"])
 def test_wave_kernel_options(name, kw):
     g = GRAPHS[name]
@@ -145,7 +146,7 @@ def _path_stars_grid():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kw", [dict(recip_shared=512), dict(recip_shared=512, sources_per_thread=2),
-                                dict(recip_shared=1024, sources_per_thread=1), dict(fast_sums=False),
+                                dict(recip_shared=1024, sources_per_thread=1), dict(fast_sums=False, ell=False),
                                 dict(group_sync=False)])
 def test_wave_sums_fast_and_general_paths(kw):
     # batches of 248 vertices of the main component in order along the path (spanning about 230

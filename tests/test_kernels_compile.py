@@ -142,10 +142,10 @@ def test_profiling_build_compiles_and_default_has_none(name, defs, prof, syms, t
 
 
 WAVE_BUILDS = [  # GpuWave's options (DG_WV_*): the defaults, and the ends of each range
-    {"BLOCK": 256, "MINB": 4, "SPT": 4, "NB": 1, "UNR": 8, "RSH": 2048, "FSUMS": 1, "GSYNC": 1},
+    {"BLOCK": 256, "MINB": 4, "SPT": 4, "NB": 1, "UNR": 8, "RSH": 2048, "FSUMS": 1, "GSYNC": 1, "ELL": 1},
     {"BLOCK": 256, "MINB": 4, "SPT": 2, "NB": 1, "UNR": 8, "RSH": 2048, "FSUMS": 1, "GSYNC": 1},
-    {"BLOCK": 512, "MINB": 1, "SPT": 4, "NB": 4, "UNR": 16, "RSH": 0, "FSUMS": 1, "GSYNC": 0},
-    {"BLOCK": 1024, "MINB": 1, "SPT": 1, "NB": 2, "UNR": 1, "RSH": 4096, "FSUMS": 0, "GSYNC": 1},
+    {"BLOCK": 512, "MINB": 1, "SPT": 4, "NB": 4, "UNR": 16, "RSH": 0, "FSUMS": 1, "GSYNC": 0, "ELL": 0},
+    {"BLOCK": 1024, "MINB": 1, "SPT": 1, "NB": 2, "UNR": 1, "RSH": 4096, "FSUMS": 0, "GSYNC": 1, "ELL": 1},
     {"BLOCK": 256, "MINB": 2, "SPT": 4, "NB": 1, "UNR": 2, "RSH": 512, "FSUMS": 1, "GSYNC": 0},
 ]
 
@@ -154,7 +154,7 @@ WAVE_BUILDS = [  # GpuWave's options (DG_WV_*): the defaults, and the ends of ea
 @pytest.mark.parametrize("defs", WAVE_BUILDS, ids=lambda d: "-".join(f"{k}{v}" for k, v in d.items()))
 def test_wave_kernel_options_compile(defs, tmp_path):
     """kernels/msbfs_wave.cu with the defines GpuWave passes for its options (block_threads,
-    min_blocks, sources_per_thread, neighbours, unroll, recip_shared, fast_sums, group_sync)
+    min_blocks, sources_per_thread, neighbours, unroll, recip_shared, fast_sums, group_sync, ell)
     compiles for sm_90, both offset widths (the kernel instantiates W = 1 and 2) included."""
     path = KERNELS[0].parent / "msbfs_wave.cu"
     ptx = tmp_path / "w.ptx"

@@ -147,13 +147,14 @@ def pull_bits_shared(n: int, vertices: bool) -> bool:
     return (4 if vertices else 8) * pull_bit_words(n, vertices) <= SHARED_DBITS_MAX - 4096
 
 
-def ell4(tptr, tidx, n: int) -> np.ndarray:
-    """The first four in-arcs of every vertex (``tptr``/``tidx``: CSR of the transpose), -1
-    where it has fewer: int32 ``(max(n, 1), 4)``, the ``ell`` of the pull kernel."""
+def ell4(tptr, tidx, n: int, width: int = 4) -> np.ndarray:
+    """The first ``width`` in-arcs of every vertex (``tptr``/``tidx``: CSR of the transpose), -1
+    where it has fewer: int32 ``(max(n, 1), width)``, the ``ell`` of the pull kernel (4) and of
+    the profile wave (8)."""
     tptr = np.asarray(tptr, dtype=np.int64)
-    out = np.full((max(int(n), 1), 4), -1, np.int32)
+    out = np.full((max(int(n), 1), int(width)), -1, np.int32)
     deg = np.diff(tptr)
-    for k in range(4):
+    for k in range(int(width)):
         has = np.flatnonzero(deg > k)
         out[has, k] = np.asarray(tidx)[tptr[has] + k]
     return out

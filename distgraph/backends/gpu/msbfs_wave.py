@@ -43,7 +43,7 @@ import time
 import numpy as np
 
 from ...errors import DeviceMemoryError, expect
-from .msbfs import GpuMSBFS, _func_attr, _grid_size, _recip_fixed, add_sums, leaf_map, self_context
+from .msbfs import GpuMSBFS, _func_attr, _grid_size, _recip_fixed, add_sums, ell4, leaf_map, self_context
 
 __all__ = ["GpuWave", "WaveRunner", "recip_table", "WAVE_MIN_DEPTH", "wave_pays"]
 
@@ -111,6 +111,10 @@ class GpuWave:
         table (``recip_shared - 256``), counts reach and its base once, the offsets per source,
         and reads each reciprocal at ``table[base + offset]`` (about 7 instructions per distance
         against 25). Needs ``recip_shared >= 512``; False: every distance the general way.
+    ell : bool
+        A vertex's first 8 neighbours also in an ELL array (``n * 32`` bytes), read beside its
+        arc range instead of after it (``DG_WV_ELL``): one dependent load less in each pull
+        and push.
     group_sync : bool
         A ``__syncwarp`` of the group of 8 lanes between its CAS loops and lane 0's worklist flag
         (``DG_WV_GSYNC``). Only ``__syncwarp`` orders the lanes' memory operations for lane 0 (a
@@ -125,7 +129,7 @@ class GpuWave:
 
     def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=256, unroll=8, min_blocks=None,
                  sources_per_thread=4, neighbours=1, wide="bits", recip_shared=2048, fast_sums=True,
-                 group_sync=True, ctx=None):
+                 group_sync=True, ell=True, ctx=None):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
@@ -145,6 +149,7 @@ class GpuWave:
                      "wave_s": 0.0, "fallback_s": 0.0, "aside_batches": 0}
         self._ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
         self._idx = cp.asarray(np.asarray(g2.indices, np.int32) if g2.indices.size else np.zeros(1, np.int32))
+        self._ell = cp.asarray(ell4(g2.indptr, g2.indices, n, 8)) if ell else None
         self.block_threads = int(block_threads)
         expect(self.block_threads in (256, 512, 1024), "block_threads", "256, 512 or 1024", block_threads)
         expect(unroll in (1, 2, 4, 8, 16, 32), "unroll", "1, 2, 4, 8, 16 or 32 (vertices in flight per thread in "
@@ -159,9 +164,9 @@ class GpuWave:
         expect(recip_shared in (0, 256, 512, 1024, 2048, 4096), "recip_shared", "0, 256, 512, 1024, 2048 or 4096",
                recip_shared)
         self.recip_shared = int(recip_shared)
-        for name, val in (("fast_sums", fast_sums), ("group_sync", group_sync)):
+        for name, val in (("fast_sums", fast_sums), ("group_sync", group_sync), ("ell", ell)):
             expect(isinstance(val, (bool, np.bool_)), name, "True or False", val)
-        self.fast_sums, self.group_sync = bool(fast_sums), bool(group_sync)
+        self.fast_sums, self.group_sync, self.ell = bool(fast_sums), bool(group_sync), bool(ell)
         expect(wide in ("bits", "halves"), "wide", "'bits' or 'halves'", wide)
         self.wide = wide
         expect(self.block_threads * self.spt >= 256, "sources_per_thread",
@@ -170,7 +175,8 @@ class GpuWave:
         self._k = get_module("msbfs_wave", {"DG_WV_BLOCK": self.block_threads, "DG_WV_UNR": self.unroll,
                                             "DG_WV_MINB": self.min_blocks, "DG_WV_SPT": self.spt,
                                             "DG_WV_NB": self.nb, "DG_WV_RSH": self.recip_shared,
-                                            "DG_WV_FSUMS": int(self.fast_sums), "DG_WV_GSYNC": int(self.group_sync)}).get_function(
+                                            "DG_WV_FSUMS": int(self.fast_sums), "DG_WV_GSYNC": int(self.group_sync),
+                                            "DG_WV_ELL": int(self.ell)}).get_function(
             "distgraph_msbfs_wave_blocks")
         self.info["registers"] = _func_attr(self._k, "NUM_REGS")
         self.info["local_bytes"] = _func_attr(self._k, "LOCAL_SIZE_BYTES")
@@ -297,7 +303,8 @@ class GpuWave:
                  self._prof, self._base, self._order, self._wl, self._inwl, self._recip,
                  np.int32(self._recip.shape[0]),
                  *sums, self._ctl, queue, ovf, self._stats, btime, np.int32(self.wide == "halves"),
-                 self._leaf if self._leaf is not None else np.uint64(0)))
+                 self._leaf if self._leaf is not None else np.uint64(0),
+                 self._ell if self._ell is not None else np.uint64(0)))
         host = [a.get() for a in sums]
         if self.new_id is not None:
             host = [h[self.new_id] for h in host]
