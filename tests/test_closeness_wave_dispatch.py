@@ -139,10 +139,17 @@ def test_auto_takes_the_wave_on_high_diameter_only(gpu_ctx, monkeypatch, tmp_pat
     from distgraph.runtime.config import config
 
     monkeypatch.setattr(config, "gpu_closeness_wave", "auto")
-    monkeypatch.setattr(cl, "_wave_pays", lambda hptr, hidx: gpu_ctx.wave_pays(hptr, hidx, memory=False))
+    monkeypatch.setattr(cl, "_wave_pays", lambda hptr, hidx, depth=False: gpu_ctx.wave_pays(hptr, hidx, memory=False,
+                                                                                           depth=depth))
+    import distgraph.algorithms.msbfs as ms
+
+    depths = []
+    real_depth = ms.depth_unless_scale_free
+    monkeypatch.setattr(ms, "depth_unless_scale_free", lambda *a, **k: depths.append(1) or real_depth(*a, **k))
     g = _grid(4, 200)
     got = cl.closeness(g, backend="gpu", progress=False)
     assert _FakeWave.calls == [g.n]
+    assert len(depths) == 1   # the high-diameter test once, for the wave and for the ball order
     np.testing.assert_array_equal(got.farness, cl.closeness(g, backend="cpu", progress=False).farness)
     # off, per-vertex subsets, checkpoints, several ranks and directed graphs keep the bit-parallel runner
     seen = []

@@ -172,7 +172,8 @@ def _words(k: int) -> int:
     return w
 
 
-def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool = False, hidx=None) -> str:
+def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool = False, hidx=None,
+                    depth=False) -> str:
     """How the CPU backend groups ``sources`` into batches: ``"ball"`` (compact groups,
     :func:`~distgraph.backends.cpu.msbfs.ball_order`) or ``"degree"`` (consecutive in the
     decreasing-degree numbering). ``config.msbfs_batch_order`` ("auto": ball on graphs of
@@ -182,7 +183,8 @@ def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool 
     levels. On urand graphs, not scale-free but of low diameter, balls were 0-35% slower).
     Per-source sums, levels and repeated sources keep the degree order (their batches must
     hold the sources as given). The same on every rank (from the graph alone); part of a
-    checkpoint's identity."""
+    checkpoint's identity. ``depth``: :func:`depth_unless_scale_free` of the same arrays, when
+    the caller has it (False: computed here)."""
     from ..runtime.config import config
 
     how = config.msbfs_batch_order
@@ -193,7 +195,8 @@ def cpu_batch_order(hptr, tptr, sources, *, per_source: bool, want_levels: bool 
         return "degree"
     if how == "ball":
         return "ball"
-    depth = None if hidx is None else depth_unless_scale_free(hptr, hidx, tptr)
+    if depth is False:
+        depth = None if hidx is None else depth_unless_scale_free(hptr, hidx, tptr)
     return "ball" if depth is not None and depth > 2 * np.log2(np.asarray(hptr).shape[0] - 1) else "degree"
 
 

@@ -356,17 +356,19 @@ class GpuWave:
 WAVE_MIN_DEPTH = 128
 
 
-def wave_pays(hptr, hidx, *, memory: bool = True) -> bool:
+def wave_pays(hptr, hidx, *, memory: bool = True, depth=False) -> bool:
     """Whether closeness' ``gpu_closeness_wave="auto"`` takes the wave on this undirected graph:
     degrees not heavy-tailed, a BFS from the largest-degree vertex at least
     :data:`WAVE_MIN_DEPTH` levels deep (road networks, meshes: road-NY about 500 levels; not
     cond-mat-2005 or email-Enron, where the bit-parallel kernel was 8x and 6x faster), and the
     state of one batch per SM (``n * 276`` bytes each) within half the GPU's free memory
-    (``memory=False``: the graph alone)."""
+    (``memory=False``: the graph alone). ``depth``: ``depth_unless_scale_free(hptr, hidx)`` when
+    the caller has it (False: computed here)."""
     from ...algorithms.msbfs import depth_unless_scale_free
 
     hp = np.asarray(hptr, np.int64)
-    depth = depth_unless_scale_free(hp, hidx)
+    if depth is False:
+        depth = depth_unless_scale_free(hp, hidx)
     if depth is None or depth < WAVE_MIN_DEPTH:
         return False
     if not memory:
