@@ -345,7 +345,6 @@ def _bench_wave_rows(r, g, limit, sources, fold, aside, prep):
             "block_threads": r.block_threads,
             "min_blocks": r.min_blocks, "sources_per_thread": r.spt, "neighbours": r.nb, "unroll": r.unroll,
             "recip_shared": r.recip_shared, "fast_sums": r.fast_sums, "group_sync": r.group_sync, "ell": r.ell,
-            "aside_first": r.aside_first,
             "preprocess_s": prep, "sources_run": int(done), "sources_total": int(sources.size), "seconds": el,
             "total_s": total, "extrapolated": bool(done < sources.size), "edge_visits_per_s_per_gpu": rate,
             "vs_blest_per_gpu": rate / BLEST_RATE, "levels_per_launch": r.info["levels"] / max(r.info["batches"], 1),
@@ -581,8 +580,6 @@ def variant_kwargs(v):
         return {"rsh": int(v[3:])}
     if v == "noaside":   # the wave without the ball order's spread groups on the bit kernel
         return {"noaside": True}
-    if v == "af":   # the wave's aside sources launched before it (aside_first)
-        return {"aside_first": True}
     if v.startswith("r") and v[1:].isdigit():   # a repeat of the row (a label of its own; no option)
         return {}
     if v in ("fs0", "gs0", "el0"):   # the wave without its sums fast path, group sync (benchmarks only), ELL
@@ -660,8 +657,7 @@ def block_sweep(g, reorder, labels, orders, limit, check, rows, save, spec=""):
                 if kw.get("wave"):   # the profile-wave prototype (GpuWave), not a GpuMSBFS variant
                     names = {"unroll": "unroll", "block_threads": "block_threads", "min_blocks": "min_blocks",
                              "spt": "sources_per_thread", "nb": "neighbours", "wide": "wide",
-                             "rsh": "recip_shared", "fast_sums": "fast_sums", "group_sync": "group_sync", "ell": "ell",
-                             "aside_first": "aside_first"}   # unset: GpuWave's defaults
+                             "rsh": "recip_shared", "fast_sums": "fast_sums", "group_sync": "group_sync", "ell": "ell"}   # unset: GpuWave's defaults
                     aside = None
                     if order == "ball" and not kw.get("noaside"):   # as closeness() does
                         from distgraph.algorithms.msbfs import ball_sources
@@ -877,7 +873,7 @@ def main(argv=None):
                          "min_blocks N; slN: N resident blocks (slots); sdb: shared_dbits; sdbmbN: both; "
                          "pf: prefetch; fold: leaves folded as closeness() does; wave: the profile-wave "
                          "prototype (GpuWave; with it mbN, sptN, nbN, rshN: its min_blocks, sources_per_thread, neighbours, "
-                         "recip_shared; fs0, gs0, el0: fast_sums, group_sync, ell off; af: aside_first; rN: a repeat of the row under a label "
+                         "recip_shared; fs0, gs0, el0: fast_sums, group_sync, ell off; rN: a repeat of the row under a label "
                          "of its own); bN: block_threads N; "
                          "f4: flush4; pull / nopull: the pull kernel on / off; pv: its per-vertex candidates; "
                          "tokens join with '+', e.g. sdb+pf+mb3, b512+mb2)")

@@ -271,15 +271,13 @@ def test_closeness_with_the_wave_equals_cpu(data_dir, monkeypatch, name, fold):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("first", [False, True])
 @pytest.mark.parametrize("which", ["some", "all"])
-def test_wave_aside_sources_on_the_bit_kernel(which, first):
+def test_wave_aside_sources_on_the_bit_kernel(which):
     # sources set aside run on the bit-parallel kernel on a stream of their own, beside the wave
-    # (launched after it, its runner made while the wave runs; or before it)
     g = GRAPHS["kron10"]
     srcs = np.flatnonzero(np.diff(g.indptr) > 0).astype(np.int64)
     aside = np.zeros(srcs.size, np.bool_)
     aside[(srcs % 3 == 0) if which == "some" else slice(None)] = True
-    got, r = _wave_sums(g, srcs, slots=2, aside=aside, aside_first=first)
+    got, r = _wave_sums(g, srcs, slots=2, aside=aside)
     assert r.info["aside_batches"] == -(-int(aside.sum()) // 256) and r._fallback is not None
     assert _same(got, _sums(g, srcs, False))

@@ -115,11 +115,6 @@ class GpuWave:
         A vertex's first 8 neighbours also in an ELL array (``n * 32`` bytes), read beside its
         arc range instead of after it (``DG_WV_ELL``): one dependent load less in each pull
         and push.
-    aside_first : bool
-        Launch the bit-parallel runner of the sources set ``aside`` (:meth:`run`) before the wave
-        (its blocks then hold SMs from the start: the wave's first batches start late on them)
-        rather than after it (False, the default: the runner is made while the wave runs, and its
-        blocks take the SMs the wave's blocks leave when no batch is left).
     group_sync : bool
         A ``__syncwarp`` of the group of 8 lanes between its CAS loops and lane 0's worklist flag
         (``DG_WV_GSYNC``). Only ``__syncwarp`` orders the lanes' memory operations for lane 0 (a
@@ -134,7 +129,7 @@ class GpuWave:
 
     def __init__(self, hptr, hidx, *, reorder="auto", slots=None, block_threads=256, unroll=8, min_blocks=None,
                  sources_per_thread=4, neighbours=1, wide="bits", recip_shared=2048, fast_sums=True,
-                 group_sync=True, ell=True, aside_first=False, ctx=None):
+                 group_sync=True, ell=True, ctx=None):
         from ...formats.reorder import reorder_graph
         from ...graph.core import Graph
         from .loader import get_module, import_cupy
@@ -172,8 +167,6 @@ class GpuWave:
         for name, val in (("fast_sums", fast_sums), ("group_sync", group_sync), ("ell", ell)):
             expect(isinstance(val, (bool, np.bool_)), name, "True or False", val)
         self.fast_sums, self.group_sync, self.ell = bool(fast_sums), bool(group_sync), bool(ell)
-        expect(isinstance(aside_first, (bool, np.bool_)), "aside_first", "True or False", aside_first)
-        self.aside_first = bool(aside_first)
         expect(wide in ("bits", "halves"), "wide", "'bits' or 'halves'", wide)
         self.wide = wide
         expect(self.block_threads * self.spt >= 256, "sources_per_thread",
@@ -215,8 +208,8 @@ class GpuWave:
         into ``out`` (``far, reach, h0, h1, h2``, host arrays of n; limbs not normalized).
 
         ``aside`` (a bool per source, optional): sources to run on the bit-parallel kernel
-        instead, on a stream of their own, launched after the wave (``aside_first``: before it)
-        so that its blocks run beside the wave's (closeness() puts there the groups of the ball order filled from more than one
+        instead, launched first on a stream of their own so that its blocks run beside the
+        wave's (closeness() puts there the groups of the ball order filled from more than one
         ball, whose sources may lie far apart: on road-NY the slowest batches of the wave, 400-500
         ms against 210 for most, and those that give up their bytes). Batches that give up their
         bytes run there too, after the wave."""
@@ -231,41 +224,24 @@ class GpuWave:
                    f"a bool per source, shape {src.shape}", f"{aside.dtype} of shape {aside.shape}")
             if not aside.any():
                 aside = None
-        # with aside_first the runners are made first, so that ``out`` gets nothing when one cannot
-        # be; the streams wait for the work queued so far on the legacy stream (the runners'
-        # set-up), then run beside each other and beside anything queued on the legacy stream
-        # later (non-blocking streams)
-        first = aside is not None and self.aside_first
-        bits = self._bits() if first else None
-        side = self._stream() if first else None
-        wave = None   # the wave's stream while its kernel may run
+        # runners made first, so that ``out`` gets nothing when one cannot be; the streams wait for
+        # the work queued so far on the legacy stream (the runners' set-up), then run beside each
+        # other and beside anything queued on the legacy stream later (non-blocking streams)
+        bits = self._bits() if aside is not None else None
+        side = self._stream() if aside is not None else None
         try:
-            if first:
+            if aside is not None:
                 with side:
                     bits.run(src[aside], False, out, defer=True)   # ``out`` untouched until drain
                     bits.launch_held()
-            if aside is not None:
                 self.info["aside_batches"] += -(-int(aside.sum()) // KAPPA)
-                asrc, src = src[aside], src[~aside]
+                src = src[~aside]
             t0 = time.perf_counter()
             k = int(src.shape[0])
             host, bad = None, np.zeros(0, np.int64)
             if k:
-                wave = self._stream()
-                with wave:
-                    launched = self._launch(src, k)
-            if aside is not None and not first:
-                # the bit-parallel runner made while the wave runs; its blocks are queued behind
-                # the wave's and take the SMs the wave's blocks leave when no batch is left to take
-                bits = self._bits()
-                side = self._stream()
-                with side:
-                    bits.run(asrc, False, out, defer=True)
-                    bits.launch_held()
-            if k:
-                with wave:
-                    host, st, ovf_h = self._collect(*launched)
-                wave = None
+                with self._stream():
+                    host, st, ovf_h = self._launch(src, k)
                 bad = np.flatnonzero(ovf_h)
             self.info["wave_s"] += time.perf_counter() - t0
             if bad.size and bits is None:
@@ -292,8 +268,6 @@ class GpuWave:
                     side.synchronize()   # its accumulators reset before the next run's stream uses them
                 self.info["fallback_s"] += time.perf_counter() - t0
         except BaseException:
-            if wave is not None:   # its kernel done before its arrays go back to the pool
-                wave.synchronize()
             if bits is not None:   # nothing held or deferred may reach a later run's ``out``
                 bits.discard_deferred()
                 cp.cuda.Device().synchronize()
@@ -309,8 +283,8 @@ class GpuWave:
         return s
 
     def _launch(self, src, k):
-        """Launch the wave kernel over ``src`` (on the current stream); what :meth:`_collect`
-        takes."""
+        """One launch of the wave kernel over ``src`` (on the current stream); its per-source sums
+        (host, caller ids), stats and overflow flags."""
         cp = self._cp
         internal = self.new_id[src] if self.new_id is not None else src
         nb = -(-k // KAPPA)
@@ -324,19 +298,13 @@ class GpuWave:
         self._stats.fill(0)
         queue = cp.full(2 * nb, -1, cp.int32)
         btime = cp.zeros(6 * nb, cp.int64)
-        args = (cp.asarray(srcs), cp.asarray(nsrcs))   # held with the launch until it is collected
         self._k((min(self.slots, nb),), (self.block_threads,),
-                (self._ptr, self._idx, np.int32(self.n), *args, np.int32(nb),
+                (self._ptr, self._idx, np.int32(self.n), cp.asarray(srcs), cp.asarray(nsrcs), np.int32(nb),
                  self._prof, self._base, self._order, self._wl, self._inwl, self._recip,
                  np.int32(self._recip.shape[0]),
                  *sums, self._ctl, queue, ovf, self._stats, btime, np.int32(self.wide == "halves"),
                  self._leaf if self._leaf is not None else np.uint64(0),
                  self._ell if self._ell is not None else np.uint64(0)))
-        return sums, ovf, btime, nb, queue, args
-
-    def _collect(self, sums, ovf, btime, nb, queue, args):
-        """The launch's per-source sums (host, caller ids), stats and overflow flags (on the
-        current stream: the launch's)."""
         host = [a.get() for a in sums]
         if self.new_id is not None:
             host = [h[self.new_id] for h in host]
