@@ -190,76 +190,51 @@ def closeness(graph, *, vertices=None, convention="networkx", backend=None, comm
         from ..runtime.config import config
 
         wave = str(config.gpu_closeness_wave).strip().lower()
-        depth = False   # the high-diameter test, computed once for both questions below
-        use_wave = False
-        if wave != "off" and not per_source and checkpoint is None and not graph.directed:
-            if wave == "on":
-                use_wave = True
-            elif ctx.size == 1:
-                from .msbfs import depth_unless_scale_free
+        depth = False   # the high-diameter test, computed once for the wave and the ball order
+        if wave == "auto" and not per_source and checkpoint is None and not graph.directed and ctx.size == 1:
+            from .msbfs import depth_unless_scale_free
 
-                depth = depth_unless_scale_free(hptr, hidx, tptr)
-                use_wave = _wave_pays(hptr, hidx, depth)
-        if use_wave:
-            # high diameter: the distance-profile wave (GpuWave), each vertex once per batch.
-            # Folding and the ball order do not depend on the runner: the ball order (numba,
-            # without the GIL) runs in a thread beside the runner's set-up (reordering, checks,
-            # device arrays); road-NY: 0.05 s and 0.05 s (session 13, call 5's profile)
-            from concurrent.futures import ThreadPoolExecutor
-
+            depth = depth_unless_scale_free(hptr, hidx, tptr)
+        if wave != "off" and not per_source and checkpoint is None and not graph.directed \
+                and (wave == "on" or (ctx.size == 1 and _wave_pays(hptr, hidx, depth))):
+            # high diameter: the distance-profile wave (GpuWave), each vertex once per batch
             from ..backends.gpu.msbfs_wave import WaveRunner
-            from .msbfs import ball_sources
 
-            fold = leaf_folds(hptr, hidx) if config.gpu_closeness_fold_leaves else None
-            if fold is not None and fold[0].size:
+            runner = WaveRunner(hptr, hidx, ctx=ctx)
+        else:
+            runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx, all_sources=not per_source)
+        if not per_source and hasattr(runner, "fold_leaves") and getattr(runner, "symmetric", False) \
+                and config.gpu_closeness_fold_leaves and checkpoint is None:
+            # vertices whose only neighbour is p get their sums from p's BFS (leaf_folds); not in a
+            # checkpointed run, whose batches must return their sums one by one: those go to the
+            # grid-schedule companion, which does not fold (and checkpoints stay as before)
+            fold = leaf_folds(hptr, hidx)
+            if fold[0].size:
+                runner.fold_leaves(fold[2])
                 searched = np.ones(n, np.bool_)
                 searched[fold[0]] = False
                 sources = sources[searched[sources]]
             else:
                 fold = None
-            with ThreadPoolExecutor(1) as pool:
-                ball = None
-                if cpu_batch_order(hptr, tptr, sources, per_source=False, hidx=hidx, depth=depth) == "ball":
-                    # groups filled from more than one ball (sources maybe far apart, the wave's
-                    # slowest batches and those that give up their bytes) go to the bit kernel,
-                    # beside the wave (road-NY: 25 of 1033 groups, among them all 19 that span 150
-                    # or more)
-                    ball = pool.submit(ball_sources, hptr, hidx, tptr, tidx, sources, WaveRunner.kappa,
-                                       spread=True)
-                runner = WaveRunner(hptr, hidx, ctx=ctx)
-                if fold is not None:
-                    runner.fold_leaves(fold[2])
-                if ball is not None:
-                    sources, spread = ball.result()
-                    runner.set_aside(sources[spread])
-                    gpu_order = "ball"
-        else:
-            runner = make_runner(hptr, hidx, tptr, tidx, ctx=ctx, all_sources=not per_source)
-            if not per_source and hasattr(runner, "fold_leaves") and getattr(runner, "symmetric", False) \
-                    and config.gpu_closeness_fold_leaves and checkpoint is None:
-                # vertices whose only neighbour is p get their sums from p's BFS (leaf_folds); not
-                # in a checkpointed run, whose batches must return their sums one by one: those go
-                # to the grid-schedule companion, which does not fold (and checkpoints stay as before)
-                fold = leaf_folds(hptr, hidx)
-                if fold[0].size:
-                    runner.fold_leaves(fold[2])
-                    searched = np.ones(n, np.bool_)
-                    searched[fold[0]] = False
-                    sources = sources[searched[sources]]
-                else:
-                    fold = None
-            if not per_source and cpu_batch_order(hptr, tptr, sources, per_source=False, hidx=hidx) == "ball":
-                # compact groups of the runner's batch width, on the CPU backend's rule (asked for,
-                # or "auto" on graphs of high diameter that are not scale-free; from the graph
-                # alone, so a checkpoint resumes on either GPU schedule). Measured on the block
-                # schedule: road-NY 2.69 against 5.09 s of kernel at 1024 threads per block (the
-                # host grouping took 0.23 s), benchmarks/results/gpu_closeness_block_sweep.json; on
-                # cond-mat-2005 and email-Enron, which "auto" leaves in input order, the kernel
-                # saved 6 and 2 ms against 0.12 and 0.10 s of grouping (batch_order_s)
-                from .msbfs import ball_sources
+        if not per_source and cpu_batch_order(hptr, tptr, sources, per_source=False, hidx=hidx, depth=depth) == "ball":
+            # compact groups of the runner's batch width, on the CPU backend's rule (asked for, or
+            # "auto" on graphs of high diameter that are not scale-free; from the graph alone, so a
+            # checkpoint resumes on either GPU schedule). Measured on the block schedule: road-NY
+            # 2.69 against 5.09 s of kernel at 1024 threads per block (the host grouping took
+            # 0.23 s), benchmarks/results/gpu_closeness_block_sweep.json; on cond-mat-2005 and
+            # email-Enron, which "auto" leaves in input order, the kernel saved 6 and 2 ms against
+            # 0.12 and 0.10 s of grouping (batch_order_s)
+            from .msbfs import ball_sources
 
+            if hasattr(runner, "set_aside"):
+                # the wave: groups filled from more than one ball (sources maybe far apart, the
+                # wave's slowest batches and those that give up their bytes) go to the bit kernel,
+                # beside the wave (road-NY: 25 of 1033 groups, among them all 19 that span 150 or more)
+                sources, spread = ball_sources(hptr, hidx, tptr, tidx, sources, runner.kappa, spread=True)
+                runner.set_aside(sources[spread])
+            else:
                 sources = ball_sources(hptr, hidx, tptr, tidx, sources, int(getattr(runner, "kappa", bs)))
-                gpu_order = "ball"
+            gpu_order = "ball"
 
     try:  # the runner's device memory is freed also when the checkpoint or a batch fails
         store = None

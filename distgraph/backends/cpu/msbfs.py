@@ -253,7 +253,7 @@ def bfs_depth(indptr, indices, source):
     return d
 
 
-@njit(cache=True, nogil=True)   # nogil: closeness() runs it beside the GPU runner's set-up
+@njit(cache=True)
 def ball_order(hptr, hidx, tptr, tidx, is_src, batch, cap, seeds=None):
     """The sources (``is_src``) in an order whose consecutive groups of ``batch`` are
     compact: seeds are taken in the BFS order of the whole graph (arcs of H and of its
