@@ -32,9 +32,11 @@ README there): groups of 8 lanes per vertex, four batches per SM, one barrier pe
 round, the next level discovered in the pull, give-up at 254, leaves folded, the ball order's
 spread groups aside: road-NY 0.56 s with folding against 1.15 s for the bit-parallel kernel
 (call 12; 0.53 s in calls 9-10, before the review's fixes to the push loop). Session 13
-(benchmarks/results/session13_x2/): the sums pass's fast path (``fast_sums``: 0.141 -> 0.077 s
-per slot) and the give-up test moved to the CAS that writes: 0.39-0.41 s, the BLEST bar's
-per-GPU rate or better (0.41 s)."""
+(benchmarks/results/session13_x2/, README there): the sums pass's fast path (``fast_sums``: its
+time per slot 0.141 -> 0.077 s, call 1), the give-up test moved to the CAS that writes, 4 sources
+per thread in the sums pass and the first 8 neighbours in an ELL array: road-NY 0.385-0.391 s
+(call 7), 1.05-1.07x the BLEST bar's per-GPU rate (0.41 s), against 1.14 s for the bit-parallel
+kernel; ``closeness()`` end to end 0.602 s."""
 
 from __future__ import annotations
 
@@ -93,10 +95,11 @@ class GpuWave:
         Resident blocks per SM the kernel's registers are capped for (``DG_WV_MINB``): batches
         run at once per SM (the default slots follow); None: ``1024 // block_threads``.
     sources_per_thread : {1, 2, 4}
-        Sources a thread adds up in the sums pass (``DG_WV_SPT``; bytes of one load). 4, the
-        default: road-NY 0.388-0.395 s against 0.392-0.408 s with 2 (session 13, call 4; the
-        sums pass's time per slot 0.059 against 0.071 s outweighs the wave's spills, 0.209
-        against 0.201 s).
+        Sources a thread adds up in the sums pass (``DG_WV_SPT``; bytes of one load). 4 (the
+        default) and 2 were within the runs' spread on road-NY: 0.385-0.401 s in 11 runs
+        against 0.386-0.408 s in 6 (session 13, calls 4-7). With 4 the sums pass takes 0.059
+        s per slot against 0.071, and the wave 0.208 against 0.200, for the spills of 64
+        registers.
     neighbours : {1, 2, 4}
         Neighbour profiles a group of 8 lanes loads at once in the pull and the push (``DG_WV_NB``).
     ctx : Context or None
