@@ -269,6 +269,7 @@ def bench_wave(g, limit, sources, fold=False, aside=None, **wave_kw):
 
     if g.directed:
         raise ValueError("wave: undirected graphs only")
+    cp.get_default_memory_pool().free_all_blocks()   # what a failed row before may have left
     t0 = time.perf_counter()
     r = GpuWave(g.indptr, g.indices, **wave_kw)
     try:
@@ -617,7 +618,7 @@ def variant_kwargs(v):
 
 SWEEP_KEYS = ("kappa", "schedule", "slots", "block_threads", "min_blocks", "shared_dbits", "prefetch", "flush4", "pull",
               "pull_candidates", "fold", "folded_leaves", "overflow_batches", "wave_info", "sources_per_thread",
-              "neighbours", "unroll", "timeline",
+              "neighbours", "unroll", "timeline", "recip_shared", "fast_sums", "group_sync", "ell",
               "registers", "local_bytes", "block_launches", "batch_order", "batch_order_s", "preprocess_s",
               "sources_run", "sources_total", "seconds", "total_s", "extrapolated", "edge_visits_per_s_per_gpu",
               "vs_blest_per_gpu", "levels_per_launch", "first_batch_exact_vs_cpu", "device_bytes")

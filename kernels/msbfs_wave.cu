@@ -32,8 +32,8 @@
 // offsets); the sums pass checks the final offsets for 254 too. Then the per-source sums, a thread
 // per SPT bytes (sources) reading them from every visited vertex
 // (coalesced, the vertices staged in shared memory): farness, reach and the harmonic sum of
-// round(2^64 / d) (recip[d]; 2^64 for d = 1) in three 32-bit limbs (top, mid, lo: the host's h0,
-// h1, h2, a value of h0 + h1 / 2^32 + h2 / 2^64), added at the source vertex (the symmetric sums of msbfs.cu's per_source mode 2: over all sources they are the
+// round(2^64 / d) (recip[d]; 2^64 for d = 1) in three 32-bit limbs (top, mid, lo: the host's
+// h0, h1, h2, a value of h0 + h1 / 2^32 + h2 / 2^64), added at the source vertex (the symmetric sums of msbfs.cu's per_source mode 2: over all sources they are the
 // per-vertex sums).
 //
 // State per slot (a block): prof[n * 64] words (a vertex's written whole before it is read, by
@@ -67,7 +67,8 @@ typedef unsigned long long wv_u64;
 #define DG_WV_RSH 2048  // entries of the reciprocal table kept in shared memory (16 KB; 0: none)
 #endif
 #ifndef DG_WV_FSUMS
-#define DG_WV_FSUMS 1  // the sums pass's fast path (1-byte offsets, none 254 or 255, base in the shared table)
+#define DG_WV_FSUMS 1  // the sums pass's fast path (1-byte offsets, none 254 or 255, base in the
+                       // shared table; compiled only with DG_WV_RSH >= 512)
 #endif
 #ifndef DG_WV_ELL
 #define DG_WV_ELL 0  // ell: a vertex's first 8 neighbours (-1 past its degree), read beside indptr

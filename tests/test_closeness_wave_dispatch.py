@@ -173,6 +173,31 @@ def test_auto_takes_the_wave_on_high_diameter_only(gpu_ctx, monkeypatch, tmp_pat
         cl.closeness(d, backend="gpu", progress=False)
 
 
+def test_auto_passes_the_depth_on_to_the_ball_order(gpu_ctx, monkeypatch):
+    # "auto" where the wave does not pay: the depth found for wave_pays goes on to the ball
+    # order's rule (one BFS of the graph, not two)
+    import distgraph.algorithms.closeness as cl
+    import distgraph.algorithms.msbfs as ms
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(config, "gpu_closeness_wave", "auto")
+    monkeypatch.setattr(cl, "_wave_pays", lambda hptr, hidx, depth=False: False)
+    real_depth = ms.depth_unless_scale_free
+    depths, seen = [], []
+    monkeypatch.setattr(ms, "depth_unless_scale_free", lambda *a, **k: depths.append(1) or real_depth(*a, **k))
+
+    def order(*a, **k):
+        seen.append(k.get("depth", False))
+        raise RuntimeError("ball order asked")
+
+    monkeypatch.setattr(cl, "cpu_batch_order", order)
+    monkeypatch.setattr("distgraph.backends.gpu.closeness.make_runner", lambda *a, **k: object())
+    g = _grid(4, 200)
+    with pytest.raises(RuntimeError, match="ball order asked"):
+        cl.closeness(g, backend="gpu", progress=False)
+    assert len(depths) == 1 and seen == [real_depth(g.indptr, g.indices, g.indptr)] and seen[0] > 100
+
+
 def test_wave_runner_refuses_per_source_sums(gpu_ctx):
     from distgraph.errors import InvalidArgumentError
 

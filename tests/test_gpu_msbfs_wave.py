@@ -151,8 +151,9 @@ def _path_stars_grid():
 def test_wave_sums_fast_and_general_paths(kw):
     # batches of 248 vertices of the main component in order along the path (spanning about 230
     # arcs: byte offsets) and 8 of the other path: each holds vertices of base 0 and 1 (the
-    # general path), bases past recip_shared - 256 (general), bytes of sources in the other
-    # component (255: general) and the fast path's vertices
+    # general path), bytes of sources in the other component (255: general) and the fast path's
+    # vertices; with recip_shared=512 also bases past 256 (general: bases reach 616; with 1024
+    # and 2048 every base of 2 or more is below the table's limit)
     import scipy.sparse.csgraph as csgraph
 
     g = _path_stars_grid()

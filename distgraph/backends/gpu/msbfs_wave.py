@@ -366,7 +366,8 @@ def wave_pays(hptr, hidx, *, memory: bool = True, depth=False) -> bool:
     cond-mat-2005 or email-Enron, where the bit-parallel kernel was 8x and 6x faster), and the
     state of one batch per SM (``n * 276`` bytes each) within half the GPU's free memory
     (``memory=False``: the graph alone). ``depth``: ``depth_unless_scale_free(hptr, hidx)`` when
-    the caller has it (False: computed here)."""
+    the caller has it (False: computed here; closeness() passes the one with ``tptr``, its
+    in-degrees, which on an undirected graph are the same)."""
     from ...algorithms.msbfs import depth_unless_scale_free
 
     hp = np.asarray(hptr, np.int64)
