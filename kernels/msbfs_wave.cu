@@ -30,11 +30,11 @@
 // upper bound) stops at the end of the level where a push first writes one over a 255, adds
 // nothing, and runs another way (the host's bit-parallel kernel, or two halves with 2-byte
 // offsets); the sums pass checks the final offsets for 254 too. Then the per-source sums, a thread
-// per SPT bytes (sources) reading them from every visited vertex
-// (coalesced, the vertices staged in shared memory): farness, reach and the harmonic sum of
-// round(2^64 / d) (recip[d]; 2^64 for d = 1) in three 32-bit limbs (top, mid, lo: the host's
-// h0, h1, h2, a value of h0 + h1 / 2^32 + h2 / 2^64), added at the source vertex (the symmetric sums of msbfs.cu's per_source mode 2: over all sources they are the
-// per-vertex sums).
+// per SPT bytes (sources) reading them from every visited vertex (coalesced, the vertices
+// staged in shared memory): farness, reach and the harmonic sum of round(2^64 / d) (recip[d];
+// 2^64 for d = 1) in three 32-bit limbs (top, mid, lo: the host's h0, h1, h2, a value of
+// h0 + h1 / 2^32 + h2 / 2^64), added at the source vertex (the symmetric sums of msbfs.cu's
+// per_source mode 2: over all sources they are the per-vertex sums).
 //
 // State per slot (a block): prof[n * 64] words (a vertex's written whole before it is read, by
 // the sources' set-up or by its pull: never reset), base[n] (-1 between batches: reset after the
@@ -169,29 +169,45 @@ __device__ __forceinline__ bool wv_lower4(unsigned* p, uint4 o, uint4 c, int* s_
     return wv_lower<W>(p + 3, o.w, c.w, s_clamp) || ch;
 }
 
+// Lane q's entry of v's ELL row (its first 8 neighbours, -1 past its degree), read beside the arc
+// range rather than after it (DG_WV_ELL; -1 without it), and lane q's neighbour among the arcs
+// [eb, eb + 8) of the vertex whose arcs start at e0: the first 8 from that row.
+__device__ __forceinline__ int wv_ell_row(const int* __restrict__ ell, int v, unsigned q) {
+#if DG_WV_ELL
+    return ell[(wv_i64)v * 8 + q];
+#else
+    (void)ell, (void)v, (void)q;
+    return -1;
+#endif
+}
+
+__device__ __forceinline__ int wv_arc(const int* __restrict__ indices, int x0, wv_i64 eb, wv_i64 e0, unsigned q) {
+#if DG_WV_ELL
+    return eb == e0 ? x0 : indices[eb + q];
+#else
+    (void)x0, (void)e0;
+    return indices[eb + q];
+#endif
+}
+
 // Group (8 lanes, mask gm) offers the profile of v to v's neighbours with a base of at most lmax
 // (pulled already; those of the next level are discovered but not pulled); those lowered go on
 // list out (a flag per vertex dedups).  The neighbours' ids and bases are read a lane each,
 // their profiles WV_NB at a time; a word is written (CAS) only where it goes down.
 template <int W>
-__device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices, const int* __restrict__ ell,
+__device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr, const int* __restrict__ indices,
+                                        const int* __restrict__ ell,
                                         unsigned* P, const int* B, int* inwl, int* out, unsigned* out_n,
                                         unsigned gm, unsigned q, int* s_clamp, int lmax) {
     const wv8 w = wv_load(P, v, q);
     const int bv = B[v];
     const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
-#if DG_WV_ELL
-    const int x0 = ell[(wv_i64)v * 8 + q];  // beside the arc range, not after it
-#endif
+    const int x0 = wv_ell_row(ell, v, q);
     for (wv_i64 eb = e0; eb < e1; eb += 8) {
         const int m = (int)min((wv_i64)8, e1 - eb);
         int x = -1, bx = -1;
         if ((int)q < m) {
-#if DG_WV_ELL
-            x = eb == e0 ? x0 : indices[eb + q];
-#else
-            x = indices[eb + q];
-#endif
+            x = wv_arc(indices, x0, eb, e0, q);
             bx = x == v ? -1 : B[x];
         }
         for (int j = 0; j < m; j += WV_NB) {
@@ -229,23 +245,18 @@ __device__ __forceinline__ void wv_push(int v, const wv_i64* __restrict__ indptr
 // level L; its neighbours without a base get level L + 2 and go on the order list.
 template <int W>
 __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__ indptr,
-                                        const int* __restrict__ indices, const int* __restrict__ ell, unsigned* P, int* B, unsigned gm,
+                                        const int* __restrict__ indices, const int* __restrict__ ell, unsigned* P, int* B,
+                                        unsigned gm,
                                         unsigned q, int* O, unsigned* cnt) {
     wv8 acc;
     acc.a = acc.b = make_uint4(WV_FULL, WV_FULL, WV_FULL, WV_FULL);
     const wv_i64 e0 = indptr[v], e1 = indptr[v + 1];
-#if DG_WV_ELL
-    const int x0 = ell[(wv_i64)v * 8 + q];  // beside the arc range, not after it
-#endif
+    const int x0 = wv_ell_row(ell, v, q);
     for (wv_i64 eb = e0; eb < e1; eb += 8) {
         const int m = (int)min((wv_i64)8, e1 - eb);
         int x = -1;
         if ((int)q < m) {
-#if DG_WV_ELL
-            x = eb == e0 ? x0 : indices[eb + q];
-#else
-            x = indices[eb + q];
-#endif
+            x = wv_arc(indices, x0, eb, e0, q);
             const int bx = B[x];
             // a neighbour without a base is at level L + 2: discovered here (one pass and one
             // barrier less per level than a discovery pass of its own)
@@ -276,12 +287,14 @@ __device__ __forceinline__ void wv_pull(int v, int L, const wv_i64* __restrict__
 // r - 1, before its barrier): one barrier per round.  s_wn[0..2] are 0 at entry and at exit.
 template <int W>
 __device__ void wv_push_level(const int* O, int lo, int hi, const wv_i64* __restrict__ indptr,
-                              const int* __restrict__ indices, const int* __restrict__ ell, unsigned* P, const int* B, int* inwl, int* wl, int n,
+                              const int* __restrict__ indices, const int* __restrict__ ell, unsigned* P, const int* B,
+                              int* inwl, int* wl, int n,
                               unsigned* s_wn, unsigned long long* s_rounds, unsigned long long* s_fixes,
                               int* s_clamp, int lmax) {
     const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);
     const int grp = threadIdx.x >> 3, ngrp = blockDim.x >> 3;
-    for (int i = lo + grp; i < hi; i += ngrp) wv_push<W>(O[i], indptr, indices, ell, P, B, inwl, wl, &s_wn[0], gm, q, s_clamp, lmax);
+    for (int i = lo + grp; i < hi; i += ngrp)
+        wv_push<W>(O[i], indptr, indices, ell, P, B, inwl, wl, &s_wn[0], gm, q, s_clamp, lmax);
     __syncthreads();
     for (int r = 1;; ++r) {
         const int k = (int)*(volatile unsigned*)&s_wn[(r - 1) % 3];
@@ -344,7 +357,8 @@ __device__ __forceinline__ void wv_acc(unsigned* h, wv_u64 t) {
 // the way as session 12 on final ones). The bases are reset for the next batch.
 template <int W>
 __device__ bool wv_batch(const int* __restrict__ bs, int nsrc, const wv_i64* __restrict__ indptr,
-                         const int* __restrict__ indices, const int* __restrict__ ell, int n, unsigned* P, int* B, int* O, int* WL, int* IN,
+                         const int* __restrict__ indices, const int* __restrict__ ell, int n, unsigned* P, int* B,
+                         int* O, int* WL, int* IN,
                          const wv_u64* __restrict__ recip, int rmax, wv_u64* far, wv_u64* reach, wv_u64* h0,
                          wv_u64* h1, wv_u64* h2, const int* __restrict__ leaf, wv_shared& sh, wv_i64& levels) {
     const unsigned lane = threadIdx.x & 31u, q = lane & 7u, gm = 0xffu << (lane & 24u);

@@ -136,9 +136,10 @@ class Config:
     #: sources, their distances kept as byte offsets from its base level) instead of the
     #: bit-parallel MS-BFS. "auto": on one rank, without a checkpoint, on graphs whose degrees are
     #: not heavy-tailed and whose BFS from the largest-degree vertex goes WAVE_MIN_DEPTH (128)
-    #: levels deep or more (road-NY with folding: 0.56 s against 1.15 s for the bit kernel, closeness()
-    #: end to end 0.82 against 1.34 s; on cond-mat-2005 and email-Enron, of low diameter, it was 8x
-    #: and 6x slower: benchmarks/results/session12_x2/);
+    #: levels deep or more (road-NY with folding: 0.385-0.391 s against 1.14 s for the bit kernel,
+    #: closeness() end to end 0.602 against 1.286 s, benchmarks/results/session13_x2/call7/; on
+    #: cond-mat-2005 and email-Enron, of low diameter, it was 8x and 6x slower:
+    #: benchmarks/results/session12_x2/);
     #: "on" (any undirected graph, any rank count, no checkpoint) or "off".
     gpu_closeness_wave: str = "auto"
     #: Where the Kronecker and urand generators build the CSR of their edges: "cpu" (numba counting
@@ -203,7 +204,8 @@ def reload_config(environ=None) -> Config:
                                        f"got {cfg.gpu_bfs_bu_list!r}")
         cfg.gpu_bfs_bu_list = "auto" if low == "auto" else low in _TRUE
     if str(cfg.gpu_closeness_wave).strip().lower() not in ("auto", "on", "off"):
-        raise InvalidArgumentError(f"DISTGRAPH_GPU_CLOSENESS_WAVE must be auto, on or off; got {cfg.gpu_closeness_wave!r}")
+        raise InvalidArgumentError(f"DISTGRAPH_GPU_CLOSENESS_WAVE must be auto, on or off; "
+                                   f"got {cfg.gpu_closeness_wave!r}")
     if cfg.gen_device not in ("cpu", "gpu"):
         raise InvalidArgumentError(f"DISTGRAPH_GEN_DEVICE must be cpu or gpu; got {cfg.gen_device!r}")
     return cfg

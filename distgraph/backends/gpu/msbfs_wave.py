@@ -152,7 +152,6 @@ class GpuWave:
                      "wave_s": 0.0, "fallback_s": 0.0, "aside_batches": 0}
         self._ptr = cp.asarray(np.asarray(g2.indptr, np.int64))
         self._idx = cp.asarray(np.asarray(g2.indices, np.int32) if g2.indices.size else np.zeros(1, np.int32))
-        self._ell = cp.asarray(ell4(g2.indptr, g2.indices, n, 8)) if ell else None
         self.block_threads = int(block_threads)
         expect(self.block_threads in (256, 512, 1024), "block_threads", "256, 512 or 1024", block_threads)
         expect(unroll in (1, 2, 4, 8, 16, 32), "unroll", "1, 2, 4, 8, 16 or 32 (vertices in flight per thread in "
@@ -170,6 +169,7 @@ class GpuWave:
         for name, val in (("fast_sums", fast_sums), ("group_sync", group_sync), ("ell", ell)):
             expect(isinstance(val, (bool, np.bool_)), name, "True or False", val)
         self.fast_sums, self.group_sync, self.ell = bool(fast_sums), bool(group_sync), bool(ell)
+        self._ell = cp.asarray(ell4(g2.indptr, g2.indices, n, 8)) if self.ell else None
         expect(wide in ("bits", "halves"), "wide", "'bits' or 'halves'", wide)
         self.wide = wide
         expect(self.block_threads * self.spt >= 256, "sources_per_thread",
