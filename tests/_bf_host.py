@@ -20,3 +20,28 @@ class FakeCuPy:
         class Device:
             def synchronize(self):
                 pass
+
+
+class HostBlock:
+    """Stands in for the GPU driver's device block (``bellman_ford._Block``) in the finish:
+    the canonical predecessors by the CPU backend's tight-arc pass, in the device kernel's
+    convention (uint64, ``2**64 - 1`` where no tight arc enters)."""
+
+    def __init__(self, lo, hi, indptr, indices, ww, wdt):
+        self.lo, self.hi, self.indptr, self.indices, self.ww, self.wdt = lo, hi, indptr, indices, ww, wdt
+
+    def tight_pred(self, d):
+        from distgraph.backends.cpu.bellman_ford import INF_OF, _tight_min_pred
+
+        best = np.full(d.shape[0], np.iinfo(np.int64).max, np.int64)
+        _tight_min_pred(self.lo, self.hi, self.indptr, self.indices, self.ww, d, INF_OF(self.wdt), best)
+        out = best.view(np.uint64)
+        out[best == np.iinfo(np.int64).max] = np.iinfo(np.uint64).max
+        return out
+
+
+def host_views(q):
+    """Give a stand-in QueueSSSP built with ``_setup`` the attributes the driver's host half
+    reads from the upload: the default delta's host views and the finish's block."""
+    q._h_indptr, q._h_w = q.indptr, q.ww
+    q.block = HostBlock(q.lo, q.hi, q.indptr, q.indices, q.ww, q.wdt)

@@ -5,6 +5,7 @@ cycles, cond-mat-2005 with its two inf weights), the verifier, the CLI, and iden
 results on 1, 2 and 4 ranks (mpi-marked tests compare COMM_WORLD with COMM_SELF)."""
 
 import gzip
+import types
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from distgraph.errors import (BackendUnavailableError, GraphValueError, InvalidA
                               NegativeCycleError, VerificationError)
 from distgraph.generators import kronecker, plant_negative_cycle, potential_shift, uniform_weights
 from distgraph.graph import Graph
-from _bf_host import FakeCuPy as _FakeCuPy, HostArray as _HostArray
+from _bf_host import FakeCuPy as _FakeCuPy, HostArray as _HostArray, host_views as _host_views
 
 DTYPES = [np.int32, np.int64, np.float32, np.float64]
 # This file tests the CPU backend: pinned, so a host with a GPU does not switch it (backend=None
@@ -708,6 +709,7 @@ def _fake_queue_sssp(g, launch):
             self.ph, self.far, self.far_cap, self.delta = h(8, np.int64), h(2, np.int32), 1, 0
             self.keep, self.idle_ns, self.split = True, 2048, 4096
             self.timeout, self.timed_out, self.setup_s, self.launches = 1.0, False, 0.0, 0
+            _host_views(self)
 
         def _launch(self, scan_limit):
             self.launches += 1
@@ -1172,14 +1174,17 @@ class _FakeRounds:
 
     need = 10
     calls = []
+    made = []
 
     def __init__(self, graph, weights, comm):
         self.graph = graph
+        self.block = types.SimpleNamespace(view=lambda lo, hi: ("view", lo, hi))
+        _FakeRounds.made.append(self)
 
-    def run(self, source, confirm, predecessors=False, max_rounds=None):
-        _FakeRounds.calls.append(max_rounds)
+    def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None):
+        _FakeRounds.calls.append((max_rounds, probe_round))
         if max_rounds is not None and max_rounds < self.graph.n and self.need > max_rounds:
-            self.last_stats = {"relaxations": 7}
+            self.last_stats = {"relaxations": 7, "rounds": max_rounds, "stopped": "max_rounds"}
             return None
         return np.zeros(self.graph.n), None, {"mode": "rounds"}, None
 
@@ -1190,6 +1195,9 @@ class _Comm:
 
     def Get_size(self):
         return self.size
+
+    def Get_rank(self):
+        return self.size - 1
 
     def allgather(self, x):
         return [x] * self.size
@@ -1216,11 +1224,21 @@ def test_gpu_auto_glue(monkeypatch, need, size, nvshmem, chose, cap):
     monkeypatch.setattr(gbf, "_nvshmem_available", lambda: nvshmem)
     monkeypatch.setattr(_FakeRounds, "need", need)
     monkeypatch.setattr(_FakeRounds, "calls", [])
+    monkeypatch.setattr(_FakeRounds, "made", [])
     g = Graph.from_edges(np.arange(999), np.arange(1, 1000), n=1000)
     d, p, stats, cycle = gbf.run_auto(g, None, 0, _Comm(size), lambda c: True, queue="bwd", delta=5.0)
     assert stats["mode"] == chose and stats["auto"]["chose"] == chose and stats["auto"]["max_rounds"] == cap
-    assert _FakeRounds.calls == [cap]
-    assert (queued == [{"queue": "bwd", "remote": "atomic", "predecessors": False, "delta": 5.0}]) == (chose == "async")
+    # the probe only when the rounds are capped (several ranks without nvshmem4py run them to the end)
+    assert _FakeRounds.calls == [(cap, 16 if cap < g.n else None)]
+    # the queue kernel gets the rounds' upload: on several PEs its own block of it
+    from distgraph.graph.partition import partition_by_edges
+
+    block = _FakeRounds.made[0].block if size == 1 else ("view", *partition_by_edges(g.indptr, 2).range(1))
+    want = {"queue": "bwd", "remote": "atomic", "predecessors": False, "delta": 5.0}
+    assert len(queued) == (chose == "async")
+    if queued:
+        assert queued[0].pop("block") is block if size == 1 else queued[0].pop("block") == block
+        assert queued == [want]
     assert d[0] == (1 if chose == "async" else 0)
 
 

@@ -22,7 +22,7 @@ from mpi4py import MPI
 from distgraph.algorithms.bellman_ford import _arc_weights, cycle_weight
 from distgraph.generators import kronecker, plant_negative_cycle, potential_shift, uniform_weights
 from distgraph.graph import Graph
-from _bf_host import FakeCuPy as _FakeCuPy, HostArray as _HostArray
+from _bf_host import FakeCuPy as _FakeCuPy, HostArray as _HostArray, host_views as _host_views
 
 I_NEAR, I_FAR = 1, 2
 
@@ -130,6 +130,7 @@ def _fake(g, w, delta, comm=MPI.COMM_SELF, seed=0, launch=_model_launch):
             self.meta, self.ctl, self.ph = h(24, np.int64), h(gbf._CTL, np.int64), h(gbf._PH, np.int64)
             self.far_cap = n
             self.far = h(2 * n, np.int32)
+            _host_views(self)
             self.delta = self._global_delta(delta)
             self.keep, self.idle_ns, self.split = True, 2048, 4096
             self.timeout, self.timed_out, self.setup_s, self.launches = 1.0, False, 0.0, 0

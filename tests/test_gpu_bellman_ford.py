@@ -322,3 +322,61 @@ def test_auto_picks_rounds_on_kronecker_and_the_queue_on_a_grid():
     r = bellman_ford(g, 0, backend="gpu", mode="auto")
     assert r.stats["mode"] == "async" and r.stats["auto"]["chose"] == "async"
     assert np.array_equal(r.distance, bellman_ford(g, 0, backend="cpu").distance)
+
+
+def test_auto_probe_stops_the_rounds_on_a_grid_and_shares_the_upload():
+    """The probe round ends the rounds at round 16 on a long grid (it still reaches new
+    vertices), the queue kernel then runs on the rounds' upload, and the result equals the
+    CPU backend's, predecessors included; with the probe off the rounds run to their cap."""
+    from distgraph.generators import grid
+    from distgraph.runtime.config import config
+
+    g = potential_shift(uniform_weights(grid(300, 3), 1, 255, seed=5), seed=6)
+    c = bellman_ford(g, 0, backend="cpu", predecessors=True)
+    r = bellman_ford(g, 0, backend="gpu", mode="auto", predecessors=True)
+    a = r.stats["auto"]
+    assert r.stats["mode"] == "async" and a["rounds_stopped"] == "deep" and a["rounds_run"] == 16
+    np.testing.assert_array_equal(r.distance, c.distance)
+    np.testing.assert_array_equal(r.predecessor, c.predecessor)
+    old = config.gpu_sssp_auto_probe
+    try:
+        config.gpu_sssp_auto_probe = 0
+        r = bellman_ford(g, 0, backend="gpu", mode="auto")
+    finally:
+        config.gpu_sssp_auto_probe = old
+    assert r.stats["auto"]["rounds_stopped"] == "max_rounds" and r.stats["auto"]["rounds_run"] == 64
+    np.testing.assert_array_equal(r.distance, c.distance)
+
+
+@pytest.mark.parametrize("dtype", [None] + DTYPES)
+def test_device_block_and_tight_predecessors(dtype):
+    """The device block (uploaded in the graph's dtypes, converted on the GPU), its views, its
+    negative sums and kernels/sssp_tight.cu's tight-arc predecessors, against the host's
+    _setup, _neg_magnitude and _tight_min_pred, on blocks of a shifted Kronecker graph with
+    unreached vertices (directed) and a random multigraph with zero-weight arcs."""
+    import cupy as cp
+    from _bf_host import HostBlock
+    from mpi4py import MPI
+
+    from distgraph.backends.cpu.bellman_ford import _neg_magnitude, _setup
+    from distgraph.backends.gpu.bellman_ford import _Block
+
+    rng = np.random.default_rng(8)
+    kg = potential_shift(uniform_weights(kronecker(11, seed=3, directed=True), seed=4), seed=5)
+    rg = Graph.from_edges(rng.integers(0, 300, 3000), rng.integers(0, 300, 3000), rng.integers(0, 6, 3000), n=300)
+    for g in (kg, rg):
+        w = None if dtype is None else g.weights.astype(dtype)
+        if dtype in (np.float32, np.float64):
+            w = w / 4  # quarter units: float sums that are exact and tie (tight arcs with several tails)
+        gg = Graph(g.indptr, g.indices, w, directed=g.directed)
+        ref = bellman_ford(gg, 0, backend="cpu")
+        part, _, _, indptr, indices, ww, wdt = _setup(gg, w, 0, MPI.COMM_SELF)
+        d = ref.distance.astype(wdt)
+        d[~ref.reached] = np.inf if wdt.kind == "f" else np.iinfo(np.int64).max
+        whole = _Block(cp, gg, w, 0, gg.n)
+        for lo, hi in ((0, gg.n), (0, gg.n // 3), (gg.n // 3, gg.n)):
+            for blk in (_Block(cp, gg, w, lo, hi), whole.view(lo, hi)):
+                a, b = int(gg.indptr[lo]), int(gg.indptr[hi])
+                host = HostBlock(lo, hi, indptr[lo:hi + 1] - indptr[lo], indices[a:b], ww[a:b], wdt)
+                np.testing.assert_array_equal(blk.tight_pred(d), host.tight_pred(d))
+                assert blk.neg_magnitude() == _neg_magnitude(ww[a:b], wdt)

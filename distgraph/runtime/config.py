@@ -150,6 +150,10 @@ class Config:
     #: Bellman-Ford ``mode="auto"`` on GPUs: round-based for at most this many rounds, then the
     #: queue-driven kernel from scratch (Kronecker 20-22 need 11-12 rounds, road-FLA 1973).
     gpu_sssp_auto_rounds: int = 64
+    #: ... and sooner when this round still reaches vertices for the first time (the source
+    #: has vertices this many arcs away or more: road-FLA reaches 171 of its 1.07M vertices in
+    #: 16 rounds, Kronecker 18-20 their whole component in 4); 0: off.
+    gpu_sssp_auto_probe: int = 16
 
 
 def _convert(name: str, typ, raw: str):

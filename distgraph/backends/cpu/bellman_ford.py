@@ -262,7 +262,9 @@ def _setup(graph, weights, source, comm):
     indptr = np.asarray(graph.indptr[lo:hi + 1], dtype=np.int64) - a
     indices = np.asarray(graph.indices[a:b])
     wdt = work_dtype(weights.dtype) if weights is not None else np.dtype(np.int64)
-    w = np.ones(b - a, wdt) if weights is None else np.asarray(weights[a:b]).astype(wdt)
+    # a view when the weights are in the work dtype already (no copy of m weights: the
+    # drivers only read them)
+    w = np.ones(b - a, wdt) if weights is None else np.asarray(weights[a:b]).astype(wdt, copy=False)
     return part, lo, hi, indptr, indices, w, wdt
 
 
@@ -313,7 +315,13 @@ def _neg_bound(w, wdt, comm):
     negative, globally (collective). Integer weights: exact (summed as Python ints over
     the ranks), clamped to the int64 minimum, which no distance goes below; float
     weights: the float64 sum with a relative margin for its rounding."""
-    b, k = _neg_magnitude(w, wdt)
+    return neg_bound_of(_neg_magnitude(w, wdt), wdt, comm)
+
+
+def neg_bound_of(bk, wdt, comm):
+    """:func:`_neg_bound` from this rank's ``(B, count)`` (as :func:`_neg_magnitude` returns
+    them; the GPU backend sums its block on the device). Collective."""
+    b, k = bk
     if comm.Get_size() > 1:
         pairs = comm.allgather((b, k))  # Python ints (or floats): summed exactly here
         b, k = sum(p[0] for p in pairs), sum(p[1] for p in pairs)

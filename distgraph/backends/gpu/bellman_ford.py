@@ -229,15 +229,114 @@ def _tight_tree(graph, w, d, source):
     return pred
 
 
-def _finish_host(graph, w, wdt, comm, part, lo, hi, indptr, indices, ww, source, dist_local, predecessors):
-    """Whole distances (and canonical predecessors) on every rank, by the CPU code."""
-    from ..cpu.bellman_ford import _finish
+class _Block:
+    """One rank's block of the graph (vertices ``[lo, hi)`` and their out-arcs) on the device.
 
-    d, p, canon = _finish(graph, comm, part, lo, hi, indptr, indices, ww, wdt, source, dist_local,
-                          np.full(hi - lo, -1, np.int64), predecessors)
-    if predecessors and canon is False:
-        p = _tight_tree(graph, w, d, source)
-    return d, p, canon
+    Uploaded from the graph's own arrays (views of the block, in their own dtypes: int32
+    heads and weights cross the bus as 4 bytes) and converted on the device: row pointers to
+    int64 from 0, heads to int32, weights to the work dtype (int64 or float64; None: unit
+    weights). No host copy of the arcs is made (on Kronecker 20 the host conversions took
+    longer than the kernels). :meth:`view` gives a sub-block of the same device arrays (the
+    queue kernel's block of the rounds' whole graph in ``mode="auto"``)."""
+
+    def __init__(self, cp, graph, weights, lo, hi):
+        from ..cpu.bellman_ford import work_dtype
+
+        self.cp, self.graph, self.lo, self.hi, self.nl = cp, graph, int(lo), int(hi), int(hi) - int(lo)
+        self.wdt = work_dtype(weights.dtype) if weights is not None else np.dtype(np.int64)
+        self.isf = self.wdt.kind == "f"
+        a, b = int(graph.indptr[lo]), int(graph.indptr[hi])
+        self.m = b - a
+        self.indptr = cp.asarray(np.asarray(graph.indptr[lo:hi + 1])).astype(cp.int64) - a
+        if b > a:
+            self.indices = cp.asarray(np.asarray(graph.indices[a:b])).astype(cp.int32, copy=False)
+            self.w = None if weights is None else \
+                cp.asarray(np.asarray(weights[a:b])).astype(self.wdt, copy=False)
+        else:  # no arcs: one-element stand-ins (a kernel argument needs an allocation)
+            self.indices = cp.zeros(1, cp.int32)
+            self.w = None if weights is None else cp.zeros(1, self.wdt)
+
+    def view(self, lo, hi):
+        """Vertices ``[lo, hi)`` (inside this block) over the same device arcs (no copy)."""
+        a = int(self.graph.indptr[lo]) - int(self.graph.indptr[self.lo])
+        b = int(self.graph.indptr[hi]) - int(self.graph.indptr[self.lo])
+        ip = self.indptr[lo - self.lo:hi - self.lo + 1] - a
+        idx = self.indices[a:b] if b > a else self.cp.zeros(1, self.cp.int32)
+        w = None if self.w is None else (self.w[a:b] if b > a else self.cp.zeros(1, self.wdt))
+        blk = _Block.__new__(_Block)
+        blk.cp, blk.graph, blk.lo, blk.hi, blk.nl, blk.m = self.cp, self.graph, int(lo), int(hi), int(hi - lo), b - a
+        blk.wdt, blk.isf = self.wdt, self.isf
+        blk.indptr, blk.indices, blk.w = ip, idx, w
+        return blk
+
+    def w_bits(self):
+        """The weights as the queue kernel reads them: int64 values, or float64 bits as int64
+        (unit weights: ones)."""
+        if self.w is None:
+            return self.cp.ones(max(self.m, 1), self.cp.int64)
+        return self.w.view(self.cp.int64) if self.isf else self.w
+
+    def neg_magnitude(self):
+        """This block's ``(B, count)`` as :func:`~distgraph.backends.cpu.bellman_ford.
+        _neg_magnitude` gives them on the host (``neg_bound_of`` turns them into the bound,
+        collectively), summed on the device: exact for integers (64-bit magnitudes summed as
+        32-bit halves in uint64, as the host does), float64 for floats."""
+        cp = self.cp
+        if self.w is None or self.m == 0:
+            return (0.0 if self.isf else 0), 0
+        neg = self.w[self.w < 0]
+        k = int(neg.shape[0])
+        if not k:
+            return (0.0 if self.isf else 0), 0
+        if self.isf:
+            return float(-neg.sum()), k
+        mag = (-neg).view(cp.uint64)  # |x| in [1, 2**63]: -(-2**63) wraps to 2**63 as uint64
+        hi = int((mag >> cp.uint64(32)).sum(dtype=cp.uint64))
+        lo = int((mag & cp.uint64(0xFFFFFFFF)).sum(dtype=cp.uint64))  # < 2**32 arcs: no wrap
+        return (hi << 32) + lo, k
+
+    def tight_pred(self, d):
+        """``best[v]``: the smallest tail ``u`` in this block of a tight arc ``u -> v``
+        (``d[u] + w == d[v]``, both finite), uint64, ``2**64 - 1`` where there is none;
+        ``d`` the whole distance array in the work dtype (host). ``kernels/sssp_tight.cu``."""
+        from ..cpu.bellman_ford import INF_OF
+        from .loader import get_module
+
+        cp = self.cp
+        n = int(d.shape[0])
+        best = cp.full(max(n, 1), np.iinfo(np.uint64).max, cp.uint64)
+        if self.nl and self.m:
+            dd = cp.asarray(np.ascontiguousarray(d, dtype=self.wdt))
+            fn = get_module("sssp_tight").get_function(
+                "distgraph_sssp_tight_pred_" + ("f64" if self.isf else "i64"))
+            sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+            blocks = int(min(-(-self.nl // 8), 32 * sms))  # a warp per tail vertex, 8 per block
+            fn((blocks,), (256,), (self.indptr, self.indices, dd if self.w is None else self.w,
+                                   np.int32(self.w is None), dd, np.int64(self.nl), np.int64(self.lo),
+                                   INF_OF(self.wdt), best))
+        return best[:n].get()
+
+
+def _finish_device(block, graph, w, comm, part, source, dist_local, predecessors):
+    """Whole distances on every rank and, with ``predecessors``, the canonical ones (the
+    smallest tail of a tight arc: what the CPU backend's ``_finish`` gives, found on the
+    device by :meth:`_Block.tight_pred` and min-reduced over the ranks); a tree over the
+    tight arcs when they close a (zero-weight) cycle. ``(d, pred, canonical)``."""
+    from mpi4py import MPI
+
+    from ..cpu.bellman_ford import _gather, find_pred_cycle
+
+    d = _gather(dist_local, part, comm)
+    if not predecessors:
+        return d, None, None
+    best = block.tight_pred(d)
+    if comm.Get_size() > 1:
+        comm.Allreduce(MPI.IN_PLACE, best, op=MPI.MIN)
+    best = best.view(np.int64)  # 2**64 - 1 (no tight arc in) reads as -1
+    best[source] = -1
+    if find_pred_cycle(best) >= 0:
+        return d, _tight_tree(graph, w, d, source), False
+    return d, best, True
 
 
 # --------------------------------------------------------------------------- queue-driven
@@ -271,7 +370,8 @@ class QueueSSSP:
     slot, and symmetric inbox rings of up to 2**20 items per source PE); ``flush``
     (``remote="batch"``): a warp ships an outbox once it holds this many entries, warp 0
     any after each of its turns (an attribute a run reads, 1 to :data:`BATCH`).
-    ``multi_pe_phases`` (opt-in, the same on every rank): the near-far priority on several PEs
+    ``block``: this PE's block already on the device (``mode="auto"`` passes the rounds'
+    upload; a block of other vertices or dtype is ignored). ``multi_pe_phases`` (opt-in, the same on every rank): the near-far priority on several PEs
     too (and on one PE with ``use_nvshmem=True``), phases driven by the host: ``delta`` (None:
     the largest of the PEs' picks of the default rule over their own blocks) gives one global
     threshold; a launch ends when no near work is left anywhere, and the host raises the
@@ -288,9 +388,10 @@ class QueueSSSP:
 
     def __init__(self, graph, weights, comm, *, queue="bq", remote="atomic", use_nvshmem=None,
                  capacity=None, grid=None, timeout=None, delta=None, keep=True, idle_ns=IDLE_NS, split=SPLIT,
-                 ghost=True, flush=FLUSH, multi_pe_phases=False):
+                 ghost=True, flush=FLUSH, multi_pe_phases=False, block=None):
+        from ...graph.partition import partition_by_edges
         from ...runtime.context import get_context
-        from ..cpu.bellman_ford import _neg_bound, _setup
+        from ..cpu.bellman_ford import work_dtype
         from .loader import import_cupy
 
         # validated before touching the device (a bad value used to surface as an unknown
@@ -341,9 +442,16 @@ class QueueSSSP:
             raise DistgraphError("several ranks need the NVSHMEM kernel (use_nvshmem=True)")
         if graph.n >= 2 ** 31:
             raise GraphValueError(f"the GPU Bellman-Ford takes graphs of fewer than 2**31 vertices; got {graph.n}")
-        (self.part, self.lo, self.hi, self.indptr, self.indices, self.ww, self.wdt) = _setup(graph, weights, 0, comm)
-        self.bound, self.has_neg = _neg_bound(self.ww, self.wdt, comm)
+        self.part = partition_by_edges(graph.indptr, size)
+        self.lo, self.hi = self.part.range(rank)
+        self.wdt = work_dtype(weights.dtype) if weights is not None else np.dtype(np.int64)
         self.isf = self.wdt.kind == "f"
+        # host views of the block for the default delta (a sample of the weights); the device
+        # block is made in _init_device (or given: mode="auto" passes the rounds' upload)
+        a, b = int(graph.indptr[self.lo]), int(graph.indptr[self.hi])
+        self._h_indptr = np.asarray(graph.indptr[self.lo:self.hi + 1])
+        self._h_w = np.ones(1, np.int64) if weights is None else np.asarray(weights[a:b])
+        self._given_block = block
         self.nl = self.hi - self.lo
         # host-driven near-far phases (opt-in): several PEs, or one PE on the NVSHMEM kernel
         self.host_phases = bool(multi_pe_phases) and self.nvs
@@ -374,10 +482,6 @@ class QueueSSSP:
         self.obox_cap = 1 << int(maxnl + BATCH + 64 - 1).bit_length()
         self.ring_in = 1 << int(min(max(maxnl, 4 * BATCH), _RING_MAX) - 1).bit_length()
         self.ring_in = max(self.ring_in, 32)
-        self.d_indptr = cp.asarray(self.indptr.astype(np.int64))
-        self.d_indices = cp.asarray(self.indices.astype(np.int32) if self.indices.size else np.zeros(1, np.int32))
-        wb = self.ww.view(np.int64) if self.isf else self.ww.astype(np.int64)
-        self.d_w = cp.asarray(wb if wb.size else np.zeros(1, np.int64))
         self.d_offsets = cp.asarray(self.part.offsets.astype(np.int64))
         defines = {"DG_BF_FLOAT": int(self.isf), "DG_BF_BLOCK": BLOCK}
         if self.nvs:
@@ -424,6 +528,7 @@ class QueueSSSP:
             mod = get_module("bellman_ford", defines=defines)
         # batch mode: kernels of their own (the batch code's registers would lower the others' occupancy)
         self.kernel = mod.get_function(f"distgraph_bf_queue_{queue}" + ("_batch" if self.batch else ""))
+        self._upload(cp, comm)
         self.ctl = cp.zeros(_CTL, cp.int64)
         self.ph = cp.zeros(_PH, cp.int64)
         if comm.Get_size() > 1 and not self.host_phases:
@@ -450,6 +555,25 @@ class QueueSSSP:
         self.timed_out = False
         cp.cuda.Device().synchronize()
 
+    def _upload(self, cp, comm):
+        """This PE's block on the device (or the one given) and the negative-cycle bound; an
+        upload that fails on one rank (out of memory) raises on every rank."""
+        from ...runtime.abort import collective_raise
+        from ..cpu.bellman_ford import neg_bound_of
+
+        err = bk = None
+        try:
+            blk = self._given_block
+            if blk is None or (blk.lo, blk.hi) != (self.lo, self.hi) or blk.wdt != self.wdt:
+                blk = _Block(cp, self.graph, self.w, self.lo, self.hi)
+            self.block, self._given_block = blk, None
+            self.d_indptr, self.d_indices, self.d_w = blk.indptr, blk.indices, blk.w_bits()
+            bk = blk.neg_magnitude()
+        except Exception as e:  # noqa: BLE001 - raised on every rank below
+            err = e
+        collective_raise(comm, err)
+        self.bound, self.has_neg = neg_bound_of(bk, self.wdt, comm)
+
     def set_delta(self, delta):
         """Change the near-far delta for the next runs (one PE, or ``multi_pe_phases``: then
         collective; see the class docstring)."""
@@ -462,7 +586,7 @@ class QueueSSSP:
         threshold for all PEs) the largest pick over the ranks (collective), so every PE has the
         same delta (a given delta is the same everywhere already; the default's mean weight and
         degree are those of each block)."""
-        d = _pick_delta(self.indptr, self.ww, self.isf, delta)
+        d = _pick_delta(self._h_indptr, self._h_w, self.isf, delta)
         if self.comm.Get_size() > 1:
             d = max(self.comm.allgather(d))  # 0 (off) only if off everywhere (a block without arcs picks 0)
         return d
@@ -690,8 +814,7 @@ class QueueSSSP:
         if cycle is not None:
             return None, None, stats, cycle
         local = from_keys(self.dist[:self.nl].get(), self.wdt)
-        d, p, canon = _finish_host(self.graph, self.w, self.wdt, comm, self.part, self.lo, self.hi, self.indptr,
-                                   self.indices, self.ww, source, local, predecessors)
+        d, p, canon = _finish_device(self.block, self.graph, self.w, comm, self.part, source, local, predecessors)
         stats["canonical_predecessors"] = canon
         stats["time_finish_s"] = time.perf_counter() - t0 - t_run
         return d, p, stats, None
@@ -758,7 +881,8 @@ def _scatter_min(cp, dist, v, c):
     dist[vs] = cp.minimum(dist[vs], cs)
 
 
-def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=False, max_rounds=None):
+def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=False, max_rounds=None,
+                probe_round=None):
     """The plain round-based Bellman-Ford in CuPy (the baseline a CuPy user would write).
 
     Round ``k`` relaxes the out-arcs of the vertices whose distance changed in round
@@ -778,13 +902,18 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
         Keep a predecessor per vertex (a winning tail of the round that set its distance).
     max_rounds : int, optional
         Default ``n``: a vertex still changing in round ``n`` proves a negative cycle.
+    probe_round : int, optional
+        Stop (``status="deep"``) if round ``probe_round`` still reaches a vertex for the first
+        time: some vertex is ``probe_round`` arcs or more from the source (after round ``k``
+        exactly the vertices within ``k`` arcs are reached), so the rounds will be many
+        (``mode="auto"`` then runs the queue kernel instead).
 
     Returns
     -------
     dist, pred, info
         ``dist`` int64 (int64 max unreached) or float64 (inf); ``pred`` int64 or None;
         ``info`` with ``rounds``, ``relaxations`` and ``status`` (``"done"``,
-        ``"cycle"``: still changing after ``max_rounds`` rounds, or ``"below"``).
+        ``"cycle"``: still changing after ``max_rounds`` rounds, ``"below"`` or ``"deep"``).
     """
     import cupy as cp
 
@@ -823,6 +952,9 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
             pred[v[win]] = u[win]
         frontier = cp.flatnonzero(changed)
         relax += tot
+        if rounds == probe_round and frontier.shape[0] and bool((old[frontier] == inf).any()):
+            status = "deep"
+            break
         if bound is not None and rounds % 16 == 0 and frontier.shape[0] and bool(dist.min() < bound):
             status = "below"
             break
@@ -834,8 +966,9 @@ class RoundsSSSP:
     runs the whole graph."""
 
     def __init__(self, graph, weights, comm):
+        from ...graph.partition import partition_by_edges
         from ...runtime.context import get_context
-        from ..cpu.bellman_ford import _neg_bound, _setup
+        from ..cpu.bellman_ford import neg_bound_of
         from .loader import import_cupy
 
         t0 = time.perf_counter()
@@ -844,21 +977,22 @@ class RoundsSSSP:
         from mpi4py import MPI
 
         self.cp, self.comm, self.graph, self.w = cp, comm, graph, weights
-        (self.part, self.lo, self.hi, self.indptr, self.indices, self.ww, self.wdt) = _setup(graph, weights, 0,
-                                                                                            MPI.COMM_SELF)
-        self.bound, self.has_neg = _neg_bound(self.ww, self.wdt, MPI.COMM_SELF)
-        self.d_indptr = cp.asarray(self.indptr.astype(np.int64))
-        self.d_indices = cp.asarray(self.indices.astype(np.int32) if self.indices.size else np.zeros(1, np.int32))
-        self.d_w = None if weights is None else cp.asarray(self.ww)
+        self.part = partition_by_edges(graph.indptr, 1)
+        self.block = _Block(cp, graph, weights, 0, graph.n)
+        self.wdt = self.block.wdt
+        self.bound, self.has_neg = neg_bound_of(self.block.neg_magnitude(), self.wdt, MPI.COMM_SELF)
+        self.d_indptr, self.d_indices, self.d_w = self.block.indptr, self.block.indices, self.block.w
         cp.cuda.Device().synchronize()
         self.setup_s = time.perf_counter() - t0
 
     def close(self):
         pass
 
-    def run(self, source, confirm, predecessors=False, max_rounds=None):
+    def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None):
         """``(dist, pred, stats, cycle)``; with ``max_rounds`` (fewer than n), None when the
-        rounds had not settled by then (nothing concluded: the caller goes on another way)."""
+        rounds had not settled by then (nothing concluded: the caller goes on another way);
+        with ``probe_round``, None too when that round still reached new vertices (see
+        :func:`rounds_cupy`). ``self.last_stats`` says which (``"stopped"``)."""
         from mpi4py import MPI
 
         from ..cpu.bellman_ford import cycle_from_pred, find_pred_cycle
@@ -868,12 +1002,14 @@ class RoundsSSSP:
         capped = max_rounds is not None and int(max_rounds) < n
         dist, pred, info = rounds_cupy(self.d_indptr, self.d_indices, self.d_w, source, n=n,
                                        bound=self.bound if self.has_neg else None, track_pred=self.has_neg,
-                                       max_rounds=int(max_rounds) if capped else None)
+                                       max_rounds=int(max_rounds) if capped else None,
+                                       probe_round=int(probe_round) if capped and probe_round else None)
         self.cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
         stats = {"mode": "rounds", "backend": "gpu", "rounds": info["rounds"], "relaxations": info["relaxations"],
                  "time_setup_s": self.setup_s, "time_run_s": t_run}
-        if capped and info["status"] == "cycle":  # still changing after max_rounds: not settled
+        if capped and info["status"] in ("cycle", "deep"):  # not settled within max_rounds, or won't be
+            stats["stopped"] = "max_rounds" if info["status"] == "cycle" else "deep"
             self.last_stats = stats
             return None
         if info["status"] != "done":
@@ -890,8 +1026,9 @@ class RoundsSSSP:
             raise DistgraphError(f"the round-based GPU Bellman-Ford stopped ({info['status']}) "
                                  "but no negative cycle was found")
         d = dist.get()
-        d, p, canon = _finish_host(self.graph, self.w, self.wdt, MPI.COMM_SELF, self.part, 0, n, self.indptr,
-                                   self.indices, self.ww, source, d, predecessors)
+        d, p, canon = _finish_device(self.block, self.graph, self.w, MPI.COMM_SELF, self.part, source, d,
+                                     predecessors)
+        stats["time_finish_s"] = time.perf_counter() - t0 - t_run
         stats["canonical_predecessors"] = canon
         return d, p, stats, None
 
@@ -913,8 +1050,11 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
     rounds (default ``config.gpu_sssp_auto_rounds``), which settles low-diameter graphs
     (Kronecker: 11-12 rounds) at the rounds' speed; if it has not settled, the queue-driven
     kernel from scratch, which is 17-42x faster than the rounds on road networks (road-FLA
-    needs 1973 rounds). A negative cycle ends the rounds early ("below" the bound) or
-    leaves them unsettled; either way it is found and confirmed as in the chosen mode.
+    needs 1973 rounds). The rounds stop sooner, at round ``config.gpu_sssp_auto_probe``
+    (16), when that round still reaches vertices for the first time (the source has
+    vertices that far away: a road network). The queue kernel runs on the rounds' upload of
+    the graph (no second upload). A negative cycle ends the rounds early ("below" the
+    bound) or leaves them unsettled; either way it is found and confirmed as in the chosen mode.
     On several ranks without nvshmem4py the rounds run to the end (the queue kernel would
     need it). The same choice on every rank: the rounds are replicated and deterministic.
     ``stats["auto"]`` says what ran.
@@ -922,18 +1062,28 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
     from ...runtime.config import config
 
     cap = int(config.gpu_sssp_auto_rounds if max_rounds is None else max_rounds)
+    probe = int(config.gpu_sssp_auto_probe)
     if comm.Get_size() > 1 and not all(comm.allgather(_nvshmem_available())):
         cap = graph.n  # no queue kernel to go on with: rounds to the end
     t0 = time.perf_counter()
     r = RoundsSSSP(graph, weights, comm)
-    res = r.run(source, confirm, predecessors, max_rounds=cap)
+    # no probe when the rounds must run to the end (cap n: no queue kernel to go on with)
+    res = r.run(source, confirm, predecessors, max_rounds=cap,
+                probe_round=probe if 0 < probe < cap < graph.n else None)
     if res is not None:
-        res[2]["auto"] = {"max_rounds": cap, "chose": "rounds"}
+        res[2]["auto"] = {"max_rounds": cap, "probe_round": probe, "chose": "rounds"}
         return res
-    tried = {"max_rounds": cap, "chose": "async", "rounds_s": time.perf_counter() - t0,
+    tried = {"max_rounds": cap, "probe_round": probe, "chose": "async", "rounds_s": time.perf_counter() - t0,
+             "rounds_stopped": r.last_stats["stopped"], "rounds_run": r.last_stats["rounds"],
              "rounds_relaxations": r.last_stats["relaxations"]}
-    del r  # its device copy of the graph, before the queue kernel makes its own
+    # the queue kernel runs on the rounds' upload of the graph (this rank's block of it; the
+    # rounds' distances and predecessors are freed with them)
+    from ...graph.partition import partition_by_edges
+
+    lo, hi = partition_by_edges(graph.indptr, comm.Get_size()).range(comm.Get_rank())
+    block = r.block if comm.Get_size() == 1 else r.block.view(lo, hi)
+    del r
     dist, pred, stats, cycle = run_queue(graph, weights, source, comm, confirm, queue=queue, remote=remote,
-                                         predecessors=predecessors, delta=delta)
+                                         predecessors=predecessors, delta=delta, block=block)
     stats["auto"] = tried
     return dist, pred, stats, cycle

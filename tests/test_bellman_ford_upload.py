@@ -1,0 +1,153 @@
+"""The GPU Bellman-Ford's device-side set-up and finish (issue 7), on the host: NumPy stands
+in for CuPy (the code under test only calls what both have), so CI checks the logic that
+the GPU tests (tests/test_gpu_bellman_ford.py) check on the device:
+
+* ``_Block``: the block uploaded in the graph's own dtypes and converted "on the device",
+  its sub-block views, and the negative-weight sums against the host's ``_neg_magnitude``;
+* ``rounds_cupy`` (the CuPy baseline and ``mode="auto"``'s first try) against the CPU
+  backend, and its probe round, which stops the rounds on high-diameter graphs;
+* ``_finish_device``: the canonical predecessors from the block's tight-arc pass.
+"""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+from distgraph.algorithms.bellman_ford import bellman_ford
+from distgraph.backends.cpu.bellman_ford import _neg_magnitude, _setup, work_dtype
+from distgraph.backends.gpu import bellman_ford as gbf
+from distgraph.generators import kronecker, potential_shift, uniform_weights
+from distgraph.graph import Graph
+
+from _bf_host import HostBlock
+
+
+@pytest.fixture
+def numpy_as_cupy(monkeypatch):
+    """``import cupy`` gives NumPy, ``cupyx.scatter_min`` a NumPy minimum.at, and the
+    scatter-minimum probe's memo starts empty (so no NumPy function stays memoized)."""
+    cupyx = types.SimpleNamespace(scatter_min=lambda a, i, x: np.minimum.at(a, i, x))
+    monkeypatch.setitem(sys.modules, "cupy", np)
+    monkeypatch.setitem(sys.modules, "cupyx", cupyx)
+    monkeypatch.setattr(gbf, "_EXACT", {})
+    return np
+
+
+def _graphs():
+    rng = np.random.default_rng(3)
+    for trial in range(12):
+        n, m = int(rng.integers(2, 60)), int(rng.integers(1, 300))
+        dt = [np.int32, np.int64, np.float32, np.float64][trial % 4]
+        w = rng.integers(-3, 20, m).astype(dt)
+        yield Graph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), w, n=n, directed=trial % 2 == 0)
+    g = uniform_weights(kronecker(9, seed=4), seed=4)
+    yield potential_shift(g, seed=2)
+
+
+def test_block_upload_views_and_negative_sums(numpy_as_cupy):
+    big = np.iinfo(np.int64).max
+    cases = list(_graphs())
+    # int64 magnitudes up to 2**63 (the host splits them in 32-bit halves; so does the block)
+    ext = Graph.from_edges([0, 0, 1, 1, 2], [1, 2, 2, 3, 3],
+                           np.array([-(2 ** 63), -big, 5, -(2 ** 40) - 3, -1], np.int64), n=4, directed=True)
+    for g in cases + [ext, Graph.from_edges([0, 1], [1, 2], n=3)]:
+        w = g.weights
+        part, lo, hi, indptr, indices, ww, wdt = _setup(g, w, 0, MPI.COMM_SELF)
+        blk = gbf._Block(np, g, w, 0, g.n)
+        assert blk.wdt == wdt and blk.indptr.dtype == np.int64 and blk.indices.dtype == np.int32
+        np.testing.assert_array_equal(blk.indptr, indptr)
+        np.testing.assert_array_equal(blk.indices, indices)
+        if w is None:
+            assert blk.w is None and np.array_equal(blk.w_bits(), np.ones(g.m, np.int64))
+        else:
+            assert blk.w.dtype == work_dtype(w.dtype)
+            np.testing.assert_array_equal(blk.w, ww)
+            np.testing.assert_array_equal(blk.w_bits(), ww.view(np.int64) if wdt.kind == "f" else ww)
+        assert blk.neg_magnitude() == _neg_magnitude(ww, wdt)
+        # a sub-block view equals a block uploaded for those vertices
+        for a, b in ((0, g.n // 2), (g.n // 3, g.n), (g.n, g.n)):
+            v, f = blk.view(a, b), gbf._Block(np, g, w, a, b)
+            assert (v.lo, v.hi, v.nl, v.m) == (f.lo, f.hi, f.nl, f.m)
+            np.testing.assert_array_equal(v.indptr, f.indptr)
+            if f.m:
+                np.testing.assert_array_equal(v.indices, f.indices)
+                np.testing.assert_array_equal(v.w_bits(), f.w_bits())
+            assert v.neg_magnitude() == f.neg_magnitude()
+    assert gbf._Block(np, ext, ext.weights, 0, 4).neg_magnitude() == (2 ** 63 + big + 2 ** 40 + 3 + 1, 4)
+
+
+def test_rounds_equal_the_cpu_backend(numpy_as_cupy):
+    for g in _graphs():
+        blk = gbf._Block(np, g, g.weights, 0, g.n)
+        try:
+            ref = bellman_ford(g, 0, backend="cpu")
+        except Exception:  # noqa: BLE001 - a negative cycle: the rounds must not settle
+            dist, _, info = gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, 0, n=g.n)
+            assert info["status"] == "cycle"
+            continue
+        dist, _, info = gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, 0, n=g.n)
+        assert info["status"] == "done"
+        reached = ref.reached
+        np.testing.assert_array_equal(dist[reached], ref.distance[reached].astype(dist.dtype))
+        assert (dist[~reached] == (np.inf if dist.dtype.kind == "f" else np.iinfo(np.int64).max)).all()
+
+
+@pytest.mark.parametrize("probe", [4, 16])
+def test_probe_round_stops_the_rounds_on_deep_graphs_only(numpy_as_cupy, probe):
+    """After round k exactly the vertices within k arcs are reached, so a round that still
+    reaches new ones says the source has vertices that far: a path stops at the probe round,
+    a Kronecker graph (its component within 4 arcs) runs to the end."""
+    path = Graph.from_edges(np.arange(99), np.arange(1, 100), np.ones(99, np.int64), n=100)
+    blk = gbf._Block(np, path, path.weights, 0, path.n)
+    _, _, info = gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, 0, n=path.n, probe_round=probe)
+    assert info["status"] == "deep" and info["rounds"] == probe
+    # the vertex 5 arcs from the end of the path: 5 rounds, the probe at 16 never fires
+    _, _, info = gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, 94, n=path.n, probe_round=16)
+    assert info["status"] == "done"
+    g = potential_shift(uniform_weights(kronecker(9, seed=4), seed=4), seed=2)
+    s = int(np.argmax(np.diff(g.indptr)))
+    blk = gbf._Block(np, g, g.weights, 0, g.n)
+    dist, _, info = gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, s, n=g.n, probe_round=probe)
+    assert info["status"] == "done" and info["rounds"] > 4  # settled past the probe with new vertices over
+    np.testing.assert_array_equal(dist[dist != np.iinfo(np.int64).max],
+                                  bellman_ford(g, s, backend="cpu").distance[dist != np.iinfo(np.int64).max])
+
+
+def test_finish_gives_the_canonical_predecessors(numpy_as_cupy):
+    for g in list(_graphs())[:-1] + [uniform_weights(kronecker(9, seed=4), seed=4)]:
+        try:
+            ref = bellman_ford(g, 0, backend="cpu", predecessors=True)
+        except Exception:  # noqa: BLE001 - a negative cycle
+            continue
+        part, lo, hi, indptr, indices, ww, wdt = _setup(g, g.weights, 0, MPI.COMM_SELF)
+        d = ref.distance.astype(wdt)
+        d[~ref.reached] = np.inf if wdt.kind == "f" else np.iinfo(np.int64).max
+        blk = HostBlock(lo, hi, indptr, indices, ww, wdt)
+        dd, p, canon = gbf._finish_device(blk, g, g.weights, MPI.COMM_SELF, part, 0, d, True)
+        np.testing.assert_array_equal(dd, d)
+        assert canon == ref.stats["canonical_predecessors"]
+        if canon:
+            np.testing.assert_array_equal(p, ref.predecessor)
+        assert gbf._finish_device(blk, g, g.weights, MPI.COMM_SELF, part, 0, d, False)[1:] == (None, None)
+
+
+def test_finish_with_a_zero_weight_tight_cycle_gives_a_tree(numpy_as_cupy):
+    """0 -> 3 -> 1 <-> 2, the last three arcs of weight 0: 1's tight tails are 3 and 2, 2's is 1,
+    so the smallest tight tails close the cycle 1 -> 2 -> 1 and the finish returns a BFS tree
+    over the tight arcs instead (not canonical), as the CPU backend does."""
+    g2 = Graph.from_edges([0, 3, 1, 2], [3, 1, 2, 1], np.array([1, 0, 0, 0], np.int64), n=4, directed=True)
+    part, lo, hi, indptr, indices, ww, wdt = _setup(g2, g2.weights, 0, MPI.COMM_SELF)
+    d = np.array([0, 1, 1, 1], np.int64)
+    blk = HostBlock(lo, hi, indptr, indices, ww, wdt)
+    _, p, canon = gbf._finish_device(blk, g2, g2.weights, MPI.COMM_SELF, part, 0, d, True)
+    ref = bellman_ford(g2, 0, backend="cpu", predecessors=True)
+    np.testing.assert_array_equal(d, ref.distance)
+    assert canon is False and ref.stats["canonical_predecessors"] is False
+    # a valid shortest-path tree either way: every reached v != 0 has a tight arc from p[v]
+    for v in (1, 2, 3):
+        u = p[v]
+        k = [i for i in range(g2.indptr[u], g2.indptr[u + 1]) if g2.indices[i] == v]
+        assert k and d[u] + g2.weights[k[0]] == d[v]
