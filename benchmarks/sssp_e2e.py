@@ -161,7 +161,7 @@ def main():
     gdir = out_dir / "graphs"
     gdir.mkdir(parents=True, exist_ok=True)
     res = {"benchmark": "sssp_e2e", "commit": commit(), "baseline_tree": args.baseline,
-           "baseline_commit": (sh(f"git -C {args.baseline} rev-parse HEAD") or os.environ.get("DISTGRAPH_BASELINE_COMMIT")
+           "baseline_commit": (os.environ.get("BASELINE_COMMIT") or sh(f"git -C {args.baseline} rev-parse HEAD")
                                or "unknown") if args.baseline else None,
            "device": sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
            "host_cpus": os.cpu_count(), "loadavg": list(os.getloadavg()),

@@ -5,7 +5,7 @@
 # end against the CPU backend, scipy and, with a baseline tree, an older commit), one after
 # the other (the e2e rows time host work too: nothing else runs beside them).
 #
-#   DISTGRAPH_COMMIT=$(git rev-parse HEAD) bash benchmarks/sssp_e2e_check.sh OUTDIR [sssp_e2e.py options]
+#   DISTGRAPH_COMMIT=$(git rev-parse HEAD) BASELINE_COMMIT=OLD bash benchmarks/sssp_e2e_check.sh OUTDIR [options]
 #   (device tool: carry .whl, .cache (the data in .cache/k2data, a baseline worktree in
 #   .cache/base: git worktree add .cache/base COMMIT); end with tar czf $OUT/r.tgz -C OUTDIR .)
 #
