@@ -79,7 +79,6 @@ def main():
     pin = cupyx.empty_pinned(a.shape, a.dtype)
     row("fill_pinned", timed(lambda: np.copyto(pin, a), args.trials, sync)[0])
     row("copy_pinned", timed(lambda: cp.asarray(pin), args.trials, sync)[0])
-    del pin
     rt = cp.cuda.runtime
 
     def registered():
