@@ -28,7 +28,11 @@ changes, beside the kernel's own phases of the plain row): its cost per phase. R
 ``atomic_fetch`` is the atomic path before session 7 (a fetch before the CAS, a flag swap
 always, one queue reservation per lane) beside ``atomic`` (CAS from the ghost key, the flag of a
 first improvement set unfetched, one reservation per warp and destination); rows carry the
-counters ``cas_failed``, ``remote_wins``, ``remote_first``, ``remote_pushes``. Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten
+counters ``cas_failed``, ``remote_wins``, ``remote_first``, ``remote_pushes``. Remote
+``rounds`` is not a queue variant: the round-based Bellman-Ford (``RoundsSSSP``), distributed on
+several PEs (each its block's arcs, the replicated distances combined after every round through
+peer views), on one PE the CuPy rounds; it runs on one PE too, and the 1-PE reference of
+``speedup_vs_1pe`` is the best 1-PE row of the case, queue or rounds. Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten
 after every job; a job that fails or runs out of ``--budget`` keeps the rows it printed.
 """
 
@@ -142,7 +146,7 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
     from mpi4py import MPI
 
     from distgraph.algorithms.bellman_ford import cycle_weight
-    from distgraph.backends.gpu.bellman_ford import QueueSSSP
+    from distgraph.backends.gpu.bellman_ford import QueueSSSP, RoundsSSSP
     from distgraph.graph import Graph
 
     size, rank = comm.Get_size(), comm.Get_rank()
@@ -151,13 +155,15 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
     s, ref = int(z["source"]), z["ref"]
     w = g.weights
     confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
-    plain = [x for x in remotes if not _variant(x)[1]]
-    labels = remotes if size > 1 else plain[:1] + [x for x in remotes if _variant(x)[1]]
+    plain = [x for x in remotes if not _variant(x)[1] and x != "rounds"]
+    # one PE: the first plain queue remote, every +phases one, and the rounds
+    labels = remotes if size > 1 else plain[:1] + [x for x in remotes if _variant(x)[1] or x == "rounds"]
     for queue in queues:
         for remote in labels:
             rmode, phased = _variant(remote)
             row = {"kind": "row", "case": name, "pes": size, "queue": queue,
-                   "remote": remote if size > 1 or phased else None, "vertices": g.n, "arcs": g.m}
+                   "remote": remote if size > 1 or phased or rmode == "rounds" else None, "vertices": g.n,
+                   "arcs": g.m}
             if (queue, remote) in failed:
                 row["skipped"] = "failed on an earlier case"
                 if rank == 0:
@@ -166,11 +172,14 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
             q = None
             try:
                 t0 = time.perf_counter()
-                q = QueueSSSP(g, w, comm, queue=queue, remote=rmode, use_nvshmem=True, multi_pe_phases=phased)
+                if rmode == "rounds":  # the round-based Bellman-Ford, distributed over the PEs
+                    q = RoundsSSSP(g, w, comm)
+                else:
+                    q = QueueSSSP(g, w, comm, queue=queue, remote=rmode, use_nvshmem=True, multi_pe_phases=phased)
                 row["setup_s"] = time.perf_counter() - t0
                 q.run(s, confirm)  # warm-up (kernel load)
                 # batch: one row per flush setting (an attribute: same runner); phases: one per delta
-                settings = [(f, dl) for f in (flushes if q.batch else (None,))
+                settings = [(f, dl) for f in (flushes if getattr(q, "batch", False) else (None,))
                             for dl in (phase_deltas if phased else (None,))]
                 for flush, pdelta in settings:
                     if flush is not None:
@@ -198,7 +207,7 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
                                                        "flush", "ghost_dropped", "remote_claims", "coalesced",
                                                        "shipped", "applied", "flushes", "cas_failed",
                                                        "remote_wins", "remote_first", "remote_pushes", "grid",
-                                                       "capacity")})
+                                                       "capacity", "rounds", "distributed")})
                     if rank == 0:
                         print("RESULT-JSON " + json.dumps(r, default=float), flush=True)
                 row = None

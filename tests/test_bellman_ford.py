@@ -1175,6 +1175,7 @@ class _FakeRounds:
     need = 10
     calls = []
     made = []
+    distributed = False
 
     def __init__(self, graph, weights, comm):
         self.graph = graph
@@ -1187,6 +1188,9 @@ class _FakeRounds:
             self.last_stats = {"relaxations": 7, "rounds": max_rounds, "stopped": "max_rounds"}
             return None
         return np.zeros(self.graph.n), None, {"mode": "rounds"}, None
+
+    def close(self):
+        self.closed = True
 
 
 class _Comm:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from distgraph.algorithms.bellman_ford import bellman_ford
+from distgraph.algorithms.bellman_ford import bellman_ford, cycle_weight
 from distgraph.backends.cpu.bellman_ford import _neg_magnitude, _setup, work_dtype
 from distgraph.backends.gpu import bellman_ford as gbf
 from distgraph.generators import kronecker, potential_shift, uniform_weights
@@ -151,3 +151,109 @@ def test_finish_with_a_zero_weight_tight_cycle_gives_a_tree(numpy_as_cupy):
         u = p[v]
         k = [i for i in range(g2.indptr[u], g2.indptr[u + 1]) if g2.indices[i] == v]
         assert k and d[u] + g2.weights[k[0]] == d[v]
+
+
+# --------------------------------------------------------------------------- several PEs
+class _Sym:
+    def __init__(self, local, key):
+        self.local, self.key = local, key
+
+
+class _World:
+    """P stand-in PEs as threads: symmetric arrays are one NumPy array per PE under one key,
+    a barrier is a threading.Barrier (with a timeout: a failing PE must not hang the test)."""
+
+    def __init__(self, size):
+        import threading
+
+        self.size, self.barrier, self.allocs = size, threading.Barrier(size, timeout=60), {}
+
+
+class _PG:
+    def __init__(self, world, pe):
+        self.world, self.my_pe, self.n_pes, self.count = world, pe, world.size, 0
+
+    def array(self, shape, dtype):
+        key = self.count
+        self.count += 1
+        a = np.zeros(shape, dtype)
+        self.world.allocs.setdefault(key, [None] * self.n_pes)[self.my_pe] = a
+        self.world.barrier.wait()
+        return _Sym(a, key)
+
+    def peer(self, arr, pe):
+        return self.world.allocs[arr.key][pe] if pe != 1 else None  # PE 1's heap "not mapped": get()
+
+    def get(self, arr, pe, offset, count):
+        return self.world.allocs[arr.key][pe][offset:offset + count].copy()
+
+    def barrier(self):
+        self.world.barrier.wait()
+
+    def free(self, arr):
+        self.world.barrier.wait()
+
+
+def _distributed_rounds(g, s, size, **kw):
+    """rounds_cupy on `size` stand-in PEs (threads), each with its block and a _PeerMin."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distgraph.graph.partition import partition_by_edges
+
+    world = _World(size)
+    part = partition_by_edges(g.indptr, size)
+
+    def pe(r):
+        lo, hi = part.range(r)
+        blk = gbf._Block(np, g, g.weights, lo, hi)
+        ex = gbf._PeerMin(_PG(world, r), g.n, blk.wdt, kw.get("track_pred", False))
+        try:
+            return gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, s, n=g.n, lo=lo, exchange=ex, **kw)
+        finally:
+            ex.close()
+
+    with ThreadPoolExecutor(size) as pool:
+        return list(pool.map(pe, range(size)))
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+def test_distributed_rounds_equal_one_gpu(numpy_as_cupy, size):
+    """Each PE relaxes its block's arcs and the exchange takes the minimum: every PE ends with
+    one GPU's distances, rounds and status, the relaxations add up to one GPU's, and the
+    tails (negative weights) are tight arcs. PE 1 is read by copies (no peer view)."""
+    from distgraph.backends.cpu.bellman_ford import _neg_bound
+
+    for g in _graphs():
+        s = int(np.argmax(np.diff(g.indptr)))
+        blk = gbf._Block(np, g, g.weights, 0, g.n)
+        bound, neg = _neg_bound(blk.w, blk.wdt, MPI.COMM_SELF)
+        kw = {"track_pred": neg, "bound": bound if neg else None, "probe_round": 4}
+        d1, _, i1 = gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, s, n=g.n, **kw)
+        outs = _distributed_rounds(g, s, size, **kw)
+        assert sum(o[2]["relaxations"] for o in outs) == i1["relaxations"]
+        for d, p, info in outs:
+            assert (info["rounds"], info["status"]) == (i1["rounds"], i1["status"])
+            np.testing.assert_array_equal(d, d1)
+            if neg and info["status"] == "done":
+                inf = np.inf if d.dtype.kind == "f" else np.iinfo(np.int64).max
+                for v in np.flatnonzero((d != inf) & (np.arange(g.n) != s)):
+                    u = p[v]
+                    arcs = [k for k in range(g.indptr[u], g.indptr[u + 1]) if g.indices[k] == v]
+                    assert any(d[u] + blk.w[k] == d[v] for k in arcs), (v, u)
+            np.testing.assert_array_equal(p, outs[0][1])  # the same tails on every PE
+
+
+def test_distributed_rounds_negative_cycle_and_deep_probe(numpy_as_cupy):
+    from distgraph.backends.cpu.bellman_ford import _neg_bound, cycle_from_pred, find_pred_cycle
+    from distgraph.generators import plant_negative_cycle
+
+    g, cyc = plant_negative_cycle(uniform_weights(kronecker(8, seed=2), seed=2), length=5, seed=4)
+    blk = gbf._Block(np, g, g.weights, 0, g.n)
+    bound, _ = _neg_bound(blk.w, blk.wdt, MPI.COMM_SELF)
+    for d, p, info in _distributed_rounds(g, int(cyc[0]), 3, track_pred=True, bound=bound):
+        assert info["status"] in ("below", "cycle")
+        v = find_pred_cycle(p)
+        assert v >= 0 and cycle_weight(g, cycle_from_pred(p, v)) < 0
+    path = Graph.from_edges(np.arange(99), np.arange(1, 100), np.ones(99, np.int64), n=100)
+    for _, _, info in _distributed_rounds(path, 0, 2, probe_round=16):
+        assert (info["status"], info["rounds"]) == ("deep", 16)

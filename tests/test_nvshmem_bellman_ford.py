@@ -492,3 +492,40 @@ def test_batch_pairs_claim_key_and_tail_together():
     b = best.get()
     ok = int(bad.get()[0]) == 0 and np.array_equal(got[:, 0], b) and np.array_equal(got[:, 1], 7 * b + 3)
     assert _all(MPI.COMM_WORLD, ok), (int(bad.get()[0]), got[:4], b[:4])
+
+
+def test_distributed_rounds_equal_cpu(pg):
+    """RoundsSSSP on several PEs (each its block's arcs, the distances combined after every
+    round through peer views): the CPU backend's distances and canonical predecessors, one
+    GPU's round count, negative cycles raised on every rank; mode="auto" and "rounds" through
+    the public API take this path and free its symmetric arrays."""
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+    from distgraph.backends.gpu.bellman_ford import RoundsSSSP
+
+    comm = MPI.COMM_WORLD
+    ok, info = True, []
+    for name, g in sorted(_graphs().items()):
+        w = _arc_weights(g, None)
+        s = int(np.argmax(np.diff(g.indptr)))
+        confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
+        ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+        r = RoundsSSSP(g, w, comm)
+        try:
+            d, p, st, cyc = r.run(s, confirm, predecessors=True)
+            one = RoundsSSSP(g, w, MPI.COMM_SELF)
+            _, _, st1, _ = one.run(s, confirm)
+        finally:
+            r.close()
+        good = (cyc is None and r.distributed == (comm.Get_size() > 1) and np.array_equal(d, ref_d)
+                and np.array_equal(p, ref_p) and st["rounds"] == st1["rounds"]
+                and st["relaxations"] == st1["relaxations"])
+        info.append((name, good, st["rounds"], st1["rounds"], st["relaxations"], st1["relaxations"]))
+        ok &= good
+        for mode in ("rounds", "auto"):
+            res = bellman_ford(g, s, backend="gpu", mode=mode, predecessors=True, comm=comm)
+            ok &= np.array_equal(res.distance, bellman_ford(g, s, backend="cpu", comm=MPI.COMM_SELF).distance)
+    assert _all(comm, ok), info
+    gc, cyc = plant_negative_cycle(uniform_weights(kronecker(9, seed=2), seed=2), length=5, seed=4)
+    with pytest.raises(NegativeCycleError) as ei:
+        bellman_ford(gc, int(cyc[0]), backend="gpu", mode="rounds", comm=comm)
+    assert _all(comm, cycle_weight(gc, ei.value.cycle) < 0)

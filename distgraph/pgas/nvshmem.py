@@ -9,6 +9,7 @@ OpenSHMEM call   realisation (all on one internal CUDA stream)
 --------------  ----------------------------------------------------------------------------
 put / get       ``putmem_on_stream`` / ``getmem_on_stream`` on pointers (any sub-range), then a
                 stream sync (blocking semantics); ``*_nbi`` complete at ``quiet``
+peer            ``get_peer_array``: a CuPy view of a same-node peer's copy (``nvshmem_ptr``)
 put_signal      ``putmem_signal_on_stream`` (SIGNAL_SET / SIGNAL_ADD)
 signal_wait     host polling of the local signal with back-off: ``signal_wait_until_on_stream``
                 kills the process when several PEs share a GPU (limited MPG)
@@ -123,6 +124,19 @@ class NVSHMEM(PGAS):
                                   pe, self.stream.ptr)
         self.stream.synchronize()
         return out
+
+    def peer(self, arr, pe):
+        """A CuPy view of PE ``pe``'s copy of ``arr`` (loads and stores go over NVLink, or to
+        this GPU's memory when PEs share it), or None where the peer's heap is not mapped here
+        (another node: use :meth:`get`). Valid until ``arr`` is freed."""
+        pe = self._check_pe(pe)
+        if pe == self.my_pe:
+            return arr.local
+        try:
+            view = self._nv.get_peer_array(arr.local, pe)
+        except Exception:  # noqa: BLE001 - not mapped (or not offered by this nvshmem4py)
+            return None
+        return view if view is not None and getattr(view, "size", 0) == arr.local.size else None
 
     def get_nbi(self, src, pe, offset, count, out):
         pe = self._check_pe(pe)

@@ -317,16 +317,17 @@ class _Block:
         return best[:n].get()
 
 
-def _finish_device(block, graph, w, comm, part, source, dist_local, predecessors):
+def _finish_device(block, graph, w, comm, part, source, dist_local, predecessors, whole=False):
     """Whole distances on every rank and, with ``predecessors``, the canonical ones (the
     smallest tail of a tight arc: what the CPU backend's ``_finish`` gives, found on the
     device by :meth:`_Block.tight_pred` and min-reduced over the ranks); a tree over the
-    tight arcs when they close a (zero-weight) cycle. ``(d, pred, canonical)``."""
+    tight arcs when they close a (zero-weight) cycle. ``(d, pred, canonical)``.
+    ``dist_local``: this rank's block of the distances, or (``whole``) all of them."""
     from mpi4py import MPI
 
     from ..cpu.bellman_ford import _gather, find_pred_cycle
 
-    d = _gather(dist_local, part, comm)
+    d = dist_local if whole else _gather(dist_local, part, comm)
     if not predecessors:
         return d, None, None
     best = block.tight_pred(d)
@@ -882,7 +883,7 @@ def _scatter_min(cp, dist, v, c):
 
 
 def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=False, max_rounds=None,
-                probe_round=None):
+                probe_round=None, lo=0, exchange=None):
     """The plain round-based Bellman-Ford in CuPy (the baseline a CuPy user would write).
 
     Round ``k`` relaxes the out-arcs of the vertices whose distance changed in round
@@ -894,7 +895,8 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
     Parameters
     ----------
     indptr, indices, w : cupy arrays
-        CSR (int64 row pointers), heads, weights (int64 or float64; None for unit weights).
+        CSR (int64 row pointers), heads, weights (int64 or float64; None for unit weights)
+        of vertices ``lo, lo + 1, ...`` (all of them unless ``exchange`` is given).
     source : int
     bound : number, optional
         Stop (``status="below"``) when a distance falls below it.
@@ -907,17 +909,24 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
         time: some vertex is ``probe_round`` arcs or more from the source (after round ``k``
         exactly the vertices within ``k`` arcs are reached), so the rounds will be many
         (``mode="auto"`` then runs the queue kernel instead).
+    lo, exchange : int, :class:`_PeerMin`, optional
+        Several PEs (``RoundsSSSP`` on several ranks): this PE's arcs are those of its vertex
+        block from ``lo``; the distances (all ``n``) are replicated. A round writes this PE's
+        candidates into ``exchange.buffer()`` and ``exchange.combine`` takes the minimum over
+        the PEs, so that every PE ends each round with the distances one GPU would have.
 
     Returns
     -------
     dist, pred, info
         ``dist`` int64 (int64 max unreached) or float64 (inf); ``pred`` int64 or None;
-        ``info`` with ``rounds``, ``relaxations`` and ``status`` (``"done"``,
+        ``info`` with ``rounds``, ``relaxations`` (this PE's) and ``status`` (``"done"``,
         ``"cycle"``: still changing after ``max_rounds`` rounds, ``"below"`` or ``"deep"``).
     """
     import cupy as cp
 
-    n = int(indptr.shape[0] - 1) if n is None else int(n)
+    nl = int(indptr.shape[0] - 1)
+    n = nl if n is None else int(n)
+    hi = lo + nl
     dt = cp.int64 if w is None or w.dtype.kind != "f" else cp.float64
     inf = np.iinfo(np.int64).max if dt == cp.int64 else np.inf
     dist = cp.full(n, inf, dt)
@@ -931,25 +940,43 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
         if rounds >= max_rounds:
             status = "cycle"
             break
-        starts = indptr[frontier]
-        deg = indptr[frontier + 1] - starts
-        csum = cp.cumsum(deg)
-        tot = int(csum[-1])
         rounds += 1
-        if tot == 0:
-            break
-        pos = cp.arange(tot, dtype=cp.int64)
-        seg = cp.searchsorted(csum, pos, side="right")
-        eidx = starts[seg] + pos - (csum[seg] - deg[seg])
-        u = frontier[seg]
-        v = indices[eidx].astype(cp.int64)
-        c = dist[u] + (1 if w is None else w[eidx])
-        old = dist.copy()
-        _scatter_min(cp, dist, v, c)
-        changed = dist < old
+        own = frontier if exchange is None else frontier[(frontier >= lo) & (frontier < hi)]
+        tot = 0
+        if own.shape[0]:
+            starts = indptr[own - lo]
+            deg = indptr[own - lo + 1] - starts
+            csum = cp.cumsum(deg)
+            tot = int(csum[-1])
+        if tot == 0 and exchange is None:
+            break  # nothing leaves the frontier: nothing changes
+        if exchange is None:
+            old = dist.copy()
+            cand = dist
+        else:
+            old = dist
+            cand = exchange.buffer()
+            cand[...] = dist
+        predc = pred
+        if tot:
+            pos = cp.arange(tot, dtype=cp.int64)
+            seg = cp.searchsorted(csum, pos, side="right")
+            eidx = starts[seg] + pos - (csum[seg] - deg[seg])
+            u = own[seg]
+            v = indices[eidx].astype(cp.int64)
+            c = dist[u] + (1 if w is None else w[eidx])
+            _scatter_min(cp, cand, v, c)
         if track_pred:
-            win = changed[v] & (c == dist[v])
-            pred[v[win]] = u[win]
+            if exchange is not None:
+                predc = exchange.pred_buffer()
+                predc[...] = pred
+            if tot:
+                win = (cand[v] < old[v]) & (c == cand[v])
+                predc[v[win]] = u[win]
+        if exchange is not None:
+            cand, predc = exchange.combine(cand, predc, old)  # the same minimum on every PE
+        changed = cand < old
+        dist, pred = cand, predc
         frontier = cp.flatnonzero(changed)
         relax += tot
         if rounds == probe_round and frontier.shape[0] and bool((old[frontier] == inf).any()):
@@ -961,32 +988,129 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
     return dist, pred, {"rounds": rounds, "relaxations": relax, "status": status}
 
 
-class RoundsSSSP:
-    """:func:`rounds_cupy` on one graph (device arrays kept for several runs); every rank
-    runs the whole graph."""
+class _PeerMin:
+    """The rounds' exchange on several PEs over NVSHMEM: each PE writes its candidate
+    distances (and tails) into symmetric arrays, two of each used in turn (so one barrier per
+    round: a PE rewrites an array only after every PE has passed the next round's barrier,
+    which it enters after reading); :meth:`combine` takes the minimum over the PEs' arrays
+    through peer views (NVLink loads), in PE order, so every PE gets the same distances and
+    the same tails (the last PE's winning tail among equal candidates that improved a vertex)."""
 
-    def __init__(self, graph, weights, comm):
+    def __init__(self, pg, n, wdt, track_pred):
+        self.pg, self.n = pg, int(n)
+        self.bufs, self.pbufs = [], []
+        try:
+            for _ in range(2):
+                self.bufs.append(pg.array(max(self.n, 1), np.dtype(wdt).name))
+                if track_pred:
+                    self.pbufs.append(pg.array(max(self.n, 1), "int64"))
+        except BaseException:
+            self.close()
+            raise
+        size = pg.n_pes
+        self.views = [[pg.peer(b, q) for q in range(size)] for b in self.bufs]
+        self.pviews = [[pg.peer(b, q) for q in range(size)] for b in self.pbufs]
+        self.k = 0
+
+    def buffer(self):
+        return self.bufs[self.k].local[:self.n]
+
+    def pred_buffer(self):
+        return self.pbufs[self.k].local[:self.n]
+
+    def _view(self, views, arrs, q):
+        v = views[self.k][q]
+        return v[:self.n] if v is not None else self.pg.get(arrs[self.k], q, 0, self.n)
+
+    def combine(self, cand, predc, old):
+        import cupy as cp
+
+        self.pg.barrier()  # every PE's candidates of this round are written
+        me = self.pg.my_pe
+        new = cand.copy()
+        for q in range(self.pg.n_pes):
+            if q != me:
+                cp.minimum(new, self._view(self.views, self.bufs, q), out=new)
+        newp = None
+        if predc is not None:
+            newp = predc.copy()
+            for q in range(self.pg.n_pes):
+                cq = cand if q == me else self._view(self.views, self.bufs, q)
+                pq = predc if q == me else self._view(self.pviews, self.pbufs, q)
+                take = (cq == new) & (cq < old)
+                newp = cp.where(take, pq, newp)
+        self.k ^= 1
+        return new, newp
+
+    def close(self):
+        """Free the symmetric arrays (collective)."""
+        for b in self.bufs + self.pbufs:
+            self.pg.free(b)
+        self.bufs, self.pbufs, self.views, self.pviews = [], [], [], []
+
+
+class RoundsSSSP:
+    """:func:`rounds_cupy` on one graph (device arrays kept for several runs).
+
+    On several ranks with nvshmem4py (``distributed``, default: when every rank has it) each
+    PE uploads only its vertex block's arcs and relaxes them; the distances are replicated and
+    combined after each round (:class:`_PeerMin`), so every round and the result are those of
+    one GPU, and the work of a round is split over the PEs. Without nvshmem4py every rank runs
+    the whole graph (no speed-up). Collective."""
+
+    def __init__(self, graph, weights, comm, *, distributed=None):
+        from mpi4py import MPI
+
         from ...graph.partition import partition_by_edges
+        from ...runtime.abort import collective_check, collective_raise
         from ...runtime.context import get_context
         from ..cpu.bellman_ford import neg_bound_of
         from .loader import import_cupy
 
+        expect(distributed in (None, True, False), "distributed", "None, True or False", distributed)
+        size = comm.Get_size()
+        if size > 1:
+            have = all(comm.allgather(_nvshmem_available()))
+            err = None
+            if distributed and not have:
+                err = DistgraphError("RoundsSSSP(distributed=True) needs nvshmem4py on every rank")
+            collective_check(comm, err, {"distributed": distributed}, "the round-based GPU Bellman-Ford")
+            self.distributed = have if distributed is None else bool(distributed)
+        else:
+            self.distributed = False
         t0 = time.perf_counter()
         cp = import_cupy()
         get_context(comm, "gpu")
-        from mpi4py import MPI
-
         self.cp, self.comm, self.graph, self.w = cp, comm, graph, weights
-        self.part = partition_by_edges(graph.indptr, 1)
-        self.block = _Block(cp, graph, weights, 0, graph.n)
+        self.exchange = None
+        scope = comm if self.distributed else MPI.COMM_SELF
+        self.part = partition_by_edges(graph.indptr, scope.Get_size())
+        lo, hi = self.part.range(scope.Get_rank())
+        err = bk = None
+        try:
+            self.block = _Block(cp, graph, weights, lo, hi)
+            bk = self.block.neg_magnitude()
+        except Exception as e:  # noqa: BLE001 - raised on every rank below
+            err = e
+        if self.distributed:
+            collective_raise(comm, err)
+        elif err is not None:
+            raise err
         self.wdt = self.block.wdt
-        self.bound, self.has_neg = neg_bound_of(self.block.neg_magnitude(), self.wdt, MPI.COMM_SELF)
+        self.bound, self.has_neg = neg_bound_of(bk, self.wdt, scope)
         self.d_indptr, self.d_indices, self.d_w = self.block.indptr, self.block.indices, self.block.w
+        if self.distributed:
+            from ...pgas import get_pgas
+
+            self.exchange = _PeerMin(get_pgas(comm, "gpu"), graph.n, self.wdt, self.has_neg)
         cp.cuda.Device().synchronize()
         self.setup_s = time.perf_counter() - t0
 
     def close(self):
-        pass
+        """Free the exchange's symmetric arrays (collective on several PEs)."""
+        if self.exchange is not None:
+            self.exchange.close()
+            self.exchange = None
 
     def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None):
         """``(dist, pred, stats, cycle)``; with ``max_rounds`` (fewer than n), None when the
@@ -1003,11 +1127,15 @@ class RoundsSSSP:
         dist, pred, info = rounds_cupy(self.d_indptr, self.d_indices, self.d_w, source, n=n,
                                        bound=self.bound if self.has_neg else None, track_pred=self.has_neg,
                                        max_rounds=int(max_rounds) if capped else None,
-                                       probe_round=int(probe_round) if capped and probe_round else None)
+                                       probe_round=int(probe_round) if capped and probe_round else None,
+                                       lo=self.block.lo, exchange=self.exchange)
         self.cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
-        stats = {"mode": "rounds", "backend": "gpu", "rounds": info["rounds"], "relaxations": info["relaxations"],
-                 "time_setup_s": self.setup_s, "time_run_s": t_run}
+        relax = info["relaxations"]
+        if self.distributed:
+            relax = self.comm.allreduce(relax)
+        stats = {"mode": "rounds", "backend": "gpu", "rounds": info["rounds"], "relaxations": relax,
+                 "distributed": self.distributed, "time_setup_s": self.setup_s, "time_run_s": t_run}
         if capped and info["status"] in ("cycle", "deep"):  # not settled within max_rounds, or won't be
             stats["stopped"] = "max_rounds" if info["status"] == "cycle" else "deep"
             self.last_stats = stats
@@ -1026,16 +1154,20 @@ class RoundsSSSP:
             raise DistgraphError(f"the round-based GPU Bellman-Ford stopped ({info['status']}) "
                                  "but no negative cycle was found")
         d = dist.get()
-        d, p, canon = _finish_device(self.block, self.graph, self.w, MPI.COMM_SELF, self.part, source, d,
-                                     predecessors)
+        d, p, canon = _finish_device(self.block, self.graph, self.w, self.comm if self.distributed else MPI.COMM_SELF,
+                                     self.part, source, d, predecessors, whole=True)
         stats["time_finish_s"] = time.perf_counter() - t0 - t_run
         stats["canonical_predecessors"] = canon
         return d, p, stats, None
 
 
 def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
-    """:class:`RoundsSSSP` for one source."""
-    return RoundsSSSP(graph, weights, comm).run(source, confirm, predecessors)
+    """:class:`RoundsSSSP` for one source (collective; its exchange freed after)."""
+    r = RoundsSSSP(graph, weights, comm)
+    try:
+        return r.run(source, confirm, predecessors)
+    finally:
+        r.close()
 
 
 def _nvshmem_available() -> bool:
@@ -1066,22 +1198,25 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
     if comm.Get_size() > 1 and not all(comm.allgather(_nvshmem_available())):
         cap = graph.n  # no queue kernel to go on with: rounds to the end
     t0 = time.perf_counter()
-    r = RoundsSSSP(graph, weights, comm)
-    # no probe when the rounds must run to the end (cap n: no queue kernel to go on with)
-    res = r.run(source, confirm, predecessors, max_rounds=cap,
-                probe_round=probe if 0 < probe < cap < graph.n else None)
-    if res is not None:
-        res[2]["auto"] = {"max_rounds": cap, "probe_round": probe, "chose": "rounds"}
-        return res
-    tried = {"max_rounds": cap, "probe_round": probe, "chose": "async", "rounds_s": time.perf_counter() - t0,
-             "rounds_stopped": r.last_stats["stopped"], "rounds_run": r.last_stats["rounds"],
-             "rounds_relaxations": r.last_stats["relaxations"]}
-    # the queue kernel runs on the rounds' upload of the graph (this rank's block of it; the
-    # rounds' distances and predecessors are freed with them)
     from ...graph.partition import partition_by_edges
 
-    lo, hi = partition_by_edges(graph.indptr, comm.Get_size()).range(comm.Get_rank())
-    block = r.block if comm.Get_size() == 1 else r.block.view(lo, hi)
+    r = RoundsSSSP(graph, weights, comm)
+    try:
+        # no probe when the rounds must run to the end (cap n: no queue kernel to go on with)
+        res = r.run(source, confirm, predecessors, max_rounds=cap,
+                    probe_round=probe if 0 < probe < cap < graph.n else None)
+        if res is not None:
+            res[2]["auto"] = {"max_rounds": cap, "probe_round": probe, "chose": "rounds"}
+            return res
+        tried = {"max_rounds": cap, "probe_round": probe, "chose": "async", "rounds_s": time.perf_counter() - t0,
+                 "rounds_stopped": r.last_stats["stopped"], "rounds_run": r.last_stats["rounds"],
+                 "rounds_relaxations": r.last_stats["relaxations"]}
+        # the queue kernel runs on the rounds' upload of the graph: this rank's block of it (the
+        # rounds' own block when they ran distributed); their distances are freed with them
+        lo, hi = partition_by_edges(graph.indptr, comm.Get_size()).range(comm.Get_rank())
+        block = r.block if comm.Get_size() == 1 or r.distributed else r.block.view(lo, hi)
+    finally:
+        r.close()  # collective: the rounds' exchange arrays
     del r
     dist, pred, stats, cycle = run_queue(graph, weights, source, comm, confirm, queue=queue, remote=remote,
                                          predecessors=predecessors, delta=delta, block=block)
