@@ -380,3 +380,27 @@ def test_device_block_and_tight_predecessors(dtype):
                 host = HostBlock(lo, hi, indptr[lo:hi + 1] - indptr[lo], indices[a:b], ww[a:b], wdt)
                 np.testing.assert_array_equal(blk.tight_pred(d), host.tight_pred(d))
                 assert blk.neg_magnitude() == _neg_magnitude(ww[a:b], wdt)
+
+
+def test_to_device_registered_copy(tmp_path):
+    """_to_device copies large arrays from their registered pages: writable ones, read-only
+    memory maps (cudaHostRegisterReadOnly, or the staged copy where that fails), the same
+    array twice (registration undone after each copy), and an array the caller registered
+    already (the staged copy)."""
+    import cupy as cp
+
+    from distgraph.backends.gpu.bellman_ford import REGISTER_BYTES, _to_device
+
+    a = np.arange(REGISTER_BYTES // 4 + 1000, dtype=np.int32)
+    np.testing.assert_array_equal(_to_device(cp, a).get(), a)
+    a[5:9] = -3
+    np.testing.assert_array_equal(_to_device(cp, a).get(), a)
+    f = tmp_path / "a.npy"
+    np.save(f, a)
+    m = np.load(f, mmap_mode="r")
+    np.testing.assert_array_equal(_to_device(cp, m[3:]).get(), a[3:])
+    cp.cuda.runtime.hostRegister(a.ctypes.data, a.nbytes, 0)
+    try:
+        np.testing.assert_array_equal(_to_device(cp, a).get(), a)
+    finally:
+        cp.cuda.runtime.hostUnregister(a.ctypes.data)
