@@ -27,10 +27,16 @@ from _bf_host import HostBlock
 
 @pytest.fixture
 def numpy_as_cupy(monkeypatch):
-    """``import cupy`` gives NumPy, ``cupyx.scatter_min`` a NumPy minimum.at, and the
+    """``import cupy`` gives NumPy (and a no-op device sync), ``cupyx.scatter_min`` a NumPy minimum.at, and the
     scatter-minimum probe's memo starts empty (so no NumPy function stays memoized)."""
+    class NumpyCupy(types.ModuleType):
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+    fake = NumpyCupy("cupy")
+    fake.cuda = types.SimpleNamespace(Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None))
     cupyx = types.SimpleNamespace(scatter_min=lambda a, i, x: np.minimum.at(a, i, x))
-    monkeypatch.setitem(sys.modules, "cupy", np)
+    monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setitem(sys.modules, "cupyx", cupyx)
     monkeypatch.setattr(gbf, "_EXACT", {})
     return np

@@ -166,3 +166,44 @@ def test_collective_errors_are_marked():
     assert raised_on_all_ranks(z) and raised_on_all_ranks(z, MPI.COMM_SELF)
     # marked for COMM_SELF, so not raised on every rank of a world of more than one rank
     assert raised_on_all_ranks(z, MPI.COMM_WORLD) == (MPI.COMM_WORLD.Get_size() == 1)
+
+
+def test_a_sub_communicator_keeps_the_process_gpu(monkeypatch):
+    """get_context(MPI.COMM_SELF, "gpu") inside an MPI job (a one-rank runner on rank 1) keeps
+    the GPU the COMM_WORLD context bound, else the launcher's local rank, else the current
+    device: it used to bind GPU local_rank(COMM_SELF) = 0, so rank 1's CuPy work left its GPU
+    and its NVSHMEM heap (the multi-PE Bellman-Ford tests hung on two H200s). No GPU: a
+    stand-in CuPy records the binding."""
+    import sys
+    import types
+
+    from mpi4py import MPI
+
+    from distgraph.runtime import context
+
+    used = []
+    cur = {"dev": 0}
+
+    class Device:
+        def __init__(self, i=None):
+            self.i = cur["dev"] if i is None else i
+
+        def use(self):
+            used.append(self.i)
+            cur["dev"] = self.i
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Device=Device, runtime=types.SimpleNamespace(
+        getDevice=lambda: cur["dev"])))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(context, "gpu_count", lambda: 2)
+    for v in context._LOCAL_RANK_VARS:
+        monkeypatch.delenv(v, raising=False)
+    monkeypatch.setattr(context, "_ctx", context.Context(MPI.COMM_WORLD, 1, 2, 1, 2, "gpu", 1))
+    assert context.get_context(MPI.COMM_SELF, "gpu").device == 1 and used == [1]
+    # no world context: the launcher's local rank, else the current device
+    monkeypatch.setattr(context, "_ctx", None)
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3")
+    assert context.get_context(MPI.COMM_SELF, "gpu").device == 1
+    monkeypatch.delenv("OMPI_COMM_WORLD_LOCAL_RANK")
+    cur["dev"] = 1
+    assert context.get_context(MPI.COMM_SELF, "gpu").device == 1 and used == [1, 1, 1]

@@ -4,7 +4,10 @@ The one place that knows about MPI launchers. Local rank is taken, in order, fro
 ``OMPI_COMM_WORLD_LOCAL_RANK`` (Open MPI), ``MPI_LOCALRANKID`` (MPICH/Hydra),
 ``SLURM_LOCALID`` (srun), ``PMI_LOCAL_RANK``/``PALS_LOCAL_RANKID``, and otherwise from
 an ``MPI_COMM_TYPE_SHARED`` split of the communicator. A rank binds to GPU
-``local_rank % visible_gpus`` unless ``DISTGRAPH_DEVICE`` says otherwise.
+``local_rank % visible_gpus`` unless ``DISTGRAPH_DEVICE`` says otherwise. The binding is the
+process's: a context on another communicator (``MPI.COMM_SELF``: a one-rank runner inside an
+MPI job) keeps the GPU of the ``COMM_WORLD`` context, else the launcher's local rank, else
+the current device; it never rebinds rank 1 to GPU 0 because it is rank 0 of ``COMM_SELF``.
 
 The backend is ``"gpu"`` when CuPy imports and sees a GPU, otherwise ``"cpu"``;
 ``DISTGRAPH_BACKEND`` or an explicit ``backend=`` overrides it. Asking for ``"gpu"``
@@ -108,10 +111,18 @@ def get_context(comm=None, backend: str | None = None) -> Context:
         raise BackendUnavailableError(f"ranks disagree on the backend ({agreed}); set --backend explicitly")
     device = None
     if be == "gpu":
-        ngpu = gpu_count()
-        device = config.device if config.device >= 0 else lr % ngpu
         import cupy
 
+        ngpu = gpu_count()
+        if config.device >= 0:
+            device = config.device
+        elif comm is MPI.COMM_WORLD:
+            device = lr % ngpu
+        elif _ctx is not None and _ctx.device is not None:
+            device = _ctx.device  # a sub-communicator keeps the process's GPU
+        else:
+            env_lr = local_rank_from_env()[0]
+            device = env_lr % ngpu if env_lr is not None else int(cupy.cuda.runtime.getDevice())
         cupy.cuda.Device(device).use()
     ctx = Context(comm, rank, size, lr, ls, be, device)
     if comm is MPI.COMM_WORLD:

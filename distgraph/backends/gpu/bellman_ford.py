@@ -950,7 +950,9 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
     dist, pred, info
         ``dist`` int64 (int64 max unreached) or float64 (inf); ``pred`` int64 or None;
         ``info`` with ``rounds``, ``relaxations`` (this PE's) and ``status`` (``"done"``,
-        ``"cycle"``: still changing after ``max_rounds`` rounds, ``"below"`` or ``"deep"``).
+        ``"cycle"``: still changing after ``max_rounds`` rounds, ``"below"`` or ``"deep"``);
+        with ``exchange``, also ``exchange_s``: seconds in :meth:`_PeerMin.combine` after this
+        PE's relaxations had finished (waiting for the slowest PE, and the minimum).
     """
     import cupy as cp
 
@@ -965,6 +967,7 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
     frontier = cp.asarray([source], dtype=cp.int64)
     max_rounds = n if max_rounds is None else int(max_rounds)
     rounds = relax = 0
+    exchange_s = 0.0
     status = "done"
     while frontier.shape[0]:
         if rounds >= max_rounds:
@@ -1004,7 +1007,11 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
                 win = (cand[v] < old[v]) & (c == cand[v])
                 predc[v[win]] = u[win]
         if exchange is not None:
+            cp.cuda.Device().synchronize()  # this PE's relaxations done: the rest is the exchange
+            t_x = time.perf_counter()
             cand, predc = exchange.combine(cand, predc, old)  # the same minimum on every PE
+            cp.cuda.Device().synchronize()
+            exchange_s += time.perf_counter() - t_x
         changed = cand < old
         dist, pred = cand, predc
         frontier = cp.flatnonzero(changed)
@@ -1015,7 +1022,10 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
         if bound is not None and rounds % 16 == 0 and frontier.shape[0] and bool(dist.min() < bound):
             status = "below"
             break
-    return dist, pred, {"rounds": rounds, "relaxations": relax, "status": status}
+    info = {"rounds": rounds, "relaxations": relax, "status": status}
+    if exchange is not None:
+        info["exchange_s"] = exchange_s
+    return dist, pred, info
 
 
 class _PeerMin:
@@ -1162,10 +1172,15 @@ class RoundsSSSP:
         self.cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
         relax = info["relaxations"]
-        if self.distributed:
-            relax = self.comm.allreduce(relax)
         stats = {"mode": "rounds", "backend": "gpu", "rounds": info["rounds"], "relaxations": relax,
                  "distributed": self.distributed, "time_setup_s": self.setup_s, "time_run_s": t_run}
+        if self.distributed:
+            stats["relaxations"] = self.comm.allreduce(relax)
+            # the exchange's share per PE: the largest and smallest over the PEs, and the most
+            # relaxations one PE did (the balance of the split)
+            stats["time_exchange_max_s"] = self.comm.allreduce(info["exchange_s"], op=MPI.MAX)
+            stats["time_exchange_min_s"] = self.comm.allreduce(info["exchange_s"], op=MPI.MIN)
+            stats["relaxations_max_pe"] = self.comm.allreduce(relax, op=MPI.MAX)
         if capped and info["status"] in ("cycle", "deep"):  # not settled within max_rounds, or won't be
             stats["stopped"] = "max_rounds" if info["status"] == "cycle" else "deep"
             self.last_stats = stats
