@@ -983,13 +983,9 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
             tot = int(csum[-1])
         if tot == 0 and exchange is None:
             break  # nothing leaves the frontier: nothing changes
-        if exchange is None:
-            old = dist.copy()
-            cand = dist
-        else:
-            old = dist
-            cand = exchange.buffer()
-            cand[...] = dist
+        # the candidates in private memory (the symmetric heap only holds what is exchanged)
+        old = dist.copy() if exchange is None else dist
+        cand = dist if exchange is None else dist.copy()
         predc = pred
         if tot:
             pos = cp.arange(tot, dtype=cp.int64)
@@ -1001,14 +997,16 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
             _scatter_min(cp, cand, v, c)
         if track_pred:
             if exchange is not None:
-                predc = exchange.pred_buffer()
-                predc[...] = pred
+                predc = pred.copy()
             if tot:
                 win = (cand[v] < old[v]) & (c == cand[v])
                 predc[v[win]] = u[win]
         if exchange is not None:
             cp.cuda.Device().synchronize()  # this PE's relaxations done: the rest is the exchange
             t_x = time.perf_counter()
+            exchange.buffer()[...] = cand
+            if track_pred:
+                exchange.pred_buffer()[...] = predc
             cand, predc = exchange.combine(cand, predc, old)  # the same minimum on every PE
             cp.cuda.Device().synchronize()
             exchange_s += time.perf_counter() - t_x
