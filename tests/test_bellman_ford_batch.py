@@ -140,3 +140,8 @@ def test_pes_benchmark_worker_rows(tmp_path, monkeypatch, capsys):
     one = {"case": "kron:8_uniform", "pes": 1, "time_s": 0.004, "run_s": 0.003}
     b.summarize(rows + [one])
     assert rows[0]["speedup_vs_1pe"] == pytest.approx(one["time_s"] / rows[0]["time_s"])
+    # the 1-PE reference is the faster of the queue and the rounds on one GPU
+    rounds1 = {"case": "kron:8_uniform", "pes": 1, "remote": "rounds", "time_s": 0.002, "run_s": 0.001}
+    b.summarize(rows + [one, rounds1])
+    assert rows[0]["speedup_vs_1pe"] == pytest.approx(rounds1["time_s"] / rows[0]["time_s"])
+    assert rows[0]["run_speedup_vs_1pe"] == pytest.approx(rounds1["run_s"] / rows[0]["run_s"])
