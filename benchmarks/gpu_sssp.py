@@ -209,7 +209,7 @@ def gpu_part(spec, weights, trials, row, queues, factors, rounds_trials, keeps=(
         del r
         print(f"  {name} {json.dumps(row[name], default=float)[:300]}", flush=True)
     try:
-        r = RoundsSSSP(g, w, MPI.COMM_SELF)
+        r = RoundsSSSP(g, w, MPI.COMM_SELF, engine="cupy")  # the plain CuPy baseline
         r.run(s, confirm)
         row["gpu_rounds_cupy"] = record(*best(lambda: r.run(s, confirm), rounds_trials))
         cp.cuda.Device().synchronize()

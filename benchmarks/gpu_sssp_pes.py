@@ -29,9 +29,10 @@ changes, beside the kernel's own phases of the plain row): its cost per phase. R
 always, one queue reservation per lane) beside ``atomic`` (CAS from the ghost key, the flag of a
 first improvement set unfetched, one reservation per warp and destination); rows carry the
 counters ``cas_failed``, ``remote_wins``, ``remote_first``, ``remote_pushes``. Remote
-``rounds`` is not a queue variant: the round-based Bellman-Ford (``RoundsSSSP``), distributed on
-several PEs (each its block's arcs, the replicated distances combined after every round through
-peer views), on one PE the CuPy rounds; it runs on one PE too, and the 1-PE reference of
+``rounds`` (``rounds_cupy``) is not a queue variant: the round-based Bellman-Ford (``RoundsSSSP``
+with its fused round kernels, or with plain CuPy rounds), distributed on several PEs (each its
+block's arcs, the replicated distances combined after every round through peer views); it runs
+on one PE too, and the 1-PE reference of
 ``speedup_vs_1pe`` is the best 1-PE row of the case, queue or rounds. Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten
 after every job; a job that fails or runs out of ``--budget`` keeps the rows it printed.
 """
@@ -155,14 +156,14 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
     s, ref = int(z["source"]), z["ref"]
     w = g.weights
     confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
-    plain = [x for x in remotes if not _variant(x)[1] and x != "rounds"]
+    plain = [x for x in remotes if not _variant(x)[1] and not x.startswith("rounds")]
     # one PE: the first plain queue remote, every +phases one, and the rounds
-    labels = remotes if size > 1 else plain[:1] + [x for x in remotes if _variant(x)[1] or x == "rounds"]
+    labels = remotes if size > 1 else plain[:1] + [x for x in remotes if _variant(x)[1] or x.startswith("rounds")]
     for queue in queues:
         for remote in labels:
             rmode, phased = _variant(remote)
             row = {"kind": "row", "case": name, "pes": size, "queue": queue,
-                   "remote": remote if size > 1 or phased or rmode == "rounds" else None, "vertices": g.n,
+                   "remote": remote if size > 1 or phased or rmode.startswith("rounds") else None, "vertices": g.n,
                    "arcs": g.m}
             if (queue, remote) in failed:
                 row["skipped"] = "failed on an earlier case"
@@ -172,8 +173,8 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
             q = None
             try:
                 t0 = time.perf_counter()
-                if rmode == "rounds":  # the round-based Bellman-Ford, distributed over the PEs
-                    q = RoundsSSSP(g, w, comm)
+                if rmode in ("rounds", "rounds_cupy"):  # the round-based Bellman-Ford, distributed over the PEs
+                    q = RoundsSSSP(g, w, comm, engine="cupy" if rmode == "rounds_cupy" else "kernel")
                 else:
                     q = QueueSSSP(g, w, comm, queue=queue, remote=rmode, use_nvshmem=True, multi_pe_phases=phased)
                 row["setup_s"] = time.perf_counter() - t0
@@ -207,7 +208,7 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
                                                        "flush", "ghost_dropped", "remote_claims", "coalesced",
                                                        "shipped", "applied", "flushes", "cas_failed",
                                                        "remote_wins", "remote_first", "remote_pushes", "grid",
-                                                       "capacity", "rounds", "distributed", "time_exchange_max_s",
+                                                       "capacity", "rounds", "engine", "distributed", "time_exchange_max_s",
                                                        "time_exchange_min_s", "relaxations_max_pe")})
                     if rank == 0:
                         print("RESULT-JSON " + json.dumps(r, default=float), flush=True)
@@ -251,7 +252,7 @@ def summarize(rows):
     rows with host-driven phases are not the 1-PE reference)."""
     best1 = {}
     for r in rows:
-        if r.get("pes") == 1 and "time_s" in r and r.get("remote") in (None, "rounds"):
+        if r.get("pes") == 1 and "time_s" in r and r.get("remote") in (None, "rounds", "rounds_cupy"):
             best1[r["case"]] = min(best1.get(r["case"], np.inf), r["time_s"])
             best1[r["case"] + "/run"] = min(best1.get(r["case"] + "/run", np.inf), r["run_s"])
     for r in rows:

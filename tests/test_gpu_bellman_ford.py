@@ -404,3 +404,51 @@ def test_to_device_registered_copy(tmp_path):
         np.testing.assert_array_equal(_to_device(cp, a).get(), a)
     finally:
         cp.cuda.runtime.hostUnregister(a.ctypes.data)
+
+
+@pytest.mark.parametrize("dtype", [None] + DTYPES)
+def test_round_kernels_equal_the_cupy_rounds(dtype):
+    """RoundsSSSP's fused round kernels (engine="kernel", kernels/bf_rounds.cu) run the CuPy
+    baseline's rounds: the same distances, round counts, relaxations and stopping status
+    (settled, the probe's "deep" on a long grid, a negative cycle found and confirmed), and the
+    CPU backend's distances and canonical predecessors, on Kronecker graphs with shifted and
+    quarter-unit float weights, unit weights and unreached vertices."""
+    from mpi4py import MPI
+
+    from distgraph.algorithms.bellman_ford import _arc_weights
+    from distgraph.backends.cpu.bellman_ford import run_rounds as cpu_rounds
+    from distgraph.backends.gpu.bellman_ford import RoundsSSSP
+    from distgraph.generators import grid
+
+    base = potential_shift(uniform_weights(kronecker(11, seed=3, directed=True), seed=4), seed=5)
+    path = potential_shift(uniform_weights(grid(300, 3), 1, 255, seed=5), seed=6)
+    cyc_g, cyc = plant_negative_cycle(uniform_weights(kronecker(10, seed=2), seed=2), length=5, seed=4)
+    for g, s, probe in ((base, int(np.argmax(np.diff(base.indptr))), None), (path, 0, 16), (cyc_g, int(cyc[0]), None)):
+        w = None if dtype is None else g.weights.astype(dtype)
+        if dtype in (np.float32, np.float64):
+            w = w / 4
+        if dtype is None and g is cyc_g:
+            continue  # unit weights have no negative cycle
+        gg = Graph(g.indptr, g.indices, w, directed=g.directed)
+
+        ww = _arc_weights(gg, None)
+        confirm = lambda cy, gg=gg, ww=ww: cycle_weight(gg, cy, ww) < 0  # noqa: E731
+        res = {}
+        for engine in ("kernel", "cupy"):
+            r = RoundsSSSP(gg, ww, MPI.COMM_SELF, engine=engine)
+            if probe:
+                out = r.run(s, confirm, max_rounds=64, probe_round=probe)
+                assert out is None and r.last_stats["stopped"] == "deep" and r.last_stats["rounds"] == probe
+                res[engine] = (r.last_stats["rounds"], r.last_stats["relaxations"])
+                continue
+            d, p, st, found = r.run(s, confirm, predecessors=True)
+            if g is cyc_g:
+                assert d is None and found is not None and cycle_weight(gg, found, ww) < 0
+                res[engine] = "cycle"
+                continue
+            ref_d, ref_p, _, _ = cpu_rounds(gg, ww, s, MPI.COMM_SELF, confirm, predecessors=True)
+            np.testing.assert_array_equal(d, ref_d)  # the work dtype's values, its unreached sentinel
+            np.testing.assert_array_equal(p, ref_p)
+            assert st["engine"] == engine
+            res[engine] = (st["rounds"], st["relaxations"])
+        assert res["kernel"] == res["cupy"]

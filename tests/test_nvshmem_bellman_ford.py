@@ -509,18 +509,19 @@ def test_distributed_rounds_equal_cpu(pg):
         s = int(np.argmax(np.diff(g.indptr)))
         confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
         ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
-        r = RoundsSSSP(g, w, comm)
-        try:
-            d, p, st, cyc = r.run(s, confirm, predecessors=True)
-            one = RoundsSSSP(g, w, MPI.COMM_SELF)
-            _, _, st1, _ = one.run(s, confirm)
-        finally:
-            r.close()
-        good = (cyc is None and r.distributed == (comm.Get_size() > 1) and np.array_equal(d, ref_d)
-                and np.array_equal(p, ref_p) and st["rounds"] == st1["rounds"]
-                and st["relaxations"] == st1["relaxations"])
-        info.append((name, good, st["rounds"], st1["rounds"], st["relaxations"], st1["relaxations"]))
-        ok &= good
+        for engine in ("kernel", "cupy"):
+            r = RoundsSSSP(g, w, comm, engine=engine)
+            try:
+                d, p, st, cyc = r.run(s, confirm, predecessors=True)
+                one = RoundsSSSP(g, w, MPI.COMM_SELF, engine="cupy")
+                _, _, st1, _ = one.run(s, confirm)
+            finally:
+                r.close()
+            good = (cyc is None and r.distributed == (comm.Get_size() > 1) and np.array_equal(d, ref_d)
+                    and np.array_equal(p, ref_p) and st["rounds"] == st1["rounds"]
+                    and st["relaxations"] == st1["relaxations"])
+            info.append((name, engine, good, st["rounds"], st1["rounds"], st["relaxations"], st1["relaxations"]))
+            ok &= good
         for mode in ("rounds", "auto"):
             res = bellman_ford(g, s, backend="gpu", mode=mode, predecessors=True, comm=comm)
             ok &= np.array_equal(res.distance, bellman_ford(g, s, backend="cpu", comm=MPI.COMM_SELF).distance)

@@ -1026,6 +1026,81 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
     return dist, pred, info
 
 
+def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rounds=None, probe_round=None,
+                  exchange=None):
+    """The rounds of :func:`rounds_cupy` (same rounds, same stopping rules, same results) with
+    each round's relaxation as one fused kernel (``kernels/bf_rounds.cu``: a warp per frontier
+    vertex, 64-bit atomicMin on keys) instead of CuPy's expand-gather-scatter: ``engine="kernel"``
+    of :class:`RoundsSSSP`. ``block``: this PE's :class:`_Block`; distances are 64-bit keys (see
+    :func:`to_keys`), returned as the work dtype's values. ``bound_key``: the key of the
+    negative-cycle bound (None: no check). ``exchange`` as in :func:`rounds_cupy` (over keys)."""
+    import cupy as cp
+
+    from .loader import get_module
+
+    lo, hi = block.lo, block.hi
+    isf = block.isf
+    mod = get_module("bf_rounds")
+    sfx = "f64" if isf else "i64"
+    relax_fn = mod.get_function("distgraph_bf_round_relax_" + sfx)
+    tails_fn = mod.get_function("distgraph_bf_round_tails_" + sfx)
+    sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+    inf = int(np.float64(np.inf).view(np.int64)) if isf else np.iinfo(np.int64).max
+    dist = cp.full(n, inf, cp.int64)
+    dist[source] = 0  # the key of 0 (+0.0 for floats)
+    pred = cp.full(n, -1, cp.int64) if track_pred else None
+    unit = block.w is None
+    w = dist if unit else block.w_bits()  # unit weights: a placeholder pointer, never read
+    count = cp.zeros(1, cp.uint64)
+    front = cp.asarray([source], dtype=cp.int64)
+    own = front if lo <= source < hi else front[:0]
+    max_rounds = n if max_rounds is None else int(max_rounds)
+    rounds = 0
+    exchange_s = 0.0
+    status = "done"
+    while front.shape[0]:
+        if rounds >= max_rounds:
+            status = "cycle"
+            break
+        rounds += 1
+        cand = dist.copy()
+        predc = pred.copy() if track_pred else None
+        nown = int(own.shape[0])
+        if nown:
+            grid = (int(min(-(-nown // 8), 32 * sms)),)
+            args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(lo), dist, cand,
+                    predc if track_pred else dist, count)
+            relax_fn(grid, (256,), args)
+            if track_pred:
+                tails_fn(grid, (256,), args)
+        if exchange is not None:
+            cp.cuda.Device().synchronize()
+            t_x = time.perf_counter()
+            exchange.buffer()[...] = cand
+            if track_pred:
+                exchange.pred_buffer()[...] = predc
+            cand, predc = exchange.combine(cand, predc, dist)
+            cp.cuda.Device().synchronize()
+            exchange_s += time.perf_counter() - t_x
+        front = cp.flatnonzero(cand < dist)
+        new_reached = rounds == probe_round and front.shape[0] and bool((dist[front] == inf).any())
+        dist, pred = cand, predc
+        own = front if exchange is None else front[(front >= lo) & (front < hi)]
+        if new_reached:
+            status = "deep"
+            break
+        if bound_key is not None and rounds % 16 == 0 and front.shape[0] and int(dist.min()) < bound_key:
+            status = "below"
+            break
+    out = dist
+    if isf:
+        out = cp.where(dist < 0, dist ^ _FLIP, dist).view(cp.float64)
+    info = {"rounds": rounds, "relaxations": int(count.get()[0]), "status": status}
+    if exchange is not None:
+        info["exchange_s"] = exchange_s
+    return out, pred, info
+
+
 class _PeerMin:
     """The rounds' exchange on several PEs over NVSHMEM: each PE writes its candidate
     distances (and tails) into symmetric arrays, two of each used in turn (so one barrier per
@@ -1088,7 +1163,10 @@ class _PeerMin:
 
 
 class RoundsSSSP:
-    """:func:`rounds_cupy` on one graph (device arrays kept for several runs).
+    """The round-based Bellman-Ford on one graph (device arrays kept for several runs):
+    ``engine="kernel"`` (default) runs each round as fused kernels (:func:`rounds_kernel`),
+    ``engine="cupy"`` as plain CuPy array operations (:func:`rounds_cupy`, the baseline a CuPy
+    user would write); the same rounds and results.
 
     On several ranks with nvshmem4py (``distributed``, default: when every rank has it) each
     PE uploads only its vertex block's arcs and relaxes them; the distances are replicated and
@@ -1096,7 +1174,7 @@ class RoundsSSSP:
     one GPU, and the work of a round is split over the PEs. Without nvshmem4py every rank runs
     the whole graph (no speed-up). Collective."""
 
-    def __init__(self, graph, weights, comm, *, distributed=None):
+    def __init__(self, graph, weights, comm, *, distributed=None, engine="kernel"):
         from mpi4py import MPI
 
         from ...graph.partition import partition_by_edges
@@ -1106,6 +1184,8 @@ class RoundsSSSP:
         from .loader import import_cupy
 
         expect(distributed in (None, True, False), "distributed", "None, True or False", distributed)
+        expect(engine in ("kernel", "cupy"), "engine", "'kernel' or 'cupy'", engine)
+        self.engine = engine
         size = comm.Get_size()
         if size > 1:
             have = all(comm.allgather(_nvshmem_available()))
@@ -1140,9 +1220,15 @@ class RoundsSSSP:
         if self.distributed:
             from ...pgas import get_pgas
 
-            self.exchange = _PeerMin(get_pgas(comm, "gpu"), graph.n, self.wdt, self.has_neg)
+            # the kernel engine exchanges 64-bit keys, the CuPy one values
+            self.exchange = _PeerMin(get_pgas(comm, "gpu"), graph.n, "int64" if engine == "kernel" else self.wdt,
+                                     self.has_neg)
         cp.cuda.Device().synchronize()
         self.setup_s = time.perf_counter() - t0
+
+    @property
+    def bound_key(self):
+        return int(to_keys(np.array([self.bound]))[0])
 
     def close(self):
         """Free the exchange's symmetric arrays (collective on several PEs)."""
@@ -1162,15 +1248,18 @@ class RoundsSSSP:
         t0 = time.perf_counter()
         n = self.graph.n
         capped = max_rounds is not None and int(max_rounds) < n
-        dist, pred, info = rounds_cupy(self.d_indptr, self.d_indices, self.d_w, source, n=n,
-                                       bound=self.bound if self.has_neg else None, track_pred=self.has_neg,
-                                       max_rounds=int(max_rounds) if capped else None,
-                                       probe_round=int(probe_round) if capped and probe_round else None,
-                                       lo=self.block.lo, exchange=self.exchange)
+        rkw = {"track_pred": self.has_neg, "max_rounds": int(max_rounds) if capped else None,
+               "probe_round": int(probe_round) if capped and probe_round else None, "exchange": self.exchange}
+        if self.engine == "kernel":
+            dist, pred, info = rounds_kernel(self.block, source, n=n, bound_key=self.bound_key if self.has_neg else None,
+                                             **rkw)
+        else:
+            dist, pred, info = rounds_cupy(self.d_indptr, self.d_indices, self.d_w, source, n=n,
+                                           bound=self.bound if self.has_neg else None, lo=self.block.lo, **rkw)
         self.cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
         relax = info["relaxations"]
-        stats = {"mode": "rounds", "backend": "gpu", "rounds": info["rounds"], "relaxations": relax,
+        stats = {"mode": "rounds", "backend": "gpu", "engine": self.engine, "rounds": info["rounds"], "relaxations": relax,
                  "distributed": self.distributed, "time_setup_s": self.setup_s, "time_run_s": t_run}
         if self.distributed:
             stats["relaxations"] = self.comm.allreduce(relax)
