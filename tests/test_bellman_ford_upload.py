@@ -200,6 +200,15 @@ class _PG:
         self.world.barrier.wait()
 
 
+def _assert_tight_tails(g, w, s, d, p):
+    """Every reached vertex but the source has its tail on a tight arc."""
+    inf = np.inf if d.dtype.kind == "f" else np.iinfo(np.int64).max
+    for v in np.flatnonzero((d != inf) & (np.arange(g.n) != s)):
+        u = p[v]
+        arcs = [k for k in range(g.indptr[u], g.indptr[u + 1]) if g.indices[k] == v]
+        assert any(d[u] + w[k] == d[v] for k in arcs), (v, u)
+
+
 def _distributed_rounds(g, s, size, **kw):
     """rounds_cupy on `size` stand-in PEs (threads), each with its block and a _PeerMin."""
     from concurrent.futures import ThreadPoolExecutor
@@ -241,11 +250,7 @@ def test_distributed_rounds_equal_one_gpu(numpy_as_cupy, size):
             assert (info["rounds"], info["status"]) == (i1["rounds"], i1["status"])
             np.testing.assert_array_equal(d, d1)
             if neg and info["status"] == "done":
-                inf = np.inf if d.dtype.kind == "f" else np.iinfo(np.int64).max
-                for v in np.flatnonzero((d != inf) & (np.arange(g.n) != s)):
-                    u = p[v]
-                    arcs = [k for k in range(g.indptr[u], g.indptr[u + 1]) if g.indices[k] == v]
-                    assert any(d[u] + blk.w[k] == d[v] for k in arcs), (v, u)
+                _assert_tight_tails(g, blk.w, s, d, p)
             np.testing.assert_array_equal(p, outs[0][1])  # the same tails on every PE
 
 
@@ -263,3 +268,102 @@ def test_distributed_rounds_negative_cycle_and_deep_probe(numpy_as_cupy):
     path = Graph.from_edges(np.arange(99), np.arange(1, 100), np.ones(99, np.int64), n=100)
     for _, _, info in _distributed_rounds(path, 0, 2, probe_round=16):
         assert (info["status"], info["rounds"]) == ("deep", 16)
+
+
+# --------------------------------------------------------------------------- the round kernels' driver
+def _key(x):
+    k = np.asarray(x, np.float64).view(np.int64).copy()
+    k[k < 0] ^= np.int64(0x7FFFFFFFFFFFFFFF)
+    return k
+
+
+def _unkey(k):
+    k = np.asarray(k, np.int64).copy()
+    k[k < 0] ^= np.int64(0x7FFFFFFFFFFFFFFF)
+    return k.view(np.float64)
+
+
+class _RoundKernels:
+    """kernels/bf_rounds.cu in NumPy (what the GPU tests check the CUDA against: the CuPy
+    rounds), so that rounds_kernel's driver runs on the host."""
+
+    def get_function(self, name):
+        isf, tails = name.endswith("f64"), "tails" in name
+
+        def fn(grid, block, args):
+            indptr, indices, w, unit, front, nfront, lo, dist, cand, pred, count = args
+            for u in front[:int(nfront)]:
+                b, e = int(indptr[u - int(lo)]), int(indptr[u - int(lo) + 1])
+                vs = indices[b:e].astype(np.int64)
+                if isf:
+                    c = _key(_unkey(dist[u:u + 1])[0] + w[b:e].view(np.float64))
+                else:
+                    c = dist[u] + (np.ones(e - b, np.int64) if int(unit) else w[b:e])
+                if tails:
+                    m = (c == cand[vs]) & (c < dist[vs])
+                    pred[vs[m]] = u
+                else:
+                    count[0] += np.uint64(e - b)
+                    np.minimum.at(cand, vs, c)
+        return fn
+
+
+@pytest.fixture
+def round_kernels(numpy_as_cupy, monkeypatch):
+    from distgraph.backends.gpu import loader
+
+    monkeypatch.setattr(loader, "get_module", lambda name, *a, **k: _RoundKernels())
+    sys.modules["cupy"].cuda.Device = lambda *a: types.SimpleNamespace(
+        synchronize=lambda: None, attributes={"MultiProcessorCount": 4})
+
+
+def test_kernel_rounds_driver_equals_the_cupy_rounds(round_kernels):
+    """rounds_kernel (keys, the shared round loop, the count, float keys back to doubles) gives
+    rounds_cupy's distances, tails, rounds, relaxations and stops, on one PE and on three
+    stand-in PEs, with the probe and with a negative cycle."""
+    from distgraph.backends.cpu.bellman_ford import _neg_bound
+    from distgraph.generators import plant_negative_cycle
+
+    cyc_g, cyc = plant_negative_cycle(uniform_weights(kronecker(8, seed=2), seed=2), length=5, seed=4)
+    path = Graph.from_edges(np.arange(99), np.arange(1, 100), np.ones(99, np.int64), n=100)
+    unit = Graph.from_edges(np.arange(30), (np.arange(30) * 7) % 31, n=31, directed=True)
+    cases = [(g, int(np.argmax(np.diff(g.indptr))), None) for g in _graphs()]
+    cases += [(cyc_g, int(cyc[0]), None), (path, 0, 16), (unit, 0, None)]
+    for g, s, probe in cases:
+        blk = gbf._Block(np, g, g.weights, 0, g.n)
+        bound, neg = _neg_bound(blk.w if blk.w is not None else np.ones(1, np.int64), blk.wdt, MPI.COMM_SELF)
+        kw = {"track_pred": neg, "probe_round": probe}
+        d1, p1, i1 = gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, s, n=g.n, bound=bound if neg else None, **kw)
+        bkey = int(gbf.to_keys(np.array([bound]))[0]) if neg else None
+        d2, p2, i2 = gbf.rounds_kernel(blk, s, n=g.n, bound_key=bkey, **kw)
+        assert (i2["rounds"], i2["relaxations"], i2["status"]) == (i1["rounds"], i1["relaxations"], i1["status"])
+        assert d2.dtype == d1.dtype
+        np.testing.assert_array_equal(d2, d1)
+        if neg and i1["status"] == "done":
+            _assert_tight_tails(g, blk.w, s, d2, p2)
+        elif i1["status"] in ("below", "cycle"):  # the tails hold a negative cycle
+            from distgraph.backends.cpu.bellman_ford import cycle_from_pred, find_pred_cycle
+
+            v = find_pred_cycle(p2)
+            assert v >= 0 and cycle_weight(g, cycle_from_pred(p2, v)) < 0
+        from concurrent.futures import ThreadPoolExecutor
+
+        from distgraph.graph.partition import partition_by_edges
+
+        world, part = _World(3), partition_by_edges(g.indptr, 3)
+
+        def pe(r):
+            lo, hi = part.range(r)
+            b = gbf._Block(np, g, g.weights, lo, hi)
+            ex = gbf._PeerMin(_PG(world, r), g.n, "int64", neg)
+            try:
+                return gbf.rounds_kernel(b, s, n=g.n, bound_key=bkey, exchange=ex, **kw)
+            finally:
+                ex.close()
+
+        with ThreadPoolExecutor(3) as pool:
+            outs = list(pool.map(pe, range(3)))
+        assert sum(o[2]["relaxations"] for o in outs) == i1["relaxations"]
+        for d, p, info in outs:
+            assert (info["rounds"], info["status"]) == (i1["rounds"], i1["status"])
+            np.testing.assert_array_equal(d, d1)

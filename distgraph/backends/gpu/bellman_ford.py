@@ -958,69 +958,81 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
 
     nl = int(indptr.shape[0] - 1)
     n = nl if n is None else int(n)
-    hi = lo + nl
     dt = cp.int64 if w is None or w.dtype.kind != "f" else cp.float64
     inf = np.iinfo(np.int64).max if dt == cp.int64 else np.inf
+
+    def relax(own, dist, cand, predc):
+        """Expand the frontier's arcs, one exact scatter-minimum; the winning tails."""
+        if not own.shape[0]:
+            return 0
+        starts = indptr[own - lo]
+        deg = indptr[own - lo + 1] - starts
+        csum = cp.cumsum(deg)
+        tot = int(csum[-1])
+        if tot == 0:
+            return 0
+        pos = cp.arange(tot, dtype=cp.int64)
+        seg = cp.searchsorted(csum, pos, side="right")
+        eidx = starts[seg] + pos - (csum[seg] - deg[seg])
+        u = own[seg]
+        v = indices[eidx].astype(cp.int64)
+        c = dist[u] + (1 if w is None else w[eidx])
+        _scatter_min(cp, cand, v, c)
+        if predc is not None:
+            win = (cand[v] < dist[v]) & (c == cand[v])
+            predc[v[win]] = u[win]
+        return tot
+
+    return _round_loop(cp, relax, n, source, inf, dt, lo, lo + nl, bound=bound, track_pred=track_pred,
+                       max_rounds=max_rounds, probe_round=probe_round, exchange=exchange)
+
+
+def _round_loop(cp, relax, n, source, inf, dt, lo, hi, *, bound, track_pred, max_rounds, probe_round, exchange):
+    """The rounds both engines share (:func:`rounds_cupy`, :func:`rounds_kernel`): ``relax(own,
+    dist, cand, predc)`` relaxes the out-arcs of this PE's frontier vertices ``own`` (global ids)
+    from ``dist`` (the distances at the start of the round, ``inf`` unreached) into ``cand`` (a
+    copy of them) and, with ``predc``, writes winning tails there; it returns its relaxations
+    (or 0 when it counts them itself). Then the PEs' candidates are combined (``exchange``), the
+    changed vertices are the next frontier, and the rounds stop as :func:`rounds_cupy` says;
+    ``bound`` in ``dist``'s units."""
     dist = cp.full(n, inf, dt)
     dist[source] = 0
     pred = cp.full(n, -1, cp.int64) if track_pred else None
-    frontier = cp.asarray([source], dtype=cp.int64)
+    front = cp.asarray([source], dtype=cp.int64)
+    own = front if lo <= source < hi else front[:0]
     max_rounds = n if max_rounds is None else int(max_rounds)
-    rounds = relax = 0
+    rounds = relaxed = 0
     exchange_s = 0.0
     status = "done"
-    while frontier.shape[0]:
+    while front.shape[0]:
         if rounds >= max_rounds:
             status = "cycle"
             break
         rounds += 1
-        own = frontier if exchange is None else frontier[(frontier >= lo) & (frontier < hi)]
-        tot = 0
-        if own.shape[0]:
-            starts = indptr[own - lo]
-            deg = indptr[own - lo + 1] - starts
-            csum = cp.cumsum(deg)
-            tot = int(csum[-1])
-        if tot == 0 and exchange is None:
-            break  # nothing leaves the frontier: nothing changes
-        # the candidates in private memory (the symmetric heap only holds what is exchanged)
-        old = dist.copy() if exchange is None else dist
-        cand = dist if exchange is None else dist.copy()
-        predc = pred
-        if tot:
-            pos = cp.arange(tot, dtype=cp.int64)
-            seg = cp.searchsorted(csum, pos, side="right")
-            eidx = starts[seg] + pos - (csum[seg] - deg[seg])
-            u = own[seg]
-            v = indices[eidx].astype(cp.int64)
-            c = dist[u] + (1 if w is None else w[eidx])
-            _scatter_min(cp, cand, v, c)
-        if track_pred:
-            if exchange is not None:
-                predc = pred.copy()
-            if tot:
-                win = (cand[v] < old[v]) & (c == cand[v])
-                predc[v[win]] = u[win]
+        cand = dist.copy()
+        predc = pred.copy() if track_pred else None
+        relaxed += relax(own, dist, cand, predc)
         if exchange is not None:
             cp.cuda.Device().synchronize()  # this PE's relaxations done: the rest is the exchange
             t_x = time.perf_counter()
             exchange.buffer()[...] = cand
             if track_pred:
                 exchange.pred_buffer()[...] = predc
-            cand, predc = exchange.combine(cand, predc, old)  # the same minimum on every PE
+            cand, predc = exchange.combine(cand, predc, dist)  # the same minimum on every PE
             cp.cuda.Device().synchronize()
             exchange_s += time.perf_counter() - t_x
-        changed = cand < old
+        front = cp.flatnonzero(cand < dist)
+        # after round k exactly the vertices within k arcs are reached: new ones now mean more
+        new_reached = rounds == probe_round and front.shape[0] and bool((dist[front] == inf).any())
         dist, pred = cand, predc
-        frontier = cp.flatnonzero(changed)
-        relax += tot
-        if rounds == probe_round and frontier.shape[0] and bool((old[frontier] == inf).any()):
+        own = front if exchange is None else front[(front >= lo) & (front < hi)]
+        if new_reached:
             status = "deep"
             break
-        if bound is not None and rounds % 16 == 0 and frontier.shape[0] and bool(dist.min() < bound):
+        if bound is not None and rounds % 16 == 0 and front.shape[0] and bool(dist.min() < bound):
             status = "below"
             break
-    info = {"rounds": rounds, "relaxations": relax, "status": status}
+    info = {"rounds": rounds, "relaxations": relaxed, "status": status}
     if exchange is not None:
         info["exchange_s"] = exchange_s
     return dist, pred, info
@@ -1038,67 +1050,34 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
 
     from .loader import get_module
 
-    lo, hi = block.lo, block.hi
-    isf = block.isf
     mod = get_module("bf_rounds")
-    sfx = "f64" if isf else "i64"
+    sfx = "f64" if block.isf else "i64"
     relax_fn = mod.get_function("distgraph_bf_round_relax_" + sfx)
     tails_fn = mod.get_function("distgraph_bf_round_tails_" + sfx)
     sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
-    inf = int(np.float64(np.inf).view(np.int64)) if isf else np.iinfo(np.int64).max
-    dist = cp.full(n, inf, cp.int64)
-    dist[source] = 0  # the key of 0 (+0.0 for floats)
-    pred = cp.full(n, -1, cp.int64) if track_pred else None
+    inf = int(np.float64(np.inf).view(np.int64)) if block.isf else np.iinfo(np.int64).max
     unit = block.w is None
-    w = dist if unit else block.w_bits()  # unit weights: a placeholder pointer, never read
+    w = block.indptr if unit else block.w_bits()  # unit weights: a placeholder pointer, never read
     count = cp.zeros(1, cp.uint64)
-    front = cp.asarray([source], dtype=cp.int64)
-    own = front if lo <= source < hi else front[:0]
-    max_rounds = n if max_rounds is None else int(max_rounds)
-    rounds = 0
-    exchange_s = 0.0
-    status = "done"
-    while front.shape[0]:
-        if rounds >= max_rounds:
-            status = "cycle"
-            break
-        rounds += 1
-        cand = dist.copy()
-        predc = pred.copy() if track_pred else None
+
+    def relax(own, dist, cand, predc):
         nown = int(own.shape[0])
         if nown:
-            grid = (int(min(-(-nown // 8), 32 * sms)),)
-            args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(lo), dist, cand,
-                    predc if track_pred else dist, count)
+            grid = (int(min(-(-nown // 8), 32 * sms)),)  # a warp per frontier vertex, 8 per block
+            args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(block.lo), dist,
+                    cand, dist if predc is None else predc, count)
             relax_fn(grid, (256,), args)
-            if track_pred:
+            if predc is not None:
                 tails_fn(grid, (256,), args)
-        if exchange is not None:
-            cp.cuda.Device().synchronize()
-            t_x = time.perf_counter()
-            exchange.buffer()[...] = cand
-            if track_pred:
-                exchange.pred_buffer()[...] = predc
-            cand, predc = exchange.combine(cand, predc, dist)
-            cp.cuda.Device().synchronize()
-            exchange_s += time.perf_counter() - t_x
-        front = cp.flatnonzero(cand < dist)
-        new_reached = rounds == probe_round and front.shape[0] and bool((dist[front] == inf).any())
-        dist, pred = cand, predc
-        own = front if exchange is None else front[(front >= lo) & (front < hi)]
-        if new_reached:
-            status = "deep"
-            break
-        if bound_key is not None and rounds % 16 == 0 and front.shape[0] and int(dist.min()) < bound_key:
-            status = "below"
-            break
-    out = dist
-    if isf:
-        out = cp.where(dist < 0, dist ^ _FLIP, dist).view(cp.float64)
-    info = {"rounds": rounds, "relaxations": int(count.get()[0]), "status": status}
-    if exchange is not None:
-        info["exchange_s"] = exchange_s
-    return out, pred, info
+        return 0  # counted by the kernel
+
+    dist, pred, info = _round_loop(cp, relax, n, source, inf, cp.int64, block.lo, block.hi, bound=bound_key,
+                                   track_pred=track_pred, max_rounds=max_rounds, probe_round=probe_round,
+                                   exchange=exchange)
+    info["relaxations"] = int(count[0])
+    if block.isf:  # keys back to doubles
+        dist = cp.where(dist < 0, dist ^ _FLIP, dist).view(cp.float64)
+    return dist, pred, info
 
 
 class _PeerMin:
