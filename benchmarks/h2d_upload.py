@@ -9,7 +9,8 @@ Rows (best of ``--trials``, seconds and GB/s):
 * ``copy_pinned``: from a page-locked buffer (``cupyx.empty_pinned``), the copy alone, and
   ``fill_pinned`` the host copy into it that a pinned path would add;
 * ``copy_registered``: ``cudaHostRegister`` on the NumPy array itself (no host copy), the
-  registration, the copy and the unregistration;
+  registration, ``cupy.asarray`` of the registered pages and the unregistration (the driver's
+  ``_to_device`` copies them by ``cudaMemcpy`` instead: ``block_init`` times that);
 * ``block_*``: ``bellman_ford._Block`` on the graph: construction (upload and conversion),
   ``neg_magnitude``, ``w_bits`` and ``tight_pred`` (the finish's kernel).
 

@@ -13,10 +13,11 @@ the source is the largest out-degree vertex of a Kronecker graph, vertex 0 of a 
 Each graph is built once and saved as a .dgraph file (DIR/graphs/, removed at the end); the
 GPU rows run in child processes that load it, each for one source tree: this one and, with
 ``--baseline TREE`` (a checkout of an older commit, e.g. made with ``git worktree add``), the
-old code, so that ratios compare the two in the same run. A row: best of ``--trials`` after a
+old code, so that ratios compare the two in the same run. A GPU row: best of ``--trials`` after a
 warm-up call, wall time around ``bellman_ford(graph, source, backend="gpu")``, its stats
 (setup, run, finish, auto's choice), and a SHA-1 of the distances (and predecessors), which
-must equal the CPU backend's. Writes DIR/sssp_e2e.json (commit, device, date).
+must equal the CPU backend's. The CPU backend's rows are one run each after a warm-up (seconds
+per call on the largest graphs); scipy's Dijkstra is the best of ``--trials``. Writes DIR/sssp_e2e.json (commit, device, date).
 """
 
 from __future__ import annotations

@@ -1175,11 +1175,11 @@ class _FakeRounds:
     need = 10
     calls = []
     made = []
-    distributed = False
+    distributed = False  # set per case: several PEs with nvshmem4py distribute the rounds
 
     def __init__(self, graph, weights, comm):
         self.graph = graph
-        self.block = types.SimpleNamespace(view=lambda lo, hi: ("view", lo, hi))
+        self.block = types.SimpleNamespace()
         _FakeRounds.made.append(self)
 
     def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None):
@@ -1229,20 +1229,19 @@ def test_gpu_auto_glue(monkeypatch, need, size, nvshmem, chose, cap):
     monkeypatch.setattr(_FakeRounds, "need", need)
     monkeypatch.setattr(_FakeRounds, "calls", [])
     monkeypatch.setattr(_FakeRounds, "made", [])
+    monkeypatch.setattr(_FakeRounds, "distributed", size > 1 and nvshmem)
     g = Graph.from_edges(np.arange(999), np.arange(1, 1000), n=1000)
     d, p, stats, cycle = gbf.run_auto(g, None, 0, _Comm(size), lambda c: True, queue="bwd", delta=5.0)
     assert stats["mode"] == chose and stats["auto"]["chose"] == chose and stats["auto"]["max_rounds"] == cap
     # the probe only when the rounds are capped (several ranks without nvshmem4py run them to the end)
     assert _FakeRounds.calls == [(cap, 16 if cap < g.n else None)]
-    # the queue kernel gets the rounds' upload: on several PEs its own block of it
-    from distgraph.graph.partition import partition_by_edges
-
-    block = _FakeRounds.made[0].block if size == 1 else ("view", *partition_by_edges(g.indptr, 2).range(1))
+    # the queue kernel gets the rounds' upload (one PE, or the distributed rounds' own block)
     want = {"queue": "bwd", "remote": "atomic", "predecessors": False, "delta": 5.0}
     assert len(queued) == (chose == "async")
     if queued:
-        assert queued[0].pop("block") is block if size == 1 else queued[0].pop("block") == block
+        assert queued[0].pop("block") is _FakeRounds.made[0].block
         assert queued == [want]
+    assert getattr(_FakeRounds.made[0], "closed", False)  # its exchange freed, whatever was chosen
     assert d[0] == (1 if chose == "async" else 0)
 
 

@@ -1,12 +1,18 @@
-"""The GPU Bellman-Ford's device-side set-up and finish (issue 7), on the host: NumPy stands
-in for CuPy (the code under test only calls what both have), so CI checks the logic that
-the GPU tests (tests/test_gpu_bellman_ford.py) check on the device:
+"""The GPU Bellman-Ford's device-side set-up, rounds and finish (issue 7), on the host: NumPy
+stands in for CuPy (the code under test only calls what both have), threads for PEs, and NumPy
+for the CUDA round kernels, so CI checks the logic that the GPU tests
+(tests/test_gpu_bellman_ford.py, test_nvshmem_bellman_ford.py) check on the device:
 
 * ``_Block``: the block uploaded in the graph's own dtypes and converted "on the device",
   its sub-block views, and the negative-weight sums against the host's ``_neg_magnitude``;
-* ``rounds_cupy`` (the CuPy baseline and ``mode="auto"``'s first try) against the CPU
-  backend, and its probe round, which stops the rounds on high-diameter graphs;
-* ``_finish_device``: the canonical predecessors from the block's tight-arc pass.
+* ``rounds_cupy`` against the CPU backend, and the probe round, which stops the rounds on
+  high-diameter graphs;
+* the distributed rounds: ``_PeerMin`` on 2-4 stand-in PEs (one read by copies), every PE
+  ending with one GPU's distances, rounds and tails, every symmetric array freed;
+* ``rounds_kernel``'s driver (keys, the shared loop, the kernels' count) against
+  ``rounds_cupy``, on one and three stand-in PEs, with the kernels in NumPy;
+* ``_finish_device``'s glue (gather, min-reduction, cycle fallback), with the host's tight-arc
+  pass standing in for ``_Block.tight_pred`` (that kernel is checked against it on the GPU).
 """
 
 import sys
@@ -173,6 +179,7 @@ class _World:
         import threading
 
         self.size, self.barrier, self.allocs = size, threading.Barrier(size, timeout=60), {}
+        self.freed = set()
 
 
 class _PG:
@@ -197,6 +204,7 @@ class _PG:
         self.world.barrier.wait()
 
     def free(self, arr):
+        self.world.freed.add((self.my_pe, arr.key))
         self.world.barrier.wait()
 
 
@@ -228,7 +236,10 @@ def _distributed_rounds(g, s, size, **kw):
             ex.close()
 
     with ThreadPoolExecutor(size) as pool:
-        return list(pool.map(pe, range(size)))
+        out = list(pool.map(pe, range(size)))
+    # every PE freed every symmetric array it allocated
+    assert world.freed == {(p, k) for k in world.allocs for p in range(size)}
+    return out
 
 
 @pytest.mark.parametrize("size", [2, 3, 4])
@@ -363,7 +374,31 @@ def test_kernel_rounds_driver_equals_the_cupy_rounds(round_kernels):
 
         with ThreadPoolExecutor(3) as pool:
             outs = list(pool.map(pe, range(3)))
+        assert world.freed == {(p, k) for k in world.allocs for p in range(3)}
         assert sum(o[2]["relaxations"] for o in outs) == i1["relaxations"]
         for d, p, info in outs:
             assert (info["rounds"], info["status"]) == (i1["rounds"], i1["status"])
             np.testing.assert_array_equal(d, d1)
+
+
+def test_sssp_e2e_benchmark_runs_and_compares(tmp_path):
+    """benchmarks/sssp_e2e.py end to end with the CPU backend in the timed rows (its smoke
+    test: the children, the SHA-1 comparisons, the baseline tree's rows, the JSON)."""
+    import json
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, str(root / "benchmarks" / "sssp_e2e.py"), "--outdir", str(tmp_path),
+                        "--graphs", "kron:8", "--trials", "1", "--backend", "cpu", "--baseline", str(root)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads((tmp_path / "sssp_e2e.json").read_text())
+    assert [(x["graph"], x["weights"]) for x in res["runs"]] == [("kron:8", "uniform"), ("kron:8", "shifted")]
+    for row in res["runs"]:
+        for key in ("gpu", "gpu_baseline"):
+            for kind in ("dist", "pred"):
+                assert row[key][kind]["same_as_cpu"] is True, (key, kind, row[key])
+        assert "speedup_vs_baseline" in row["gpu"]["dist"]
+        assert ("scipy_dijkstra" in row) == (row["weights"] == "uniform")  # Dijkstra needs no negative weight
+    assert not list(tmp_path.glob("graphs/*.dgraph"))  # the saved graphs are removed

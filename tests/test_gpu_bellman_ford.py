@@ -1,5 +1,6 @@
-"""GPU Bellman-Ford (issue 7): the queue-driven kernel (BQ and BWD) and the round-based CuPy
-baseline, each equal to the CPU backend and to scipy.sparse.csgraph on literal graphs with
+"""GPU Bellman-Ford (issue 7): the queue-driven kernel (BQ and BWD) and the round-based
+Bellman-Ford (fused round kernels; the CuPy baseline beside them in
+test_round_kernels_equal_the_cupy_rounds), each equal to the CPU backend and to scipy.sparse.csgraph on literal graphs with
 hand answers, random and Kronecker graphs (uniform and potential-shifted negative weights),
 road-NY shifted, bitcoin-otc (negative cycles found and confirmed), all four weight dtypes,
 unreachable vertices, the CLI. One process (one PE); the NVSHMEM kernel on 1, 2 and 4 PEs is

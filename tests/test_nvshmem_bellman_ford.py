@@ -504,6 +504,7 @@ def test_distributed_rounds_equal_cpu(pg):
 
     comm = MPI.COMM_WORLD
     ok, info = True, []
+    live = len(pg._live)
     for name, g in sorted(_graphs().items()):
         w = _arc_weights(g, None)
         s = int(np.argmax(np.diff(g.indptr)))
@@ -530,3 +531,4 @@ def test_distributed_rounds_equal_cpu(pg):
     with pytest.raises(NegativeCycleError) as ei:
         bellman_ford(gc, int(cyc[0]), backend="gpu", mode="rounds", comm=comm)
     assert _all(comm, cycle_weight(gc, ei.value.cycle) < 0)
+    assert _all(comm, len(pg._live) == live)  # every run freed its symmetric arrays

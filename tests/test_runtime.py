@@ -200,10 +200,11 @@ def test_a_sub_communicator_keeps_the_process_gpu(monkeypatch):
         monkeypatch.delenv(v, raising=False)
     monkeypatch.setattr(context, "_ctx", context.Context(MPI.COMM_WORLD, 1, 2, 1, 2, "gpu", 1))
     assert context.get_context(MPI.COMM_SELF, "gpu").device == 1 and used == [1]
-    # no world context: the launcher's local rank, else the current device
+    # no world context: the launcher's local rank (3 % 2), else the current device
     monkeypatch.setattr(context, "_ctx", None)
+    cur["dev"] = 0
     monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3")
-    assert context.get_context(MPI.COMM_SELF, "gpu").device == 1
+    assert context.get_context(MPI.COMM_SELF, "gpu").device == 1 and used[-1] == 1
     monkeypatch.delenv("OMPI_COMM_WORLD_LOCAL_RANK")
     cur["dev"] = 1
     assert context.get_context(MPI.COMM_SELF, "gpu").device == 1 and used == [1, 1, 1]

@@ -27,8 +27,9 @@ Algorithm
     The GPU backend (``backend="gpu"``, :mod:`distgraph.backends.gpu.bellman_ford`) runs
     the same two modes on GPUs: ``async`` as the queue-driven kernel of the paper over the
     device Broker Queue (one or several PEs, NVSHMEM one-sided remote relaxations; on one PE
-    with a near-far priority, ``delta``), and ``rounds`` as the plain round-based CuPy
-    Bellman-Ford (the baseline).
+    with a near-far priority, ``delta``), and ``rounds`` as Jacobi rounds, each one fused
+    kernel (the plain CuPy rounds are the benchmarks' baseline), distributed over the PEs when
+    there are several.
 
     Distances are identical for any mode, backend and number of ranks (the unique fixed point);
     predecessors too (the smallest tail of a tight arc), except on graphs whose tight arcs

@@ -4,7 +4,7 @@
     mpiexec -n 4 distgraph sssp kron:16:weights=uniform --mode async --queue bwd --verify
     distgraph sssp road-NY.gr.xz --source 1 --backend gpu --mode async     # queue kernel on a GPU
     distgraph sssp road-NY.gr.xz --source 1 --backend gpu                  # auto: rounds, else the queue kernel
-    distgraph sssp kron:20:weights=uniform --backend gpu --mode rounds     # round-based CuPy
+    distgraph sssp kron:20:weights=uniform --backend gpu --mode rounds     # round-based (fused kernels)
     distgraph sssp road-FLA.gr.xz --backend gpu --mode async --queue bwd --delta 1000
 
 On GPUs, ``--mode rounds`` is the faster on low-diameter graphs (Kronecker, urand) and

@@ -152,7 +152,8 @@ class Config:
     gpu_sssp_auto_rounds: int = 64
     #: ... and sooner when this round still reaches vertices for the first time (the source
     #: has vertices this many arcs away or more: road-FLA reaches 171 of its 1.07M vertices in
-    #: 16 rounds, Kronecker 18-20 their whole component in 4); 0: off.
+    #: 16 rounds, Kronecker 18-20 their whole component in 4, benchmarks/results/hop_balls.json);
+    #: 0: off.
     gpu_sssp_auto_probe: int = 16
 
 

@@ -6,8 +6,9 @@ The one place that knows about MPI launchers. Local rank is taken, in order, fro
 an ``MPI_COMM_TYPE_SHARED`` split of the communicator. A rank binds to GPU
 ``local_rank % visible_gpus`` unless ``DISTGRAPH_DEVICE`` says otherwise. The binding is the
 process's: a context on another communicator (``MPI.COMM_SELF``: a one-rank runner inside an
-MPI job) keeps the GPU of the ``COMM_WORLD`` context, else the launcher's local rank, else
-the current device; it never rebinds rank 1 to GPU 0 because it is rank 0 of ``COMM_SELF``.
+MPI job) keeps the GPU of the ``COMM_WORLD`` context, else the launcher's local rank, else (a
+communicator of several ranks) its node split's local rank, else the current device; it never
+rebinds rank 1 to GPU 0 because it is rank 0 of ``COMM_SELF``.
 
 The backend is ``"gpu"`` when CuPy imports and sees a GPU, otherwise ``"cpu"``;
 ``DISTGRAPH_BACKEND`` or an explicit ``backend=`` overrides it. Asking for ``"gpu"``
@@ -122,7 +123,12 @@ def get_context(comm=None, backend: str | None = None) -> Context:
             device = _ctx.device  # a sub-communicator keeps the process's GPU
         else:
             env_lr = local_rank_from_env()[0]
-            device = env_lr % ngpu if env_lr is not None else int(cupy.cuda.runtime.getDevice())
+            if env_lr is not None:
+                device = env_lr % ngpu
+            elif size > 1:
+                device = lr % ngpu  # a communicator of several ranks: its node split's local rank
+            else:
+                device = int(cupy.cuda.runtime.getDevice())
         cupy.cuda.Device(device).use()
     ctx = Context(comm, rank, size, lr, ls, be, device)
     if comm is MPI.COMM_WORLD:

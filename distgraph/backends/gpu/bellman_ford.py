@@ -1,5 +1,5 @@
-"""Bellman-Ford SSSP on GPUs: the queue-driven kernel (one or several PEs) and the plain
-round-based CuPy baseline.
+"""Bellman-Ford SSSP on GPUs: the queue-driven kernel (one or several PEs) and the round-based
+Bellman-Ford (fused round kernels, or the plain CuPy baseline; one or several PEs).
 
 ``mode="async"``: :class:`QueueSSSP`, the queue-driven Bellman-Ford of Sec. III-C of
 ``../shared/papers/003`` in ``kernels/bellman_ford.cuh`` (read its header: warps dequeue
@@ -29,19 +29,29 @@ The near-far priority (``delta``) runs on one PE by default; ``multi_pe_phases=T
 runs it on several PEs with one global threshold, the host changing the phase between
 launches (an MPI min-reduction of the PEs' smallest far keys).
 
-``mode="rounds"``: :func:`rounds_cupy`, the round-based Bellman-Ford a CuPy user would
-write (array operations only: the out-arcs of the vertices improved in the last round are
-expanded, one scatter-minimum per round: ``cupy.minimum.at`` or ``cupyx.scatter_min``,
-whichever is exact for the dtype, else a sort). Each rank runs the whole graph (it is the
-single-GPU baseline, not a distributed driver).
+``mode="rounds"``: :class:`RoundsSSSP`, Jacobi rounds (round ``k`` relaxes the out-arcs of the
+vertices improved in round ``k - 1`` from the distances at its start). ``engine="kernel"``
+(default, :func:`rounds_kernel`): each round is one fused kernel (``kernels/bf_rounds.cu``, a
+warp per frontier vertex, 64-bit atomicMin on keys), plus a pass for the tails with negative
+weights. ``engine="cupy"`` (:func:`rounds_cupy`): the baseline a CuPy user would write, array
+operations only (the frontier's arcs expanded, one scatter-minimum per round:
+``cupy.minimum.at`` or ``cupyx.scatter_min``, whichever is exact for the dtype, else a sort).
+Both share the round loop (:func:`_round_loop`) and give the same rounds. On several ranks with
+nvshmem4py the rounds are distributed: each PE holds and relaxes its vertex block's arcs, and
+the replicated distances are combined after each round through NVSHMEM peer views
+(:class:`_PeerMin`); without it every rank runs the whole graph. ``mode="auto"`` runs the rounds
+first and the queue kernel if they do not settle (:func:`run_auto`).
+
+The graph is uploaded in its own dtypes (large arrays from their page-locked pages,
+:func:`_to_device`) and converted on the device (:class:`_Block`).
 
 Distances on the device are 64-bit keys: int64 sums for integer weights, float64 sums for
 float weights stored as "ordered ints" (the double's bits, the 63 low bits flipped when
 negative), so a signed 64-bit ``atomicMin`` orders them as the doubles (no CAS loop on
 one GPU; NVSHMEM has no atomic minimum, so remote minima are CAS loops). The results are
-those of the CPU backend: the same unique fixed point, the same canonical predecessors
-(recomputed from the distances on the host by the CPU code, see
-:mod:`distgraph.backends.cpu.bellman_ford`).
+those of the CPU backend: the same unique fixed point, the same canonical predecessors (the
+smallest tail of a tight arc, recomputed from the distances on the device by
+``kernels/sssp_tight.cu`` and min-reduced over the ranks, as the CPU backend's ``_finish`` does).
 
 Negative cycles: as on the CPU, the predecessor graph is searched for a cycle when a
 distance falls below ``-B`` (``B`` the sum of the magnitudes of the negative weights; the
@@ -67,7 +77,9 @@ vertices one after the other, FIFO) took 177 / 173 ms at 7.7 / 5.0; the CuPy rou
 its longest chain of improvements. Kronecker 20 (31.4 M arcs): the CuPy rounds are still
 faster, 18.5 / 25.9 ms against 29.8 / 27.4 ms (25.5 / 28.5 ms without kept vertices); both
 scan arcs 3.2 (rounds) to 6.5 (queue) times, hubs being rescanned after late
-improvements; the CPU backend on one core takes 1.17 / 1.83 s. So ``rounds`` suits
+improvements; the CPU backend on one core takes 1.17 / 1.83 s. (Session 14: the fused round
+kernels take 10.8 ms on Kronecker 20 with uniform weights, benchmarks/results/session14/call7/.)
+So ``rounds`` suits
 low-diameter graphs and ``mode="async", queue="bwd"`` high-diameter ones; BWD was faster
 than BQ in every case measured (its dequeue gives up at once instead of proving
 emptiness).
@@ -81,7 +93,8 @@ import numpy as np
 
 from ...errors import DistgraphError, GraphValueError, InvalidArgumentError, expect
 
-__all__ = ["QueueSSSP", "RoundsSSSP", "rounds_cupy", "run_queue", "run_rounds", "to_keys", "from_keys"]
+__all__ = ["QueueSSSP", "RoundsSSSP", "rounds_cupy", "rounds_kernel", "run_queue", "run_rounds", "to_keys",
+           "from_keys"]
 
 BLOCK = 128
 _FLIP = np.int64(0x7FFFFFFFFFFFFFFF)
@@ -252,7 +265,10 @@ def _to_device(cp, a):
             continue
         try:
             out = cp.empty(a.shape, a.dtype)
-            rt.memcpy(out.data.ptr, ptr, a.nbytes, rt.memcpyHostToDevice)  # synchronous from locked pages
+            # on the current stream (the pool orders out's memory on it), complete before unregistering
+            stream = cp.cuda.get_current_stream()
+            rt.memcpyAsync(out.data.ptr, ptr, a.nbytes, rt.memcpyHostToDevice, stream.ptr)
+            stream.synchronize()
         finally:
             rt.hostUnregister(ptr)
         return out
@@ -402,7 +418,7 @@ class QueueSSSP:
     (``remote="batch"``): a warp ships an outbox once it holds this many entries, warp 0
     any after each of its turns (an attribute a run reads, 1 to :data:`BATCH`).
     ``block``: this PE's block already on the device (``mode="auto"`` passes the rounds'
-    upload; a block of other vertices or dtype is ignored). ``multi_pe_phases`` (opt-in, the same on every rank): the near-far priority on several PEs
+    upload; a block of another graph, other vertices, dtype or weights is ignored). ``multi_pe_phases`` (opt-in, the same on every rank): the near-far priority on several PEs
     too (and on one PE with ``use_nvshmem=True``), phases driven by the host: ``delta`` (None:
     the largest of the PEs' picks of the default rule over their own blocks) gives one global
     threshold; a launch ends when no near work is left anywhere, and the host raises the
@@ -595,7 +611,8 @@ class QueueSSSP:
         err = bk = None
         try:
             blk = self._given_block
-            if blk is None or (blk.lo, blk.hi) != (self.lo, self.hi) or blk.wdt != self.wdt:
+            if (blk is None or blk.graph is not self.graph or (blk.lo, blk.hi) != (self.lo, self.hi)
+                    or blk.wdt != self.wdt or (blk.w is None) != (self.w is None)):
                 blk = _Block(cp, self.graph, self.w, self.lo, self.hi)
             self.block, self._given_block = blk, None
             self.d_indptr, self.d_indices, self.d_w = blk.indptr, blk.indices, blk.w_bits()
@@ -1289,7 +1306,7 @@ def _nvshmem_available() -> bool:
 
 def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomic", predecessors=False,
              delta=None, max_rounds=None):
-    """``mode="auto"``: the round-based CuPy Bellman-Ford for at most ``max_rounds``
+    """``mode="auto"``: the round-based Bellman-Ford (:class:`RoundsSSSP`) for at most ``max_rounds``
     rounds (default ``config.gpu_sssp_auto_rounds``), which settles low-diameter graphs
     (Kronecker: 11-12 rounds) at the rounds' speed; if it has not settled, the queue-driven
     kernel from scratch, which is 17-42x faster than the rounds on road networks (road-FLA
@@ -1309,8 +1326,6 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
     if comm.Get_size() > 1 and not all(comm.allgather(_nvshmem_available())):
         cap = graph.n  # no queue kernel to go on with: rounds to the end
     t0 = time.perf_counter()
-    from ...graph.partition import partition_by_edges
-
     r = RoundsSSSP(graph, weights, comm)
     try:
         # no probe when the rounds must run to the end (cap n: no queue kernel to go on with)
@@ -1322,10 +1337,9 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
         tried = {"max_rounds": cap, "probe_round": probe, "chose": "async", "rounds_s": time.perf_counter() - t0,
                  "rounds_stopped": r.last_stats["stopped"], "rounds_run": r.last_stats["rounds"],
                  "rounds_relaxations": r.last_stats["relaxations"]}
-        # the queue kernel runs on the rounds' upload of the graph: this rank's block of it (the
-        # rounds' own block when they ran distributed); their distances are freed with them
-        lo, hi = partition_by_edges(graph.indptr, comm.Get_size()).range(comm.Get_rank())
-        block = r.block if comm.Get_size() == 1 or r.distributed else r.block.view(lo, hi)
+        # the queue kernel runs on the rounds' upload of the graph (on several ranks the rounds
+        # only stop early when distributed, on this rank's block); their distances are freed
+        block = r.block if comm.Get_size() == 1 or r.distributed else None
     finally:
         r.close()  # collective: the rounds' exchange arrays
     del r
