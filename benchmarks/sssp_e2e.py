@@ -122,8 +122,11 @@ def peers(g, s, weights, trials, no_cpu):
 def run_child(tree, path, s, trials, timeout, backend):
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--tree", str(tree), "--graph-file", str(path),
            "--source", str(s), "--trials", str(trials), "--backend", backend]
-    env = dict(os.environ)
-    # the child imports distgraph from its tree only
+    from distgraph.testing import clean_mpi_env
+
+    # a singleton MPI job of its own (no launcher variables inherited: under mpiexec the child's
+    # MPI_Init would reach for its parent's PMI connection); distgraph from its tree only
+    env = clean_mpi_env()
     env["PYTHONPATH"] = os.pathsep.join([str(Path(tree).resolve())] + [p for p in env.get("PYTHONPATH", "").split(
         os.pathsep) if p and Path(p).resolve() != ROOT])
     try:
@@ -156,6 +159,7 @@ def main():
     if not args.outdir:
         ap.error("--outdir is required")
     sys.path.insert(0, str(HERE))
+    sys.path.insert(0, str(ROOT))
     from _common import commit, sh
 
     out_dir = Path(args.outdir)

@@ -388,10 +388,13 @@ def test_sssp_e2e_benchmark_runs_and_compares(tmp_path):
     import subprocess
     from pathlib import Path
 
+    from distgraph.testing import clean_mpi_env
+
     root = Path(__file__).resolve().parent.parent
+    # clean_mpi_env: the suite runs under mpiexec, whose PMI variables a child must not inherit
     r = subprocess.run([sys.executable, str(root / "benchmarks" / "sssp_e2e.py"), "--outdir", str(tmp_path),
                         "--graphs", "kron:8", "--trials", "1", "--backend", "cpu", "--baseline", str(root)],
-                       capture_output=True, text=True, timeout=600)
+                       capture_output=True, text=True, timeout=600, env=clean_mpi_env())
     assert r.returncode == 0, r.stderr[-2000:]
     res = json.loads((tmp_path / "sssp_e2e.json").read_text())
     assert [(x["graph"], x["weights"]) for x in res["runs"]] == [("kron:8", "uniform"), ("kron:8", "shifted")]
