@@ -9,7 +9,7 @@
 #   (device tool: carry .whl, .cache (the data in .cache/k2data, a baseline worktree in
 #   .cache/base: git worktree add .cache/base COMMIT); end with tar czf $OUT/r.tgz -C OUTDIR .)
 #
-# Env: NV_NPS (default "2 4"; "" skips), PARTS (tests,e2e), T_GPU (150), T_NV (90 per PE
+# Env: NV_NPS (default "2 4"; "" skips), PARTS (tests,e2e), T_GPU (150), T_NV (180 per PE
 # count), T_E2E (300).
 set -uo pipefail
 OUTDIR=${1:?usage: sssp_e2e_check.sh OUTDIR [sssp_e2e.py options]}; shift
@@ -26,7 +26,7 @@ if [[ $parts == *,tests,* ]]; then
   echo "exit status $?" >> "$OUTDIR/pytest-gpu-bellman_ford.log"
   tail -2 "$OUTDIR/pytest-gpu-bellman_ford.log"
   for np in ${NV_NPS-2 4}; do
-    timeout "${T_NV:-90}" "$MPIRUN" "${MPIFLAGS[@]}" -n "$np" "$PY" tests/mpi_pytest.py -q -rfs --with-mpi \
+    timeout "${T_NV:-180}" "$MPIRUN" "${MPIFLAGS[@]}" -n "$np" "$PY" tests/mpi_pytest.py -q -rfs --with-mpi \
       tests/test_nvshmem_bellman_ford*.py > "$OUTDIR/pytest-nvshmem-bellman_ford-np$np.log" 2>&1
     echo "exit status $?" >> "$OUTDIR/pytest-nvshmem-bellman_ford-np$np.log"
     tail -2 "$OUTDIR/pytest-nvshmem-bellman_ford-np$np.log"

@@ -1167,8 +1167,10 @@ class RoundsSSSP:
     On several ranks with nvshmem4py (``distributed``, default: when every rank has it) each
     PE uploads only its vertex block's arcs and relaxes them; the distances are replicated and
     combined after each round (:class:`_PeerMin`), so every round and the result are those of
-    one GPU, and the work of a round is split over the PEs. Without nvshmem4py every rank runs
-    the whole graph (no speed-up). Collective."""
+    one GPU, and the work and memory of a round are split over the PEs (not yet its time: on two
+    H200s the exchange of whole candidate arrays took half of the run or more,
+    benchmarks/results/session14/README.md). Without nvshmem4py every rank runs the whole graph
+    (no speed-up). Collective."""
 
     def __init__(self, graph, weights, comm, *, distributed=None, engine="kernel"):
         from mpi4py import MPI
