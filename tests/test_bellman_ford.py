@@ -1053,6 +1053,50 @@ def test_gpu_queue_arguments_checked_on_every_rank(comm, case):
     assert msgs == [want] * size, msgs
 
 
+def test_gpu_rounds_arguments_validated_before_the_device():
+    """RoundsSSSP's own arguments fail with a message naming them, before CuPy is needed."""
+    from mpi4py import MPI
+
+    from distgraph.backends.gpu.bellman_ford import RoundsSSSP
+
+    g = Graph.from_edges([0, 1], [1, 2], [1, -1])
+    for kw, msg in (({"engine": "numba"}, "engine must be 'kernel' or 'cupy'"),
+                    ({"distributed": 1}, "distributed must be None, True or False")):
+        with pytest.raises(InvalidArgumentError, match=msg):
+            RoundsSSSP(g, g.weights, MPI.COMM_SELF, **kw)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("case", ["engine invalid on one rank", "engine"])
+def test_gpu_rounds_arguments_checked_on_every_rank(comm, case):
+    """RoundsSSSP's arguments are checked on every rank together, before CuPy: a bad engine on
+    one rank used to raise there alone (the others went on into the collectives), and engines
+    differing between ranks would exchange keys against values. Every rank gets the same error."""
+    from distgraph.backends.gpu.bellman_ford import RoundsSSSP
+
+    size, me = comm.Get_size(), comm.Get_rank()
+    if size == 1:
+        pytest.skip("needs several ranks")
+    last = size - 1
+    if case == "engine invalid on one rank":
+        engine = "numba" if me == last else "kernel"
+        want = f"engine must be 'kernel' or 'cupy'; got 'numba' (on rank {last})"
+    else:
+        engine = "cupy" if me == last else "kernel"
+        want = (f"engine must be the same on every rank (the round-based GPU Bellman-Ford); got 'kernel' on rank 0, "
+                f"'cupy' on rank {last}")
+    g = Graph.from_edges([0, 1], [1, 2], [1, 2])
+    try:
+        RoundsSSSP(g, g.weights, comm, engine=engine, distributed=False)
+        msg = "no error"
+    except InvalidArgumentError as e:
+        msg = str(e)
+    except Exception as e:  # noqa: BLE001 - reported, so that every rank reaches the allgather
+        msg = f"{type(e).__name__}: {e}"
+    msgs = comm.allgather(msg)
+    assert msgs == [want] * size, msgs
+
+
 def test_gpu_sssp_benchmark_sweep_failure_keeps_the_defaults_row(monkeypatch, bench_script):
     """benchmarks/gpu_sssp.py's schedule sweep: a sweep run that fails (here: chunks of 64
     arcs on a queue sized for 4096, which a real queue may not hold) used to replace the

@@ -282,8 +282,7 @@ class _Block:
     heads and weights cross the bus as 4 bytes) and converted on the device: row pointers to
     int64 from 0, heads to int32, weights to the work dtype (int64 or float64; None: unit
     weights). No host copy of the arcs is made (on Kronecker 20 the host conversions took
-    longer than the kernels). :meth:`view` gives a sub-block of the same device arrays (the
-    queue kernel's block of the rounds' whole graph in ``mode="auto"``)."""
+    longer than the kernels)."""
 
     def __init__(self, cp, graph, weights, lo, hi):
         from ..cpu.bellman_ford import work_dtype
@@ -301,19 +300,6 @@ class _Block:
         else:  # no arcs: one-element stand-ins (a kernel argument needs an allocation)
             self.indices = cp.zeros(1, cp.int32)
             self.w = None if weights is None else cp.zeros(1, self.wdt)
-
-    def view(self, lo, hi):
-        """Vertices ``[lo, hi)`` (inside this block) over the same device arcs (no copy)."""
-        a = int(self.graph.indptr[lo]) - int(self.graph.indptr[self.lo])
-        b = int(self.graph.indptr[hi]) - int(self.graph.indptr[self.lo])
-        ip = self.indptr[lo - self.lo:hi - self.lo + 1] - a
-        idx = self.indices[a:b] if b > a else self.cp.zeros(1, self.cp.int32)
-        w = None if self.w is None else (self.w[a:b] if b > a else self.cp.zeros(1, self.wdt))
-        blk = _Block.__new__(_Block)
-        blk.cp, blk.graph, blk.lo, blk.hi, blk.nl, blk.m = self.cp, self.graph, int(lo), int(hi), int(hi - lo), b - a
-        blk.wdt, blk.isf = self.wdt, self.isf
-        blk.indptr, blk.indices, blk.w = ip, idx, w
-        return blk
 
     def w_bits(self):
         """The weights as the queue kernel reads them: int64 values, or float64 bits as int64
@@ -418,7 +404,8 @@ class QueueSSSP:
     (``remote="batch"``): a warp ships an outbox once it holds this many entries, warp 0
     any after each of its turns (an attribute a run reads, 1 to :data:`BATCH`).
     ``block``: this PE's block already on the device (``mode="auto"`` passes the rounds'
-    upload; a block of another graph, other vertices, dtype or weights is ignored). ``multi_pe_phases`` (opt-in, the same on every rank): the near-far priority on several PEs
+    upload; a block of another graph, other vertices, dtype or weights is ignored).
+    ``multi_pe_phases`` (opt-in, the same on every rank): the near-far priority on several PEs
     too (and on one PE with ``use_nvshmem=True``), phases driven by the host: ``delta`` (None:
     the largest of the PEs' picks of the default rule over their own blocks) gives one global
     threshold; a launch ends when no near work is left anywhere, and the host raises the
@@ -1181,19 +1168,22 @@ class RoundsSSSP:
         from ..cpu.bellman_ford import neg_bound_of
         from .loader import import_cupy
 
-        expect(distributed in (None, True, False), "distributed", "None, True or False", distributed)
-        expect(engine in ("kernel", "cupy"), "engine", "'kernel' or 'cupy'", engine)
+        # checked on every rank together (a bad value on one rank must not leave the others in
+        # the first collective; engines differing by rank would exchange keys against values)
+        err = None
+        try:
+            expect(distributed is None or isinstance(distributed, (bool, np.bool_)), "distributed",
+                   "None, True or False", distributed)
+            expect(engine in ("kernel", "cupy"), "engine", "'kernel' or 'cupy'", engine)
+        except InvalidArgumentError as e:
+            err = e
         self.engine = engine
         size = comm.Get_size()
-        if size > 1:
-            have = all(comm.allgather(_nvshmem_available()))
-            err = None
-            if distributed and not have:
-                err = DistgraphError("RoundsSSSP(distributed=True) needs nvshmem4py on every rank")
-            collective_check(comm, err, {"distributed": distributed}, "the round-based GPU Bellman-Ford")
-            self.distributed = have if distributed is None else bool(distributed)
-        else:
-            self.distributed = False
+        have = size > 1 and all(comm.allgather(_nvshmem_available()))
+        if err is None and size > 1 and distributed and not have:
+            err = DistgraphError("RoundsSSSP(distributed=True) needs nvshmem4py on every rank")
+        collective_check(comm, err, {"distributed": distributed, "engine": engine}, "the round-based GPU Bellman-Ford")
+        self.distributed = size > 1 and (have if distributed is None else bool(distributed))
         t0 = time.perf_counter()
         cp = import_cupy()
         get_context(comm, "gpu")
@@ -1249,16 +1239,17 @@ class RoundsSSSP:
         rkw = {"track_pred": self.has_neg, "max_rounds": int(max_rounds) if capped else None,
                "probe_round": int(probe_round) if capped and probe_round else None, "exchange": self.exchange}
         if self.engine == "kernel":
-            dist, pred, info = rounds_kernel(self.block, source, n=n, bound_key=self.bound_key if self.has_neg else None,
-                                             **rkw)
+            dist, pred, info = rounds_kernel(self.block, source, n=n,
+                                             bound_key=self.bound_key if self.has_neg else None, **rkw)
         else:
             dist, pred, info = rounds_cupy(self.d_indptr, self.d_indices, self.d_w, source, n=n,
                                            bound=self.bound if self.has_neg else None, lo=self.block.lo, **rkw)
         self.cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
         relax = info["relaxations"]
-        stats = {"mode": "rounds", "backend": "gpu", "engine": self.engine, "rounds": info["rounds"], "relaxations": relax,
-                 "distributed": self.distributed, "time_setup_s": self.setup_s, "time_run_s": t_run}
+        stats = {"mode": "rounds", "backend": "gpu", "engine": self.engine, "rounds": info["rounds"],
+                 "relaxations": relax, "distributed": self.distributed, "time_setup_s": self.setup_s,
+                 "time_run_s": t_run}
         if self.distributed:
             stats["relaxations"] = self.comm.allreduce(relax)
             # the exchange's share per PE: the largest and smallest over the PEs, and the most
