@@ -1042,15 +1042,21 @@ def test_gpu_queue_arguments_checked_on_every_rank(comm, case):
         kw["capacity"] = None if me == 0 else 1 << 10
         want = f"capacity must be the same on every rank {why}; got None on rank 0, 1024 on rank 1"
     g = Graph.from_edges([0, 1], [1, 2], [1, 2])
+    msgs = _errors_on_every_rank(comm, lambda: QueueSSSP(g, g.weights, comm, **kw))
+    assert msgs == [want] * size, msgs
+
+
+def _errors_on_every_rank(comm, make):
+    """Every rank's message from ``make()``: its InvalidArgumentError, another error's type and
+    text, or "no error" (each rank reports, so that every rank reaches the allgather)."""
     try:
-        QueueSSSP(g, g.weights, comm, **kw)
+        make()
         msg = "no error"
     except InvalidArgumentError as e:
         msg = str(e)
-    except Exception as e:  # noqa: BLE001 - reported, so that every rank reaches the allgather
+    except Exception as e:  # noqa: BLE001 - reported
         msg = f"{type(e).__name__}: {e}"
-    msgs = comm.allgather(msg)
-    assert msgs == [want] * size, msgs
+    return comm.allgather(msg)
 
 
 def test_gpu_rounds_arguments_validated_before_the_device():
@@ -1086,14 +1092,7 @@ def test_gpu_rounds_arguments_checked_on_every_rank(comm, case):
         want = (f"engine must be the same on every rank (the round-based GPU Bellman-Ford); got 'kernel' on rank 0, "
                 f"'cupy' on rank {last}")
     g = Graph.from_edges([0, 1], [1, 2], [1, 2])
-    try:
-        RoundsSSSP(g, g.weights, comm, engine=engine, distributed=False)
-        msg = "no error"
-    except InvalidArgumentError as e:
-        msg = str(e)
-    except Exception as e:  # noqa: BLE001 - reported, so that every rank reaches the allgather
-        msg = f"{type(e).__name__}: {e}"
-    msgs = comm.allgather(msg)
+    msgs = _errors_on_every_rank(comm, lambda: RoundsSSSP(g, g.weights, comm, engine=engine, distributed=False))
     assert msgs == [want] * size, msgs
 
 
