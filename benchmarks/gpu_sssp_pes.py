@@ -31,9 +31,11 @@ changes, beside the kernel's own phases of the plain row): its cost per phase. R
 always, one queue reservation per lane) beside ``atomic`` (CAS from the ghost key, the flag of a
 first improvement set unfetched, one reservation per warp and destination); rows carry the
 counters ``cas_failed``, ``remote_wins``, ``remote_first``, ``remote_pushes``. Remote
-``rounds`` (``rounds_cupy``) is not a queue variant: the round-based Bellman-Ford (``RoundsSSSP``
-with its fused round kernels, or with plain CuPy rounds), distributed on several PEs (each its
-block's arcs, the replicated distances combined after every round through peer views); it runs
+``rounds`` (``rounds_dense``, ``rounds_cupy``) is not a queue variant: the round-based
+Bellman-Ford (``RoundsSSSP`` with its fused round kernels, or with plain CuPy rounds),
+distributed on several PEs, each its block's arcs: ``rounds`` pushes the candidates for other
+PEs' vertices to their owners (``exchange="push"``), ``rounds_dense`` and ``rounds_cupy`` combine
+replicated distances after every round through peer views (``exchange="dense"``); they run
 on one PE too, and the 1-PE reference of
 ``speedup_vs_1pe`` is the best 1-PE row of the case, queue or rounds. Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten
 after every job; a job that fails or runs out of ``--budget`` keeps the rows it printed.
@@ -58,6 +60,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _common import commit, sh as _sh  # noqa: E402
 
 WEIGHTS = ("uniform", "shifted")
+ROUNDS = {"rounds": {"engine": "kernel"}, "rounds_dense": {"engine": "kernel", "exchange": "dense"},
+          "rounds_cupy": {"engine": "cupy"}}  # the round-based remotes: RoundsSSSP's arguments
 
 
 def prep(dirpath, graphs):
@@ -160,7 +164,9 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
     confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
     plain = [x for x in remotes if not _variant(x)[1] and not x.startswith("rounds")]
     # one PE: the first plain queue remote, every +phases one, and the rounds
-    labels = remotes if size > 1 else plain[:1] + [x for x in remotes if _variant(x)[1] or x.startswith("rounds")]
+    # (rounds_dense is rounds on one PE)
+    labels = remotes if size > 1 else plain[:1] + [x for x in remotes if _variant(x)[1] or x in ROUNDS and
+                                                   x != "rounds_dense"]
     for queue in queues:
         for remote in labels:
             rmode, phased = _variant(remote)
@@ -175,8 +181,8 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
             q = None
             try:
                 t0 = time.perf_counter()
-                if rmode in ("rounds", "rounds_cupy"):  # the round-based Bellman-Ford, distributed over the PEs
-                    q = RoundsSSSP(g, w, comm, engine="cupy" if rmode == "rounds_cupy" else "kernel")
+                if rmode in ROUNDS:  # the round-based Bellman-Ford, distributed over the PEs
+                    q = RoundsSSSP(g, w, comm, **ROUNDS[rmode])
                 else:
                     q = QueueSSSP(g, w, comm, queue=queue, remote=rmode, use_nvshmem=True, multi_pe_phases=phased)
                 row["setup_s"] = time.perf_counter() - t0
@@ -213,7 +219,7 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
                                                        "flush", "ghost_dropped", "remote_claims", "coalesced",
                                                        "shipped", "applied", "flushes", "cas_failed",
                                                        "remote_wins", "remote_first", "remote_pushes", "grid",
-                                                       "capacity", "rounds", "engine", "distributed", "time_exchange_max_s",
+                                                       "capacity", "rounds", "engine", "distributed", "exchange", "time_exchange_max_s",
                                                        "time_exchange_min_s", "relaxations_max_pe")})
                     if rank == 0:
                         print("RESULT-JSON " + json.dumps(r, default=float), flush=True)
@@ -257,7 +263,7 @@ def summarize(rows):
     rows with host-driven phases are not the 1-PE reference)."""
     best1 = {}
     for r in rows:
-        if r.get("pes") == 1 and "time_s" in r and r.get("remote") in (None, "rounds", "rounds_cupy"):
+        if r.get("pes") == 1 and "time_s" in r and (r.get("remote") is None or r["remote"] in ROUNDS):
             best1[r["case"]] = min(best1.get(r["case"], np.inf), r["time_s"])
             best1[r["case"] + "/run"] = min(best1.get(r["case"] + "/run", np.inf), r["run_s"])
     for r in rows:

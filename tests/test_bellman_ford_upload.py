@@ -180,12 +180,34 @@ class _World:
         import threading
 
         self.size, self.barrier, self.allocs = size, threading.Barrier(size, timeout=60), {}
-        self.freed = set()
+        self.freed, self.slots, self.lock = set(), [None] * size, threading.Lock()
+
+
+class _Comm:
+    """The MPI calls the exchanges make, over the stand-in PEs (SUM and MIN)."""
+
+    def __init__(self, world, pe):
+        self.world, self.pe = world, pe
+
+    def _reduce(self, x, op):
+        w = self.world
+        w.slots[self.pe] = np.array(x, copy=True)
+        w.barrier.wait()
+        out = np.sum(w.slots, axis=0) if op == MPI.SUM else np.min(w.slots, axis=0)
+        w.barrier.wait()
+        return out
+
+    def Allreduce(self, send, recv, op):
+        recv[...] = self._reduce(send, op)
+
+    def allreduce(self, x, op):
+        return type(x)(self._reduce(x, op))
 
 
 class _PG:
-    def __init__(self, world, pe):
+    def __init__(self, world, pe, unmapped=(1,)):
         self.world, self.my_pe, self.n_pes, self.count = world, pe, world.size, 0
+        self.comm, self.unmapped = _Comm(world, pe), unmapped
 
     def array(self, shape, dtype):
         key = self.count
@@ -196,7 +218,8 @@ class _PG:
         return _Sym(a, key)
 
     def peer(self, arr, pe):
-        return self.world.allocs[arr.key][pe] if pe != 1 else None  # PE 1's heap "not mapped": get()
+        # by default PE 1's heap is "not mapped" (read by get())
+        return self.world.allocs[arr.key][pe] if pe not in self.unmapped else None
 
     def get(self, arr, pe, offset, count):
         return self.world.allocs[arr.key][pe][offset:offset + count].copy()
@@ -380,6 +403,130 @@ def test_kernel_rounds_driver_equals_the_cupy_rounds(round_kernels):
         for d, p, info in outs:
             assert (info["rounds"], info["status"]) == (i1["rounds"], i1["status"])
             np.testing.assert_array_equal(d, d1)
+
+
+# --------------------------------------------------------------------------- the push exchange
+class _PushKernels(_RoundKernels):
+    """kernels/bf_rounds.cu's push kernels in NumPy, one arc after another under one lock (a
+    kernel's atomics are atomic to the other stand-in PEs); device addresses are looked up in
+    ``addr`` (filled by the stand-in ``_device_ptr``)."""
+
+    def __init__(self, addr):
+        self.addr = addr
+
+    def get_function(self, name):
+        if "push" not in name:
+            return super().get_function(name)
+        isf, tails = name.endswith("f64"), "tails" in name
+
+        def fn(grid, block, args):
+            indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred, count, ptrs, bounds, npes = args
+            lo, hi, npes = int(lo), int(hi), int(npes)
+            cands, dists, preds = ([self.addr[int(a)] for a in ptrs[j * npes:(j + 1) * npes]] for j in range(3))
+            with _PUSH_LOCK:
+                for u in front[:int(nfront)]:
+                    b, e = int(indptr[u - lo]), int(indptr[u - lo + 1])
+                    if isf:
+                        cs = _key(_unkey(dist[u:u + 1])[0] + w[b:e].view(np.float64))
+                    else:
+                        cs = dist[u] + (np.ones(e - b, np.int64) if int(unit) else w[b:e])
+                    if not tails:
+                        count[0] += np.uint64(e - b)
+                    for v, c in zip(indices[b:e].astype(np.int64), cs):
+                        mine = lo <= v < hi
+                        q = int(np.searchsorted(bounds, v, side="right") - 1)
+                        if tails:
+                            if c == cand[v] and (c < dist[v] if mine else (c == cands[q][v] and c < dists[q][v])):
+                                (pred if mine else preds[q])[v] = u
+                        elif c < cand[v]:
+                            cand[v] = c  # the local atomicMin lowered it
+                            if not mine:
+                                cands[q][v] = min(cands[q][v], c)  # the owner's atomicMin
+        return fn
+
+
+_PUSH_LOCK = __import__("threading").Lock()
+
+
+@pytest.fixture
+def push_kernels(round_kernels, monkeypatch):
+    from distgraph.backends.gpu import loader
+
+    addr = {}
+
+    def device_ptr(a):
+        addr[a.ctypes.data] = a
+        return a.ctypes.data
+
+    monkeypatch.setattr(gbf, "_device_ptr", device_ptr)
+    monkeypatch.setattr(loader, "get_module", lambda name, *a, **k: _PushKernels(addr))
+
+
+def _push_rounds(g, s, size, unmapped=(), **kw):
+    """rounds_kernel on `size` stand-in PEs with a _PeerPush each (every heap mapped)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distgraph.graph.partition import partition_by_edges
+
+    world, part = _World(size), partition_by_edges(g.indptr, size)
+    bounds = [part.range(q)[0] for q in range(size)] + [g.n]
+
+    def pe(r):
+        lo, hi = part.range(r)
+        b = gbf._Block(np, g, g.weights, lo, hi)
+        ex = gbf._PeerPush(_PG(world, r, unmapped), g.n, bounds, kw.get("track_pred", False))
+        try:
+            if not ex.mapped:
+                return None
+            return gbf.rounds_kernel(b, s, n=g.n, exchange=ex, **kw)
+        finally:
+            ex.close()
+
+    with ThreadPoolExecutor(size) as pool:
+        out = list(pool.map(pe, range(size)))
+    assert world.freed == {(p, k) for k in world.allocs for p in range(size)}
+    return out
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+def test_push_rounds_equal_one_gpu(push_kernels, size):
+    """The push exchange (no replicated distances; candidates sent to their owners, buffers in
+    turn, one barrier and one sum per round): every PE returns one GPU's distances, rounds,
+    status (the probe, a negative cycle's bound or max_rounds) and, added up, relaxations;
+    tails on tight arcs, or holding the negative cycle."""
+    from distgraph.backends.cpu.bellman_ford import _neg_bound, cycle_from_pred, find_pred_cycle
+    from distgraph.generators import plant_negative_cycle
+
+    cyc_g, cyc = plant_negative_cycle(uniform_weights(kronecker(8, seed=2), seed=2), length=5, seed=4)
+    path = Graph.from_edges(np.arange(99), np.arange(1, 100), np.ones(99, np.int64), n=100)
+    unit = Graph.from_edges(np.arange(30), (np.arange(30) * 7) % 31, n=31, directed=True)
+    cases = [(g, int(np.argmax(np.diff(g.indptr))), None, None) for g in _graphs()]
+    cases += [(cyc_g, int(cyc[0]), None, None), (cyc_g, int(cyc[0]), None, 7), (path, 0, 16, None),
+              (path, 0, 4, None), (unit, 0, None, None)]
+    for g, s, probe, cap in cases:
+        blk = gbf._Block(np, g, g.weights, 0, g.n)
+        bound, neg = _neg_bound(blk.w if blk.w is not None else np.ones(1, np.int64), blk.wdt, MPI.COMM_SELF)
+        bkey = int(gbf.to_keys(np.array([bound]))[0]) if neg else None
+        kw = {"track_pred": neg, "probe_round": probe, "max_rounds": cap}
+        d1, _, i1 = gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, s, n=g.n, bound=bound if neg else None, **kw)
+        outs = _push_rounds(g, s, size, bound_key=bkey, **kw)
+        assert sum(o[2]["relaxations"] for o in outs) == i1["relaxations"], (size, g.n, s)
+        for d, p, info in outs:
+            assert (info["rounds"], info["status"]) == (i1["rounds"], i1["status"]), (size, g.n, s, probe, cap)
+            assert d.dtype == d1.dtype
+            np.testing.assert_array_equal(d, d1)
+            if neg and info["status"] == "done":
+                _assert_tight_tails(g, blk.w, s, d, p)
+            elif info["status"] in ("below", "cycle") and cap is None:
+                v = find_pred_cycle(p)
+                assert v >= 0 and cycle_weight(g, cycle_from_pred(p, v)) < 0
+            np.testing.assert_array_equal(p, outs[0][1])  # the tails gathered from their owners
+
+
+def test_push_exchange_needs_every_heap_mapped(push_kernels):
+    """One PE's heap not mapped on some PE: every PE says so (RoundsSSSP then uses _PeerMin)."""
+    g = uniform_weights(kronecker(6, seed=1), seed=1)
+    assert _push_rounds(g, 0, 3, unmapped=(2,)) == [None, None, None]
 
 
 def test_sssp_e2e_benchmark_runs_and_compares(tmp_path):

@@ -202,7 +202,8 @@ def test_batch_counters_add_up_and_scipy_agrees(pg, queue):
     comm = MPI.COMM_WORLD
     several = comm.Get_size() > 1
     bad, coalesced, dropped = [], 0, 0
-    for name, g in sorted(_graphs().items()):
+    graphs = {**_graphs(), "kron9_uniform": uniform_weights(kronecker(9, seed=8), seed=8)}  # no tails
+    for name, g in sorted(graphs.items()):
         w = _arc_weights(g, None)
         s = int(np.argmax(np.diff(g.indptr)))
         confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
@@ -256,7 +257,8 @@ def test_batch_small_inbox_rings_wrap(pg, monkeypatch):
     several = comm.Get_size() > 1
     monkeypatch.setattr(gbf, "_RING_MAX", 64)
     bad, shipped = [], 0
-    for name, g in sorted(_graphs().items()):
+    graphs = {**_graphs(), "kron9_uniform": uniform_weights(kronecker(9, seed=8), seed=8)}  # no tails
+    for name, g in sorted(graphs.items()):
         w = _arc_weights(g, None)
         s = int(np.argmax(np.diff(g.indptr)))
         confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
@@ -495,8 +497,9 @@ def test_batch_pairs_claim_key_and_tail_together():
 
 
 def test_distributed_rounds_equal_cpu(pg):
-    """RoundsSSSP on several PEs (each its block's arcs, the distances combined after every
-    round through peer views): the CPU backend's distances and canonical predecessors, one
+    """RoundsSSSP on several PEs (each its block's arcs; candidates pushed to their owners, or
+    whole arrays combined after every round through peer views): the CPU backend's distances
+    and canonical predecessors, one
     GPU's round count, negative cycles raised on every rank; mode="auto" and "rounds" through
     the public API take this path and free its symmetric arrays."""
     from distgraph.backends.cpu.bellman_ford import run_rounds
@@ -505,23 +508,27 @@ def test_distributed_rounds_equal_cpu(pg):
     comm = MPI.COMM_WORLD
     ok, info = True, []
     live = len(pg._live)
-    for name, g in sorted(_graphs().items()):
+    graphs = {**_graphs(), "kron9_uniform": uniform_weights(kronecker(9, seed=8), seed=8)}  # no tails
+    for name, g in sorted(graphs.items()):
         w = _arc_weights(g, None)
         s = int(np.argmax(np.diff(g.indptr)))
         confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
         ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
-        for engine in ("kernel", "cupy"):
-            r = RoundsSSSP(g, w, comm, engine=engine)
+        for engine, exchange in (("kernel", None), ("kernel", "dense"), ("cupy", None)):
+            r = RoundsSSSP(g, w, comm, engine=engine, exchange=exchange)
             try:
                 d, p, st, cyc = r.run(s, confirm, predecessors=True)
                 one = RoundsSSSP(g, w, MPI.COMM_SELF, engine="cupy")
                 _, _, st1, _ = one.run(s, confirm)
             finally:
                 r.close()
-            good = (cyc is None and r.distributed == (comm.Get_size() > 1) and np.array_equal(d, ref_d)
+            # the push exchange by default for the kernels (every heap is mapped: one host)
+            kind = ("push" if engine == "kernel" and exchange is None else "dense") if r.distributed else None
+            good = (cyc is None and r.distributed == (comm.Get_size() > 1) and st["exchange"] == kind
+                    and np.array_equal(d, ref_d)
                     and np.array_equal(p, ref_p) and st["rounds"] == st1["rounds"]
                     and st["relaxations"] == st1["relaxations"])
-            info.append((name, engine, good, st["rounds"], st1["rounds"], st["relaxations"], st1["relaxations"]))
+            info.append((name, engine, exchange, good, st["rounds"], st1["rounds"], st["relaxations"], st1["relaxations"]))
             ok &= good
         for mode in ("rounds", "auto"):
             res = bellman_ford(g, s, backend="gpu", mode=mode, predecessors=True, comm=comm)

@@ -1064,20 +1064,36 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
     w = block.indptr if unit else block.w_bits()  # unit weights: a placeholder pointer, never read
     count = cp.zeros(1, cp.uint64)
 
+    def grid(nown):
+        return (int(min(-(-nown // 8), 32 * sms)),)  # a warp per frontier vertex, 8 per block
+
     def relax(own, dist, cand, predc):
         nown = int(own.shape[0])
         if nown:
-            grid = (int(min(-(-nown // 8), 32 * sms)),)  # a warp per frontier vertex, 8 per block
             args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(block.lo), dist,
                     cand, dist if predc is None else predc, count)
-            relax_fn(grid, (256,), args)
+            relax_fn(grid(nown), (256,), args)
             if predc is not None:
-                tails_fn(grid, (256,), args)
+                tails_fn(grid(nown), (256,), args)
         return 0  # counted by the kernel
 
-    dist, pred, info = _round_loop(cp, relax, n, source, inf, cp.int64, block.lo, block.hi, bound=bound_key,
-                                   track_pred=track_pred, max_rounds=max_rounds, probe_round=probe_round,
-                                   exchange=exchange)
+    loop_kw = {"bound": bound_key, "track_pred": track_pred, "max_rounds": max_rounds, "probe_round": probe_round}
+    if isinstance(exchange, _PeerPush):
+        push_fn = mod.get_function("distgraph_bf_round_push_relax_" + sfx)
+        ptails_fn = mod.get_function("distgraph_bf_round_push_tails_" + sfx)
+
+        def push(own, dist, cand, pred, k, tails):
+            nown = int(own.shape[0])
+            if nown:
+                args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(block.lo),
+                        np.int64(block.hi), dist, cand, dist if pred is None else pred, count, exchange.ptrs[k],
+                        exchange.bounds, np.int32(exchange.npes))
+                (ptails_fn if tails else push_fn)(grid(nown), (256,), args)
+
+        dist, pred, info = _push_loop(cp, push, n, source, inf, block.lo, block.hi, exchange=exchange, **loop_kw)
+    else:
+        dist, pred, info = _round_loop(cp, relax, n, source, inf, cp.int64, block.lo, block.hi, exchange=exchange,
+                                       **loop_kw)
     info["relaxations"] = int(count[0])
     if block.isf:  # keys back to doubles
         dist = cp.where(dist < 0, dist ^ _FLIP, dist).view(cp.float64)
@@ -1145,6 +1161,152 @@ class _PeerMin:
         self.bufs, self.pbufs, self.views, self.pviews = [], [], [], []
 
 
+def _device_ptr(a) -> int:
+    """The device address of a CuPy array (a function: the host tests stand NumPy in for it)."""
+    return int(a.data.ptr)
+
+
+class _PeerPush:
+    """The distributed rounds without replicated distances (the default exchange of
+    :class:`RoundsSSSP` with ``engine="kernel"`` where every PE's heap is mapped here): three
+    symmetric arrays of n keys used in turn (round ``r`` reads distances from ``X[r - 1]``, takes
+    candidates into ``X[r]``, and the next round's candidates start as a copy in ``X[r + 1]``),
+    and the tails, in place; the push kernels (``kernels/bf_rounds.cu``) send a candidate for
+    another PE's vertex only when it lowered this PE's own copy, by a 64-bit atomicMin on the
+    owner's array through its peer mapping, so only vertices that a PE lowered cross NVLink
+    (:class:`_PeerMin` reads whole arrays). ``ptrs[k]``: the device table of the PEs' addresses
+    of ``X[k]``, ``X[k - 1]`` and the tails; ``bounds``: the vertex blocks' boundaries.
+    ``mapped`` is False where some peer's heap is not mapped here (RoundsSSSP then falls back to
+    :class:`_PeerMin`; agreed by every PE, collective)."""
+
+    def __init__(self, pg, n, bounds, track_pred):
+        import cupy as cp
+
+        self.pg, self.n, self.npes = pg, int(n), pg.n_pes
+        self.bufs, self.pred = [], None
+        try:
+            for _ in range(3):
+                self.bufs.append(pg.array(max(self.n, 1), "int64"))
+            if track_pred:
+                self.pred = pg.array(max(self.n, 1), "int64")
+        except BaseException:
+            self.close()
+            raise
+        arrs = self.bufs + [self.pred or self.bufs[0]]  # no tails: a placeholder, never written
+        views = [[pg.peer(b, q) for q in range(self.npes)] for b in arrs]
+        ok = all(v is not None and v.size >= max(self.n, 1) for row in views for v in row)
+        self.mapped = bool(pg.comm.allreduce(int(ok), op=_mpi_min()))
+        self.views = views if self.mapped else None
+        self.bounds = cp.asarray(np.asarray(bounds, np.int64))
+        self.lohi = [(int(bounds[q]), int(bounds[q + 1])) for q in range(self.npes)]
+        self.ptrs = []
+        if self.mapped:
+            addr = [[_device_ptr(v) for v in row] for row in views]
+            self.ptrs = [cp.asarray(np.array(addr[k] + addr[(k - 1) % 3] + addr[3], np.int64)) for k in range(3)]
+
+    def local(self, k):
+        """This PE's ``X[k]`` (k = 3: the tails)."""
+        a = self.pred if k == 3 else self.bufs[k]
+        return a.local[:self.n]
+
+    def gather(self, k):
+        """All of ``X[k]`` (or the tails), each block from its owner."""
+        me = self.pg.my_pe
+        out = self.local(k).copy()
+        for q, (lo, hi) in enumerate(self.lohi):
+            if q != me and hi > lo:
+                out[lo:hi] = self.views[k][q][lo:hi]
+        return out
+
+    def close(self):
+        """Free the symmetric arrays (collective)."""
+        for b in self.bufs + ([self.pred] if self.pred is not None else []):
+            self.pg.free(b)
+        self.bufs, self.pred, self.views, self.ptrs = [], None, None, []
+
+
+def _mpi_min():
+    from mpi4py import MPI
+
+    return MPI.MIN
+
+
+def _mpi_sum():
+    from mpi4py import MPI
+
+    return MPI.SUM
+
+
+def _push_loop(cp, push, n, source, inf, lo, hi, *, bound, track_pred, max_rounds, probe_round, exchange):
+    """The rounds of :func:`_round_loop` (same rounds, relaxations, stops and distances) over
+    :class:`_PeerPush`: ``push(own, dist, cand, pred, k, tails)`` launches the push kernel (or,
+    with ``tails``, the push tails kernel) on this PE's frontier ``own``, with ``cand = X[k]``.
+    A round: the relaxation (candidates for other PEs' vertices sent as they are found); a
+    barrier (every push has landed: this PE's block of ``X[k]`` is final); the tails; this PE's
+    next frontier (its vertices that the round lowered) and the next round's candidates (a copy
+    of ``X[k]`` into ``X[k + 1]``); then one MPI sum over the PEs of the frontier sizes and the
+    stop checks' flags, which also keeps any PE from pushing into ``X[k + 1]`` before its owner
+    has copied it. ``X[k - 1]`` is not written in round ``k`` (the slowest PE's tails may still
+    read it). The distances (and tails) are gathered from their owners at the end, so every PE
+    returns all of them. ``info["exchange_s"]``: seconds waiting in the barrier and the sum."""
+    ex = exchange
+    comm = ex.pg.comm
+    ex.pg.barrier()  # no PE still reads the arrays of a previous run
+    x0 = ex.local(0)
+    x0[...] = inf
+    x0[source] = 0
+    ex.local(1)[...] = x0
+    pred = None
+    if track_pred:
+        pred = ex.local(3)
+        pred[...] = -1
+    own = cp.asarray([source], dtype=cp.int64)
+    own = own if lo <= source < hi else own[:0]
+    max_rounds = n if max_rounds is None else int(max_rounds)
+    total, rounds, k, status, exchange_s = 1, 0, 0, "done", 0.0
+    sums = np.zeros(3, np.int64)
+    ex.pg.barrier()  # every PE's arrays are set
+    while total:
+        if rounds >= max_rounds:
+            status = "cycle"
+            break
+        rounds += 1
+        kc = (k + 1) % 3
+        dist, cand = ex.local(k), ex.local(kc)
+        push(own, dist, cand, pred, kc, False)
+        cp.cuda.Device().synchronize()
+        t_x = time.perf_counter()
+        ex.pg.barrier()  # every PE's candidates have landed
+        exchange_s += time.perf_counter() - t_x
+        if track_pred:
+            push(own, dist, cand, pred, kc, True)
+        own = lo + cp.flatnonzero(cand[lo:hi] < dist[lo:hi])
+        flags = np.zeros(3, np.int64)
+        flags[0] = own.shape[0]
+        if rounds == probe_round and flags[0]:  # this PE's vertices reached for the first time
+            flags[1] = bool((dist[own] == inf).any())
+        if bound is not None and rounds % 16 == 0 and hi > lo:
+            flags[2] = bool(cand[lo:hi].min() < bound)
+        ex.local((k + 2) % 3)[...] = cand
+        cp.cuda.Device().synchronize()
+        t_x = time.perf_counter()
+        comm.Allreduce(flags, sums, op=_mpi_sum())
+        total, deep, below = (int(x) for x in sums)
+        exchange_s += time.perf_counter() - t_x
+        k = kc
+        if deep:
+            status = "deep"
+            break
+        if below and total:
+            status = "below"
+            break
+    dist = ex.gather(k)
+    pred = ex.gather(3) if track_pred else None
+    cp.cuda.Device().synchronize()
+    ex.pg.barrier()  # every PE has its copies
+    return dist, pred, {"rounds": rounds, "relaxations": 0, "status": status, "exchange_s": exchange_s}
+
+
 class RoundsSSSP:
     """The round-based Bellman-Ford on one graph (device arrays kept for several runs):
     ``engine="kernel"`` (default) runs each round as fused kernels (:func:`rounds_kernel`),
@@ -1159,7 +1321,7 @@ class RoundsSSSP:
     benchmarks/results/session14/README.md). Without nvshmem4py every rank runs the whole graph
     (no speed-up). Collective."""
 
-    def __init__(self, graph, weights, comm, *, distributed=None, engine="kernel"):
+    def __init__(self, graph, weights, comm, *, distributed=None, engine="kernel", exchange=None):
         from mpi4py import MPI
 
         from ...graph.partition import partition_by_edges
@@ -1175,6 +1337,9 @@ class RoundsSSSP:
             expect(distributed is None or isinstance(distributed, (bool, np.bool_)), "distributed",
                    "None, True or False", distributed)
             expect(engine in ("kernel", "cupy"), "engine", "'kernel' or 'cupy'", engine)
+            expect(exchange in (None, "push", "dense"), "exchange", "None, 'push' or 'dense'", exchange)
+            expect(exchange != "push" or engine == "kernel", "exchange",
+                   "'dense' or None with engine='cupy' (only the round kernels push)", exchange)
         except InvalidArgumentError as e:
             err = e
         self.engine = engine
@@ -1182,7 +1347,8 @@ class RoundsSSSP:
         have = size > 1 and all(comm.allgather(_nvshmem_available()))
         if err is None and size > 1 and distributed and not have:
             err = DistgraphError("RoundsSSSP(distributed=True) needs nvshmem4py on every rank")
-        collective_check(comm, err, {"distributed": distributed, "engine": engine}, "the round-based GPU Bellman-Ford")
+        collective_check(comm, err, {"distributed": distributed, "engine": engine, "exchange": exchange},
+                         "the round-based GPU Bellman-Ford")
         self.distributed = size > 1 and (have if distributed is None else bool(distributed))
         t0 = time.perf_counter()
         cp = import_cupy()
@@ -1208,9 +1374,20 @@ class RoundsSSSP:
         if self.distributed:
             from ...pgas import get_pgas
 
-            # the kernel engine exchanges 64-bit keys, the CuPy one values
-            self.exchange = _PeerMin(get_pgas(comm, "gpu"), graph.n, "int64" if engine == "kernel" else self.wdt,
-                                     self.has_neg)
+            pg = get_pgas(comm, "gpu")
+            if engine == "kernel" and exchange != "dense":
+                bounds = [self.part.range(q)[0] for q in range(comm.Get_size())] + [graph.n]
+                self.exchange = _PeerPush(pg, graph.n, bounds, self.has_neg)
+                if not self.exchange.mapped:  # some peer's heap is not mapped here (agreed by all)
+                    self.close()
+                    if exchange == "push":
+                        raise DistgraphError("RoundsSSSP(exchange='push') needs every PE's symmetric heap mapped "
+                                             "on every PE (NVLink or one GPU); use exchange='dense'")
+            if self.exchange is None:
+                # the kernel engine exchanges 64-bit keys, the CuPy one values
+                self.exchange = _PeerMin(pg, graph.n, "int64" if engine == "kernel" else self.wdt, self.has_neg)
+        self.exchange_kind = None if self.exchange is None else (
+            "push" if isinstance(self.exchange, _PeerPush) else "dense")
         cp.cuda.Device().synchronize()
         self.setup_s = time.perf_counter() - t0
 
@@ -1248,7 +1425,8 @@ class RoundsSSSP:
         t_run = time.perf_counter() - t0
         relax = info["relaxations"]
         stats = {"mode": "rounds", "backend": "gpu", "engine": self.engine, "rounds": info["rounds"],
-                 "relaxations": relax, "distributed": self.distributed, "time_setup_s": self.setup_s,
+                 "relaxations": relax, "distributed": self.distributed, "exchange": self.exchange_kind,
+                 "time_setup_s": self.setup_s,
                  "time_run_s": t_run}
         if self.distributed:
             stats["relaxations"] = self.comm.allreduce(relax)
