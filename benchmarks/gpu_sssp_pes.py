@@ -33,8 +33,8 @@ first improvement set unfetched, one reservation per warp and destination); rows
 counters ``cas_failed``, ``remote_wins``, ``remote_first``, ``remote_pushes``. Remote
 ``rounds`` (``rounds_dense``, ``rounds_cupy``) is not a queue variant: the round-based
 Bellman-Ford (``RoundsSSSP`` with its fused round kernels, or with plain CuPy rounds),
-distributed on several PEs, each its block's arcs: ``rounds`` pushes the candidates for other
-PEs' vertices to their owners (``exchange="push"``), ``rounds_dense`` and ``rounds_cupy`` combine
+distributed on several PEs, each its block's arcs: ``rounds`` has each owner pull the candidates
+that other PEs lowered for its vertices (``exchange="pull"``), ``rounds_dense`` and ``rounds_cupy`` combine
 replicated distances after every round through peer views (``exchange="dense"``); they run
 on one PE too, and the 1-PE reference of
 ``speedup_vs_1pe`` is the best 1-PE row of the case, queue or rounds. Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten

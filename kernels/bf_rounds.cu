@@ -19,18 +19,14 @@
 // or float64 bits; ignored when unit != 0: every arc weighs 1), front (int64 global ids of this
 // PE's frontier), nfront, lo (the block's first vertex), dist, cand, pred (int64, n), count.
 //
-// The push kernels (distgraph_bf_round_push_*, RoundsSSSP's distributed rounds by default,
-// _PeerPush in the module) are the same round on one of several PEs that share no replicated
-// distances: each PE's `cand` is final only on its own vertices [lo, hi). A candidate for
-// another PE's vertex v is first taken into the local `cand` (an upper bound of the owner's:
-// every local lowering is also sent), and only when it lowered it, sent to the owner by a
-// 64-bit atomicMin on the owner's `cand` through its NVSHMEM peer mapping (NVLink; a RED, no
-// round trip). `ptrs` holds three tables of npes device addresses: the PEs' cand arrays of
-// this round, their dist arrays, their pred arrays; `bounds` the npes + 1 block boundaries.
-// The push tails kernel runs after every PE's pushes have landed (a barrier between): a tail
-// whose candidate equals the local `cand` (which it must, to be the owner's winner) checks the
-// owner's cand and dist and writes the owner's pred.
-
+// Several PEs without replicated distances (RoundsSSSP's distributed rounds by default, _PeerPull
+// in the module): each PE's arrays are final only on its own vertices [lo, hi); a candidate for
+// another PE's vertex lowers this PE's own copy (an upper bound of the owner's) and
+// distgraph_bf_round_mark_relax_* marks its chunk of 32 vertices in `flags`. After a barrier the
+// owner runs distgraph_bf_round_pull over its block: for every peer whose flag of the chunk is
+// set it reads the peer's candidates (256 contiguous bytes over NVLink) and takes the smaller,
+// with the peer's tail (written by the peer's own tails pass: the tails kernel compares with
+// the local arrays only). So only chunks that a peer lowered cross NVLink, once per round.
 typedef long long dg_i64;
 
 template <bool F>
@@ -44,19 +40,12 @@ __device__ __forceinline__ dg_i64 dg_rk_relax(dg_i64 dk, dg_i64 wbits) {
     return (dg_i64)((unsigned long long)dk + (unsigned long long)wbits);
 }
 
-__device__ __forceinline__ int dg_rk_owner(const dg_i64 *bounds, int npes, dg_i64 v) {
-    int q = 0;
-    while (q + 1 < npes && v >= bounds[q + 1]) ++q;
-    return q;
-}
-
-// PUSH: hi, ptrs, bounds and npes as in the header; without it all of n is this PE's.
-template <bool F, bool TAILS, bool PUSH>
+// MARK: flag the chunks of the vertices outside [lo, hi) that this round lowered.
+template <bool F, bool TAILS, bool MARK>
 __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
                             const dg_i64 *__restrict__ w, int unit, const dg_i64 *__restrict__ front,
                             dg_i64 nfront, dg_i64 lo, dg_i64 hi, const dg_i64 *__restrict__ dist, dg_i64 *cand,
-                            dg_i64 *pred, unsigned long long *count, const dg_i64 *__restrict__ ptrs,
-                            const dg_i64 *__restrict__ bounds, int npes) {
+                            dg_i64 *pred, unsigned long long *count, int *flags) {
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     for (dg_i64 i = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < nfront; i += warps) {
@@ -68,19 +57,10 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
             const int v = indices[k];
             const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : w[k]);
             if (TAILS) {
-                if (c != cand[v]) continue;
-                if (!PUSH || (v >= lo && v < hi)) {
-                    if (c < dist[v]) pred[v] = u;
-                } else {  // the owner's final candidate and its distance at the round's start
-                    const int q = dg_rk_owner(bounds, npes, v);
-                    const dg_i64 *qc = reinterpret_cast<const dg_i64 *>(ptrs[q]);
-                    const dg_i64 *qd = reinterpret_cast<const dg_i64 *>(ptrs[npes + q]);
-                    if (c == qc[v] && c < qd[v]) reinterpret_cast<dg_i64 *>(ptrs[2 * npes + q])[v] = u;
-                }
+                if (c == cand[v] && c < dist[v]) pred[v] = u;
             } else if (c < cand[v]) {
-                const dg_i64 old = atomicMin(cand + v, c);
-                if (PUSH && c < old && (v < lo || v >= hi))
-                    atomicMin(reinterpret_cast<dg_i64 *>(ptrs[dg_rk_owner(bounds, npes, v)]) + v, c);
+                atomicMin(cand + v, c);
+                if (MARK && (v < lo || v >= hi)) flags[v >> 5] = 1;  // lowered this round, here
             }
         }
     }
@@ -91,24 +71,42 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                                     const dg_i64 *front, dg_i64 nfront, dg_i64 lo, const dg_i64 *dist,     \
                                     dg_i64 *cand, dg_i64 *pred, unsigned long long *count) {             \
         dg_rk_round<F, TAILS, false>(indptr, indices, w, unit, front, nfront, lo, 0, dist, cand, pred,   \
-                                     count, nullptr, nullptr, 1);                                        \
+                                     count, nullptr);                                                    \
     }
 
-#define DG_RK_PUSH_KERNEL(NAME, F, TAILS)                                                             \
+#define DG_RK_MARK_KERNEL(NAME, F)                                                                    \
     extern "C" __global__ void NAME(const dg_i64 *indptr, const int *indices, const dg_i64 *w, int unit, \
                                     const dg_i64 *front, dg_i64 nfront, dg_i64 lo, dg_i64 hi,             \
-                                    const dg_i64 *dist, dg_i64 *cand, dg_i64 *pred,                      \
-                                    unsigned long long *count, const dg_i64 *ptrs, const dg_i64 *bounds, \
-                                    int npes) {                                                          \
-        dg_rk_round<F, TAILS, true>(indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred,   \
-                                    count, ptrs, bounds, npes);                                          \
+                                    const dg_i64 *dist, dg_i64 *cand, unsigned long long *count,         \
+                                    int *flags) {                                                        \
+        dg_rk_round<F, false, true>(indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, nullptr, \
+                                    count, flags);                                                       \
     }
 
 DG_RK_KERNEL(distgraph_bf_round_relax_i64, false, false)
 DG_RK_KERNEL(distgraph_bf_round_relax_f64, true, false)
 DG_RK_KERNEL(distgraph_bf_round_tails_i64, false, true)
 DG_RK_KERNEL(distgraph_bf_round_tails_f64, true, true)
-DG_RK_PUSH_KERNEL(distgraph_bf_round_push_relax_i64, false, false)
-DG_RK_PUSH_KERNEL(distgraph_bf_round_push_relax_f64, true, false)
-DG_RK_PUSH_KERNEL(distgraph_bf_round_push_tails_i64, false, true)
-DG_RK_PUSH_KERNEL(distgraph_bf_round_push_tails_f64, true, true)
+DG_RK_MARK_KERNEL(distgraph_bf_round_mark_relax_i64, false)
+DG_RK_MARK_KERNEL(distgraph_bf_round_mark_relax_f64, true)
+
+// The owner's pull (keys compare as integers for either weight type): ptrs holds three tables of
+// npes device addresses: the PEs' candidates of this round, their flags, their tails (pred may
+// be null: no tails). A thread per vertex of [lo, hi); peers in PE order, the first smallest wins.
+extern "C" __global__ void distgraph_bf_round_pull(dg_i64 lo, dg_i64 hi, int me, int npes,
+                                                   const dg_i64 *__restrict__ ptrs, dg_i64 *cand, dg_i64 *pred) {
+    const dg_i64 stride = (dg_i64)gridDim.x * blockDim.x;
+    for (dg_i64 v = lo + (dg_i64)blockIdx.x * blockDim.x + threadIdx.x; v < hi; v += stride) {
+        dg_i64 best = cand[v];
+        int from = -1;
+        for (int q = 0; q < npes; ++q) {
+            if (q == me || !reinterpret_cast<const int *>(ptrs[npes + q])[v >> 5]) continue;
+            const dg_i64 x = reinterpret_cast<const dg_i64 *>(ptrs[q])[v];
+            if (x < best) best = x, from = q;
+        }
+        if (from >= 0) {
+            cand[v] = best;
+            if (pred) pred[v] = reinterpret_cast<const dg_i64 *>(ptrs[2 * npes + from])[v];
+        }
+    }
+}

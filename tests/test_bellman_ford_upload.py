@@ -405,51 +405,46 @@ def test_kernel_rounds_driver_equals_the_cupy_rounds(round_kernels):
             np.testing.assert_array_equal(d, d1)
 
 
-# --------------------------------------------------------------------------- the push exchange
-class _PushKernels(_RoundKernels):
-    """kernels/bf_rounds.cu's push kernels in NumPy, one arc after another under one lock (a
-    kernel's atomics are atomic to the other stand-in PEs); device addresses are looked up in
+# --------------------------------------------------------------------------- the pull exchange
+class _PullKernels(_RoundKernels):
+    """kernels/bf_rounds.cu's mark and pull kernels in NumPy; device addresses are looked up in
     ``addr`` (filled by the stand-in ``_device_ptr``)."""
 
     def __init__(self, addr):
         self.addr = addr
 
     def get_function(self, name):
-        if "push" not in name:
+        if name == "distgraph_bf_round_pull":
+            def pull(grid, block, args):
+                lo, hi, me, npes, ptrs, cand, pred = args
+                npes = int(npes)
+                xs, fs, ps = ([self.addr[int(a)] for a in ptrs[j * npes:(j + 1) * npes]] for j in range(3))
+                for v in range(int(lo), int(hi)):
+                    best, src = cand[v], -1
+                    for q in range(npes):
+                        if q != int(me) and fs[q][v >> 5] and xs[q][v] < best:
+                            best, src = xs[q][v], q
+                    if src >= 0:
+                        cand[v] = best
+                        if not isinstance(pred, np.integer):
+                            pred[v] = ps[src][v]
+            return pull
+        if "mark" not in name:
             return super().get_function(name)
-        isf, tails = name.endswith("f64"), "tails" in name
+        relax = super().get_function(name.replace("mark_", ""))
 
-        def fn(grid, block, args):
-            indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred, count, ptrs, bounds, npes = args
-            lo, hi, npes = int(lo), int(hi), int(npes)
-            cands, dists, preds = ([self.addr[int(a)] for a in ptrs[j * npes:(j + 1) * npes]] for j in range(3))
-            with _PUSH_LOCK:
-                for u in front[:int(nfront)]:
-                    b, e = int(indptr[u - lo]), int(indptr[u - lo + 1])
-                    if isf:
-                        cs = _key(_unkey(dist[u:u + 1])[0] + w[b:e].view(np.float64))
-                    else:
-                        cs = dist[u] + (np.ones(e - b, np.int64) if int(unit) else w[b:e])
-                    if not tails:
-                        count[0] += np.uint64(e - b)
-                    for v, c in zip(indices[b:e].astype(np.int64), cs):
-                        mine = lo <= v < hi
-                        q = int(np.searchsorted(bounds, v, side="right") - 1)
-                        if tails:
-                            if c == cand[v] and (c < dist[v] if mine else (c == cands[q][v] and c < dists[q][v])):
-                                (pred if mine else preds[q])[v] = u
-                        elif c < cand[v]:
-                            cand[v] = c  # the local atomicMin lowered it
-                            if not mine:
-                                cands[q][v] = min(cands[q][v], c)  # the owner's atomicMin
-        return fn
-
-
-_PUSH_LOCK = __import__("threading").Lock()
+        def mark(grid, block, args):
+            indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, count, flags = args
+            before = cand.copy()
+            relax(grid, block, (indptr, indices, w, unit, front, nfront, lo, dist, cand, None, count))
+            low = np.flatnonzero(cand < before)
+            low = low[(low < int(lo)) | (low >= int(hi))]
+            flags[low >> 5] = 1
+        return mark
 
 
 @pytest.fixture
-def push_kernels(round_kernels, monkeypatch):
+def pull_kernels(round_kernels, monkeypatch):
     from distgraph.backends.gpu import loader
 
     addr = {}
@@ -459,11 +454,11 @@ def push_kernels(round_kernels, monkeypatch):
         return a.ctypes.data
 
     monkeypatch.setattr(gbf, "_device_ptr", device_ptr)
-    monkeypatch.setattr(loader, "get_module", lambda name, *a, **k: _PushKernels(addr))
+    monkeypatch.setattr(loader, "get_module", lambda name, *a, **k: _PullKernels(addr))
 
 
-def _push_rounds(g, s, size, unmapped=(), **kw):
-    """rounds_kernel on `size` stand-in PEs with a _PeerPush each (every heap mapped)."""
+def _pull_rounds(g, s, size, unmapped=(), **kw):
+    """rounds_kernel on `size` stand-in PEs with a _PeerPull each (every heap mapped)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from distgraph.graph.partition import partition_by_edges
@@ -474,7 +469,7 @@ def _push_rounds(g, s, size, unmapped=(), **kw):
     def pe(r):
         lo, hi = part.range(r)
         b = gbf._Block(np, g, g.weights, lo, hi)
-        ex = gbf._PeerPush(_PG(world, r, unmapped), g.n, bounds, kw.get("track_pred", False))
+        ex = gbf._PeerPull(_PG(world, r, unmapped), g.n, bounds, kw.get("track_pred", False))
         try:
             if not ex.mapped:
                 return None
@@ -489,9 +484,9 @@ def _push_rounds(g, s, size, unmapped=(), **kw):
 
 
 @pytest.mark.parametrize("size", [2, 3, 4])
-def test_push_rounds_equal_one_gpu(push_kernels, size):
-    """The push exchange (no replicated distances; candidates sent to their owners, buffers in
-    turn, one barrier and one sum per round): every PE returns one GPU's distances, rounds,
+def test_pull_rounds_equal_one_gpu(pull_kernels, size):
+    """The pull exchange (no replicated distances; owners pull the chunks their peers lowered,
+    arrays in turn, one barrier and one sum per round): every PE returns one GPU's distances, rounds,
     status (the probe, a negative cycle's bound or max_rounds) and, added up, relaxations;
     tails on tight arcs, or holding the negative cycle."""
     from distgraph.backends.cpu.bellman_ford import _neg_bound, cycle_from_pred, find_pred_cycle
@@ -509,7 +504,7 @@ def test_push_rounds_equal_one_gpu(push_kernels, size):
         bkey = int(gbf.to_keys(np.array([bound]))[0]) if neg else None
         kw = {"track_pred": neg, "probe_round": probe, "max_rounds": cap}
         d1, _, i1 = gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, s, n=g.n, bound=bound if neg else None, **kw)
-        outs = _push_rounds(g, s, size, bound_key=bkey, **kw)
+        outs = _pull_rounds(g, s, size, bound_key=bkey, **kw)
         assert sum(o[2]["relaxations"] for o in outs) == i1["relaxations"], (size, g.n, s)
         for d, p, info in outs:
             assert (info["rounds"], info["status"]) == (i1["rounds"], i1["status"]), (size, g.n, s, probe, cap)
@@ -523,10 +518,10 @@ def test_push_rounds_equal_one_gpu(push_kernels, size):
             np.testing.assert_array_equal(p, outs[0][1])  # the tails gathered from their owners
 
 
-def test_push_exchange_needs_every_heap_mapped(push_kernels):
+def test_pull_exchange_needs_every_heap_mapped(pull_kernels):
     """One PE's heap not mapped on some PE: every PE says so (RoundsSSSP then uses _PeerMin)."""
     g = uniform_weights(kronecker(6, seed=1), seed=1)
-    assert _push_rounds(g, 0, 3, unmapped=(2,)) == [None, None, None]
+    assert _pull_rounds(g, 0, 3, unmapped=(2,)) == [None, None, None]
 
 
 def test_sssp_e2e_benchmark_runs_and_compares(tmp_path):

@@ -497,7 +497,7 @@ def test_batch_pairs_claim_key_and_tail_together():
 
 
 def test_distributed_rounds_equal_cpu(pg):
-    """RoundsSSSP on several PEs (each its block's arcs; candidates pushed to their owners, or
+    """RoundsSSSP on several PEs (each its block's arcs; owners pull the candidates their peers lowered, or
     whole arrays combined after every round through peer views): the CPU backend's distances
     and canonical predecessors, one
     GPU's round count, negative cycles raised on every rank; mode="auto" and "rounds" through
@@ -522,8 +522,8 @@ def test_distributed_rounds_equal_cpu(pg):
                 _, _, st1, _ = one.run(s, confirm)
             finally:
                 r.close()
-            # the push exchange by default for the kernels (every heap is mapped: one host)
-            kind = ("push" if engine == "kernel" and exchange is None else "dense") if r.distributed else None
+            # the pull exchange by default for the kernels (every heap is mapped: one host)
+            kind = ("pull" if engine == "kernel" and exchange is None else "dense") if r.distributed else None
             good = (cyc is None and r.distributed == (comm.Get_size() > 1) and st["exchange"] == kind
                     and np.array_equal(d, ref_d)
                     and np.array_equal(p, ref_p) and st["rounds"] == st1["rounds"]

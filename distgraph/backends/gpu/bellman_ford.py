@@ -1078,19 +1078,28 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
         return 0  # counted by the kernel
 
     loop_kw = {"bound": bound_key, "track_pred": track_pred, "max_rounds": max_rounds, "probe_round": probe_round}
-    if isinstance(exchange, _PeerPush):
-        push_fn = mod.get_function("distgraph_bf_round_push_relax_" + sfx)
-        ptails_fn = mod.get_function("distgraph_bf_round_push_tails_" + sfx)
+    if isinstance(exchange, _PeerPull):
+        mark_fn = mod.get_function("distgraph_bf_round_mark_relax_" + sfx)
+        pull_fn = mod.get_function("distgraph_bf_round_pull")
+        nl = block.hi - block.lo
 
-        def push(own, dist, cand, pred, k, tails):
+        def relax_mark(own, dist, cand, flags, pred):
             nown = int(own.shape[0])
             if nown:
-                args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(block.lo),
-                        np.int64(block.hi), dist, cand, dist if pred is None else pred, count, exchange.ptrs[k],
-                        exchange.bounds, np.int32(exchange.npes))
-                (ptails_fn if tails else push_fn)(grid(nown), (256,), args)
+                mark_fn(grid(nown), (256,), (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown),
+                                             np.int64(block.lo), np.int64(block.hi), dist, cand, count, flags))
+                if pred is not None:
+                    tails_fn(grid(nown), (256,), (block.indptr, block.indices, w, np.int32(unit), own,
+                                                  np.int64(nown), np.int64(block.lo), dist, cand, pred, count))
 
-        dist, pred, info = _push_loop(cp, push, n, source, inf, block.lo, block.hi, exchange=exchange, **loop_kw)
+        def pull(k, cand, pred):
+            if nl:
+                pull_fn((int(min(-(-nl // 256), 32 * sms)),), (256,),
+                        (np.int64(block.lo), np.int64(block.hi), np.int32(exchange.pg.my_pe),
+                         np.int32(exchange.npes), exchange.ptrs[k], cand, np.uint64(0) if pred is None else pred))
+
+        dist, pred, info = _pull_loop(cp, relax_mark, pull, n, source, inf, block.lo, block.hi, exchange=exchange,
+                                      **loop_kw)
     else:
         dist, pred, info = _round_loop(cp, relax, n, source, inf, cp.int64, block.lo, block.hi, exchange=exchange,
                                        **loop_kw)
@@ -1166,63 +1175,71 @@ def _device_ptr(a) -> int:
     return int(a.data.ptr)
 
 
-class _PeerPush:
+class _PeerPull:
     """The distributed rounds without replicated distances (the default exchange of
-    :class:`RoundsSSSP` with ``engine="kernel"`` where every PE's heap is mapped here): three
-    symmetric arrays of n keys used in turn (round ``r`` reads distances from ``X[r - 1]``, takes
-    candidates into ``X[r]``, and the next round's candidates start as a copy in ``X[r + 1]``),
-    and the tails, in place; the push kernels (``kernels/bf_rounds.cu``) send a candidate for
-    another PE's vertex only when it lowered this PE's own copy, by a 64-bit atomicMin on the
-    owner's array through its peer mapping, so only vertices that a PE lowered cross NVLink
-    (:class:`_PeerMin` reads whole arrays). ``ptrs[k]``: the device table of the PEs' addresses
-    of ``X[k]``, ``X[k - 1]`` and the tails; ``bounds``: the vertex blocks' boundaries.
-    ``mapped`` is False where some peer's heap is not mapped here (RoundsSSSP then falls back to
-    :class:`_PeerMin`; agreed by every PE, collective)."""
+    :class:`RoundsSSSP` with ``engine="kernel"`` where every PE's heap is mapped here). Each PE
+    relaxes its frontier's arcs into its own copy of all candidates (exact on its vertex block,
+    an upper bound elsewhere) and flags the chunks of 32 vertices it lowered outside its block;
+    after a barrier each owner pulls, from every peer that flagged one of its chunks, that
+    chunk's candidates (and tails) and keeps the smallest (``kernels/bf_rounds.cu``). So only
+    chunks some PE lowered cross NVLink, each once (:class:`_PeerMin` reads whole arrays; a push
+    of every lowering by a remote atomicMin was slower still: benchmarks/results/session15/).
+    Symmetric arrays: candidates ``X[0], X[1]`` and flags ``F[0], F[1]`` used in turn, the tails
+    ``P`` in place. ``ptrs[k]``: the device table of the PEs' addresses of ``X[k]``, ``F[k]``,
+    ``P``; ``mapped``: every PE's heap is mapped on every PE (else RoundsSSSP falls back to
+    :class:`_PeerMin`; agreed by all, collective)."""
+
+    CHUNK = 32  # vertices per flag (kernels/bf_rounds.cu: v >> 5)
 
     def __init__(self, pg, n, bounds, track_pred):
         import cupy as cp
 
         self.pg, self.n, self.npes = pg, int(n), pg.n_pes
-        self.bufs, self.pred = [], None
+        nf = max(-(-self.n // self.CHUNK), 1)
+        self.arrs = []
         try:
-            for _ in range(3):
-                self.bufs.append(pg.array(max(self.n, 1), "int64"))
+            for shape, dt in [(max(self.n, 1), "int64")] * 2 + [(nf, "int32")] * 2:
+                self.arrs.append(pg.array(shape, dt))
             if track_pred:
-                self.pred = pg.array(max(self.n, 1), "int64")
+                self.arrs.append(pg.array(max(self.n, 1), "int64"))
         except BaseException:
             self.close()
             raise
-        arrs = self.bufs + [self.pred or self.bufs[0]]  # no tails: a placeholder, never written
-        views = [[pg.peer(b, q) for q in range(self.npes)] for b in arrs]
-        ok = all(v is not None and v.size >= max(self.n, 1) for row in views for v in row)
+        views = [[pg.peer(b, q) for q in range(self.npes)] for b in self.arrs]
+        ok = all(v is not None and v.size == b.local.size for b, row in zip(self.arrs, views) for v in row)
         self.mapped = bool(pg.comm.allreduce(int(ok), op=_mpi_min()))
         self.views = views if self.mapped else None
-        self.bounds = cp.asarray(np.asarray(bounds, np.int64))
         self.lohi = [(int(bounds[q]), int(bounds[q + 1])) for q in range(self.npes)]
         self.ptrs = []
         if self.mapped:
             addr = [[_device_ptr(v) for v in row] for row in views]
-            self.ptrs = [cp.asarray(np.array(addr[k] + addr[(k - 1) % 3] + addr[3], np.int64)) for k in range(3)]
+            tails = addr[4] if track_pred else addr[0]  # no tails: a placeholder, never read
+            self.ptrs = [cp.asarray(np.array(addr[k] + addr[2 + k] + tails, np.int64)) for k in range(2)]
 
-    def local(self, k):
-        """This PE's ``X[k]`` (k = 3: the tails)."""
-        a = self.pred if k == 3 else self.bufs[k]
-        return a.local[:self.n]
+    def x(self, k):
+        """This PE's candidates ``X[k]``."""
+        return self.arrs[k].local[:self.n]
 
-    def gather(self, k):
-        """All of ``X[k]`` (or the tails), each block from its owner."""
+    def flags(self, k):
+        return self.arrs[2 + k].local
+
+    def tails(self):
+        return self.arrs[4].local[:self.n] if len(self.arrs) > 4 else None
+
+    def gather(self, a, i):
+        """All of this PE's array ``a`` (``self.arrs[i]``'s local part), each block from its owner."""
         me = self.pg.my_pe
-        out = self.local(k).copy()
+        out = a.copy()
         for q, (lo, hi) in enumerate(self.lohi):
             if q != me and hi > lo:
-                out[lo:hi] = self.views[k][q][lo:hi]
+                out[lo:hi] = self.views[i][q][lo:hi]
         return out
 
     def close(self):
         """Free the symmetric arrays (collective)."""
-        for b in self.bufs + ([self.pred] if self.pred is not None else []):
+        for b in self.arrs:
             self.pg.free(b)
-        self.bufs, self.pred, self.views, self.ptrs = [], None, None, []
+        self.arrs, self.views, self.ptrs = [], None, []
 
 
 def _mpi_min():
@@ -1237,28 +1254,29 @@ def _mpi_sum():
     return MPI.SUM
 
 
-def _push_loop(cp, push, n, source, inf, lo, hi, *, bound, track_pred, max_rounds, probe_round, exchange):
+def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, max_rounds, probe_round, exchange):
     """The rounds of :func:`_round_loop` (same rounds, relaxations, stops and distances) over
-    :class:`_PeerPush`: ``push(own, dist, cand, pred, k, tails)`` launches the push kernel (or,
-    with ``tails``, the push tails kernel) on this PE's frontier ``own``, with ``cand = X[k]``.
-    A round: the relaxation (candidates for other PEs' vertices sent as they are found); a
-    barrier (every push has landed: this PE's block of ``X[k]`` is final); the tails; this PE's
-    next frontier (its vertices that the round lowered) and the next round's candidates (a copy
-    of ``X[k]`` into ``X[k + 1]``); then one MPI sum over the PEs of the frontier sizes and the
-    stop checks' flags, which also keeps any PE from pushing into ``X[k + 1]`` before its owner
-    has copied it. ``X[k - 1]`` is not written in round ``k`` (the slowest PE's tails may still
-    read it). The distances (and tails) are gathered from their owners at the end, so every PE
-    returns all of them. ``info["exchange_s"]``: seconds waiting in the barrier and the sum."""
+    :class:`_PeerPull`. ``relax(own, dist, cand, flags, pred)`` runs this PE's round (the mark
+    kernel, then with ``pred`` the tails kernel, local arrays only); ``pull(k, cand, pred)``
+    the owner's pull of ``X[k]``. A round: the relaxation; a barrier (every PE's round is done);
+    the pull (this PE's block of ``cand`` is now final); this PE's next frontier (its vertices
+    the round lowered); the next round's candidates (a copy into the other ``X``) and flags
+    (cleared); then one MPI sum over the PEs of the frontier sizes and the stop checks' flags,
+    which also keeps every PE from writing its ``X``, ``F`` or ``P`` again before every owner has
+    pulled from them. The distances (and tails) are gathered from their owners at the end, so
+    every PE returns all of them. ``info["exchange_s"]``: seconds in the barrier, the pull and the
+    sum (this PE's relaxations done)."""
     ex = exchange
     comm = ex.pg.comm
     ex.pg.barrier()  # no PE still reads the arrays of a previous run
-    x0 = ex.local(0)
+    x0 = ex.x(0)
     x0[...] = inf
     x0[source] = 0
-    ex.local(1)[...] = x0
-    pred = None
+    ex.x(1)[...] = x0
+    ex.flags(0)[...] = 0
+    ex.flags(1)[...] = 0
+    pred = ex.tails()
     if track_pred:
-        pred = ex.local(3)
         pred[...] = -1
     own = cp.asarray([source], dtype=cp.int64)
     own = own if lo <= source < hi else own[:0]
@@ -1271,15 +1289,12 @@ def _push_loop(cp, push, n, source, inf, lo, hi, *, bound, track_pred, max_round
             status = "cycle"
             break
         rounds += 1
-        kc = (k + 1) % 3
-        dist, cand = ex.local(k), ex.local(kc)
-        push(own, dist, cand, pred, kc, False)
+        dist, cand = ex.x(k), ex.x(1 - k)
+        relax(own, dist, cand, ex.flags(1 - k), pred if track_pred else None)
         cp.cuda.Device().synchronize()
         t_x = time.perf_counter()
-        ex.pg.barrier()  # every PE's candidates have landed
-        exchange_s += time.perf_counter() - t_x
-        if track_pred:
-            push(own, dist, cand, pred, kc, True)
+        ex.pg.barrier()  # every PE's candidates and flags of this round are written
+        pull(1 - k, cand, pred if track_pred else None)
         own = lo + cp.flatnonzero(cand[lo:hi] < dist[lo:hi])
         flags = np.zeros(3, np.int64)
         flags[0] = own.shape[0]
@@ -1287,21 +1302,21 @@ def _push_loop(cp, push, n, source, inf, lo, hi, *, bound, track_pred, max_round
             flags[1] = bool((dist[own] == inf).any())
         if bound is not None and rounds % 16 == 0 and hi > lo:
             flags[2] = bool(cand[lo:hi].min() < bound)
-        ex.local((k + 2) % 3)[...] = cand
+        dist[...] = cand  # the next round's candidates start as this round's distances
+        ex.flags(k)[...] = 0
         cp.cuda.Device().synchronize()
-        t_x = time.perf_counter()
         comm.Allreduce(flags, sums, op=_mpi_sum())
-        total, deep, below = (int(x) for x in sums)
         exchange_s += time.perf_counter() - t_x
-        k = kc
+        total, deep, below = (int(x) for x in sums)
+        k = 1 - k
         if deep:
             status = "deep"
             break
         if below and total:
             status = "below"
             break
-    dist = ex.gather(k)
-    pred = ex.gather(3) if track_pred else None
+    dist = ex.gather(ex.x(k), k)
+    pred = ex.gather(pred, 4) if track_pred else None
     cp.cuda.Device().synchronize()
     ex.pg.barrier()  # every PE has its copies
     return dist, pred, {"rounds": rounds, "relaxations": 0, "status": status, "exchange_s": exchange_s}
@@ -1337,9 +1352,9 @@ class RoundsSSSP:
             expect(distributed is None or isinstance(distributed, (bool, np.bool_)), "distributed",
                    "None, True or False", distributed)
             expect(engine in ("kernel", "cupy"), "engine", "'kernel' or 'cupy'", engine)
-            expect(exchange in (None, "push", "dense"), "exchange", "None, 'push' or 'dense'", exchange)
-            expect(exchange != "push" or engine == "kernel", "exchange",
-                   "'dense' or None with engine='cupy' (only the round kernels push)", exchange)
+            expect(exchange in (None, "pull", "dense"), "exchange", "None, 'pull' or 'dense'", exchange)
+            expect(exchange != "pull" or engine == "kernel", "exchange",
+                   "'dense' or None with engine='cupy' (only the round kernels pull)", exchange)
         except InvalidArgumentError as e:
             err = e
         self.engine = engine
@@ -1377,17 +1392,17 @@ class RoundsSSSP:
             pg = get_pgas(comm, "gpu")
             if engine == "kernel" and exchange != "dense":
                 bounds = [self.part.range(q)[0] for q in range(comm.Get_size())] + [graph.n]
-                self.exchange = _PeerPush(pg, graph.n, bounds, self.has_neg)
+                self.exchange = _PeerPull(pg, graph.n, bounds, self.has_neg)
                 if not self.exchange.mapped:  # some peer's heap is not mapped here (agreed by all)
                     self.close()
-                    if exchange == "push":
-                        raise DistgraphError("RoundsSSSP(exchange='push') needs every PE's symmetric heap mapped "
+                    if exchange == "pull":
+                        raise DistgraphError("RoundsSSSP(exchange='pull') needs every PE's symmetric heap mapped "
                                              "on every PE (NVLink or one GPU); use exchange='dense'")
             if self.exchange is None:
                 # the kernel engine exchanges 64-bit keys, the CuPy one values
                 self.exchange = _PeerMin(pg, graph.n, "int64" if engine == "kernel" else self.wdt, self.has_neg)
         self.exchange_kind = None if self.exchange is None else (
-            "push" if isinstance(self.exchange, _PeerPush) else "dense")
+            "pull" if isinstance(self.exchange, _PeerPull) else "dense")
         cp.cuda.Device().synchronize()
         self.setup_s = time.perf_counter() - t0
 
