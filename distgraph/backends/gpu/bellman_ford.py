@@ -1283,18 +1283,24 @@ def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, ma
     max_rounds = n if max_rounds is None else int(max_rounds)
     total, rounds, k, status, exchange_s = 1, 0, 0, "done", 0.0
     sums = np.zeros(3, np.int64)
+    prof = dict.fromkeys(("relax", "barrier", "pull", "frontier", "sum"), 0.0)  # seconds per step
     ex.pg.barrier()  # every PE's arrays are set
+    sync = cp.cuda.Device().synchronize
     while total:
         if rounds >= max_rounds:
             status = "cycle"
             break
         rounds += 1
         dist, cand = ex.x(k), ex.x(1 - k)
+        t0 = time.perf_counter()
         relax(own, dist, cand, ex.flags(1 - k), pred if track_pred else None)
-        cp.cuda.Device().synchronize()
+        sync()
         t_x = time.perf_counter()
         ex.pg.barrier()  # every PE's candidates and flags of this round are written
+        t2 = time.perf_counter()
         pull(1 - k, cand, pred if track_pred else None)
+        sync()
+        t3 = time.perf_counter()
         own = lo + cp.flatnonzero(cand[lo:hi] < dist[lo:hi])
         flags = np.zeros(3, np.int64)
         flags[0] = own.shape[0]
@@ -1304,9 +1310,13 @@ def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, ma
             flags[2] = bool(cand[lo:hi].min() < bound)
         dist[...] = cand  # the next round's candidates start as this round's distances
         ex.flags(k)[...] = 0
-        cp.cuda.Device().synchronize()
+        sync()
+        t4 = time.perf_counter()
         comm.Allreduce(flags, sums, op=_mpi_sum())
-        exchange_s += time.perf_counter() - t_x
+        t5 = time.perf_counter()
+        exchange_s += t5 - t_x
+        for key, dt in zip(prof, (t_x - t0, t2 - t_x, t3 - t2, t4 - t3, t5 - t4)):
+            prof[key] += dt
         total, deep, below = (int(x) for x in sums)
         k = 1 - k
         if deep:
@@ -1319,7 +1329,8 @@ def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, ma
     pred = ex.gather(pred, 4) if track_pred else None
     cp.cuda.Device().synchronize()
     ex.pg.barrier()  # every PE has its copies
-    return dist, pred, {"rounds": rounds, "relaxations": 0, "status": status, "exchange_s": exchange_s}
+    return dist, pred, {"rounds": rounds, "relaxations": 0, "status": status, "exchange_s": exchange_s,
+                        "profile_s": prof}
 
 
 class RoundsSSSP:
@@ -1450,6 +1461,8 @@ class RoundsSSSP:
             stats["time_exchange_max_s"] = self.comm.allreduce(info["exchange_s"], op=MPI.MAX)
             stats["time_exchange_min_s"] = self.comm.allreduce(info["exchange_s"], op=MPI.MIN)
             stats["relaxations_max_pe"] = self.comm.allreduce(relax, op=MPI.MAX)
+            if "profile_s" in info:  # the pull's steps, seconds summed over the rounds, per PE
+                stats["time_profile_s"] = self.comm.allgather(info["profile_s"])
         if capped and info["status"] in ("cycle", "deep"):  # not settled within max_rounds, or won't be
             stats["stopped"] = "max_rounds" if info["status"] == "cycle" else "deep"
             self.last_stats = stats
