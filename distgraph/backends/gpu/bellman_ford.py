@@ -1284,6 +1284,7 @@ def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, ma
     total, rounds, k, status, exchange_s = 1, 0, 0, "done", 0.0
     sums = np.zeros(3, np.int64)
     prof = dict.fromkeys(("relax", "barrier", "pull", "frontier", "sum"), 0.0)  # seconds per step
+    per_round = prof["per_round"] = []
     ex.pg.barrier()  # every PE's arrays are set
     sync = cp.cuda.Device().synchronize
     while total:
@@ -1293,6 +1294,7 @@ def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, ma
         rounds += 1
         dist, cand = ex.x(k), ex.x(1 - k)
         t0 = time.perf_counter()
+        nown = int(own.shape[0])
         relax(own, dist, cand, ex.flags(1 - k), pred if track_pred else None)
         sync()
         t_x = time.perf_counter()
@@ -1317,6 +1319,8 @@ def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, ma
         exchange_s += t5 - t_x
         for key, dt in zip(prof, (t_x - t0, t2 - t_x, t3 - t2, t4 - t3, t5 - t4)):
             prof[key] += dt
+        if rounds <= 64:  # the first rounds: this PE's frontier and its relaxation's seconds
+            per_round.append((nown, t_x - t0))
         total, deep, below = (int(x) for x in sums)
         k = 1 - k
         if deep:
