@@ -1,7 +1,8 @@
 """Where the distributed rounds' time goes (issue 7), under ``mpirun -n P``: the round-based
 Bellman-Ford (``RoundsSSSP``, fused kernels) on one source of a Kronecker graph with [1, 255]
 weights, its steps per PE (relaxation, barrier, pull, frontier, sum, and the first rounds'
-frontier sizes and relaxation seconds). On one PE it also runs the pull loop over a one-PE
+frontier sizes, relaxation and frontier seconds), with Python's garbage collector on and then
+off during the runs. On one PE it also runs the pull loop over a one-PE
 ``_PeerPull`` (symmetric arrays, the mark kernel, no peer), so that the cost of the loop and of
 the symmetric heap shows beside the plain loop. Prints one RESULT-JSON line per run on rank 0.
 
@@ -46,16 +47,21 @@ def main(argv=None):
             print("RESULT-JSON " + json.dumps(row, default=float), flush=True)
 
     r = gbf.RoundsSSSP(g, w, comm)
+    import gc
+
     import cupy as cp
 
     try:
         r.run(s, confirm)
-        for t in range(a.trials):
-            comm.Barrier()
-            d, _, st, _ = r.run(s, confirm)
-            emit({"what": "RoundsSSSP", "pes": comm.Get_size(), "devices": devices, "trial": t,
-                  "run_s": comm.allreduce(st["time_run_s"], op=MPI.MAX), "rounds": st["rounds"],
-                  "exchange": st.get("exchange"), "profile_s": st.get("time_profile_s")})
+        for gc_on in (True, False):  # Python's garbage collector on, then off during the runs
+            (gc.enable if gc_on else gc.disable)()
+            for t in range(a.trials):
+                comm.Barrier()
+                d, _, st, _ = r.run(s, confirm)
+                emit({"what": "RoundsSSSP", "pes": comm.Get_size(), "devices": devices, "trial": t, "gc": gc_on,
+                      "run_s": comm.allreduce(st["time_run_s"], op=MPI.MAX), "rounds": st["rounds"],
+                      "exchange": st.get("exchange"), "profile_s": st.get("time_profile_s")})
+        gc.enable()
         if comm.Get_size() == 1:  # the pull loop on one PE: symmetric arrays, mark kernel
             ex = gbf._PeerPull(pg, g.n, [0, g.n], False)
             try:

@@ -8,7 +8,8 @@
 // of `dist` made by the host), by a 64-bit atomicMin; a second kernel, with negative weights,
 // writes a winning tail into `pred` for every vertex the round lowered (any tail whose candidate
 // equals the new key: racing writers all write winners). One warp per frontier vertex, lanes
-// over its arcs; lane 0 adds the vertex's degree to `count` (the relaxations).
+// over its arcs, but for hubs (`bigdeg` arcs or more), whose arcs a second kernel spreads over
+// the whole grid; lane 0 adds the vertex's degree to `count` (the relaxations).
 //
 // Distances are 64-bit keys as in bellman_ford.cuh: the int64 distance for integer weights; for
 // float64 weights the "ordered int" of the double (negative ones with the 63 low bits flipped),
@@ -22,7 +23,7 @@
 // Several PEs without replicated distances (RoundsSSSP's distributed rounds by default, _PeerPull
 // in the module): each PE's arrays are final only on its own vertices [lo, hi); a candidate for
 // another PE's vertex lowers this PE's own copy (an upper bound of the owner's) and
-// distgraph_bf_round_mark_relax_* marks its chunk of 32 vertices in `flags`. After a barrier the
+// distgraph_bf_round_mark_* marks its chunk of 32 vertices in `flags`. After a barrier the
 // owner runs distgraph_bf_round_pull over its block: for every peer whose flag of the chunk is
 // set it reads the peer's candidates (256 contiguous bytes over NVLink) and takes the smaller,
 // with the peer's tail (written by the peer's own tails pass: the tails kernel compares with
@@ -40,55 +41,85 @@ __device__ __forceinline__ dg_i64 dg_rk_relax(dg_i64 dk, dg_i64 wbits) {
     return (dg_i64)((unsigned long long)dk + (unsigned long long)wbits);
 }
 
-// MARK: flag the chunks of the vertices outside [lo, hi) that this round lowered.
+// One arc (u, v) of a round. TAILS: the tails pass; MARK: flag the chunk of a vertex outside
+// [lo, hi) that this round lowered here.
+template <bool F, bool TAILS, bool MARK>
+__device__ __forceinline__ void dg_rk_arc(dg_i64 u, dg_i64 du, dg_i64 k, const int *__restrict__ indices,
+                                          const dg_i64 *__restrict__ w, int unit, dg_i64 lo, dg_i64 hi,
+                                          const dg_i64 *__restrict__ dist, dg_i64 *cand, dg_i64 *pred, int *flags) {
+    const int v = indices[k];
+    const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : w[k]);
+    if (TAILS) {
+        if (c == cand[v] && c < dist[v]) pred[v] = u;
+    } else if (c < cand[v]) {
+        atomicMin(cand + v, c);
+        if (MARK && (v < lo || v >= hi)) flags[v >> 5] = 1;  // lowered this round, here
+    }
+}
+
+// A warp per frontier vertex of fewer than `bigdeg` arcs; the others (hubs: one warp would hold
+// the round for all of a hub's arcs) are listed in big[*nbig] by the relaxation (not the tails
+// pass, which runs on the same frontier) and left to dg_rk_big. Lane 0 counts the relaxations.
 template <bool F, bool TAILS, bool MARK>
 __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
                             const dg_i64 *__restrict__ w, int unit, const dg_i64 *__restrict__ front,
                             dg_i64 nfront, dg_i64 lo, dg_i64 hi, const dg_i64 *__restrict__ dist, dg_i64 *cand,
-                            dg_i64 *pred, unsigned long long *count, int *flags) {
+                            dg_i64 *pred, unsigned long long *count, int *flags, dg_i64 *big,
+                            unsigned long long *nbig, dg_i64 bigdeg) {
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     for (dg_i64 i = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < nfront; i += warps) {
         const dg_i64 u = front[i];
-        const dg_i64 du = dist[u];
         const dg_i64 beg = indptr[u - lo], end = indptr[u - lo + 1];
         if (!TAILS && lane == 0) atomicAdd(count, (unsigned long long)(end - beg));
-        for (dg_i64 k = beg + lane; k < end; k += 32) {
-            const int v = indices[k];
-            const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : w[k]);
-            if (TAILS) {
-                if (c == cand[v] && c < dist[v]) pred[v] = u;
-            } else if (c < cand[v]) {
-                atomicMin(cand + v, c);
-                if (MARK && (v < lo || v >= hi)) flags[v >> 5] = 1;  // lowered this round, here
-            }
+        if (end - beg >= bigdeg) {
+            if (!TAILS && lane == 0) big[atomicAdd(nbig, 1ULL)] = u;
+            continue;
         }
+        const dg_i64 du = dist[u];
+        for (dg_i64 k = beg + lane; k < end; k += 32)
+            dg_rk_arc<F, TAILS, MARK>(u, du, k, indices, w, unit, lo, hi, dist, cand, pred, flags);
     }
 }
 
-#define DG_RK_KERNEL(NAME, F, TAILS)                                                                  \
-    extern "C" __global__ void NAME(const dg_i64 *indptr, const int *indices, const dg_i64 *w, int unit, \
-                                    const dg_i64 *front, dg_i64 nfront, dg_i64 lo, const dg_i64 *dist,     \
-                                    dg_i64 *cand, dg_i64 *pred, unsigned long long *count) {             \
-        dg_rk_round<F, TAILS, false>(indptr, indices, w, unit, front, nfront, lo, 0, dist, cand, pred,   \
-                                     count, nullptr);                                                    \
+// The listed hubs' arcs, every thread of the grid over each hub in turn (coalesced).
+template <bool F, bool TAILS, bool MARK>
+__device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
+                          const dg_i64 *__restrict__ w, int unit, dg_i64 lo, dg_i64 hi,
+                          const dg_i64 *__restrict__ dist, dg_i64 *cand, dg_i64 *pred, int *flags,
+                          const dg_i64 *__restrict__ big, const unsigned long long *nbig) {
+    const unsigned long long nb = *nbig;
+    const dg_i64 tid = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x, stride = (dg_i64)gridDim.x * blockDim.x;
+    for (unsigned long long j = 0; j < nb; ++j) {
+        const dg_i64 u = big[j];
+        const dg_i64 du = dist[u], end = indptr[u - lo + 1];
+        for (dg_i64 k = indptr[u - lo] + tid; k < end; k += stride)
+            dg_rk_arc<F, TAILS, MARK>(u, du, k, indices, w, unit, lo, hi, dist, cand, pred, flags);
+    }
+}
+
+// Every kernel takes the same arguments (the header's; hi: the block's end; flags: MARK's chunk
+// flags; big, nbig, bigdeg: the hub list, its length (zeroed by the host before the round's
+// relaxation) and the degree from which a vertex is a hub).
+#define DG_RK_ARGS                                                                                       \
+    const dg_i64 *indptr, const int *indices, const dg_i64 *w, int unit, const dg_i64 *front, dg_i64 nfront, \
+        dg_i64 lo, dg_i64 hi, const dg_i64 *dist, dg_i64 *cand, dg_i64 *pred, unsigned long long *count,    \
+        int *flags, dg_i64 *big, unsigned long long *nbig, dg_i64 bigdeg
+#define DG_RK_KERNELS(WHAT, SFX, F, TAILS, MARK)                                                       \
+    extern "C" __global__ void distgraph_bf_round_##WHAT##_##SFX(DG_RK_ARGS) {                          \
+        dg_rk_round<F, TAILS, MARK>(indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred,  \
+                                    count, flags, big, nbig, bigdeg);                                   \
+    }                                                                                                   \
+    extern "C" __global__ void distgraph_bf_round_##WHAT##_big_##SFX(DG_RK_ARGS) {                      \
+        dg_rk_big<F, TAILS, MARK>(indptr, indices, w, unit, lo, hi, dist, cand, pred, flags, big, nbig); \
     }
 
-#define DG_RK_MARK_KERNEL(NAME, F)                                                                    \
-    extern "C" __global__ void NAME(const dg_i64 *indptr, const int *indices, const dg_i64 *w, int unit, \
-                                    const dg_i64 *front, dg_i64 nfront, dg_i64 lo, dg_i64 hi,             \
-                                    const dg_i64 *dist, dg_i64 *cand, unsigned long long *count,         \
-                                    int *flags) {                                                        \
-        dg_rk_round<F, false, true>(indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, nullptr, \
-                                    count, flags);                                                       \
-    }
-
-DG_RK_KERNEL(distgraph_bf_round_relax_i64, false, false)
-DG_RK_KERNEL(distgraph_bf_round_relax_f64, true, false)
-DG_RK_KERNEL(distgraph_bf_round_tails_i64, false, true)
-DG_RK_KERNEL(distgraph_bf_round_tails_f64, true, true)
-DG_RK_MARK_KERNEL(distgraph_bf_round_mark_relax_i64, false)
-DG_RK_MARK_KERNEL(distgraph_bf_round_mark_relax_f64, true)
+DG_RK_KERNELS(relax, i64, false, false, false)
+DG_RK_KERNELS(relax, f64, true, false, false)
+DG_RK_KERNELS(tails, i64, false, true, false)
+DG_RK_KERNELS(tails, f64, true, true, false)
+DG_RK_KERNELS(mark, i64, false, false, true)
+DG_RK_KERNELS(mark, f64, true, false, true)
 
 // The owner's pull (keys compare as integers for either weight type): ptrs holds three tables of
 // npes device addresses: the PEs' candidates of this round, their flags, their tails (pred may

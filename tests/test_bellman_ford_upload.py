@@ -320,27 +320,63 @@ def _unkey(k):
 
 class _RoundKernels:
     """kernels/bf_rounds.cu in NumPy (what the GPU tests check the CUDA against: the CuPy
-    rounds), so that rounds_kernel's driver runs on the host."""
+    rounds), so that rounds_kernel's driver runs on the host: the relaxation, tails and mark
+    kernels (a vertex at a time; hubs of ``bigdeg`` arcs or more listed by the relaxation and
+    left to the ``_big`` kernel), and the owner's pull, whose device addresses are looked up in
+    ``addr`` (filled by the stand-in ``_device_ptr``)."""
+
+    def __init__(self, addr=None):
+        self.addr = addr
 
     def get_function(self, name):
-        isf, tails = name.endswith("f64"), "tails" in name
+        if name == "distgraph_bf_round_pull":
+            return self._pull
+        isf, what, hubs = name.endswith("f64"), name.split("_")[3], "_big_" in name
 
         def fn(grid, block, args):
-            indptr, indices, w, unit, front, nfront, lo, dist, cand, pred, count = args
-            for u in front[:int(nfront)]:
-                b, e = int(indptr[u - int(lo)]), int(indptr[u - int(lo) + 1])
+            (indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred, count, flags, big, nbig,
+             bigdeg) = args
+            lo, hi = int(lo), int(hi)
+            before = cand.copy()
+            for u in (big[:int(nbig[0])] if hubs else front[:int(nfront)]):
+                b, e = int(indptr[u - lo]), int(indptr[u - lo + 1])
+                if not hubs:
+                    if what != "tails":
+                        count[0] += np.uint64(e - b)
+                    if e - b >= int(bigdeg):  # a hub: listed by the relaxation
+                        if what != "tails":
+                            big[int(nbig[0])] = u
+                            nbig[0] += np.uint64(1)
+                        continue
                 vs = indices[b:e].astype(np.int64)
                 if isf:
                     c = _key(_unkey(dist[u:u + 1])[0] + w[b:e].view(np.float64))
                 else:
                     c = dist[u] + (np.ones(e - b, np.int64) if int(unit) else w[b:e])
-                if tails:
+                if what == "tails":
                     m = (c == cand[vs]) & (c < dist[vs])
                     pred[vs[m]] = u
                 else:
-                    count[0] += np.uint64(e - b)
                     np.minimum.at(cand, vs, c)
+            if what == "mark":  # the chunks of the vertices outside the block that this kernel lowered
+                low = np.flatnonzero(cand < before)
+                low = low[(low < lo) | (low >= hi)]
+                flags[low >> 5] = 1
         return fn
+
+    def _pull(self, grid, block, args):
+        lo, hi, me, npes, ptrs, cand, pred = args
+        npes = int(npes)
+        xs, fs, ps = ([self.addr[int(a)] for a in ptrs[j * npes:(j + 1) * npes]] for j in range(3))
+        for v in range(int(lo), int(hi)):
+            best, src = cand[v], -1
+            for q in range(npes):
+                if q != int(me) and fs[q][v >> 5] and xs[q][v] < best:
+                    best, src = xs[q][v], q
+            if src >= 0:
+                cand[v] = best
+                if not isinstance(pred, np.integer):
+                    pred[v] = ps[src][v]
 
 
 @pytest.fixture
@@ -352,12 +388,16 @@ def round_kernels(numpy_as_cupy, monkeypatch):
         synchronize=lambda: None, attributes={"MultiProcessorCount": 4})
 
 
-def test_kernel_rounds_driver_equals_the_cupy_rounds(round_kernels):
+@pytest.mark.parametrize("bigdeg", [4, 2048])
+def test_kernel_rounds_driver_equals_the_cupy_rounds(round_kernels, monkeypatch, bigdeg):
     """rounds_kernel (keys, the shared round loop, the count, float keys back to doubles) gives
     rounds_cupy's distances, tails, rounds, relaxations and stops, on one PE and on three
-    stand-in PEs, with the probe and with a negative cycle."""
+    stand-in PEs, with the probe and with a negative cycle; with hubs from 4 arcs (most
+    vertices: the hub kernels) and from 2048 (none)."""
     from distgraph.backends.cpu.bellman_ford import _neg_bound
     from distgraph.generators import plant_negative_cycle
+
+    monkeypatch.setattr(gbf, "BIG_DEGREE", bigdeg)
 
     cyc_g, cyc = plant_negative_cycle(uniform_weights(kronecker(8, seed=2), seed=2), length=5, seed=4)
     path = Graph.from_edges(np.arange(99), np.arange(1, 100), np.ones(99, np.int64), n=100)
@@ -406,43 +446,6 @@ def test_kernel_rounds_driver_equals_the_cupy_rounds(round_kernels):
 
 
 # --------------------------------------------------------------------------- the pull exchange
-class _PullKernels(_RoundKernels):
-    """kernels/bf_rounds.cu's mark and pull kernels in NumPy; device addresses are looked up in
-    ``addr`` (filled by the stand-in ``_device_ptr``)."""
-
-    def __init__(self, addr):
-        self.addr = addr
-
-    def get_function(self, name):
-        if name == "distgraph_bf_round_pull":
-            def pull(grid, block, args):
-                lo, hi, me, npes, ptrs, cand, pred = args
-                npes = int(npes)
-                xs, fs, ps = ([self.addr[int(a)] for a in ptrs[j * npes:(j + 1) * npes]] for j in range(3))
-                for v in range(int(lo), int(hi)):
-                    best, src = cand[v], -1
-                    for q in range(npes):
-                        if q != int(me) and fs[q][v >> 5] and xs[q][v] < best:
-                            best, src = xs[q][v], q
-                    if src >= 0:
-                        cand[v] = best
-                        if not isinstance(pred, np.integer):
-                            pred[v] = ps[src][v]
-            return pull
-        if "mark" not in name:
-            return super().get_function(name)
-        relax = super().get_function(name.replace("mark_", ""))
-
-        def mark(grid, block, args):
-            indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, count, flags = args
-            before = cand.copy()
-            relax(grid, block, (indptr, indices, w, unit, front, nfront, lo, dist, cand, None, count))
-            low = np.flatnonzero(cand < before)
-            low = low[(low < int(lo)) | (low >= int(hi))]
-            flags[low >> 5] = 1
-        return mark
-
-
 @pytest.fixture
 def pull_kernels(round_kernels, monkeypatch):
     from distgraph.backends.gpu import loader
@@ -454,7 +457,7 @@ def pull_kernels(round_kernels, monkeypatch):
         return a.ctypes.data
 
     monkeypatch.setattr(gbf, "_device_ptr", device_ptr)
-    monkeypatch.setattr(loader, "get_module", lambda name, *a, **k: _PullKernels(addr))
+    monkeypatch.setattr(loader, "get_module", lambda name, *a, **k: _RoundKernels(addr))
 
 
 def _pull_rounds(g, s, size, unmapped=(), **kw):
@@ -483,14 +486,16 @@ def _pull_rounds(g, s, size, unmapped=(), **kw):
     return out
 
 
-@pytest.mark.parametrize("size", [2, 3, 4])
-def test_pull_rounds_equal_one_gpu(pull_kernels, size):
+@pytest.mark.parametrize("size, bigdeg", [(2, 4), (3, 2048), (4, 4)])
+def test_pull_rounds_equal_one_gpu(pull_kernels, monkeypatch, size, bigdeg):
     """The pull exchange (no replicated distances; owners pull the chunks their peers lowered,
     arrays in turn, one barrier and one sum per round): every PE returns one GPU's distances, rounds,
     status (the probe, a negative cycle's bound or max_rounds) and, added up, relaxations;
-    tails on tight arcs, or holding the negative cycle."""
+    tails on tight arcs, or holding the negative cycle. Hubs from 4 arcs or from 2048."""
     from distgraph.backends.cpu.bellman_ford import _neg_bound, cycle_from_pred, find_pred_cycle
     from distgraph.generators import plant_negative_cycle
+
+    monkeypatch.setattr(gbf, "BIG_DEGREE", bigdeg)
 
     cyc_g, cyc = plant_negative_cycle(uniform_weights(kronecker(8, seed=2), seed=2), length=5, seed=4)
     path = Graph.from_edges(np.arange(99), np.arange(1, 100), np.ones(99, np.int64), n=100)

@@ -406,19 +406,24 @@ def test_to_device_registered_copy(tmp_path):
         cp.cuda.runtime.hostUnregister(a.ctypes.data)
 
 
+@pytest.mark.parametrize("bigdeg", [2048, 16])
 @pytest.mark.parametrize("dtype", [None] + DTYPES)
-def test_round_kernels_equal_the_cupy_rounds(dtype):
+def test_round_kernels_equal_the_cupy_rounds(dtype, bigdeg, monkeypatch):
     """RoundsSSSP's fused round kernels (engine="kernel", kernels/bf_rounds.cu) run the CuPy
     baseline's rounds: the same distances, round counts, relaxations and stopping status
     (settled, the probe's "deep" on a long grid, a negative cycle found and confirmed), and the
     CPU backend's distances and canonical predecessors, on Kronecker graphs with shifted and
-    quarter-unit float weights, unit weights and unreached vertices."""
+    quarter-unit float weights, unit weights and unreached vertices; with the hub kernels for
+    vertices of 16 arcs or more (bigdeg=16: many of them) and from 2048 (the default)."""
     from mpi4py import MPI
 
     from distgraph.algorithms.bellman_ford import _arc_weights
     from distgraph.backends.cpu.bellman_ford import run_rounds as cpu_rounds
+    from distgraph.backends.gpu import bellman_ford as gbf
     from distgraph.backends.gpu.bellman_ford import RoundsSSSP
     from distgraph.generators import grid
+
+    monkeypatch.setattr(gbf, "BIG_DEGREE", bigdeg)
 
     base = potential_shift(uniform_weights(kronecker(11, seed=3, directed=True), seed=4), seed=5)
     path = potential_shift(uniform_weights(grid(300, 3), 1, 255, seed=5), seed=6)

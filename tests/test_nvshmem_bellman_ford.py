@@ -496,14 +496,19 @@ def test_batch_pairs_claim_key_and_tail_together():
     assert _all(MPI.COMM_WORLD, ok), (int(bad.get()[0]), got[:4], b[:4])
 
 
-def test_distributed_rounds_equal_cpu(pg):
+@pytest.mark.parametrize("bigdeg", [2048, 16])
+def test_distributed_rounds_equal_cpu(pg, bigdeg, monkeypatch):
     """RoundsSSSP on several PEs (each its block's arcs; owners pull the candidates their peers lowered, or
     whole arrays combined after every round through peer views): the CPU backend's distances
     and canonical predecessors, one
     GPU's round count, negative cycles raised on every rank; mode="auto" and "rounds" through
-    the public API take this path and free its symmetric arrays."""
+    the public API take this path and free its symmetric arrays. With the round kernels' hubs
+    from 16 arcs (many) and from 2048 (the default)."""
     from distgraph.backends.cpu.bellman_ford import run_rounds
+    from distgraph.backends.gpu import bellman_ford as gbf
     from distgraph.backends.gpu.bellman_ford import RoundsSSSP
+
+    monkeypatch.setattr(gbf, "BIG_DEGREE", bigdeg)
 
     comm = MPI.COMM_WORLD
     ok, info = True, []

@@ -1042,67 +1042,70 @@ def _round_loop(cp, relax, n, source, inf, dt, lo, hi, *, bound, track_pred, max
     return dist, pred, info
 
 
+BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more (kernels/bf_rounds.cu)
+
+
 def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rounds=None, probe_round=None,
                   exchange=None):
     """The rounds of :func:`rounds_cupy` (same rounds, same stopping rules, same results) with
-    each round's relaxation as one fused kernel (``kernels/bf_rounds.cu``: a warp per frontier
-    vertex, 64-bit atomicMin on keys) instead of CuPy's expand-gather-scatter: ``engine="kernel"``
+    each round's relaxation as fused kernels (``kernels/bf_rounds.cu``: a warp per frontier
+    vertex, the hubs' arcs over the whole grid, 64-bit atomicMin on keys) instead of CuPy's
+    expand-gather-scatter: ``engine="kernel"``
     of :class:`RoundsSSSP`. ``block``: this PE's :class:`_Block`; distances are 64-bit keys (see
     :func:`to_keys`), returned as the work dtype's values. ``bound_key``: the key of the
-    negative-cycle bound (None: no check). ``exchange`` as in :func:`rounds_cupy` (over keys)."""
+    negative-cycle bound (None: no check). ``exchange`` as in :func:`rounds_cupy` (over keys), or a
+    :class:`_PeerPull` (:func:`_pull_loop`)."""
     import cupy as cp
 
     from .loader import get_module
 
     mod = get_module("bf_rounds")
     sfx = "f64" if block.isf else "i64"
-    relax_fn = mod.get_function("distgraph_bf_round_relax_" + sfx)
-    tails_fn = mod.get_function("distgraph_bf_round_tails_" + sfx)
+    pulled = isinstance(exchange, _PeerPull)
+    fns = {what: (mod.get_function(f"distgraph_bf_round_{what}_{sfx}"),
+                  mod.get_function(f"distgraph_bf_round_{what}_big_{sfx}")) for what in ("relax", "tails", "mark")}
     sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
     inf = int(np.float64(np.inf).view(np.int64)) if block.isf else np.iinfo(np.int64).max
     unit = block.w is None
     w = block.indptr if unit else block.w_bits()  # unit weights: a placeholder pointer, never read
     count = cp.zeros(1, cp.uint64)
+    nbig = cp.zeros(1, cp.uint64)
+    big = cp.empty(max(block.hi - block.lo, 1), cp.int64)  # the round's hubs (this block's vertices)
+    nothing = np.uint64(0)  # a null pointer
 
-    def grid(nown):
-        return (int(min(-(-nown // 8), 32 * sms)),)  # a warp per frontier vertex, 8 per block
-
-    def relax(own, dist, cand, predc):
+    def run_round(own, dist, cand, pred, flags):
+        """This PE's round on its frontier ``own``: the relaxation (``flags``: the mark kernel),
+        then with ``pred`` the tails pass; each a warp per vertex, then the hubs."""
         nown = int(own.shape[0])
-        if nown:
-            args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(block.lo), dist,
-                    cand, dist if predc is None else predc, count)
-            relax_fn(grid(nown), (256,), args)
-            if predc is not None:
-                tails_fn(grid(nown), (256,), args)
+        if not nown:
+            return 0
+        nbig[...] = 0
+        args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(block.lo),
+                np.int64(block.hi), dist, cand, nothing if pred is None else pred, count,
+                nothing if flags is None else flags, big, nbig, np.int64(BIG_DEGREE))
+        warps = (int(min(-(-nown // 8), 32 * sms)),)  # a warp per frontier vertex, 8 per block
+        for what in ("mark" if flags is not None else "relax",) + (("tails",) if pred is not None else ()):
+            fn, fn_big = fns[what]
+            fn(warps, (256,), args)
+            fn_big((2 * sms,), (512,), args)
         return 0  # counted by the kernel
 
     loop_kw = {"bound": bound_key, "track_pred": track_pred, "max_rounds": max_rounds, "probe_round": probe_round}
-    if isinstance(exchange, _PeerPull):
-        mark_fn = mod.get_function("distgraph_bf_round_mark_relax_" + sfx)
+    if pulled:
         pull_fn = mod.get_function("distgraph_bf_round_pull")
         nl = block.hi - block.lo
-
-        def relax_mark(own, dist, cand, flags, pred):
-            nown = int(own.shape[0])
-            if nown:
-                mark_fn(grid(nown), (256,), (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown),
-                                             np.int64(block.lo), np.int64(block.hi), dist, cand, count, flags))
-                if pred is not None:
-                    tails_fn(grid(nown), (256,), (block.indptr, block.indices, w, np.int32(unit), own,
-                                                  np.int64(nown), np.int64(block.lo), dist, cand, pred, count))
 
         def pull(k, cand, pred):
             if nl:
                 pull_fn((int(min(-(-nl // 256), 32 * sms)),), (256,),
                         (np.int64(block.lo), np.int64(block.hi), np.int32(exchange.pg.my_pe),
-                         np.int32(exchange.npes), exchange.ptrs[k], cand, np.uint64(0) if pred is None else pred))
+                         np.int32(exchange.npes), exchange.ptrs[k], cand, nothing if pred is None else pred))
 
-        dist, pred, info = _pull_loop(cp, relax_mark, pull, n, source, inf, block.lo, block.hi, exchange=exchange,
-                                      **loop_kw)
+        dist, pred, info = _pull_loop(cp, lambda own, dist, cand, flags, pred: run_round(own, dist, cand, pred, flags),
+                                      pull, n, source, inf, block.lo, block.hi, exchange=exchange, **loop_kw)
     else:
-        dist, pred, info = _round_loop(cp, relax, n, source, inf, cp.int64, block.lo, block.hi, exchange=exchange,
-                                       **loop_kw)
+        dist, pred, info = _round_loop(cp, lambda own, dist, cand, pred: run_round(own, dist, cand, pred, None), n,
+                                       source, inf, cp.int64, block.lo, block.hi, exchange=exchange, **loop_kw)
     info["relaxations"] = int(count[0])
     if block.isf:  # keys back to doubles
         dist = cp.where(dist < 0, dist ^ _FLIP, dist).view(cp.float64)
@@ -1319,8 +1322,8 @@ def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, ma
         exchange_s += t5 - t_x
         for key, dt in zip(prof, (t_x - t0, t2 - t_x, t3 - t2, t4 - t3, t5 - t4)):
             prof[key] += dt
-        if rounds <= 64:  # the first rounds: this PE's frontier and its relaxation's seconds
-            per_round.append((nown, t_x - t0))
+        if rounds <= 64:  # the first rounds: this PE's frontier, its relaxation's and frontier's seconds
+            per_round.append((nown, t_x - t0, t4 - t3))
         total, deep, below = (int(x) for x in sums)
         k = 1 - k
         if deep:
