@@ -24,10 +24,11 @@
 // in the module): each PE's arrays are final only on its own vertices [lo, hi); a candidate for
 // another PE's vertex lowers this PE's own copy (an upper bound of the owner's) and
 // distgraph_bf_round_mark_* marks its chunk of 32 vertices in `flags`. After a barrier the
-// owner runs distgraph_bf_round_pull over its block: for every peer whose flag of the chunk is
-// set it reads the peer's candidates (256 contiguous bytes over NVLink) and takes the smaller,
-// with the peer's tail (written by the peer's own tails pass: the tails kernel compares with
-// the local arrays only). So only chunks that a peer lowered cross NVLink, once per round.
+// owner's distgraph_bf_round_settle pulls, for every peer whose flag of the chunk is set, the
+// peer's candidates (256 contiguous bytes over NVLink) and takes the smaller, with the peer's
+// tail (written by the peer's own tails pass: the tails kernel compares with the local arrays
+// only). So only chunks that a peer lowered cross NVLink, once per round. The same pass lists
+// the next frontier and starts the next round's arrays (one PE runs it too, with no peer).
 typedef long long dg_i64;
 
 template <bool F>
@@ -121,23 +122,57 @@ DG_RK_KERNELS(tails, f64, true, true, false)
 DG_RK_KERNELS(mark, i64, false, false, true)
 DG_RK_KERNELS(mark, f64, true, false, true)
 
-// The owner's pull (keys compare as integers for either weight type): ptrs holds three tables of
-// npes device addresses: the PEs' candidates of this round, their flags, their tails (pred may
-// be null: no tails). A thread per vertex of [lo, hi); peers in PE order, the first smallest wins.
-extern "C" __global__ void distgraph_bf_round_pull(dg_i64 lo, dg_i64 hi, int me, int npes,
-                                                   const dg_i64 *__restrict__ ptrs, dg_i64 *cand, dg_i64 *pred) {
+// The end of a round on this PE, one pass over all n vertices (after the barrier: every PE's
+// relaxation, tails and flags are written). ptrs holds three tables of npes device addresses:
+// the PEs' candidates of this round, their flags, their tails (pred null: no tails). For a vertex
+// of this PE's block [lo, hi): the pull (every peer that flagged the vertex's chunk; the first
+// smallest candidate in PE order wins, with the peer's tail), then, if the round lowered it,
+// its id into `front` (res[0] counts them; res[1] = 1 when one was unreached, for the probe)
+// and the block's smallest key into res[2] (for the negative-cycle bound). For every vertex:
+// `dist` (this round's start, the next round's candidates) takes the candidate, and the next
+// round's flags (`clear`, nflags of them) are zeroed. One PE: npes = 1, nothing is pulled.
+extern "C" __global__ void distgraph_bf_round_settle(dg_i64 n, dg_i64 lo, dg_i64 hi, int me, int npes,
+                                                     const dg_i64 *__restrict__ ptrs, dg_i64 *cand, dg_i64 *dist,
+                                                     dg_i64 *pred, int *clear, dg_i64 nflags, dg_i64 *front,
+                                                     unsigned long long *res, dg_i64 inf) {
+    const int lane = threadIdx.x & 31;
     const dg_i64 stride = (dg_i64)gridDim.x * blockDim.x;
-    for (dg_i64 v = lo + (dg_i64)blockIdx.x * blockDim.x + threadIdx.x; v < hi; v += stride) {
-        dg_i64 best = cand[v];
-        int from = -1;
-        for (int q = 0; q < npes; ++q) {
-            if (q == me || !reinterpret_cast<const int *>(ptrs[npes + q])[v >> 5]) continue;
-            const dg_i64 x = reinterpret_cast<const dg_i64 *>(ptrs[q])[v];
-            if (x < best) best = x, from = q;
+    dg_i64 low = 0x7fffffffffffffffLL;  // this thread's smallest key of the block
+    for (dg_i64 v = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x; v - lane < n; v += stride) {
+        bool lowered = false, fresh = false;
+        if (v < n) {
+            dg_i64 c = cand[v];
+            const dg_i64 d = dist[v];
+            if (v >= lo && v < hi) {
+                int from = -1;
+                for (int q = 0; q < npes; ++q) {
+                    if (q == me || !reinterpret_cast<const int *>(ptrs[npes + q])[v >> 5]) continue;
+                    const dg_i64 x = reinterpret_cast<const dg_i64 *>(ptrs[q])[v];
+                    if (x < c) c = x, from = q;
+                }
+                if (from >= 0) {
+                    cand[v] = c;
+                    if (pred) pred[v] = reinterpret_cast<const dg_i64 *>(ptrs[2 * npes + from])[v];
+                }
+                lowered = c < d;
+                fresh = lowered && d == inf;
+                low = c < low ? c : low;
+            }
+            if (c != d) dist[v] = c;
+            if ((v & 31) == 0 && (v >> 5) < nflags) clear[v >> 5] = 0;
         }
-        if (from >= 0) {
-            cand[v] = best;
-            if (pred) pred[v] = reinterpret_cast<const dg_i64 *>(ptrs[2 * npes + from])[v];
+        const unsigned m = __ballot_sync(0xffffffffu, lowered);  // the warp's lowered vertices, in order
+        if (m) {
+            unsigned long long base = 0;
+            if (lane == 0) base = atomicAdd(res, (unsigned long long)__popc(m));
+            base = __shfl_sync(0xffffffffu, base, 0);
+            if (lowered) front[base + __popc(m & ((1u << lane) - 1u))] = v;
         }
+        if (__any_sync(0xffffffffu, fresh) && lane == 0) res[1] = 1;
     }
+    for (int o = 16; o; o >>= 1) {
+        const dg_i64 x = __shfl_xor_sync(0xffffffffu, low, o);
+        low = x < low ? x : low;
+    }
+    if (lane == 0) atomicMin(reinterpret_cast<long long *>(res + 2), low);
 }

@@ -329,8 +329,8 @@ class _RoundKernels:
         self.addr = addr
 
     def get_function(self, name):
-        if name == "distgraph_bf_round_pull":
-            return self._pull
+        if name == "distgraph_bf_round_settle":
+            return self._settle
         isf, what, hubs = name.endswith("f64"), name.split("_")[3], "_big_" in name
 
         def fn(grid, block, args):
@@ -364,26 +364,42 @@ class _RoundKernels:
                 flags[low >> 5] = 1
         return fn
 
-    def _pull(self, grid, block, args):
-        lo, hi, me, npes, ptrs, cand, pred = args
-        npes = int(npes)
+    def _settle(self, grid, block, args):
+        n, lo, hi, me, npes, ptrs, cand, dist, pred, clear, nflags, front, res, inf = (
+            int(a) if isinstance(a, (int, np.integer)) else a for a in args)
         xs, fs, ps = ([self.addr[int(a)] for a in ptrs[j * npes:(j + 1) * npes]] for j in range(3))
-        for v in range(int(lo), int(hi)):
+        for v in range(lo, hi):  # the pull
             best, src = cand[v], -1
             for q in range(npes):
-                if q != int(me) and fs[q][v >> 5] and xs[q][v] < best:
+                if q != me and fs[q][v >> 5] and xs[q][v] < best:
                     best, src = xs[q][v], q
             if src >= 0:
                 cand[v] = best
                 if not isinstance(pred, np.integer):
                     pred[v] = ps[src][v]
+        low = lo + np.flatnonzero(cand[lo:hi] < dist[lo:hi])
+        rng = np.random.default_rng(len(low))
+        low = low[rng.permutation(len(low))]  # the kernel lists them in no set order
+        front[:len(low)] = low
+        res[0] = len(low)
+        res[1] = int(bool((dist[low] == inf).any()))
+        res[2] = min(int(res[2]), int(cand[lo:hi].min())) if hi > lo else res[2]
+        dist[...] = cand
+        clear[:nflags] = 0
 
 
 @pytest.fixture
 def round_kernels(numpy_as_cupy, monkeypatch):
     from distgraph.backends.gpu import loader
 
-    monkeypatch.setattr(loader, "get_module", lambda name, *a, **k: _RoundKernels())
+    addr = {}
+
+    def device_ptr(a):
+        addr[a.ctypes.data] = a
+        return a.ctypes.data
+
+    monkeypatch.setattr(gbf, "_device_ptr", device_ptr)
+    monkeypatch.setattr(loader, "get_module", lambda name, *a, **k: _RoundKernels(addr))
     sys.modules["cupy"].cuda.Device = lambda *a: types.SimpleNamespace(
         synchronize=lambda: None, attributes={"MultiProcessorCount": 4})
 
@@ -447,17 +463,8 @@ def test_kernel_rounds_driver_equals_the_cupy_rounds(round_kernels, monkeypatch,
 
 # --------------------------------------------------------------------------- the pull exchange
 @pytest.fixture
-def pull_kernels(round_kernels, monkeypatch):
-    from distgraph.backends.gpu import loader
-
-    addr = {}
-
-    def device_ptr(a):
-        addr[a.ctypes.data] = a
-        return a.ctypes.data
-
-    monkeypatch.setattr(gbf, "_device_ptr", device_ptr)
-    monkeypatch.setattr(loader, "get_module", lambda name, *a, **k: _RoundKernels(addr))
+def pull_kernels(round_kernels):
+    """The round kernels with the settle kernel's pull (round_kernels has it)."""
 
 
 def _pull_rounds(g, s, size, unmapped=(), **kw):

@@ -1091,19 +1091,24 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
         return 0  # counted by the kernel
 
     loop_kw = {"bound": bound_key, "track_pred": track_pred, "max_rounds": max_rounds, "probe_round": probe_round}
-    if pulled:
-        pull_fn = mod.get_function("distgraph_bf_round_pull")
-        nl = block.hi - block.lo
+    if exchange is None or pulled:
+        ex = exchange if pulled else _PeerPull(_LocalPG(), n, [0, n], track_pred)
+        settle_fn = mod.get_function("distgraph_bf_round_settle")
 
-        def pull(k, cand, pred):
-            if nl:
-                pull_fn((int(min(-(-nl // 256), 32 * sms)),), (256,),
-                        (np.int64(block.lo), np.int64(block.hi), np.int32(exchange.pg.my_pe),
-                         np.int32(exchange.npes), exchange.ptrs[k], cand, nothing if pred is None else pred))
+        def settle(k, cand, dist, pred, clear):
+            settle_fn((int(min(-(-n // 256), 32 * sms)),), (256,),
+                      (np.int64(n), np.int64(block.lo), np.int64(block.hi), np.int32(ex.pg.my_pe),
+                       np.int32(ex.npes), ex.ptrs[k], cand, dist, nothing if pred is None else pred, clear,
+                       np.int64(clear.shape[0]), ex.front, ex.res, np.int64(inf)))
 
-        dist, pred, info = _pull_loop(cp, lambda own, dist, cand, flags, pred: run_round(own, dist, cand, pred, flags),
-                                      pull, n, source, inf, block.lo, block.hi, exchange=exchange, **loop_kw)
-    else:
+        try:
+            dist, pred, info = _pull_loop(cp, lambda own, dist, cand, flags, pred: run_round(own, dist, cand, pred,
+                                                                                               flags),
+                                          settle, n, source, inf, block.lo, block.hi, exchange=ex, **loop_kw)
+        finally:
+            if ex is not exchange:
+                ex.close()
+    else:  # the dense exchange (_PeerMin)
         dist, pred, info = _round_loop(cp, lambda own, dist, cand, pred: run_round(own, dist, cand, pred, None), n,
                                        source, inf, cp.int64, block.lo, block.hi, exchange=exchange, **loop_kw)
     info["relaxations"] = int(count[0])
@@ -1178,6 +1183,34 @@ def _device_ptr(a) -> int:
     return int(a.data.ptr)
 
 
+class _LocalPG:
+    """One PE without NVSHMEM for :class:`_PeerPull`: its arrays on this GPU, no peer, no barrier
+    (the round kernels' loop on one GPU, or on every rank of a job without nvshmem4py)."""
+
+    n_pes, my_pe = 1, 0
+
+    def __init__(self):
+        from mpi4py import MPI
+
+        self.comm = MPI.COMM_SELF
+
+    def array(self, shape, dtype):
+        import types
+
+        import cupy as cp
+
+        return types.SimpleNamespace(local=cp.zeros(shape, dtype))
+
+    def peer(self, arr, q):
+        return arr.local
+
+    def barrier(self):
+        pass
+
+    def free(self, arr):
+        pass
+
+
 class _PeerPull:
     """The distributed rounds without replicated distances (the default exchange of
     :class:`RoundsSSSP` with ``engine="kernel"`` where every PE's heap is mapped here). Each PE
@@ -1213,6 +1246,9 @@ class _PeerPull:
         self.mapped = bool(pg.comm.allreduce(int(ok), op=_mpi_min()))
         self.views = views if self.mapped else None
         self.lohi = [(int(bounds[q]), int(bounds[q + 1])) for q in range(self.npes)]
+        lo, hi = self.lohi[pg.my_pe]
+        self.front = cp.empty(max(hi - lo, 1), cp.int64)  # this PE's frontier (the settle kernel's list)
+        self.res = cp.zeros(3, cp.int64)  # the settle kernel's count, probe flag, smallest key
         self.ptrs = []
         if self.mapped:
             addr = [[_device_ptr(v) for v in row] for row in views]
@@ -1257,18 +1293,21 @@ def _mpi_sum():
     return MPI.SUM
 
 
-def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, max_rounds, probe_round, exchange):
+def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, max_rounds, probe_round,
+               exchange):
     """The rounds of :func:`_round_loop` (same rounds, relaxations, stops and distances) over
-    :class:`_PeerPull`. ``relax(own, dist, cand, flags, pred)`` runs this PE's round (the mark
-    kernel, then with ``pred`` the tails kernel, local arrays only); ``pull(k, cand, pred)``
-    the owner's pull of ``X[k]``. A round: the relaxation; a barrier (every PE's round is done);
-    the pull (this PE's block of ``cand`` is now final); this PE's next frontier (its vertices
-    the round lowered); the next round's candidates (a copy into the other ``X``) and flags
-    (cleared); then one MPI sum over the PEs of the frontier sizes and the stop checks' flags,
-    which also keeps every PE from writing its ``X``, ``F`` or ``P`` again before every owner has
-    pulled from them. The distances (and tails) are gathered from their owners at the end, so
-    every PE returns all of them. ``info["exchange_s"]``: seconds in the barrier, the pull and the
-    sum (this PE's relaxations done)."""
+    :class:`_PeerPull` (several PEs, or one). ``relax(own, dist, cand, flags, pred)`` runs this
+    PE's round (the mark kernel, then with ``pred`` the tails kernel, local arrays only);
+    ``settle(k, cand, dist, pred, clear)`` the settle kernel, after which this PE's block of
+    ``cand = X[k]`` is final, ``exchange.front`` holds the next frontier and ``exchange.res`` its
+    size, the probe's flag and the block's smallest key, and ``dist`` (the other ``X``) and
+    ``clear`` (the other flags) are the next round's. A round: the relaxation; a barrier (every
+    PE's round is done); the settle kernel; then one MPI sum over the PEs of the frontier sizes
+    and the stop checks' flags, which also keeps every PE from writing its ``X``, ``F`` or ``P``
+    again before every owner has pulled from them. The distances (and tails) are gathered from
+    their owners at the end, so every PE returns all of them. ``info["exchange_s"]``: seconds in
+    the barrier, the settle kernel and the sum (this PE's relaxations done); ``profile_s``: the
+    seconds of each step, and the first rounds' frontier sizes and relaxation and settle seconds."""
     ex = exchange
     comm = ex.pg.comm
     ex.pg.barrier()  # no PE still reads the arrays of a previous run
@@ -1281,12 +1320,13 @@ def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, ma
     pred = ex.tails()
     if track_pred:
         pred[...] = -1
-    own = cp.asarray([source], dtype=cp.int64)
-    own = own if lo <= source < hi else own[:0]
+    nown = int(lo <= source < hi)
+    ex.front[:nown] = source
+    res0 = np.array([0, 0, np.iinfo(np.int64).max], np.int64)
     max_rounds = n if max_rounds is None else int(max_rounds)
     total, rounds, k, status, exchange_s = 1, 0, 0, "done", 0.0
     sums = np.zeros(3, np.int64)
-    prof = dict.fromkeys(("relax", "barrier", "pull", "frontier", "sum"), 0.0)  # seconds per step
+    prof = dict.fromkeys(("relax", "barrier", "settle", "sum"), 0.0)  # seconds per step
     per_round = prof["per_round"] = []
     ex.pg.barrier()  # every PE's arrays are set
     sync = cp.cuda.Device().synchronize
@@ -1297,33 +1337,27 @@ def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, ma
         rounds += 1
         dist, cand = ex.x(k), ex.x(1 - k)
         t0 = time.perf_counter()
-        nown = int(own.shape[0])
-        relax(own, dist, cand, ex.flags(1 - k), pred if track_pred else None)
+        ex.res[...] = res0
+        relax(ex.front[:nown], dist, cand, ex.flags(1 - k), pred if track_pred else None)
         sync()
-        t_x = time.perf_counter()
-        ex.pg.barrier()  # every PE's candidates and flags of this round are written
+        t1 = time.perf_counter()
+        ex.pg.barrier()  # every PE's candidates, tails and flags of this round are written
         t2 = time.perf_counter()
-        pull(1 - k, cand, pred if track_pred else None)
-        sync()
+        settle(1 - k, cand, dist, pred if track_pred else None, ex.flags(k))
+        res = ex.res.tolist()
         t3 = time.perf_counter()
-        own = lo + cp.flatnonzero(cand[lo:hi] < dist[lo:hi])
         flags = np.zeros(3, np.int64)
-        flags[0] = own.shape[0]
-        if rounds == probe_round and flags[0]:  # this PE's vertices reached for the first time
-            flags[1] = bool((dist[own] == inf).any())
-        if bound is not None and rounds % 16 == 0 and hi > lo:
-            flags[2] = bool(cand[lo:hi].min() < bound)
-        dist[...] = cand  # the next round's candidates start as this round's distances
-        ex.flags(k)[...] = 0
-        sync()
-        t4 = time.perf_counter()
+        flags[0] = res[0]
+        flags[1] = rounds == probe_round and res[1]  # this PE's vertices reached for the first time
+        flags[2] = bound is not None and rounds % 16 == 0 and res[2] < bound
         comm.Allreduce(flags, sums, op=_mpi_sum())
-        t5 = time.perf_counter()
-        exchange_s += t5 - t_x
-        for key, dt in zip(prof, (t_x - t0, t2 - t_x, t3 - t2, t4 - t3, t5 - t4)):
+        t4 = time.perf_counter()
+        exchange_s += t4 - t1
+        for key, dt in zip(("relax", "barrier", "settle", "sum"), (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
             prof[key] += dt
-        if rounds <= 64:  # the first rounds: this PE's frontier, its relaxation's and frontier's seconds
-            per_round.append((nown, t_x - t0, t4 - t3))
+        if rounds <= 64:  # the first rounds: this PE's frontier, its relaxation's and settle's seconds
+            per_round.append((nown, t1 - t0, t3 - t2))
+        nown = int(res[0])
         total, deep, below = (int(x) for x in sums)
         k = 1 - k
         if deep:
@@ -1334,7 +1368,7 @@ def _pull_loop(cp, relax, pull, n, source, inf, lo, hi, *, bound, track_pred, ma
             break
     dist = ex.gather(ex.x(k), k)
     pred = ex.gather(pred, 4) if track_pred else None
-    cp.cuda.Device().synchronize()
+    sync()
     ex.pg.barrier()  # every PE has its copies
     return dist, pred, {"rounds": rounds, "relaxations": 0, "status": status, "exchange_s": exchange_s,
                         "profile_s": prof}
