@@ -1249,6 +1249,7 @@ class _PeerPull:
         lo, hi = self.lohi[pg.my_pe]
         self.front = cp.empty(max(hi - lo, 1), cp.int64)  # this PE's frontier (the settle kernel's list)
         self.res = cp.zeros(3, cp.int64)  # the settle kernel's count, probe flag, smallest key
+        self.res0 = cp.asarray(np.array([0, 0, np.iinfo(np.int64).max], np.int64))  # res at a round's start
         self.ptrs = []
         if self.mapped:
             addr = [[_device_ptr(v) for v in row] for row in views]
@@ -1322,7 +1323,6 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
         pred[...] = -1
     nown = int(lo <= source < hi)
     ex.front[:nown] = source
-    res0 = np.array([0, 0, np.iinfo(np.int64).max], np.int64)
     max_rounds = n if max_rounds is None else int(max_rounds)
     total, rounds, k, status, exchange_s = 1, 0, 0, "done", 0.0
     sums = np.zeros(3, np.int64)
@@ -1337,7 +1337,7 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
         rounds += 1
         dist, cand = ex.x(k), ex.x(1 - k)
         t0 = time.perf_counter()
-        ex.res[...] = res0
+        ex.res[...] = ex.res0
         relax(ex.front[:nown], dist, cand, ex.flags(1 - k), pred if track_pred else None)
         sync()
         t1 = time.perf_counter()
