@@ -9,7 +9,7 @@
 // writes a winning tail into `pred` for every vertex the round lowered (any tail whose candidate
 // equals the new key: racing writers all write winners). One warp per frontier vertex, lanes
 // over its arcs, but for hubs (`bigdeg` arcs or more), whose arcs a second kernel spreads over
-// the whole grid; lane 0 adds the vertex's degree to `count` (the relaxations).
+// the grid in pieces of `bigdeg`, a block each; lane 0 adds the vertex's degree to `count` (the relaxations).
 //
 // Distances are 64-bit keys as in bellman_ford.cuh: the int64 distance for integer weights; for
 // float64 weights the "ordered int" of the double (negative ones with the 63 low bits flipped),
@@ -59,8 +59,9 @@ __device__ __forceinline__ void dg_rk_arc(dg_i64 u, dg_i64 du, dg_i64 k, const i
 }
 
 // A warp per frontier vertex of fewer than `bigdeg` arcs; the others (hubs: one warp would hold
-// the round for all of a hub's arcs) are listed in big[*nbig] by the relaxation (not the tails
-// pass, which runs on the same frontier) and left to dg_rk_big. Lane 0 counts the relaxations.
+// the round for all of a hub's arcs) are listed in big[*nbig], in pieces of `bigdeg` arcs, by
+// the relaxation (not the tails pass, which runs on the same frontier) and left to dg_rk_big.
+// Lane 0 counts the relaxations.
 template <bool F, bool TAILS, bool MARK>
 __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
                             const dg_i64 *__restrict__ w, int unit, const dg_i64 *__restrict__ front,
@@ -73,8 +74,14 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
         const dg_i64 u = front[i];
         const dg_i64 beg = indptr[u - lo], end = indptr[u - lo + 1];
         if (!TAILS && lane == 0) atomicAdd(count, (unsigned long long)(end - beg));
-        if (end - beg >= bigdeg) {
-            if (!TAILS && lane == 0) big[atomicAdd(nbig, 1ULL)] = u;
+        if (end - beg >= bigdeg) {  // listed as pieces of bigdeg arcs: u | piece << 32
+            if (!TAILS) {
+                const dg_i64 np = (end - beg + bigdeg - 1) / bigdeg;
+                unsigned long long at = 0;
+                if (lane == 0) at = atomicAdd(nbig, (unsigned long long)np);
+                at = __shfl_sync(0xffffffffu, at, 0);
+                for (dg_i64 p = lane; p < np; p += 32) big[at + p] = u | (p << 32);
+            }
             continue;
         }
         const dg_i64 du = dist[u];
@@ -83,18 +90,19 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
     }
 }
 
-// The listed hubs' arcs, every thread of the grid over each hub in turn (coalesced).
+// The listed pieces of the hubs' arcs, a block per piece (coalesced; the pieces of one hub
+// spread over the grid, so the round waits for no single warp or block).
 template <bool F, bool TAILS, bool MARK>
 __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
                           const dg_i64 *__restrict__ w, int unit, dg_i64 lo, dg_i64 hi,
                           const dg_i64 *__restrict__ dist, dg_i64 *cand, dg_i64 *pred, int *flags,
-                          const dg_i64 *__restrict__ big, const unsigned long long *nbig) {
+                          const dg_i64 *__restrict__ big, const unsigned long long *nbig, dg_i64 bigdeg) {
     const unsigned long long nb = *nbig;
-    const dg_i64 tid = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x, stride = (dg_i64)gridDim.x * blockDim.x;
-    for (unsigned long long j = 0; j < nb; ++j) {
-        const dg_i64 u = big[j];
-        const dg_i64 du = dist[u], end = indptr[u - lo + 1];
-        for (dg_i64 k = indptr[u - lo] + tid; k < end; k += stride)
+    for (unsigned long long j = blockIdx.x; j < nb; j += gridDim.x) {
+        const dg_i64 e = big[j], u = e & 0xffffffffLL;
+        const dg_i64 du = dist[u], beg = indptr[u - lo] + (e >> 32) * bigdeg, last = indptr[u - lo + 1];
+        const dg_i64 end = beg + bigdeg < last ? beg + bigdeg : last;
+        for (dg_i64 k = beg + threadIdx.x; k < end; k += blockDim.x)
             dg_rk_arc<F, TAILS, MARK>(u, du, k, indices, w, unit, lo, hi, dist, cand, pred, flags);
     }
 }
@@ -112,7 +120,8 @@ __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restri
                                     count, flags, big, nbig, bigdeg);                                   \
     }                                                                                                   \
     extern "C" __global__ void distgraph_bf_round_##WHAT##_big_##SFX(DG_RK_ARGS) {                      \
-        dg_rk_big<F, TAILS, MARK>(indptr, indices, w, unit, lo, hi, dist, cand, pred, flags, big, nbig); \
+        dg_rk_big<F, TAILS, MARK>(indptr, indices, w, unit, lo, hi, dist, cand, pred, flags, big, nbig,  \
+                                  bigdeg);                                                              \
     }
 
 DG_RK_KERNELS(relax, i64, false, false, false)

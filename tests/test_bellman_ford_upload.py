@@ -321,8 +321,8 @@ def _unkey(k):
 class _RoundKernels:
     """kernels/bf_rounds.cu in NumPy (what the GPU tests check the CUDA against: the CuPy
     rounds), so that rounds_kernel's driver runs on the host: the relaxation, tails and mark
-    kernels (a vertex at a time; hubs of ``bigdeg`` arcs or more listed by the relaxation and
-    left to the ``_big`` kernel), and the owner's pull, whose device addresses are looked up in
+    kernels (a vertex at a time; hubs of ``bigdeg`` arcs or more listed by the relaxation in
+    pieces of ``bigdeg`` arcs and left to the ``_big`` kernel), and the owner's pull, whose device addresses are looked up in
     ``addr`` (filled by the stand-in ``_device_ptr``)."""
 
     def __init__(self, addr=None):
@@ -337,16 +337,22 @@ class _RoundKernels:
             (indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred, count, flags, big, nbig,
              bigdeg) = args
             lo, hi = int(lo), int(hi)
-            before = cand.copy()
+            before, bigdeg = cand.copy(), int(bigdeg)
             for u in (big[:int(nbig[0])] if hubs else front[:int(nfront)]):
-                b, e = int(indptr[u - lo]), int(indptr[u - lo + 1])
-                if not hubs:
+                if hubs:  # a piece of a hub: u | piece << 32
+                    u, piece = int(u) & 0xFFFFFFFF, int(u) >> 32
+                    b = int(indptr[u - lo]) + piece * bigdeg
+                    e = min(b + bigdeg, int(indptr[u - lo + 1]))
+                else:
+                    b, e = int(indptr[u - lo]), int(indptr[u - lo + 1])
                     if what != "tails":
                         count[0] += np.uint64(e - b)
-                    if e - b >= int(bigdeg):  # a hub: listed by the relaxation
+                    if e - b >= bigdeg:  # a hub: listed by the relaxation, in pieces
                         if what != "tails":
-                            big[int(nbig[0])] = u
-                            nbig[0] += np.uint64(1)
+                            pieces = -(-(e - b) // bigdeg)
+                            at = int(nbig[0])
+                            big[at:at + pieces] = int(u) | (np.arange(pieces, dtype=np.int64) << 32)
+                            nbig[0] += np.uint64(pieces)
                         continue
                 vs = indices[b:e].astype(np.int64)
                 if isf:

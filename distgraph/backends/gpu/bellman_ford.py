@@ -1042,7 +1042,8 @@ def _round_loop(cp, relax, n, source, inf, dt, lo, hi, *, bound, track_pred, max
     return dist, pred, info
 
 
-BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more (kernels/bf_rounds.cu)
+BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more, relaxed in pieces of as many
+#                    arcs by a block each (kernels/bf_rounds.cu)
 
 
 def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rounds=None, probe_round=None,
@@ -1070,7 +1071,9 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
     w = block.indptr if unit else block.w_bits()  # unit weights: a placeholder pointer, never read
     count = cp.zeros(1, cp.uint64)
     nbig = cp.zeros(1, cp.uint64)
-    big = cp.empty(max(block.hi - block.lo, 1), cp.int64)  # the round's hubs (this block's vertices)
+    bigdeg = int(BIG_DEGREE)
+    # the round's hubs in pieces of bigdeg arcs: at most one per hub and one per bigdeg arcs
+    big = cp.empty(block.hi - block.lo + int(block.indices.shape[0]) // bigdeg + 1, cp.int64)
     nothing = np.uint64(0)  # a null pointer
 
     def run_round(own, dist, cand, pred, flags):
@@ -1082,12 +1085,12 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
         nbig[...] = 0
         args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(block.lo),
                 np.int64(block.hi), dist, cand, nothing if pred is None else pred, count,
-                nothing if flags is None else flags, big, nbig, np.int64(BIG_DEGREE))
+                nothing if flags is None else flags, big, nbig, np.int64(bigdeg))
         warps = (int(min(-(-nown // 8), 32 * sms)),)  # a warp per frontier vertex, 8 per block
         for what in ("mark" if flags is not None else "relax",) + (("tails",) if pred is not None else ()):
             fn, fn_big = fns[what]
             fn(warps, (256,), args)
-            fn_big((2 * sms,), (512,), args)
+            fn_big((4 * sms,), (256,), args)  # a block per piece
         return 0  # counted by the kernel
 
     loop_kw = {"bound": bound_key, "track_pred": track_pred, "max_rounds": max_rounds, "probe_round": probe_round}
