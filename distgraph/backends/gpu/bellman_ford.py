@@ -31,15 +31,19 @@ launches (an MPI min-reduction of the PEs' smallest far keys).
 
 ``mode="rounds"``: :class:`RoundsSSSP`, Jacobi rounds (round ``k`` relaxes the out-arcs of the
 vertices improved in round ``k - 1`` from the distances at its start). ``engine="kernel"``
-(default, :func:`rounds_kernel`): each round is one fused kernel (``kernels/bf_rounds.cu``, a
-warp per frontier vertex, 64-bit atomicMin on keys), plus a pass for the tails with negative
-weights. ``engine="cupy"`` (:func:`rounds_cupy`): the baseline a CuPy user would write, array
+(default, :func:`rounds_kernel`): each round is fused kernels (``kernels/bf_rounds.cu``: a
+warp per frontier vertex, hubs in pieces of :data:`BIG_DEGREE` arcs a block each, 64-bit
+atomicMin on keys), plus a pass for the tails with negative weights. ``engine="cupy"`` (:func:`rounds_cupy`): the baseline a CuPy user would write, array
 operations only (the frontier's arcs expanded, one scatter-minimum per round:
 ``cupy.minimum.at`` or ``cupyx.scatter_min``, whichever is exact for the dtype, else a sort).
-Both share the round loop (:func:`_round_loop`) and give the same rounds. On several ranks with
-nvshmem4py the rounds are distributed: each PE holds and relaxes its vertex block's arcs, and
-the replicated distances are combined after each round through NVSHMEM peer views
-(:class:`_PeerMin`); without it every rank runs the whole graph. ``mode="auto"`` runs the rounds
+The kernels run their rounds in :func:`_pull_loop` (a settle kernel ends each round: the
+next frontier, the stop checks, the next round's arrays), the CuPy rounds in :func:`_round_loop`;
+both give the same rounds. On several ranks with nvshmem4py the rounds are distributed: each PE
+holds and relaxes its vertex block's arcs. The kernels keep no replicated distances: each owner
+pulls, over NVLink, the chunks of its vertices that a peer lowered (:class:`_PeerPull`,
+``exchange="pull"``); the CuPy rounds (and the kernels with ``exchange="dense"``) combine
+replicated distances after each round through NVSHMEM peer views (:class:`_PeerMin`). Without
+nvshmem4py every rank runs the whole graph. ``mode="auto"`` runs the rounds
 first and the queue kernel if they do not settle (:func:`run_auto`).
 
 The graph is uploaded in its own dtypes (large arrays from their page-locked pages,
@@ -1384,12 +1388,16 @@ class RoundsSSSP:
     user would write); the same rounds and results.
 
     On several ranks with nvshmem4py (``distributed``, default: when every rank has it) each
-    PE uploads only its vertex block's arcs and relaxes them; the distances are replicated and
-    combined after each round (:class:`_PeerMin`), so every round and the result are those of
-    one GPU, and the work and memory of a round are split over the PEs (not yet its time: on two
-    H200s the exchange of whole candidate arrays took half of the run or more,
-    benchmarks/results/session14/README.md). Without nvshmem4py every rank runs the whole graph
-    (no speed-up). Collective."""
+    PE uploads only its vertex block's arcs and relaxes them, and every round and the result are
+    those of one GPU. ``exchange``: ``"pull"`` (the default for the kernels where every PE's
+    symmetric heap is mapped on every PE: one host) keeps no replicated distances; each owner
+    pulls the chunks of its vertices that a peer lowered (:class:`_PeerPull`); ``"dense"`` (the
+    CuPy engine's, and the fallback) combines replicated distances after each round
+    (:class:`_PeerMin`, whole arrays read from every peer). On two H200s the pull rounds ran
+    1.13x / 1.02x (kron:20 / kron:22, uniform weights) and 0.92x / 1.28x (shifted) of one GPU,
+    the dense ones 0.48-0.80x (benchmarks/results/session15/README.md). Without nvshmem4py
+    every rank runs the whole graph (no speed-up). Collective.
+    """
 
     def __init__(self, graph, weights, comm, *, distributed=None, engine="kernel", exchange=None):
         from mpi4py import MPI
