@@ -241,29 +241,37 @@ def _assert_tight_tails(g, w, s, d, p):
         assert any(d[u] + w[k] == d[v] for k in arcs), (v, u)
 
 
-def _distributed_rounds(g, s, size, **kw):
-    """rounds_cupy on `size` stand-in PEs (threads), each with its block and a _PeerMin."""
+def _on_pes(g, size, body, **pg_kw):
+    """``body(lo, hi, pg)`` on `size` stand-in PEs (threads), each with its block of g's edge
+    partition and a stand-in PGAS; the results in PE order. Every PE must have freed every
+    symmetric array it allocated."""
     from concurrent.futures import ThreadPoolExecutor
 
     from distgraph.graph.partition import partition_by_edges
 
-    world = _World(size)
-    part = partition_by_edges(g.indptr, size)
-
-    def pe(r):
-        lo, hi = part.range(r)
-        blk = gbf._Block(np, g, g.weights, lo, hi)
-        ex = gbf._PeerMin(_PG(world, r), g.n, blk.wdt, kw.get("track_pred", False))
-        try:
-            return gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, s, n=g.n, lo=lo, exchange=ex, **kw)
-        finally:
-            ex.close()
-
+    world, part = _World(size), partition_by_edges(g.indptr, size)
     with ThreadPoolExecutor(size) as pool:
-        out = list(pool.map(pe, range(size)))
-    # every PE freed every symmetric array it allocated
+        out = list(pool.map(lambda r: body(*part.range(r), _PG(world, r, **pg_kw)), range(size)))
     assert world.freed == {(p, k) for k in world.allocs for p in range(size)}
     return out
+
+
+def _closing(ex, run):
+    """``run(ex)``, then ``ex.close()`` (collective) whatever happens."""
+    try:
+        return run(ex)
+    finally:
+        ex.close()
+
+
+def _distributed_rounds(g, s, size, **kw):
+    """rounds_cupy on `size` stand-in PEs (threads), each with its block and a _PeerMin."""
+    def body(lo, hi, pg):
+        blk = gbf._Block(np, g, g.weights, lo, hi)
+        return _closing(gbf._PeerMin(pg, g.n, blk.wdt, kw.get("track_pred", False)),
+                        lambda ex: gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, s, n=g.n, lo=lo, exchange=ex, **kw))
+
+    return _on_pes(g, size, body)
 
 
 @pytest.mark.parametrize("size", [2, 3, 4])
@@ -443,24 +451,12 @@ def test_kernel_rounds_driver_equals_the_cupy_rounds(round_kernels, monkeypatch,
 
             v = find_pred_cycle(p2)
             assert v >= 0 and cycle_weight(g, cycle_from_pred(p2, v)) < 0
-        from concurrent.futures import ThreadPoolExecutor
-
-        from distgraph.graph.partition import partition_by_edges
-
-        world, part = _World(3), partition_by_edges(g.indptr, 3)
-
-        def pe(r):
-            lo, hi = part.range(r)
+        def body(lo, hi, pg, g=g, s=s, neg=neg, bkey=bkey, kw=kw):
             b = gbf._Block(np, g, g.weights, lo, hi)
-            ex = gbf._PeerMin(_PG(world, r), g.n, "int64", neg)
-            try:
-                return gbf.rounds_kernel(b, s, n=g.n, bound_key=bkey, exchange=ex, **kw)
-            finally:
-                ex.close()
+            return _closing(gbf._PeerMin(pg, g.n, "int64", neg),
+                            lambda ex: gbf.rounds_kernel(b, s, n=g.n, bound_key=bkey, exchange=ex, **kw))
 
-        with ThreadPoolExecutor(3) as pool:
-            outs = list(pool.map(pe, range(3)))
-        assert world.freed == {(p, k) for k in world.allocs for p in range(3)}
+        outs = _on_pes(g, 3, body)
         assert sum(o[2]["relaxations"] for o in outs) == i1["relaxations"]
         for d, p, info in outs:
             assert (info["rounds"], info["status"]) == (i1["rounds"], i1["status"])
@@ -474,29 +470,19 @@ def pull_kernels(round_kernels):
 
 
 def _pull_rounds(g, s, size, unmapped=(), **kw):
-    """rounds_kernel on `size` stand-in PEs with a _PeerPull each (every heap mapped)."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """rounds_kernel on `size` stand-in PEs with a _PeerPull each (every heap mapped but
+    ``unmapped``'s); None from every PE where the exchange is not mapped."""
     from distgraph.graph.partition import partition_by_edges
 
-    world, part = _World(size), partition_by_edges(g.indptr, size)
+    part = partition_by_edges(g.indptr, size)
     bounds = [part.range(q)[0] for q in range(size)] + [g.n]
 
-    def pe(r):
-        lo, hi = part.range(r)
+    def body(lo, hi, pg):
         b = gbf._Block(np, g, g.weights, lo, hi)
-        ex = gbf._PeerPull(_PG(world, r, unmapped), g.n, bounds, kw.get("track_pred", False))
-        try:
-            if not ex.mapped:
-                return None
-            return gbf.rounds_kernel(b, s, n=g.n, exchange=ex, **kw)
-        finally:
-            ex.close()
+        return _closing(gbf._PeerPull(pg, g.n, bounds, kw.get("track_pred", False)),
+                        lambda ex: gbf.rounds_kernel(b, s, n=g.n, exchange=ex, **kw) if ex.mapped else None)
 
-    with ThreadPoolExecutor(size) as pool:
-        out = list(pool.map(pe, range(size)))
-    assert world.freed == {(p, k) for k in world.allocs for p in range(size)}
-    return out
+    return _on_pes(g, size, body, unmapped=unmapped)
 
 
 @pytest.mark.parametrize("size, bigdeg", [(2, 4), (3, 2048), (4, 4)])
