@@ -1,10 +1,10 @@
 """Where the distributed rounds' time goes (issue 7), under ``mpirun -n P``: the round-based
 Bellman-Ford (``RoundsSSSP``, fused kernels) on one source of a Kronecker graph with [1, 255]
-weights, its steps per PE (relaxation, barrier, pull, frontier, sum, and the first rounds'
-frontier sizes, relaxation and frontier seconds), with Python's garbage collector on and then
-off during the runs. On one PE it also runs the pull loop over a one-PE
-``_PeerPull`` (symmetric arrays, the mark kernel, no peer), so that the cost of the loop and of
-the symmetric heap shows beside the plain loop. Prints one RESULT-JSON line per run on rank 0.
+weights, its steps per PE (``time_profile_s``: relaxation, barrier, settle, sum, and the first
+rounds' frontier sizes and relaxation and settle seconds), with Python's garbage collector on
+and then off during the runs. On one PE it also runs the same loop over a one-PE ``_PeerPull``
+in the NVSHMEM symmetric heap (RoundsSSSP's one-PE loop keeps its arrays in CuPy's memory), so
+that the heap's cost shows. Prints one RESULT-JSON line per run on rank 0.
 
     mpirun -n 2 python benchmarks/rounds_probe.py --scale 20 --trials 3
 """

@@ -5,7 +5,7 @@
 //
 // A round relaxes the out-arcs of this PE's frontier vertices (those whose distance changed in
 // the previous round) from the distances at the start of the round, `dist`, into `cand` (a copy
-// of `dist` made by the host), by a 64-bit atomicMin; a second kernel, with negative weights,
+// of `dist`, made by the host's CuPy loop or by the settle kernel below), by a 64-bit atomicMin; a second kernel, with negative weights,
 // writes a winning tail into `pred` for every vertex the round lowered (any tail whose candidate
 // equals the new key: racing writers all write winners). One warp per frontier vertex, lanes
 // over its arcs, but for hubs (`bigdeg` arcs or more), whose arcs a second kernel spreads over
@@ -135,7 +135,8 @@ DG_RK_KERNELS(mark, f64, true, false, true)
 // relaxation, tails and flags are written). ptrs holds three tables of npes device addresses:
 // the PEs' candidates of this round, their flags, their tails (pred null: no tails). For a vertex
 // of this PE's block [lo, hi): the pull (every peer that flagged the vertex's chunk; the first
-// smallest candidate in PE order wins, with the peer's tail), then, if the round lowered it,
+// smallest candidate wins, the owner's own on a tie, then the first peer in PE order, with the
+// peer's tail), then, if the round lowered it,
 // its id into `front` (res[0] counts them; res[1] = 1 when one was unreached, for the probe)
 // and the block's smallest key into res[2] (for the negative-cycle bound). For every vertex:
 // `dist` (this round's start, the next round's candidates) takes the candidate, and the next

@@ -9,8 +9,11 @@ for the CUDA round kernels, so CI checks the logic that the GPU tests
   high-diameter graphs;
 * the distributed rounds: ``_PeerMin`` on 2-4 stand-in PEs (one read by copies), every PE
   ending with one GPU's distances, rounds and tails, every symmetric array freed;
-* ``rounds_kernel``'s driver (keys, the shared loop, the kernels' count) against
-  ``rounds_cupy``, on one and three stand-in PEs, with the kernels in NumPy;
+* ``rounds_kernel``'s driver (keys, the loops, the kernels' count) against ``rounds_cupy``, on
+  one and three stand-in PEs, with the kernels in NumPy (hubs in pieces included);
+* the pull exchange (``_PeerPull``, ``_pull_loop``, the mark and settle kernels in NumPy) on 2-4
+  stand-in PEs against one GPU's rounds, stops, relaxations and tails, with the flags' filter
+  and their clearing asserted in the emulated kernels; its fallback when a heap is not mapped;
 * ``_finish_device``'s glue (gather, min-reduction, cycle fallback), with the host's tight-arc
   pass standing in for ``_Block.tight_pred`` (that kernel is checked against it on the GPU).
 """
@@ -346,6 +349,8 @@ class _RoundKernels:
              bigdeg) = args
             lo, hi = int(lo), int(hi)
             before, bigdeg = cand.copy(), int(bigdeg)
+            if what == "mark" and not hubs:  # the round's flags start cleared (by the last settle)
+                assert not flags.any(), "the mark kernel found flags set"
             for u in (big[:int(nbig[0])] if hubs else front[:int(nfront)]):
                 if hubs:  # a piece of a hub: u | piece << 32
                     u, piece = int(u) & 0xFFFFFFFF, int(u) >> 32
@@ -379,17 +384,21 @@ class _RoundKernels:
         return fn
 
     def _settle(self, grid, block, args):
-        n, lo, hi, me, npes, ptrs, cand, dist, pred, clear, nflags, front, res, inf = (
-            int(a) if isinstance(a, (int, np.integer)) else a for a in args)
+        n, lo, hi, me, npes, ptrs, cand, dist, pred, clear, nflags, front, res, inf = args
+        n, lo, hi, me, npes, nflags, inf = (int(a) for a in (n, lo, hi, me, npes, nflags, inf))
         xs, fs, ps = ([self.addr[int(a)] for a in ptrs[j * npes:(j + 1) * npes]] for j in range(3))
         for v in range(lo, hi):  # the pull
             best, src = cand[v], -1
             for q in range(npes):
-                if q != me and fs[q][v >> 5] and xs[q][v] < best:
+                if q == me:
+                    continue
+                if not fs[q][v >> 5]:  # what the flags skip: a peer's copy is no lower than the owner's
+                    assert xs[q][v] >= dist[v], (q, v, xs[q][v], dist[v])
+                elif xs[q][v] < best:
                     best, src = xs[q][v], q
             if src >= 0:
                 cand[v] = best
-                if not isinstance(pred, np.integer):
+                if not isinstance(pred, (int, np.integer)):  # the null pointer: no tails
                     pred[v] = ps[src][v]
         low = lo + np.flatnonzero(cand[lo:hi] < dist[lo:hi])
         rng = np.random.default_rng(len(low))
@@ -420,7 +429,8 @@ def round_kernels(numpy_as_cupy, monkeypatch):
 
 @pytest.mark.parametrize("bigdeg", [4, 2048])
 def test_kernel_rounds_driver_equals_the_cupy_rounds(round_kernels, monkeypatch, bigdeg):
-    """rounds_kernel (keys, the shared round loop, the count, float keys back to doubles) gives
+    """rounds_kernel (keys, the settle loop on one PE and the dense exchange's loop on three,
+    the count, float keys back to doubles) gives
     rounds_cupy's distances, tails, rounds, relaxations and stops, on one PE and on three
     stand-in PEs, with the probe and with a negative cycle; with hubs from 4 arcs (most
     vertices: the hub kernels) and from 2048 (none)."""
@@ -464,11 +474,6 @@ def test_kernel_rounds_driver_equals_the_cupy_rounds(round_kernels, monkeypatch,
 
 
 # --------------------------------------------------------------------------- the pull exchange
-@pytest.fixture
-def pull_kernels(round_kernels):
-    """The round kernels with the settle kernel's pull (round_kernels has it)."""
-
-
 def _pull_rounds(g, s, size, unmapped=(), **kw):
     """rounds_kernel on `size` stand-in PEs with a _PeerPull each (every heap mapped but
     ``unmapped``'s); None from every PE where the exchange is not mapped."""
@@ -486,7 +491,7 @@ def _pull_rounds(g, s, size, unmapped=(), **kw):
 
 
 @pytest.mark.parametrize("size, bigdeg", [(2, 4), (3, 2048), (4, 4)])
-def test_pull_rounds_equal_one_gpu(pull_kernels, monkeypatch, size, bigdeg):
+def test_pull_rounds_equal_one_gpu(round_kernels, monkeypatch, size, bigdeg):
     """The pull exchange (no replicated distances; owners pull the chunks their peers lowered,
     arrays in turn, one barrier and one sum per round): every PE returns one GPU's distances, rounds,
     status (the probe, a negative cycle's bound or max_rounds) and, added up, relaxations;
@@ -500,6 +505,8 @@ def test_pull_rounds_equal_one_gpu(pull_kernels, monkeypatch, size, bigdeg):
     path = Graph.from_edges(np.arange(99), np.arange(1, 100), np.ones(99, np.int64), n=100)
     unit = Graph.from_edges(np.arange(30), (np.arange(30) * 7) % 31, n=31, directed=True)
     cases = [(g, int(np.argmax(np.diff(g.indptr))), None, None) for g in _graphs()]
+    uni = uniform_weights(kronecker(8, seed=5), seed=5)  # no negative weight: the pull without tails
+    cases += [(uni, int(np.argmax(np.diff(uni.indptr))), None, None)]
     cases += [(cyc_g, int(cyc[0]), None, None), (cyc_g, int(cyc[0]), None, 7), (path, 0, 16, None),
               (path, 0, 4, None), (unit, 0, None, None)]
     for g, s, probe, cap in cases:
@@ -522,7 +529,7 @@ def test_pull_rounds_equal_one_gpu(pull_kernels, monkeypatch, size, bigdeg):
             np.testing.assert_array_equal(p, outs[0][1])  # the tails gathered from their owners
 
 
-def test_pull_exchange_needs_every_heap_mapped(pull_kernels):
+def test_pull_exchange_needs_every_heap_mapped(round_kernels):
     """One PE's heap not mapped on some PE: every PE says so (RoundsSSSP then uses _PeerMin)."""
     g = uniform_weights(kronecker(6, seed=1), seed=1)
     assert _pull_rounds(g, 0, 3, unmapped=(2,)) == [None, None, None]

@@ -996,7 +996,8 @@ def rounds_cupy(indptr, indices, w, source, *, n=None, bound=None, track_pred=Fa
 
 
 def _round_loop(cp, relax, n, source, inf, dt, lo, hi, *, bound, track_pred, max_rounds, probe_round, exchange):
-    """The rounds both engines share (:func:`rounds_cupy`, :func:`rounds_kernel`): ``relax(own,
+    """The rounds of :func:`rounds_cupy`, and of :func:`rounds_kernel` with the dense exchange
+    (:class:`_PeerMin`; the kernels' own loop is :func:`_pull_loop`): ``relax(own,
     dist, cand, predc)`` relaxes the out-arcs of this PE's frontier vertices ``own`` (global ids)
     from ``dist`` (the distances at the start of the round, ``inf`` unreached) into ``cand`` (a
     copy of them) and, with ``predc``, writes winning tails there; it returns its relaxations
@@ -1076,8 +1077,12 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
     count = cp.zeros(1, cp.uint64)
     nbig = cp.zeros(1, cp.uint64)
     bigdeg = int(BIG_DEGREE)
-    # the round's hubs in pieces of bigdeg arcs: at most one per hub and one per bigdeg arcs
-    big = cp.empty(block.hi - block.lo + int(block.indices.shape[0]) // bigdeg + 1, cp.int64)
+    m_local = int(block.indices.shape[0])
+    # the round's hubs in pieces of bigdeg arcs: sum ceil(d / bigdeg) over hubs (each listed once
+    # a round) <= m / bigdeg + (number of hubs) <= both bounds
+    big = cp.empty(min(block.hi - block.lo + m_local // bigdeg + 1, 2 * (m_local // bigdeg) + 2), cp.int64)
+    # no hub in the block: the hub kernels have nothing to do (not launched)
+    hubs = block.hi > block.lo and int((block.indptr[1:] - block.indptr[:-1]).max()) >= bigdeg
     nothing = np.uint64(0)  # a null pointer
 
     def run_round(own, dist, cand, pred, flags):
@@ -1094,7 +1099,8 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
         for what in ("mark" if flags is not None else "relax",) + (("tails",) if pred is not None else ()):
             fn, fn_big = fns[what]
             fn(warps, (256,), args)
-            fn_big((4 * sms,), (256,), args)  # a block per piece
+            if hubs:
+                fn_big((4 * sms,), (256,), args)  # a block per piece
         return 0  # counted by the kernel
 
     loop_kw = {"bound": bound_key, "track_pred": track_pred, "max_rounds": max_rounds, "probe_round": probe_round}
@@ -1393,7 +1399,8 @@ class RoundsSSSP:
     symmetric heap is mapped on every PE: one host) keeps no replicated distances; each owner
     pulls the chunks of its vertices that a peer lowered (:class:`_PeerPull`); ``"dense"`` (the
     CuPy engine's, and the fallback) combines replicated distances after each round
-    (:class:`_PeerMin`, whole arrays read from every peer). On two H200s the pull rounds ran
+    (:class:`_PeerMin`, whole arrays read from every peer); not distributed, ``exchange`` has no
+    effect. On two H200s the pull rounds ran
     1.13x / 1.02x (kron:20 / kron:22, uniform weights) and 0.92x / 1.28x (shifted) of one GPU,
     the dense ones 0.48-0.80x (benchmarks/results/session15/README.md). Without nvshmem4py
     every rank runs the whole graph (no speed-up). Collective.
