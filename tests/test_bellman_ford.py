@@ -1067,13 +1067,16 @@ def test_gpu_rounds_arguments_validated_before_the_device():
 
     g = Graph.from_edges([0, 1], [1, 2], [1, -1])
     for kw, msg in (({"engine": "numba"}, "engine must be 'kernel' or 'cupy'"),
-                    ({"distributed": 1}, "distributed must be None, True or False")):
+                    ({"distributed": 1}, "distributed must be None, True or False"),
+                    ({"exchange": "push"}, "exchange must be None, 'pull' or 'dense'; got 'push'"),
+                    ({"engine": "cupy", "exchange": "pull"},
+                     r"exchange must be 'dense' or None with engine='cupy' \(only the round kernels pull\)")):
         with pytest.raises(InvalidArgumentError, match=msg):
             RoundsSSSP(g, g.weights, MPI.COMM_SELF, **kw)
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("case", ["engine invalid on one rank", "engine"])
+@pytest.mark.parametrize("case", ["engine invalid on one rank", "engine", "exchange"])
 def test_gpu_rounds_arguments_checked_on_every_rank(comm, case):
     """RoundsSSSP's arguments are checked on every rank together, before CuPy: a bad engine on
     one rank used to raise there alone (the others went on into the collectives), and engines
@@ -1084,15 +1087,21 @@ def test_gpu_rounds_arguments_checked_on_every_rank(comm, case):
     if size == 1:
         pytest.skip("needs several ranks")
     last = size - 1
+    engine, exchange = "kernel", None
     if case == "engine invalid on one rank":
         engine = "numba" if me == last else "kernel"
         want = f"engine must be 'kernel' or 'cupy'; got 'numba' (on rank {last})"
+    elif case == "exchange":  # pull on some ranks, dense on others: each would wait for the other's arrays
+        exchange = "dense" if me == last else "pull"
+        want = (f"exchange must be the same on every rank (the round-based GPU Bellman-Ford); got 'pull' on rank 0, "
+                f"'dense' on rank {last}")
     else:
         engine = "cupy" if me == last else "kernel"
         want = (f"engine must be the same on every rank (the round-based GPU Bellman-Ford); got 'kernel' on rank 0, "
                 f"'cupy' on rank {last}")
     g = Graph.from_edges([0, 1], [1, 2], [1, 2])
-    msgs = _errors_on_every_rank(comm, lambda: RoundsSSSP(g, g.weights, comm, engine=engine, distributed=False))
+    msgs = _errors_on_every_rank(comm, lambda: RoundsSSSP(g, g.weights, comm, engine=engine, exchange=exchange,
+                                                          distributed=False))
     assert msgs == [want] * size, msgs
 
 
