@@ -219,7 +219,8 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
                                                        "flush", "ghost_dropped", "remote_claims", "coalesced",
                                                        "shipped", "applied", "flushes", "cas_failed",
                                                        "remote_wins", "remote_first", "remote_pushes", "grid",
-                                                       "capacity", "rounds", "engine", "distributed", "exchange", "time_profile_s", "time_exchange_max_s",
+                                                       "capacity", "rounds", "engine", "distributed", "exchange",
+                                                       "time_profile_s", "time_exchange_max_s",
                                                        "time_exchange_min_s", "relaxations_max_pe")})
                     if rank == 0:
                         print("RESULT-JSON " + json.dumps(r, default=float), flush=True)

@@ -333,8 +333,8 @@ class _RoundKernels:
     """kernels/bf_rounds.cu in NumPy (what the GPU tests check the CUDA against: the CuPy
     rounds), so that rounds_kernel's driver runs on the host: the relaxation, tails and mark
     kernels (a vertex at a time; hubs of ``bigdeg`` arcs or more listed by the relaxation in
-    pieces of ``bigdeg`` arcs and left to the ``_big`` kernel), and the owner's pull, whose device addresses are looked up in
-    ``addr`` (filled by the stand-in ``_device_ptr``)."""
+    pieces of ``bigdeg`` arcs and left to the ``_big`` kernel), and the settle kernel, whose
+    device addresses are looked up in ``addr`` (filled by the stand-in ``_device_ptr``)."""
 
     def __init__(self, addr=None):
         self.addr = addr

@@ -533,7 +533,8 @@ def test_distributed_rounds_equal_cpu(pg, bigdeg, monkeypatch):
                     and np.array_equal(d, ref_d)
                     and np.array_equal(p, ref_p) and st["rounds"] == st1["rounds"]
                     and st["relaxations"] == st1["relaxations"])
-            info.append((name, engine, exchange, good, st["rounds"], st1["rounds"], st["relaxations"], st1["relaxations"]))
+            info.append((name, engine, exchange, good, st["rounds"], st1["rounds"], st["relaxations"],
+                         st1["relaxations"]))
             ok &= good
         for mode in ("rounds", "auto"):
             res = bellman_ford(g, s, backend="gpu", mode=mode, predecessors=True, comm=comm)

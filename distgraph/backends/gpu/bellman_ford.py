@@ -33,7 +33,8 @@ launches (an MPI min-reduction of the PEs' smallest far keys).
 vertices improved in round ``k - 1`` from the distances at its start). ``engine="kernel"``
 (default, :func:`rounds_kernel`): each round is fused kernels (``kernels/bf_rounds.cu``: a
 warp per frontier vertex, hubs in pieces of :data:`BIG_DEGREE` arcs a block each, 64-bit
-atomicMin on keys), plus a pass for the tails with negative weights. ``engine="cupy"`` (:func:`rounds_cupy`): the baseline a CuPy user would write, array
+atomicMin on keys), plus a pass for the tails with negative weights. ``engine="cupy"``
+(:func:`rounds_cupy`): the baseline a CuPy user would write, array
 operations only (the frontier's arcs expanded, one scatter-minimum per round:
 ``cupy.minimum.at`` or ``cupyx.scatter_min``, whichever is exact for the dtype, else a sort).
 The kernels run their rounds in :func:`_pull_loop` (a settle kernel ends each round: the
@@ -1055,7 +1056,7 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
                   exchange=None):
     """The rounds of :func:`rounds_cupy` (same rounds, same stopping rules, same results) with
     each round's relaxation as fused kernels (``kernels/bf_rounds.cu``: a warp per frontier
-    vertex, the hubs' arcs over the whole grid, 64-bit atomicMin on keys) instead of CuPy's
+    vertex, hubs in pieces a block each, 64-bit atomicMin on keys) instead of CuPy's
     expand-gather-scatter: ``engine="kernel"``
     of :class:`RoundsSSSP`. ``block``: this PE's :class:`_Block`; distances are 64-bit keys (see
     :func:`to_keys`), returned as the work dtype's values. ``bound_key``: the key of the
