@@ -57,6 +57,25 @@ def _graphs():
             "random_dir_disconnected": potential_shift(rnd, seed=7)}
 
 
+def _graphs_and_uniform():
+    """_graphs() and a Kronecker graph without negative weights (no tails to track)."""
+    return {**_graphs(), "kron9_uniform": uniform_weights(kronecker(9, seed=8), seed=8)}
+
+
+def _with_cpu_reference(graphs):
+    """``(name, g, w, s, confirm, ref_d, ref_p)`` for each graph in name order: its arc weights,
+    the largest-degree source, the negative-cycle check and the CPU backend's distances and
+    canonical predecessors."""
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+
+    for name, g in sorted(graphs.items()):
+        w = _arc_weights(g, None)
+        s = int(np.argmax(np.diff(g.indptr)))
+        confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
+        ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+        yield name, g, w, s, confirm, ref_d, ref_p
+
+
 def _as_float(g):
     return Graph(g.indptr, g.indices, g.weights.astype(np.float64) / 4, directed=g.directed)
 
@@ -196,18 +215,12 @@ def test_batch_counters_add_up_and_scipy_agrees(pg, queue):
     backend's predecessors, and counters that account for every remote candidate: claims =
     shipped + coalesced, shipped = applied (summed over PEs), nothing on one PE. Coalescing
     (several claims for one vertex merged before a put) must have happened on several PEs."""
-    from distgraph.backends.cpu.bellman_ford import run_rounds
     from distgraph.backends.gpu.bellman_ford import QueueSSSP
 
     comm = MPI.COMM_WORLD
     several = comm.Get_size() > 1
     bad, coalesced, dropped = [], 0, 0
-    graphs = {**_graphs(), "kron9_uniform": uniform_weights(kronecker(9, seed=8), seed=8)}  # no tails
-    for name, g in sorted(graphs.items()):
-        w = _arc_weights(g, None)
-        s = int(np.argmax(np.diff(g.indptr)))
-        confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
-        ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+    for name, g, w, s, confirm, ref_d, ref_p in _with_cpu_reference(_graphs_and_uniform()):
         sp_d = _scipy_distances(g, s)
         q = QueueSSSP(g, w, comm, queue=queue, remote="batch", use_nvshmem=True)
         try:
@@ -250,19 +263,13 @@ def test_batch_small_inbox_rings_wrap(pg, monkeypatch):
     """Inbox rings of 64 items per source (the default is up to 2**20): puts wrap around the
     ring and wait for the owner's credit, and the answer is still the CPU backend's, with the
     counters adding up; more than 64 items shipped on several PEs (the ring wrapped)."""
-    from distgraph.backends.cpu.bellman_ford import run_rounds
     from distgraph.backends.gpu import bellman_ford as gbf
 
     comm = MPI.COMM_WORLD
     several = comm.Get_size() > 1
     monkeypatch.setattr(gbf, "_RING_MAX", 64)
     bad, shipped = [], 0
-    graphs = {**_graphs(), "kron9_uniform": uniform_weights(kronecker(9, seed=8), seed=8)}  # no tails
-    for name, g in sorted(graphs.items()):
-        w = _arc_weights(g, None)
-        s = int(np.argmax(np.diff(g.indptr)))
-        confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
-        ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+    for name, g, w, s, confirm, ref_d, ref_p in _with_cpu_reference(_graphs_and_uniform()):
         q = gbf.QueueSSSP(g, w, comm, queue="bwd", remote="batch", use_nvshmem=True)
         try:
             if several and q.ring_in != 64:
@@ -298,16 +305,11 @@ def test_multi_pe_phases_equal_cpu_and_scipy(pg, remote):
     launch per phase at least), on uniform, potential-shifted (negative), float and disconnected
     graphs, twice per runner (the second run starts from a clean phase state), then with the
     default delta (the largest of the PEs' picks: one value on every PE)."""
-    from distgraph.backends.cpu.bellman_ford import run_rounds
     from distgraph.backends.gpu.bellman_ford import QueueSSSP
 
     comm = MPI.COMM_WORLD
     bad, phases = [], []
-    for name, g in sorted(_phase_graphs().items()):
-        w = _arc_weights(g, None)
-        s = int(np.argmax(np.diff(g.indptr)))
-        confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
-        ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+    for name, g, w, s, confirm, ref_d, ref_p in _with_cpu_reference(_phase_graphs()):
         sp_d = _scipy_distances(g, s)
         reached = np.isfinite(sp_d)
         span = float(sp_d[reached].max() - sp_d[reached].min())
@@ -377,7 +379,6 @@ def test_atomic_paths_equal_cpu_and_counters_add_up(pg, queue):
     "atomic_fetch" never did; on one PE every remote counter is 0. A CAS whose failure were taken
     for a success, a flag stored after the enqueue it guards, or a push into the wrong PE's
     segment loses or corrupts distances here."""
-    from distgraph.backends.cpu.bellman_ford import run_rounds
     from distgraph.backends.gpu.bellman_ford import QueueSSSP
 
     comm = MPI.COMM_WORLD
@@ -385,11 +386,7 @@ def test_atomic_paths_equal_cpu_and_counters_add_up(pg, queue):
     bad, tot = [], {}
     keys = ("remote_claims", "remote_wins", "remote_first", "remote_pushes", "cas_failed", "ghost_dropped",
             "coalesced", "shipped", "applied", "flushes")
-    for name, g in sorted(_atomic_graphs().items()):
-        w = _arc_weights(g, None)
-        s = int(np.argmax(np.diff(g.indptr)))
-        confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
-        ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+    for name, g, w, s, confirm, ref_d, ref_p in _with_cpu_reference(_atomic_graphs()):
         sp_d = _scipy_distances(g, s)
         reached = np.isfinite(sp_d)
         for remote in ("atomic", "atomic_fetch"):
@@ -504,7 +501,6 @@ def test_distributed_rounds_equal_cpu(pg, bigdeg, monkeypatch):
     GPU's round count, negative cycles raised on every rank; mode="auto" and "rounds" through
     the public API take this path and free its symmetric arrays. With the round kernels' hubs
     from 16 arcs (many) and from 2048 (the default)."""
-    from distgraph.backends.cpu.bellman_ford import run_rounds
     from distgraph.backends.gpu import bellman_ford as gbf
     from distgraph.backends.gpu.bellman_ford import RoundsSSSP
 
@@ -513,12 +509,7 @@ def test_distributed_rounds_equal_cpu(pg, bigdeg, monkeypatch):
     comm = MPI.COMM_WORLD
     ok, info = True, []
     live = len(pg._live)
-    graphs = {**_graphs(), "kron9_uniform": uniform_weights(kronecker(9, seed=8), seed=8)}  # no tails
-    for name, g in sorted(graphs.items()):
-        w = _arc_weights(g, None)
-        s = int(np.argmax(np.diff(g.indptr)))
-        confirm = lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0  # noqa: E731
-        ref_d, ref_p, _, _ = run_rounds(g, w, s, MPI.COMM_SELF, confirm, predecessors=True)
+    for name, g, w, s, confirm, ref_d, ref_p in _with_cpu_reference(_graphs_and_uniform()):
         for engine, exchange in (("kernel", None), ("kernel", "dense"), ("cupy", None)):
             r = RoundsSSSP(g, w, comm, engine=engine, exchange=exchange)
             try:
