@@ -220,7 +220,7 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
                                                        "shipped", "applied", "flushes", "cas_failed",
                                                        "remote_wins", "remote_first", "remote_pushes", "grid",
                                                        "capacity", "rounds", "engine", "distributed", "exchange",
-                                                       "time_profile_s", "time_exchange_max_s",
+                                                       "time_profile_s", "time_exchange_max_s", "time_finish_s", "time_d2h_s",
                                                        "time_exchange_min_s", "relaxations_max_pe")})
                     if rank == 0:
                         print("RESULT-JSON " + json.dumps(r, default=float), flush=True)

@@ -18,7 +18,9 @@
 //
 // Arguments: indptr (int64, block rows from 0), indices (int32 global heads), w (int64 weights
 // or float64 bits; ignored when unit != 0: every arc weighs 1), front (int64 global ids of this
-// PE's frontier), nfront, lo (the block's first vertex), dist, cand, pred (int64, n), count.
+// PE's frontier), nfront, lo (the block's first vertex), dist, cand, pred (int64, n), count, and
+// nfp: when not null, the frontier's length is *nfp, read on the device (written by the last
+// round's settle kernel: the host launches the next round without waiting to learn it).
 //
 // Several PEs without replicated distances (RoundsSSSP's distributed rounds by default, _PeerPull
 // in the module): each PE's arrays are final only on its own vertices [lo, hi); a candidate for
@@ -67,10 +69,11 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                             const dg_i64 *__restrict__ w, int unit, const dg_i64 *__restrict__ front,
                             dg_i64 nfront, dg_i64 lo, dg_i64 hi, const dg_i64 *__restrict__ dist, dg_i64 *cand,
                             dg_i64 *pred, unsigned long long *count, int *flags, dg_i64 *big,
-                            unsigned long long *nbig, dg_i64 bigdeg) {
+                            unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp) {
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
-    for (dg_i64 i = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < nfront; i += warps) {
+    const dg_i64 nf = nfp ? (dg_i64)*nfp : nfront;
+    for (dg_i64 i = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < nf; i += warps) {
         const dg_i64 u = front[i];
         const dg_i64 beg = indptr[u - lo], end = indptr[u - lo + 1];
         if (!TAILS && lane == 0) atomicAdd(count, (unsigned long long)(end - beg));
@@ -109,15 +112,16 @@ __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restri
 
 // Every kernel takes the same arguments (the header's; hi: the block's end; flags: MARK's chunk
 // flags; big, nbig, bigdeg: the hub list, its length (zeroed by the host before the round's
-// relaxation) and the degree from which a vertex is a hub).
+// relaxation, or by the last settle kernel) and the degree from which a vertex is a hub; nfp:
+// the frontier's length on the device, or null).
 #define DG_RK_ARGS                                                                                       \
     const dg_i64 *indptr, const int *indices, const dg_i64 *w, int unit, const dg_i64 *front, dg_i64 nfront, \
         dg_i64 lo, dg_i64 hi, const dg_i64 *dist, dg_i64 *cand, dg_i64 *pred, unsigned long long *count,    \
-        int *flags, dg_i64 *big, unsigned long long *nbig, dg_i64 bigdeg
+        int *flags, dg_i64 *big, unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp
 #define DG_RK_KERNELS(WHAT, SFX, F, TAILS, MARK)                                                       \
     extern "C" __global__ void distgraph_bf_round_##WHAT##_##SFX(DG_RK_ARGS) {                          \
         dg_rk_round<F, TAILS, MARK>(indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred,  \
-                                    count, flags, big, nbig, bigdeg);                                   \
+                                    count, flags, big, nbig, bigdeg, nfp);                              \
     }                                                                                                   \
     extern "C" __global__ void distgraph_bf_round_##WHAT##_big_##SFX(DG_RK_ARGS) {                      \
         dg_rk_big<F, TAILS, MARK>(indptr, indices, w, unit, lo, hi, dist, cand, pred, flags, big, nbig,  \
@@ -141,11 +145,19 @@ DG_RK_KERNELS(mark, f64, true, false, true)
 // and the block's smallest key into res[2] (for the negative-cycle bound). For every vertex:
 // `dist` (this round's start, the next round's candidates) takes the candidate, and the next
 // round's flags (`clear`, nflags of them) are zeroed. One PE: npes = 1, nothing is pulled.
+// `res` must start as {0, 0, INT64_MAX}; the kernel sets the next round's results `res_next`
+// (the other of two, which this round's relaxation read its frontier's length from) so, and
+// zeroes the hub list's length `nbig`: the next round needs no reset from the host.
 extern "C" __global__ void distgraph_bf_round_settle(dg_i64 n, dg_i64 lo, dg_i64 hi, int me, int npes,
                                                      const dg_i64 *__restrict__ ptrs, dg_i64 *cand, dg_i64 *dist,
                                                      dg_i64 *pred, int *clear, dg_i64 nflags, dg_i64 *front,
-                                                     unsigned long long *res, dg_i64 inf) {
+                                                     unsigned long long *res, dg_i64 inf,
+                                                     unsigned long long *res_next, unsigned long long *nbig) {
     const int lane = threadIdx.x & 31;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        res_next[0] = 0, res_next[1] = 0, res_next[2] = 0x7fffffffffffffffULL;
+        *nbig = 0;
+    }
     const dg_i64 stride = (dg_i64)gridDim.x * blockDim.x;
     dg_i64 low = 0x7fffffffffffffffLL;  // this thread's smallest key of the block
     for (dg_i64 v = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x; v - lane < n; v += stride) {

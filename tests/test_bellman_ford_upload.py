@@ -230,6 +230,9 @@ class _PG:
     def barrier(self):
         self.world.barrier.wait()
 
+    def barrier_on_stream(self):  # the stand-in's kernels run at once: a barrier
+        self.world.barrier.wait()
+
     def free(self, arr):
         self.world.freed.add((self.my_pe, arr.key))
         self.world.barrier.wait()
@@ -346,8 +349,11 @@ class _RoundKernels:
 
         def fn(grid, block, args):
             (indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred, count, flags, big, nbig,
-             bigdeg) = args
+             bigdeg, nfp) = args
             lo, hi = int(lo), int(hi)
+            if not isinstance(nfp, (int, np.integer)):  # the frontier's length on the device
+                assert int(nfp[0]) <= int(nfront), "nfront bounds the device's length"
+                nfront = nfp[0]
             before, bigdeg = cand.copy(), int(bigdeg)
             if what == "mark" and not hubs:  # the round's flags start cleared (by the last settle)
                 assert not flags.any(), "the mark kernel found flags set"
@@ -384,8 +390,11 @@ class _RoundKernels:
         return fn
 
     def _settle(self, grid, block, args):
-        n, lo, hi, me, npes, ptrs, cand, dist, pred, clear, nflags, front, res, inf = args
+        n, lo, hi, me, npes, ptrs, cand, dist, pred, clear, nflags, front, res, inf, res_next, nbig = args
         n, lo, hi, me, npes, nflags, inf = (int(a) for a in (n, lo, hi, me, npes, nflags, inf))
+        assert res[0] == 0 and res[1] == 0 and res[2] == np.iinfo(np.int64).max, "res not reset"
+        res_next[...] = [0, 0, np.iinfo(np.int64).max]  # the next round's
+        nbig[0] = 0
         xs, fs, ps = ([self.addr[int(a)] for a in ptrs[j * npes:(j + 1) * npes]] for j in range(3))
         for v in range(lo, hi):  # the pull
             best, src = cand[v], -1
@@ -411,6 +420,29 @@ class _RoundKernels:
         clear[:nflags] = 0
 
 
+class _HostRing:
+    """The pull loop's _Ring where kernels run at once: results kept as staged (each read once,
+    in order, and only after it was staged; at most ``slots`` staged and unread), steps timed
+    as zero."""
+
+    def __init__(self, cp, slots):
+        self.slots, self.staged, self.marks = slots, {}, set()
+
+    def stage(self, r, res):
+        assert r not in self.staged and len(self.staged) < self.slots, (r, sorted(self.staged))
+        self.staged[r] = [int(x) for x in res]
+
+    def read(self, r):
+        assert min(self.staged) == r, (r, sorted(self.staged))  # in order
+        return self.staged.pop(r)
+
+    def mark(self, r, step):
+        self.marks.add((r, step))
+
+    def steps(self):
+        return {r: [0.0, 0.0, 0.0] for r, step in self.marks if step == 3 and r <= 64}
+
+
 @pytest.fixture
 def round_kernels(numpy_as_cupy, monkeypatch):
     from distgraph.backends.gpu import loader
@@ -422,6 +454,7 @@ def round_kernels(numpy_as_cupy, monkeypatch):
         return a.ctypes.data
 
     monkeypatch.setattr(gbf, "_device_ptr", device_ptr)
+    monkeypatch.setattr(gbf, "_Ring", _HostRing)
     monkeypatch.setattr(loader, "get_module", lambda name, *a, **k: _RoundKernels(addr))
     sys.modules["cupy"].cuda.Device = lambda *a: types.SimpleNamespace(
         synchronize=lambda: None, attributes={"MultiProcessorCount": 4})

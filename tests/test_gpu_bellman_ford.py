@@ -411,7 +411,8 @@ def test_to_device_registered_copy(tmp_path):
 def test_round_kernels_equal_the_cupy_rounds(dtype, bigdeg, monkeypatch):
     """RoundsSSSP's fused round kernels (engine="kernel", kernels/bf_rounds.cu) run the CuPy
     baseline's rounds: the same distances, round counts, relaxations and stopping status
-    (settled, the probe's "deep" on a long grid, a negative cycle found and confirmed), and the
+    (settled, the probe's "deep" on a long grid, a negative cycle found in the device's tails and
+    confirmed, with no search on the CPU), and the
     CPU backend's distances and canonical predecessors, on Kronecker graphs with shifted and
     quarter-unit float weights, unit weights and unreached vertices; with the hub kernels for
     vertices of 16 arcs or more (bigdeg=16: many of them) and from 2048 (the default)."""
@@ -424,6 +425,11 @@ def test_round_kernels_equal_the_cupy_rounds(dtype, bigdeg, monkeypatch):
     from distgraph.generators import grid
 
     monkeypatch.setattr(gbf, "BIG_DEGREE", bigdeg)
+
+    def no_cpu_search(*a):  # the cycle must come from the device's tails
+        raise AssertionError("the rounds' tails held no negative cycle: RoundsSSSP searched on the CPU")
+
+    monkeypatch.setattr(gbf, "_cpu_cycle", no_cpu_search)
 
     base = potential_shift(uniform_weights(kronecker(11, seed=3, directed=True), seed=4), seed=5)
     path = potential_shift(uniform_weights(grid(300, 3), 1, 255, seed=5), seed=6)

@@ -498,7 +498,8 @@ def test_distributed_rounds_equal_cpu(pg, bigdeg, monkeypatch):
     """RoundsSSSP on several PEs (each its block's arcs; owners pull the candidates their peers lowered, or
     whole arrays combined after every round through peer views): the CPU backend's distances
     and canonical predecessors, one
-    GPU's round count, negative cycles raised on every rank; mode="auto" and "rounds" through
+    GPU's round count, negative cycles raised on every rank (found in the gathered tails, not
+    by a search on the CPU); mode="auto" and "rounds" through
     the public API take this path and free its symmetric arrays. With the round kernels' hubs
     from 16 arcs (many) and from 2048 (the default)."""
     from distgraph.backends.gpu import bellman_ford as gbf
@@ -532,6 +533,11 @@ def test_distributed_rounds_equal_cpu(pg, bigdeg, monkeypatch):
             ok &= np.array_equal(res.distance, bellman_ford(g, s, backend="cpu", comm=MPI.COMM_SELF).distance)
     assert _all(comm, ok), info
     gc, cyc = plant_negative_cycle(uniform_weights(kronecker(9, seed=2), seed=2), length=5, seed=4)
+
+    def no_cpu_search(*a):  # the cycle must come from the tails gathered from their owners
+        raise AssertionError("the rounds' tails held no negative cycle: RoundsSSSP searched on the CPU")
+
+    monkeypatch.setattr(gbf, "_cpu_cycle", no_cpu_search)
     with pytest.raises(NegativeCycleError) as ei:
         bellman_ford(gc, int(cyc[0]), backend="gpu", mode="rounds", comm=comm)
     assert _all(comm, cycle_weight(gc, ei.value.cycle) < 0)

@@ -219,6 +219,14 @@ class NVSHMEM(PGAS):
         self.stream.synchronize()
         self._pending.clear()
 
+    def barrier_on_stream(self, stream=None):
+        """A barrier of all PEs enqueued on ``stream`` (default: CuPy's current stream), the host
+        not waiting: what the stream runs after it starts once every PE's stream has reached it,
+        and sees what their kernels wrote before it (the pull rounds of
+        distgraph/backends/gpu/bellman_ford.py). Collective."""
+        s = self._cp.cuda.get_current_stream() if stream is None else stream
+        self._nb.barrier_all_on_stream(s.ptr)
+
     def barrier(self):
         self._cp.cuda.Device().synchronize()
         self._nb.quiet_on_stream(self.stream.ptr)

@@ -1086,16 +1086,19 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
     hubs = block.hi > block.lo and int((block.indptr[1:] - block.indptr[:-1]).max()) >= bigdeg
     nothing = np.uint64(0)  # a null pointer
 
-    def run_round(own, dist, cand, pred, flags):
+    def run_round(own, dist, cand, pred, flags, nfp=None):
         """This PE's round on its frontier ``own``: the relaxation (``flags``: the mark kernel),
-        then with ``pred`` the tails pass; each a warp per vertex, then the hubs."""
+        then with ``pred`` the tails pass; each a warp per vertex, then the hubs. With ``nfp``
+        (the pull loop) the frontier's length is read on the device from ``nfp[0]`` (``own``
+        holds up to the block's vertices) and the last settle kernel zeroed the hub list."""
         nown = int(own.shape[0])
         if not nown:
             return 0
-        nbig[...] = 0
+        if nfp is None:
+            nbig[...] = 0
         args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(block.lo),
                 np.int64(block.hi), dist, cand, nothing if pred is None else pred, count,
-                nothing if flags is None else flags, big, nbig, np.int64(bigdeg))
+                nothing if flags is None else flags, big, nbig, np.int64(bigdeg), nothing if nfp is None else nfp)
         warps = (int(min(-(-nown // 8), 32 * sms)),)  # a warp per frontier vertex, 8 per block
         for what in ("mark" if flags is not None else "relax",) + (("tails",) if pred is not None else ()):
             fn, fn_big = fns[what]
@@ -1109,16 +1112,16 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
         ex = exchange if pulled else _PeerPull(_LocalPG(), n, [0, n], track_pred)
         settle_fn = mod.get_function("distgraph_bf_round_settle")
 
-        def settle(k, cand, dist, pred, clear):
+        def settle(k, cand, dist, pred, clear, res, res_next):
             settle_fn((int(min(-(-n // 256), 32 * sms)),), (256,),
                       (np.int64(n), np.int64(block.lo), np.int64(block.hi), np.int32(ex.pg.my_pe),
                        np.int32(ex.npes), ex.ptrs[k], cand, dist, nothing if pred is None else pred, clear,
-                       np.int64(clear.shape[0]), ex.front, ex.res, np.int64(inf)))
+                       np.int64(clear.shape[0]), ex.front, res, np.int64(inf), res_next, nbig))
 
         try:
-            dist, pred, info = _pull_loop(cp, lambda own, dist, cand, flags, pred: run_round(own, dist, cand, pred,
-                                                                                               flags),
-                                          settle, n, source, inf, block.lo, block.hi, exchange=ex, **loop_kw)
+            dist, pred, info = _pull_loop(
+                cp, lambda own, dist, cand, flags, pred, nfp: run_round(own, dist, cand, pred, flags, nfp),
+                settle, n, source, inf, block.lo, block.hi, exchange=ex, **loop_kw)
         finally:
             if ex is not exchange:
                 ex.close()
@@ -1221,6 +1224,9 @@ class _LocalPG:
     def barrier(self):
         pass
 
+    def barrier_on_stream(self):
+        pass
+
     def free(self, arr):
         pass
 
@@ -1262,8 +1268,9 @@ class _PeerPull:
         self.lohi = [(int(bounds[q]), int(bounds[q + 1])) for q in range(self.npes)]
         lo, hi = self.lohi[pg.my_pe]
         self.front = cp.empty(max(hi - lo, 1), cp.int64)  # this PE's frontier (the settle kernel's list)
-        self.res = cp.zeros(3, cp.int64)  # the settle kernel's count, probe flag, smallest key
-        self.res0 = cp.asarray(np.array([0, 0, np.iinfo(np.int64).max], np.int64))  # res at a round's start
+        # the settle kernel's count, probe flag and smallest key; two, used in turn (a round's
+        # relaxation reads its frontier's length from the other, the last round's)
+        self.res = cp.zeros((2, 3), cp.int64)
         self.ptrs = []
         if self.mapped:
             addr = [[_device_ptr(v) for v in row] for row in views]
@@ -1308,21 +1315,85 @@ def _mpi_sum():
     return MPI.SUM
 
 
+LAG = 4  # rounds the pull loop's host may launch before it reads the first of them's results
+
+
+class _Ring:
+    """The pull loop's device-to-host traffic without a sync per round: each round's results
+    (this PE's ``res`` row: the next frontier's length, the probe's flag, the smallest key)
+    copied into pinned host memory behind the round's kernels, read by the host a few rounds
+    later (``slots`` rounds in flight at most); and, for the first :attr:`TIMED` rounds, CUDA
+    events between the steps (relaxation, barrier, settle) for the profile. The host tests
+    stand a synchronous one in."""
+
+    TIMED = 64
+
+    def __init__(self, cp, slots):
+        import cupyx
+
+        self.cp, self.stream = cp, cp.cuda.get_current_stream()
+        self.host = cupyx.empty_pinned((slots, 3), np.int64)
+        self.events = [None] * slots
+        self.marks = []
+
+    def stage(self, r, res):
+        """Round ``r``'s results ``res`` (a device row of 3 int64) to the host, in stream order."""
+        i = r % len(self.events)
+        self.cp.cuda.runtime.memcpyAsync(self.host[i].ctypes.data, res.data.ptr, 24, 2, self.stream.ptr)
+        ev = self.events[i] = self.cp.cuda.Event(block=False, disable_timing=True)
+        ev.record(self.stream)
+
+    def read(self, r):
+        """Round ``r``'s results (waits for them)."""
+        i = r % len(self.events)
+        self.events[i].synchronize()
+        return [int(x) for x in self.host[i]]
+
+    def mark(self, r, step):
+        if r <= self.TIMED:
+            ev = self.cp.cuda.Event()
+            ev.record(self.stream)
+            self.marks.append((r, step, ev))
+
+    def steps(self):
+        """``{round: [seconds of each step]}`` of the timed rounds (after a sync)."""
+        out, last = {}, {}
+        for r, step, ev in self.marks:
+            if step:
+                out.setdefault(r, []).append(self.cp.cuda.get_elapsed_time(last[r], ev) / 1e3)
+            last[r] = ev
+        return out
+
+
 def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, max_rounds, probe_round,
                exchange):
     """The rounds of :func:`_round_loop` (same rounds, relaxations, stops and distances) over
-    :class:`_PeerPull` (several PEs, or one). ``relax(own, dist, cand, flags, pred)`` runs this
-    PE's round (the mark kernel, then with ``pred`` the tails kernel, local arrays only);
-    ``settle(k, cand, dist, pred, clear)`` the settle kernel, after which this PE's block of
-    ``cand = X[k]`` is final, ``exchange.front`` holds the next frontier and ``exchange.res`` its
-    size, the probe's flag and the block's smallest key, and ``dist`` (the other ``X``) and
-    ``clear`` (the other flags) are the next round's. A round: the relaxation; a barrier (every
-    PE's round is done); the settle kernel; then one MPI sum over the PEs of the frontier sizes
-    and the stop checks' flags, which also keeps every PE from writing its ``X``, ``F`` or ``P``
-    again before every owner has pulled from them. The distances (and tails) are gathered from
-    their owners at the end, so every PE returns all of them. ``info["exchange_s"]``: seconds in
-    the barrier, the settle kernel and the sum (this PE's relaxations done); ``profile_s``: the
-    seconds of each step, and the first rounds' frontier sizes and relaxation and settle seconds."""
+    :class:`_PeerPull` (several PEs, or one), launched by the host without waiting for them.
+
+    ``relax(own, dist, cand, flags, pred, nfp)`` enqueues this PE's round (the mark kernel, then
+    with ``pred`` the tails kernel; local arrays only; the frontier's length read on the device
+    from ``nfp``); ``settle(k, cand, dist, pred, clear, res, res_next)`` the settle kernel, after
+    which this PE's block of ``cand = X[k]`` is final, ``exchange.front`` holds the next
+    frontier and ``res`` its length, the probe's flag and the block's smallest key, ``dist``
+    (the other ``X``) and ``clear`` (the other flags) are the next round's, and ``res_next`` is
+    reset for the next round. A round on the stream: the relaxation; a barrier of all PEs on
+    the stream (every PE's round is done); the settle kernel (with tails, a second barrier: no
+    PE's next tails pass writes ``P`` while an owner may still pull from it); the copy of ``res``
+    to the host (:class:`_Ring`). With the arrays used in turn, a PE's next round writes only
+    what no owner reads in this one, so no host sync separates the rounds.
+
+    The host keeps up to :data:`LAG` rounds in flight, reads their results in order, and makes
+    one MPI sum a round (the frontiers' sizes, the probe's and the bound's flags) to decide when
+    to stop. It stops launching after a round whose decision may stop the run (the probe round,
+    every 16th with a bound, ``max_rounds``) until that decision is made, so the state returned
+    is that of the round that stopped. After an empty round every PE has launched the same
+    rounds (how far the host runs ahead depends only on the rounds decided), which change
+    nothing: the distances are those of the stopping round. They (and the tails) are gathered
+    from their owners at the end, so every PE returns all of them. ``info["exchange_s"]``: GPU
+    seconds of the barrier and settle steps over the first ``_Ring.TIMED`` rounds;
+    ``profile_s``: each step's GPU seconds over those rounds, the host's seconds waiting for
+    results (``wait``) and in the sums (``sum``), and the first rounds' frontier sizes and
+    relaxation and settle seconds."""
     ex = exchange
     comm = ex.pg.comm
     ex.pg.barrier()  # no PE still reads the arrays of a previous run
@@ -1337,55 +1408,77 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
         pred[...] = -1
     nown = int(lo <= source < hi)
     ex.front[:nown] = source
+    # round r's results go to res[r % 2]; round 1 reads its frontier's length from res[0]
+    ex.res[...] = cp.asarray(np.array([[nown, 0, 0], [0, 0, np.iinfo(np.int64).max]], np.int64))
     max_rounds = n if max_rounds is None else int(max_rounds)
-    total, rounds, k, status, exchange_s = 1, 0, 0, "done", 0.0
-    sums = np.zeros(3, np.int64)
-    prof = dict.fromkeys(("relax", "barrier", "settle", "sum"), 0.0)  # seconds per step
-    per_round = prof["per_round"] = []
+    ring = _Ring(cp, LAG + 1)
     ex.pg.barrier()  # every PE's arrays are set
-    sync = cp.cuda.Device().synchronize
-    while total:
-        if rounds >= max_rounds:
-            status = "cycle"
+
+    def checkpoint(r):  # a round whose results may stop the run
+        return r == probe_round or (bound is not None and r % 16 == 0) or r == max_rounds
+
+    def launch(r):
+        k, o = (r - 1) % 2, r % 2  # the round's start X[k], its candidates X[1 - k]; results res[o]
+        ring.mark(r, 0)
+        relax(ex.front, ex.x(k), ex.x(1 - k), ex.flags(1 - k), pred if track_pred else None, ex.res[1 - o])
+        ring.mark(r, 1)
+        ex.pg.barrier_on_stream()  # every PE's candidates, tails and flags of this round are written
+        ring.mark(r, 2)
+        settle(1 - k, ex.x(1 - k), ex.x(k), pred if track_pred else None, ex.flags(k), ex.res[o], ex.res[1 - o])
+        ring.mark(r, 3)
+        ring.stage(r, ex.res[o])
+        if track_pred:
+            ex.pg.barrier_on_stream()
+
+    launched = decided = 0
+    status, wait_s, sum_s, fronts = "cycle", 0.0, 0.0, []  # "cycle": max_rounds rounds, not settled
+    flags, sums = np.zeros(3, np.int64), np.zeros(3, np.int64)
+    while True:
+        while launched < max_rounds and launched - decided < LAG and not (launched > decided
+                                                                          and checkpoint(launched)):
+            launched += 1
+            launch(launched)
+        if decided == launched:  # max_rounds rounds decided, none stopped the run
             break
-        rounds += 1
-        dist, cand = ex.x(k), ex.x(1 - k)
+        decided += 1
         t0 = time.perf_counter()
-        ex.res[...] = ex.res0
-        relax(ex.front[:nown], dist, cand, ex.flags(1 - k), pred if track_pred else None)
-        sync()
+        res = ring.read(decided)
         t1 = time.perf_counter()
-        ex.pg.barrier()  # every PE's candidates, tails and flags of this round are written
-        t2 = time.perf_counter()
-        settle(1 - k, cand, dist, pred if track_pred else None, ex.flags(k))
-        res = ex.res.tolist()
-        t3 = time.perf_counter()
-        flags = np.zeros(3, np.int64)
         flags[0] = res[0]
-        flags[1] = rounds == probe_round and res[1]  # this PE's vertices reached for the first time
-        flags[2] = bound is not None and rounds % 16 == 0 and res[2] < bound
+        flags[1] = decided == probe_round and res[1]  # this PE's vertices reached for the first time
+        flags[2] = bound is not None and decided % 16 == 0 and res[2] < bound
         comm.Allreduce(flags, sums, op=_mpi_sum())
-        t4 = time.perf_counter()
-        exchange_s += t4 - t1
-        for key, dt in zip(("relax", "barrier", "settle", "sum"), (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
-            prof[key] += dt
-        if rounds <= 64:  # the first rounds: this PE's frontier, its relaxation's and settle's seconds
-            per_round.append((nown, t1 - t0, t3 - t2))
-        nown = int(res[0])
+        wait_s, sum_s = wait_s + t1 - t0, sum_s + time.perf_counter() - t1
+        fronts.append(res[0])
         total, deep, below = (int(x) for x in sums)
-        k = 1 - k
+        if not total:
+            status = "done"
+            break
         if deep:
             status = "deep"
             break
-        if below and total:
+        if below:
             status = "below"
             break
+    sync = cp.cuda.Device().synchronize
+    sync()  # the rounds launched after the last one decided (empty ones)
+    k = decided % 2
     dist = ex.gather(ex.x(k), k)
     pred = ex.gather(pred, 4) if track_pred else None
     sync()
     ex.pg.barrier()  # every PE has its copies
-    return dist, pred, {"rounds": rounds, "relaxations": 0, "status": status, "exchange_s": exchange_s,
-                        "profile_s": prof}
+    steps = ring.steps()
+    prof = {"relax": 0.0, "barrier": 0.0, "settle": 0.0, "wait": wait_s, "sum": sum_s, "launched": launched}
+    per_round = prof["per_round"] = []
+    for r in sorted(steps):
+        relax_s, barrier_s, settle_s = steps[r]
+        prof["relax"] += relax_s
+        prof["barrier"] += barrier_s
+        prof["settle"] += settle_s
+        if r <= len(fronts):  # this PE's frontier, its relaxation's and settle's seconds
+            per_round.append((fronts[r - 2] if r > 1 else nown, relax_s, settle_s))
+    return dist, pred, {"rounds": decided, "relaxations": 0, "status": status,
+                        "exchange_s": prof["barrier"] + prof["settle"], "profile_s": prof}
 
 
 class RoundsSSSP:
@@ -1540,7 +1633,9 @@ class RoundsSSSP:
                 return None, None, stats, cycle
             raise DistgraphError(f"the round-based GPU Bellman-Ford stopped ({info['status']}) "
                                  "but no negative cycle was found")
+        t1 = time.perf_counter()
         d = dist.get()
+        stats["time_d2h_s"] = time.perf_counter() - t1
         d, p, canon = _finish_device(self.block, self.graph, self.w, self.comm if self.distributed else MPI.COMM_SELF,
                                      self.part, source, d, predecessors, whole=True)
         stats["time_finish_s"] = time.perf_counter() - t0 - t_run
