@@ -133,6 +133,7 @@ def worker(dirpath, graphs, queues, remotes, trials, wait_s, flushes, phase_delt
     pg = get_pgas(comm, "gpu")
     if rank == 0:
         print("RESULT-JSON " + json.dumps({"kind": "job", "pes": size, "limited_mpg": bool(pg.limited_mpg),
+                                           "cpus_allowed": len(os.sched_getaffinity(0)),
                                            "devices": comm.gather(getattr(ctx, "device", None), root=0)}),
               flush=True)
     else:
@@ -235,6 +236,12 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
                 print("RESULT-JSON " + json.dumps(row, default=float), flush=True)
 
 
+def mpirun_extra():
+    """More mpirun arguments from SSSP_MPIRUN_ARGS (e.g. ``--bind-to none``: Open MPI binds each of
+    one or two ranks to one core, which its helper threads then share), recorded in the results."""
+    return os.environ.get("SSSP_MPIRUN_ARGS", "").split()
+
+
 def run_job(n, args, timeout):
     """``mpirun -n n`` of this script's worker: its RESULT-JSON lines (those printed before a
     timeout too) and an error entry when it did not end cleanly."""
@@ -244,7 +251,8 @@ def run_job(n, args, timeout):
     env = [x for v in ("PYTHONPATH", "NVSHMEM_DISABLE_NVLS", "NVSHMEM_REMOTE_TRANSPORT", "NVSHMEM_SYMMETRIC_SIZE",
                        "DISTGRAPH_HANG_TIMEOUT", "DISTGRAPH_CACHE_DIR", "PYTHONUNBUFFERED") if v in os.environ
            for x in ("-x", v)]
-    cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(n)] + env + [sys.executable, __file__] + args
+    cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(n)] + env + mpirun_extra() \
+        + [sys.executable, __file__] + args
     err, out = None, ""
     try:
         pr = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=clean_mpi_env())
@@ -307,7 +315,7 @@ def main(argv=None):
            "gpus": _sh("nvidia-smi -L").count("GPU "), "host_cpus": os.cpu_count(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "command": " ".join(sys.argv), "graphs": graphs, "queues": queues, "remotes": remotes,
-           "trials": a.trials, "flushes": flushes, "phase_deltas": a.phase_deltas, "jobs": [], "rows": []}
+           "trials": a.trials, "mpirun_extra": mpirun_extra(), "flushes": flushes, "phase_deltas": a.phase_deltas, "jobs": [], "rows": []}
     save = lambda: (out / "gpu_sssp_pes.json").write_text(json.dumps(res, indent=1, default=float))  # noqa: E731
     t_start = time.monotonic()
     pes = [int(x) for x in a.pes.split(",") if x]

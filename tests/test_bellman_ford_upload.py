@@ -592,3 +592,38 @@ def test_sssp_e2e_benchmark_runs_and_compares(tmp_path):
         assert "speedup_vs_baseline" in row["gpu"]["dist"]
         assert ("scipy_dijkstra" in row) == (row["weights"] == "uniform")  # Dijkstra needs no negative weight
     assert not list(tmp_path.glob("graphs/*.dgraph"))  # the saved graphs are removed
+
+
+class _Dev:
+    """A device array as _to_host uses it (reshape, slices, get(out=)), over NumPy."""
+
+    def __init__(self, a):
+        self.a = a
+        self.shape, self.dtype, self.nbytes, self.itemsize = a.shape, a.dtype, a.nbytes, a.itemsize
+
+    def reshape(self, *s):
+        return _Dev(self.a.reshape(*s))
+
+    def __getitem__(self, i):
+        return _Dev(self.a[i])
+
+    def get(self, out):
+        assert out.dtype == self.dtype and out.shape == self.a.shape
+        out[...] = self.a
+
+
+@pytest.mark.parametrize("n, stage", [(0, 1 << 20), (5, 1 << 20), (3 << 19, 1 << 20), (3 << 19, 4096)])
+def test_to_host_copies_through_the_pinned_stage(monkeypatch, n, stage):
+    """_to_host: the whole array, in order, through a kept staging buffer of at most
+    STAGE_BYTES (in pieces when larger), with several threads copying out."""
+    fake = types.SimpleNamespace(empty_pinned=lambda k, dt: np.full(k, 0xEE, np.uint8))
+    monkeypatch.setitem(sys.modules, "cupyx", fake)
+    monkeypatch.setattr(gbf, "STAGE_BYTES", stage)
+    a = np.arange(n, dtype=np.int64) * 3 - 7
+    holder = types.SimpleNamespace()
+    out = gbf._to_host(_Dev(a.reshape(-1, 1) if n == 5 else a), holder)
+    np.testing.assert_array_equal(out.reshape(-1), a)
+    assert out.shape == ((5, 1) if n == 5 else (n,))
+    assert n == 0 or holder._stage.nbytes == min(8 * n, stage)
+    again = gbf._to_host(_Dev(a[::-1].copy()), holder)  # the kept stage, reused
+    np.testing.assert_array_equal(again, a[::-1])
