@@ -237,9 +237,13 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
 
 
 def mpirun_extra():
-    """More mpirun arguments from SSSP_MPIRUN_ARGS (e.g. ``--bind-to none``: Open MPI binds each of
-    one or two ranks to one core, which its helper threads then share), recorded in the results."""
-    return os.environ.get("SSSP_MPIRUN_ARGS", "").split()
+    """More mpirun arguments, recorded in the results: SSSP_MPIRUN_ARGS, by default
+    ``--bind-to none``, as launch/distgraph-mpirun runs. Open MPI's own default binds each of one
+    or two ranks to one core, which the rank's helper threads (NVSHMEM's proxy, the CUDA driver's)
+    then share: rounds stalled by about 4 ms at random and the result's copy to the host ran on
+    one core (session 16, calls 1-2: benchmarks/results/session16/). Before session 16 every
+    timing of this benchmark ran so bound."""
+    return os.environ.get("SSSP_MPIRUN_ARGS", "--bind-to none").split()
 
 
 def run_job(n, args, timeout):

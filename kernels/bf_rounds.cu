@@ -142,9 +142,10 @@ DG_RK_KERNELS(mark, f64, true, false, true)
 // smallest candidate wins, the owner's own on a tie, then the first peer in PE order, with the
 // peer's tail), then, if the round lowered it,
 // its id into `front` (res[0] counts them; res[1] = 1 when one was unreached, for the probe)
-// and the block's smallest key into res[2] (for the negative-cycle bound). For every vertex:
-// `dist` (this round's start, the next round's candidates) takes the candidate, and the next
-// round's flags (`clear`, nflags of them) are zeroed. One PE: npes = 1, nothing is pulled.
+// and the block's smallest key into res[2] (for the negative-cycle bound). For every vertex of
+// the block and of the chunks this PE lowered (its own flags, ptrs[npes + me]; elsewhere the
+// copies are equal already): `dist` (this round's start, the next round's candidates) takes the
+// candidate. The next round's flags (`clear`, nflags of them) are zeroed. One PE: npes = 1, nothing is pulled.
 // `res` must start as {0, 0, INT64_MAX}; the kernel sets the next round's results `res_next`
 // (the other of two, which this round's relaxation read its frontier's length from) so, and
 // zeroes the hub list's length `nbig`: the next round needs no reset from the host.
@@ -162,10 +163,13 @@ extern "C" __global__ void distgraph_bf_round_settle(dg_i64 n, dg_i64 lo, dg_i64
     dg_i64 low = 0x7fffffffffffffffLL;  // this thread's smallest key of the block
     for (dg_i64 v = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x; v - lane < n; v += stride) {
         bool lowered = false, fresh = false;
-        if (v < n) {
+        // another PE's vertex in a chunk this PE did not lower this round: its copies are equal
+        // (a warp is one chunk: one flag read, broadcast)
+        const bool mine = v >= lo && v < hi;
+        if (v < n && (mine || reinterpret_cast<const int *>(ptrs[npes + me])[v >> 5])) {
             dg_i64 c = cand[v];
             const dg_i64 d = dist[v];
-            if (v >= lo && v < hi) {
+            if (mine) {
                 int from = -1;
                 for (int q = 0; q < npes; ++q) {
                     if (q == me || !reinterpret_cast<const int *>(ptrs[npes + q])[v >> 5]) continue;
@@ -181,8 +185,8 @@ extern "C" __global__ void distgraph_bf_round_settle(dg_i64 n, dg_i64 lo, dg_i64
                 low = c < low ? c : low;
             }
             if (c != d) dist[v] = c;
-            if ((v & 31) == 0 && (v >> 5) < nflags) clear[v >> 5] = 0;
         }
+        if (v < n && (v & 31) == 0 && (v >> 5) < nflags) clear[v >> 5] = 0;
         const unsigned m = __ballot_sync(0xffffffffu, lowered);  // the warp's lowered vertices, in order
         if (m) {
             unsigned long long base = 0;

@@ -416,7 +416,10 @@ class _RoundKernels:
         res[0] = len(low)
         res[1] = int(bool((dist[low] == inf).any()))
         res[2] = min(int(res[2]), int(cand[lo:hi].min())) if hi > lo else res[2]
-        dist[...] = cand
+        v = np.arange(n)
+        touch = ((v >= lo) & (v < hi)) | (fs[me][v >> 5] != 0)  # the block, the chunks this PE lowered
+        assert np.array_equal(dist[~touch], cand[~touch]), "a chunk this PE lowered went unflagged"
+        dist[touch] = cand[touch]
         clear[:nflags] = 0
 
 

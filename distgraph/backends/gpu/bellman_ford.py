@@ -306,6 +306,12 @@ class _Block:
             self.indices = cp.zeros(1, cp.int32)
             self.w = None if weights is None else cp.zeros(1, self.wdt)
 
+    def max_degree(self):
+        """The block's largest out-degree (0 for no vertex; computed once)."""
+        if getattr(self, "_max_degree", None) is None:
+            self._max_degree = int((self.indptr[1:] - self.indptr[:-1]).max()) if self.nl else 0
+        return self._max_degree
+
     def w_bits(self):
         """The weights as the queue kernel reads them: int64 values, or float64 bits as int64
         (unit weights: ones)."""
@@ -1119,7 +1125,7 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
     # a round) <= m / bigdeg + (number of hubs) <= both bounds
     big = cp.empty(min(block.hi - block.lo + m_local // bigdeg + 1, 2 * (m_local // bigdeg) + 2), cp.int64)
     # no hub in the block: the hub kernels have nothing to do (not launched)
-    hubs = block.hi > block.lo and int((block.indptr[1:] - block.indptr[:-1]).max()) >= bigdeg
+    hubs = block.max_degree() >= bigdeg
     nothing = np.uint64(0)  # a null pointer
 
     def run_round(own, dist, cand, pred, flags, nfp=None):
@@ -1428,8 +1434,10 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
     from their owners at the end, so every PE returns all of them. ``info["exchange_s"]``: GPU
     seconds of the barrier and settle steps over the first ``_Ring.TIMED`` rounds;
     ``profile_s``: each step's GPU seconds over those rounds, the host's seconds waiting for
-    results (``wait``) and in the sums (``sum``), and the first rounds' frontier sizes and
-    relaxation and settle seconds."""
+    results (``wait``) and in the sums (``sum``), its seconds before the first round
+    (``init``), in the loop and after it (``finish``: the last rounds, the gather), the rounds
+    launched, and the first rounds' frontier sizes and relaxation and settle seconds."""
+    t_start = time.perf_counter()
     ex = exchange
     comm = ex.pg.comm
     ex.pg.barrier()  # no PE still reads the arrays of a previous run
@@ -1467,6 +1475,7 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
             ex.pg.barrier_on_stream()
 
     launched = decided = 0
+    t_loop = time.perf_counter()
     status, wait_s, sum_s, fronts = "cycle", 0.0, 0.0, []  # "cycle": max_rounds rounds, not settled
     flags, sums = np.zeros(3, np.int64), np.zeros(3, np.int64)
     while True:
@@ -1497,6 +1506,7 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
             status = "below"
             break
     sync = cp.cuda.Device().synchronize
+    t_end = time.perf_counter()
     sync()  # the rounds launched after the last one decided (empty ones)
     k = decided % 2
     dist = ex.gather(ex.x(k), k)
@@ -1504,7 +1514,8 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
     sync()
     ex.pg.barrier()  # every PE has its copies
     steps = ring.steps()
-    prof = {"relax": 0.0, "barrier": 0.0, "settle": 0.0, "wait": wait_s, "sum": sum_s, "launched": launched}
+    prof = {"relax": 0.0, "barrier": 0.0, "settle": 0.0, "wait": wait_s, "sum": sum_s, "launched": launched,
+            "init": t_loop - t_start, "loop": t_end - t_loop, "finish": time.perf_counter() - t_end}
     per_round = prof["per_round"] = []
     for r in sorted(steps):
         relax_s, barrier_s, settle_s = steps[r]
