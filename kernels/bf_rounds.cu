@@ -63,7 +63,8 @@ __device__ __forceinline__ void dg_rk_arc(dg_i64 u, dg_i64 du, dg_i64 k, const i
 // A warp per frontier vertex of fewer than `bigdeg` arcs; the others (hubs: one warp would hold
 // the round for all of a hub's arcs) are listed in big[*nbig], in pieces of `bigdeg` arcs, by
 // the relaxation (not the tails pass, which runs on the same frontier) and left to dg_rk_big.
-// Lane 0 counts the relaxations.
+// Lane 0 counts the warp's relaxations, added once at the end (one counter: an atomicAdd per
+// frontier vertex would queue up millions on one address in a large round).
 template <bool F, bool TAILS, bool MARK>
 __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
                             const dg_i64 *__restrict__ w, int unit, const dg_i64 *__restrict__ front,
@@ -73,10 +74,11 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nf = nfp ? (dg_i64)*nfp : nfront;
+    unsigned long long arcs = 0;  // this warp's relaxations (one atomicAdd at the end, not one per vertex)
     for (dg_i64 i = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < nf; i += warps) {
         const dg_i64 u = front[i];
         const dg_i64 beg = indptr[u - lo], end = indptr[u - lo + 1];
-        if (!TAILS && lane == 0) atomicAdd(count, (unsigned long long)(end - beg));
+        arcs += (unsigned long long)(end - beg);
         if (end - beg >= bigdeg) {  // listed as pieces of bigdeg arcs: u | piece << 32
             if (!TAILS) {
                 const dg_i64 np = (end - beg + bigdeg - 1) / bigdeg;
@@ -91,6 +93,7 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
         for (dg_i64 k = beg + lane; k < end; k += 32)
             dg_rk_arc<F, TAILS, MARK>(u, du, k, indices, w, unit, lo, hi, dist, cand, pred, flags);
     }
+    if (!TAILS && lane == 0 && arcs) atomicAdd(count, arcs);
 }
 
 // The listed pieces of the hubs' arcs, a block per piece (coalesced; the pieces of one hub
@@ -160,9 +163,14 @@ extern "C" __global__ void distgraph_bf_round_settle(dg_i64 n, dg_i64 lo, dg_i64
         *nbig = 0;
     }
     const dg_i64 stride = (dg_i64)gridDim.x * blockDim.x;
+    const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    __shared__ unsigned before[32];         // each warp's first slot in the block's part of `front`
+    __shared__ unsigned long long start;  // the block's part, one atomicAdd per block and pass
     dg_i64 low = 0x7fffffffffffffffLL;  // this thread's smallest key of the block
-    for (dg_i64 v = (dg_i64)blockIdx.x * blockDim.x + threadIdx.x; v - lane < n; v += stride) {
-        bool lowered = false, fresh = false;
+    bool fresh = false;                 // this thread reached a vertex for the first time
+    for (dg_i64 base = (dg_i64)blockIdx.x * blockDim.x; base < n; base += stride) {  // the same passes in a block
+        const dg_i64 v = base + threadIdx.x;
+        bool lowered = false;
         // another PE's vertex in a chunk this PE did not lower this round: its copies are equal
         // (a warp is one chunk: one flag read, broadcast)
         const bool mine = v >= lo && v < hi;
@@ -181,21 +189,30 @@ extern "C" __global__ void distgraph_bf_round_settle(dg_i64 n, dg_i64 lo, dg_i64
                     if (pred) pred[v] = reinterpret_cast<const dg_i64 *>(ptrs[2 * npes + from])[v];
                 }
                 lowered = c < d;
-                fresh = lowered && d == inf;
+                fresh |= lowered && d == inf;
                 low = c < low ? c : low;
             }
             if (c != d) dist[v] = c;
         }
         if (v < n && (v & 31) == 0 && (v >> 5) < nflags) clear[v >> 5] = 0;
-        const unsigned m = __ballot_sync(0xffffffffu, lowered);  // the warp's lowered vertices, in order
-        if (m) {
-            unsigned long long base = 0;
-            if (lane == 0) base = atomicAdd(res, (unsigned long long)__popc(m));
-            base = __shfl_sync(0xffffffffu, base, 0);
-            if (lowered) front[base + __popc(m & ((1u << lane) - 1u))] = v;
+        // the lowered vertices into `front`: counted per warp, placed per block
+        const unsigned m = __ballot_sync(0xffffffffu, lowered);
+        if (lane == 0) before[warp] = __popc(m);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            unsigned total = 0;
+            for (int j = 0; j < nwarps; ++j) {
+                const unsigned c = before[j];
+                before[j] = total;
+                total += c;
+            }
+            start = total ? atomicAdd(res, (unsigned long long)total) : 0;
         }
-        if (__any_sync(0xffffffffu, fresh) && lane == 0) res[1] = 1;
+        __syncthreads();
+        if (lowered) front[start + before[warp] + __popc(m & ((1u << lane) - 1u))] = v;
+        __syncthreads();  // `before` and `start` are read before the next pass writes them
     }
+    if (__any_sync(0xffffffffu, fresh) && lane == 0) res[1] = 1;
     for (int o = 16; o; o >>= 1) {
         const dg_i64 x = __shfl_xor_sync(0xffffffffu, low, o);
         low = x < low ? x : low;

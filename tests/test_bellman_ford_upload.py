@@ -618,10 +618,12 @@ class _Dev:
 @pytest.mark.parametrize("n, stage", [(0, 1 << 20), (5, 1 << 20), (3 << 19, 1 << 20), (3 << 19, 4096)])
 def test_to_host_copies_through_the_pinned_stage(monkeypatch, n, stage):
     """_to_host: the whole array, in order, through a kept staging buffer of at most
-    STAGE_BYTES (in pieces when larger), with several threads copying out."""
+    STAGE_BYTES (in pieces when larger), with several threads copying out (PINNED_FROM 0:
+    every array goes this way)."""
     fake = types.SimpleNamespace(empty_pinned=lambda k, dt: np.full(k, 0xEE, np.uint8))
     monkeypatch.setitem(sys.modules, "cupyx", fake)
     monkeypatch.setattr(gbf, "STAGE_BYTES", stage)
+    monkeypatch.setattr(gbf, "PINNED_FROM", 0)
     a = np.arange(n, dtype=np.int64) * 3 - 7
     holder = types.SimpleNamespace()
     out = gbf._to_host(_Dev(a.reshape(-1, 1) if n == 5 else a), holder)

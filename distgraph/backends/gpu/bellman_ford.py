@@ -361,24 +361,27 @@ class _Block:
 
 
 STAGE_BYTES = 64 << 20  # the largest pinned staging buffer _to_host keeps
+PINNED_FROM = 32 << 20  # _to_host's smaller arrays: a.get() (glibc reuses their pages: no faults)
 
 
 def _to_host(a, holder):
     """A new host copy of the contiguous device array ``a``, through a pinned staging buffer
     that ``holder`` keeps for the next call (up to :data:`STAGE_BYTES`; larger arrays go
-    through it in pieces), copied out by up to 8 threads. A pageable ``a.get()`` of Kronecker
-    22's distances (32 MB) took 10 ms on an H200 host, the pinned copy 0.6 ms; the rest is
-    the new array's page faults, which threads share (benchmarks/results/session16/)."""
+    through it in pieces), copied out by up to 8 threads; arrays under :data:`PINNED_FROM`
+    by ``a.get()``. A pageable ``a.get()`` of Kronecker 22's distances (32 MB) took 10-12 ms on
+    an H200 host, the pinned copy 0.6 ms; the rest is the new array's page faults (glibc maps
+    arrays of 32 MB or more afresh), which threads share: 4.3 ms in all
+    (benchmarks/results/session16/). Kronecker 20's 8 MB took 1 ms by ``a.get()``."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
     import cupyx
 
     flat = a.reshape(-1)
-    out = np.empty(flat.shape, flat.dtype)
     nb = int(flat.nbytes)
-    if nb == 0:
-        return out.reshape(a.shape)
+    if nb < PINNED_FROM:
+        return a.get()
+    out = np.empty(flat.shape, flat.dtype)
     stage = getattr(holder, "_stage", None)
     want = min(nb, STAGE_BYTES)
     if stage is None or stage.nbytes < want:
