@@ -1544,7 +1544,8 @@ class RoundsSSSP:
     pulls the chunks of its vertices that a peer lowered (:class:`_PeerPull`); ``"dense"`` (the
     CuPy engine's, and the fallback) combines replicated distances after each round
     (:class:`_PeerMin`, whole arrays read from every peer); not distributed, ``exchange`` has no
-    effect. On two H200s the pull rounds ran
+    effect. With negative weights the rounds keep no tails (only a negative cycle's search
+    needs them) unless a negative cycle is proven; then they run again with tails. On two H200s the pull rounds ran
     1.13x / 1.02x (kron:20 / kron:22, uniform weights) and 0.92x / 1.28x (shifted) of one GPU,
     the dense ones 0.48-0.80x (benchmarks/results/session15/README.md). Without nvshmem4py
     every rank runs the whole graph (no speed-up). Collective.
@@ -1642,19 +1643,34 @@ class RoundsSSSP:
         t0 = time.perf_counter()
         n = self.graph.n
         capped = max_rounds is not None and int(max_rounds) < n
-        rkw = {"track_pred": self.has_neg, "max_rounds": int(max_rounds) if capped else None,
+        rkw = {"track_pred": False, "max_rounds": int(max_rounds) if capped else None,
                "probe_round": int(probe_round) if capped and probe_round else None, "exchange": self.exchange}
-        if self.engine == "kernel":
-            dist, pred, info = rounds_kernel(self.block, source, n=n,
-                                             bound_key=self.bound_key if self.has_neg else None, **rkw)
-        else:
-            dist, pred, info = rounds_cupy(self.d_indptr, self.d_indices, self.d_w, source, n=n,
-                                           bound=self.bound if self.has_neg else None, lo=self.block.lo, **rkw)
+
+        def rounds():
+            if self.engine == "kernel":
+                return rounds_kernel(self.block, source, n=n, bound_key=self.bound_key if self.has_neg else None,
+                                     **rkw)
+            return rounds_cupy(self.d_indptr, self.d_indices, self.d_w, source, n=n,
+                               bound=self.bound if self.has_neg else None, lo=self.block.lo, **rkw)
+
+        # no tails at first: the distances' finish (_finish_device) does not need them, only a
+        # negative cycle's search does. A negative cycle proven (a distance below the bound, or
+        # n rounds unsettled; the same on every rank), the same rounds again with tails, which
+        # then hold it. Without tails, shifted weights' rounds cost half (one pass over the
+        # arcs a round, not two).
+        dist, pred, info = rounds()
+        reran = info["status"] == "below" or (info["status"] == "cycle" and not capped)
+        if reran and self.has_neg:
+            first = info["relaxations"]
+            rkw["track_pred"] = True
+            dist, pred, info = rounds()
+            info["relaxations"] += first
         self.cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
         relax = info["relaxations"]
         stats = {"mode": "rounds", "backend": "gpu", "engine": self.engine, "rounds": info["rounds"],
                  "relaxations": relax, "distributed": self.distributed, "exchange": self.exchange_kind,
+                 "tails_rerun": bool(reran and self.has_neg),
                  "time_setup_s": self.setup_s,
                  "time_run_s": t_run}
         if self.distributed:
