@@ -1429,7 +1429,9 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
 
     The host keeps up to :data:`LAG` rounds in flight, reads their results in order, and makes
     one MPI sum a round (the frontiers' sizes, the probe's and the bound's flags) to decide when
-    to stop. It stops launching after a round whose decision may stop the run (the probe round,
+    to stop (no barrier on the host: the run starts with one on the stream after the arrays'
+    reset, and ends with one after the gather, which a next run's reset follows). It stops
+    launching after a round whose decision may stop the run (the probe round,
     every 16th with a bound, ``max_rounds``) until that decision is made, so the state returned
     is that of the round that stopped. After an empty round every PE has launched the same
     rounds (how far the host runs ahead depends only on the rounds decided), which change
@@ -1443,7 +1445,7 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
     t_start = time.perf_counter()
     ex = exchange
     comm = ex.pg.comm
-    ex.pg.barrier()  # no PE still reads the arrays of a previous run
+    # no PE still reads the arrays of a previous run: it ended with a barrier after its gather
     x0 = ex.x(0)
     x0[...] = inf
     x0[source] = 0
@@ -1459,7 +1461,7 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
     ex.res[...] = cp.asarray(np.array([[nown, 0, 0], [0, 0, np.iinfo(np.int64).max]], np.int64))
     max_rounds = n if max_rounds is None else int(max_rounds)
     ring = _Ring(cp, LAG + 1)
-    ex.pg.barrier()  # every PE's arrays are set
+    ex.pg.barrier_on_stream()  # every PE's arrays are set before any round reads a peer's
 
     def checkpoint(r):  # a round whose results may stop the run
         return r == probe_round or (bound is not None and r % 16 == 0) or r == max_rounds
@@ -1514,8 +1516,8 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
     k = decided % 2
     dist = ex.gather(ex.x(k), k)
     pred = ex.gather(pred, 4) if track_pred else None
+    ex.pg.barrier_on_stream()  # every PE has its copies before any PE's next run writes its arrays
     sync()
-    ex.pg.barrier()  # every PE has its copies
     steps = ring.steps()
     prof = {"relax": 0.0, "barrier": 0.0, "settle": 0.0, "wait": wait_s, "sum": sum_s, "launched": launched,
             "init": t_loop - t_start, "loop": t_end - t_loop, "finish": time.perf_counter() - t_end}
