@@ -138,25 +138,31 @@ DG_RK_KERNELS(tails, f64, true, true, false)
 DG_RK_KERNELS(mark, i64, false, false, true)
 DG_RK_KERNELS(mark, f64, true, false, true)
 
-// The end of a round on this PE, one pass over all n vertices (after the barrier: every PE's
-// relaxation, tails and flags are written). ptrs holds three tables of npes device addresses:
-// the PEs' candidates of this round, their flags, their tails (pred null: no tails). For a vertex
-// of this PE's block [lo, hi): the pull (every peer that flagged the vertex's chunk; the first
-// smallest candidate wins, the owner's own on a tie, then the first peer in PE order, with the
-// peer's tail), then, if the round lowered it,
-// its id into `front` (res[0] counts them; res[1] = 1 when one was unreached, for the probe)
-// and the block's smallest key into res[2] (for the negative-cycle bound). For every vertex of
-// the block and of the chunks this PE lowered (its own flags, ptrs[npes + me]; elsewhere the
-// copies are equal already): `dist` (this round's start, the next round's candidates) takes the
-// candidate. The next round's flags (`clear`, nflags of them) are zeroed. One PE: npes = 1, nothing is pulled.
-// `res` must start as {0, 0, INT64_MAX}; the kernel sets the next round's results `res_next`
-// (the other of two, which this round's relaxation read its frontier's length from) so, and
-// zeroes the hub list's length `nbig`: the next round needs no reset from the host.
+// The end of a round on this PE, after the barrier (every PE's relaxation, tails and flags are
+// written), in two kernels. ptrs holds three tables of npes device addresses: the PEs'
+// candidates of this round, their flags, their tails (pred null: no tails).
+//
+// distgraph_bf_round_settle, a thread per vertex of this PE's block [lo, hi): the pull (every
+// peer that flagged the vertex's chunk; the first smallest candidate wins, the owner's own on a
+// tie, then the first peer in PE order, with the peer's tail); `dist` (this round's start, the
+// next round's candidates) takes the candidate; if the round lowered it, its id into `front`
+// (res[0] counts them, one atomicAdd per block and pass; res[1] = 1 when one was unreached, for
+// the probe) and the block's smallest key into res[2] (for the negative-cycle bound). `res` must
+// start as {0, 0, INT64_MAX}; the kernel sets the next round's results `res_next` (the other of
+// two, which this round's relaxation read its frontier's length from) so, and zeroes the hub
+// list's length `nbig`: the next round needs no reset from the host. One PE: npes = 1, nothing
+// is pulled.
+//
+// distgraph_bf_round_settle_chunks (several PEs), a thread per chunk of 32 vertices: the next
+// round's flags (`clear`) are zeroed, and in the chunks this PE lowered (`mine`: its flags of
+// this round) its copies of other PEs' vertices take the candidates, a warp per chunk; elsewhere
+// they are equal already. So a round's end costs this PE its block and the chunks it touched,
+// not a pass over all n vertices.
 extern "C" __global__ void distgraph_bf_round_settle(dg_i64 n, dg_i64 lo, dg_i64 hi, int me, int npes,
                                                      const dg_i64 *__restrict__ ptrs, dg_i64 *cand, dg_i64 *dist,
-                                                     dg_i64 *pred, int *clear, dg_i64 nflags, dg_i64 *front,
-                                                     unsigned long long *res, dg_i64 inf,
-                                                     unsigned long long *res_next, unsigned long long *nbig) {
+                                                     dg_i64 *pred, dg_i64 *front, unsigned long long *res,
+                                                     dg_i64 inf, unsigned long long *res_next,
+                                                     unsigned long long *nbig) {
     const int lane = threadIdx.x & 31;
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         res_next[0] = 0, res_next[1] = 0, res_next[2] = 0x7fffffffffffffffULL;
@@ -168,33 +174,27 @@ extern "C" __global__ void distgraph_bf_round_settle(dg_i64 n, dg_i64 lo, dg_i64
     __shared__ unsigned long long start;  // the block's part, one atomicAdd per block and pass
     dg_i64 low = 0x7fffffffffffffffLL;  // this thread's smallest key of the block
     bool fresh = false;                 // this thread reached a vertex for the first time
-    for (dg_i64 base = (dg_i64)blockIdx.x * blockDim.x; base < n; base += stride) {  // the same passes in a block
+    for (dg_i64 base = lo + (dg_i64)blockIdx.x * blockDim.x; base < hi; base += stride) {  // block-uniform
         const dg_i64 v = base + threadIdx.x;
         bool lowered = false;
-        // another PE's vertex in a chunk this PE did not lower this round: its copies are equal
-        // (a warp is one chunk: one flag read, broadcast)
-        const bool mine = v >= lo && v < hi;
-        if (v < n && (mine || reinterpret_cast<const int *>(ptrs[npes + me])[v >> 5])) {
+        if (v < hi) {
             dg_i64 c = cand[v];
             const dg_i64 d = dist[v];
-            if (mine) {
-                int from = -1;
-                for (int q = 0; q < npes; ++q) {
-                    if (q == me || !reinterpret_cast<const int *>(ptrs[npes + q])[v >> 5]) continue;
-                    const dg_i64 x = reinterpret_cast<const dg_i64 *>(ptrs[q])[v];
-                    if (x < c) c = x, from = q;
-                }
-                if (from >= 0) {
-                    cand[v] = c;
-                    if (pred) pred[v] = reinterpret_cast<const dg_i64 *>(ptrs[2 * npes + from])[v];
-                }
-                lowered = c < d;
-                fresh |= lowered && d == inf;
-                low = c < low ? c : low;
+            int from = -1;
+            for (int q = 0; q < npes; ++q) {
+                if (q == me || !reinterpret_cast<const int *>(ptrs[npes + q])[v >> 5]) continue;
+                const dg_i64 x = reinterpret_cast<const dg_i64 *>(ptrs[q])[v];
+                if (x < c) c = x, from = q;
             }
-            if (c != d) dist[v] = c;
+            if (from >= 0) {
+                cand[v] = c;
+                if (pred) pred[v] = reinterpret_cast<const dg_i64 *>(ptrs[2 * npes + from])[v];
+            }
+            lowered = c < d;
+            fresh |= lowered && d == inf;
+            low = c < low ? c : low;
+            if (lowered) dist[v] = c;
         }
-        if (v < n && (v & 31) == 0 && (v >> 5) < nflags) clear[v >> 5] = 0;
         // the lowered vertices into `front`: counted per warp, placed per block
         const unsigned m = __ballot_sync(0xffffffffu, lowered);
         if (lane == 0) before[warp] = __popc(m);
@@ -218,4 +218,27 @@ extern "C" __global__ void distgraph_bf_round_settle(dg_i64 n, dg_i64 lo, dg_i64
         low = x < low ? x : low;
     }
     if (lane == 0) atomicMin(reinterpret_cast<long long *>(res + 2), low);
+}
+
+extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo, dg_i64 hi,
+                                                            const int *__restrict__ mine,
+                                                            const dg_i64 *__restrict__ cand, dg_i64 *dist,
+                                                            int *clear, dg_i64 nflags) {
+    const int lane = threadIdx.x & 31;
+    const dg_i64 stride = (dg_i64)gridDim.x * blockDim.x;
+    for (dg_i64 base = (dg_i64)blockIdx.x * blockDim.x + (threadIdx.x & ~31); base < nflags; base += stride) {
+        const dg_i64 j = base + lane;  // warp-uniform loop: `base` is the warp's first chunk
+        bool todo = false;
+        if (j < nflags) {
+            clear[j] = 0;
+            todo = mine[j] && (j * 32 < lo || j * 32 + 32 > hi);  // lowered here, not all of the block
+        }
+        for (unsigned m = __ballot_sync(0xffffffffu, todo); m; m &= m - 1) {
+            const dg_i64 v = (base + __ffs(m) - 1) * 32 + lane;  // the warp copies the chunk
+            if (v < n && (v < lo || v >= hi)) {
+                const dg_i64 c = cand[v];
+                if (c != dist[v]) dist[v] = c;
+            }
+        }
+    }
 }

@@ -345,6 +345,8 @@ class _RoundKernels:
     def get_function(self, name):
         if name == "distgraph_bf_round_settle":
             return self._settle
+        if name == "distgraph_bf_round_settle_chunks":
+            return self._settle_chunks
         isf, what, hubs = name.endswith("f64"), name.split("_")[3], "_big_" in name
 
         def fn(grid, block, args):
@@ -390,8 +392,8 @@ class _RoundKernels:
         return fn
 
     def _settle(self, grid, block, args):
-        n, lo, hi, me, npes, ptrs, cand, dist, pred, clear, nflags, front, res, inf, res_next, nbig = args
-        n, lo, hi, me, npes, nflags, inf = (int(a) for a in (n, lo, hi, me, npes, nflags, inf))
+        n, lo, hi, me, npes, ptrs, cand, dist, pred, front, res, inf, res_next, nbig = args
+        n, lo, hi, me, npes, inf = (int(a) for a in (n, lo, hi, me, npes, inf))
         assert res[0] == 0 and res[1] == 0 and res[2] == np.iinfo(np.int64).max, "res not reset"
         res_next[...] = [0, 0, np.iinfo(np.int64).max]  # the next round's
         nbig[0] = 0
@@ -416,9 +418,17 @@ class _RoundKernels:
         res[0] = len(low)
         res[1] = int(bool((dist[low] == inf).any()))
         res[2] = min(int(res[2]), int(cand[lo:hi].min())) if hi > lo else res[2]
+        dist[lo:hi] = cand[lo:hi]
+        if npes == 1:  # no chunks kernel: nothing outside the block, no flag set
+            assert lo == 0 and hi == n
+
+    def _settle_chunks(self, grid, block, args):
+        n, lo, hi, mine, cand, dist, clear, nflags = args
+        n, lo, hi, nflags = (int(a) for a in (n, lo, hi, nflags))
         v = np.arange(n)
-        touch = ((v >= lo) & (v < hi)) | (fs[me][v >> 5] != 0)  # the block, the chunks this PE lowered
-        assert np.array_equal(dist[~touch], cand[~touch]), "a chunk this PE lowered went unflagged"
+        outside = (v < lo) | (v >= hi)
+        touch = outside & (mine[v >> 5] != 0)  # the other PEs' vertices in the chunks this PE lowered
+        assert np.array_equal(dist[outside & ~touch], cand[outside & ~touch]), "a chunk lowered here went unflagged"
         dist[touch] = cand[touch]
         clear[:nflags] = 0
 

@@ -1156,12 +1156,20 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
     if exchange is None or pulled:
         ex = exchange if pulled else _PeerPull(_LocalPG(), n, [0, n], track_pred)
         settle_fn = mod.get_function("distgraph_bf_round_settle")
+        chunks_fn = mod.get_function("distgraph_bf_round_settle_chunks")
 
         def settle(k, cand, dist, pred, clear, res, res_next):
-            settle_fn((int(min(-(-n // 256), 32 * sms)),), (256,),
+            # the block's vertices (a block at least: it also resets res_next and the hub list),
+            # then on several PEs the chunks this PE lowered (its flags this round: flags(k))
+            settle_fn((int(max(1, min(-(-block.nl // 256), 32 * sms))),), (256,),
                       (np.int64(n), np.int64(block.lo), np.int64(block.hi), np.int32(ex.pg.my_pe),
-                       np.int32(ex.npes), ex.ptrs[k], cand, dist, nothing if pred is None else pred, clear,
-                       np.int64(clear.shape[0]), ex.front, res, np.int64(inf), res_next, nbig))
+                       np.int32(ex.npes), ex.ptrs[k], cand, dist, nothing if pred is None else pred, ex.front,
+                       res, np.int64(inf), res_next, nbig))
+            if ex.npes > 1:
+                nf = int(clear.shape[0])
+                chunks_fn((int(max(1, min(-(-nf // 256), 32 * sms))),), (256,),
+                          (np.int64(n), np.int64(block.lo), np.int64(block.hi), ex.flags(k), cand, dist, clear,
+                           np.int64(nf)))
 
         try:
             dist, pred, info = _pull_loop(
