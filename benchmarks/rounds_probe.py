@@ -1,7 +1,9 @@
 """Where the distributed rounds' time goes (issue 7), under ``mpirun -n P``: the round-based
 Bellman-Ford (``RoundsSSSP``, fused kernels) on one source of a Kronecker graph with [1, 255]
-weights, its steps per PE (``time_profile_s``: relaxation, barrier, settle, sum, and the first
-rounds' frontier sizes and relaxation and settle seconds), with Python's garbage collector on
+weights, its steps per PE (``time_profile_s``, see ``_pull_loop``: the relaxation, barrier and
+settle steps' GPU seconds, the host's waits and sums, its seconds before, in and after the loop,
+the rounds launched, and the first rounds' frontier sizes and relaxation and settle seconds),
+with Python's garbage collector on
 and then off during the runs. On one PE it also runs the same loop over a one-PE ``_PeerPull``
 in the NVSHMEM symmetric heap (RoundsSSSP's one-PE loop keeps its arrays in CuPy's memory), so
 that the heap's cost shows. Prints one RESULT-JSON line per run on rank 0.

@@ -5,11 +5,13 @@
 //
 // A round relaxes the out-arcs of this PE's frontier vertices (those whose distance changed in
 // the previous round) from the distances at the start of the round, `dist`, into `cand` (a copy
-// of `dist`, made by the host's CuPy loop or by the settle kernel below), by a 64-bit atomicMin; a second kernel, with negative weights,
-// writes a winning tail into `pred` for every vertex the round lowered (any tail whose candidate
-// equals the new key: racing writers all write winners). One warp per frontier vertex, lanes
-// over its arcs, but for hubs (`bigdeg` arcs or more), whose arcs a second kernel spreads over
-// the grid in pieces of `bigdeg`, a block each; lane 0 adds the vertex's degree to `count` (the relaxations).
+// of `dist`, made by the host's CuPy loop or by the settle kernels below), by a 64-bit
+// atomicMin; a second kernel, when tails are kept (negative weights, once a negative cycle is
+// proven), writes a winning tail into `pred` for every vertex the round lowered (any tail whose
+// candidate equals the new key: racing writers all write winners). One warp per frontier vertex,
+// lanes over its arcs, but for hubs (`bigdeg` arcs or more), whose arcs a second kernel spreads
+// over the grid in pieces of `bigdeg`, a block each; lane 0 adds the warp's vertices' degrees to
+// `count` (the relaxations) once, at the end.
 //
 // Distances are 64-bit keys as in bellman_ford.cuh: the int64 distance for integer weights; for
 // float64 weights the "ordered int" of the double (negative ones with the 63 low bits flipped),
@@ -29,8 +31,10 @@
 // owner's distgraph_bf_round_settle pulls, for every peer whose flag of the chunk is set, the
 // peer's candidates (256 contiguous bytes over NVLink) and takes the smaller, with the peer's
 // tail (written by the peer's own tails pass: the tails kernel compares with the local arrays
-// only). So only chunks that a peer lowered cross NVLink, once per round. The same pass lists
-// the next frontier and starts the next round's arrays (one PE runs it too, with no peer).
+// only). So only chunks that a peer lowered cross NVLink, once per round. The same kernel lists
+// the next frontier and starts the next round's arrays on the block, and
+// distgraph_bf_round_settle_chunks on the chunks this PE lowered elsewhere (one PE runs the
+// first too, with no peer).
 typedef long long dg_i64;
 
 template <bool F>

@@ -339,6 +339,8 @@ class _RoundKernels:
     pieces of ``bigdeg`` arcs and left to the ``_big`` kernel), and the settle kernel, whose
     device addresses are looked up in ``addr`` (filled by the stand-in ``_device_ptr``)."""
 
+    delay = 0.0  # the settle kernel's largest random wait before it pulls (seconds; tests set it)
+
     def __init__(self, addr=None):
         self.addr = addr
 
@@ -398,6 +400,10 @@ class _RoundKernels:
         res_next[...] = [0, 0, np.iinfo(np.int64).max]  # the next round's
         nbig[0] = 0
         xs, fs, ps = ([self.addr[int(a)] for a in ptrs[j * npes:(j + 1) * npes]] for j in range(3))
+        if self.delay:  # a slow owner: its peers' next rounds run meanwhile, up to the next barrier
+            import time
+
+            time.sleep(float(np.random.default_rng().uniform(0, self.delay)))
         for v in range(lo, hi):  # the pull
             best, src = cand[v], -1
             for q in range(npes):
@@ -539,7 +545,8 @@ def _pull_rounds(g, s, size, unmapped=(), **kw):
 @pytest.mark.parametrize("size, bigdeg", [(2, 4), (3, 2048), (4, 4)])
 def test_pull_rounds_equal_one_gpu(round_kernels, monkeypatch, size, bigdeg):
     """The pull exchange (no replicated distances; owners pull the chunks their peers lowered,
-    arrays in turn, one barrier and one sum per round): every PE returns one GPU's distances, rounds,
+    arrays in turn, one barrier (two with tails) and one sum per round, the host ahead by up to LAG
+    rounds): every PE returns one GPU's distances, rounds,
     status (the probe, a negative cycle's bound or max_rounds) and, added up, relaxations;
     tails on tight arcs, or holding the negative cycle. Hubs from 4 arcs or from 2048."""
     from distgraph.backends.cpu.bellman_ford import _neg_bound, cycle_from_pred, find_pred_cycle
@@ -642,3 +649,96 @@ def test_to_host_copies_through_the_pinned_stage(monkeypatch, n, stage):
     assert n == 0 or holder._stage.nbytes == min(8 * n, stage)
     again = gbf._to_host(_Dev(a[::-1].copy()), holder)  # the kept stage, reused
     np.testing.assert_array_equal(again, a[::-1])
+
+
+def test_pull_exchange_reused_without_then_with_tails(round_kernels, monkeypatch):
+    """One _PeerPull for two runs on 3 stand-in PEs, as RoundsSSSP.run's rerun uses it: rounds
+    without tails, then with tails; both give one GPU's distances, rounds and status, and the
+    tails are on tight arcs, with owners that pull late (their peers' next rounds run meanwhile,
+    up to the next barrier). A run that skipped its closing barrier lets a fast PE reset its
+    arrays while a slow one still gathers from them, and fails here. (Without the second barrier
+    of a round with tails, an owner could take a peer's tail of the next round; the next round's
+    pull replaces it, so no final tail shows it and no test here can.)"""
+    from distgraph.backends.cpu.bellman_ford import _neg_bound
+    from distgraph.graph.partition import partition_by_edges
+
+    monkeypatch.setattr(_RoundKernels, "delay", 0.002)
+    monkeypatch.setattr(gbf, "BIG_DEGREE", 8)
+    g = potential_shift(uniform_weights(kronecker(7, seed=6), seed=6), seed=7)
+    s = int(np.argmax(np.diff(g.indptr)))
+    blk = gbf._Block(np, g, g.weights, 0, g.n)
+    bound, neg = _neg_bound(blk.w, blk.wdt, MPI.COMM_SELF)
+    assert neg
+    bkey = int(gbf.to_keys(np.array([bound]))[0])
+    d1, _, i1 = gbf.rounds_cupy(blk.indptr, blk.indices, blk.w, s, n=g.n, bound=bound)
+    part = partition_by_edges(g.indptr, 3)
+    bounds = [part.range(q)[0] for q in range(3)] + [g.n]
+
+    def body(lo, hi, pg):
+        b = gbf._Block(np, g, g.weights, lo, hi)
+        return _closing(gbf._PeerPull(pg, g.n, bounds, True),
+                        lambda ex: [gbf.rounds_kernel(b, s, n=g.n, bound_key=bkey, exchange=ex, track_pred=t)
+                                    for t in (False, True)])
+
+    for runs in _on_pes(g, 3, body, unmapped=()):
+        for (d, p, info), tails in zip(runs, (False, True)):
+            assert (info["rounds"], info["status"]) == (i1["rounds"], "done")
+            np.testing.assert_array_equal(d, d1)
+            assert (p is not None) == tails
+        _assert_tight_tails(g, blk.w, s, runs[1][0], runs[1][1])
+
+
+def test_rounds_sssp_reruns_with_tails_only_for_a_proven_cycle(round_kernels, monkeypatch):
+    """RoundsSSSP.run (one PE, the round kernels emulated): rounds without tails; a negative
+    cycle proven (below the bound), the same rounds again with tails, which hold the cycle (no
+    search on the CPU), relaxations counted over both runs; no rerun without one, nor when
+    max_rounds stops the rounds unsettled (nothing is concluded then)."""
+    from distgraph.backends.cpu.bellman_ford import _neg_bound
+    from distgraph.generators import plant_negative_cycle
+
+    calls = []
+    real = gbf.rounds_kernel
+
+    def counted(*a, **k):
+        calls.append(k["track_pred"])
+        return real(*a, **k)
+
+    monkeypatch.setattr(gbf, "rounds_kernel", counted)
+    monkeypatch.setattr(gbf, "_to_host", lambda a, holder: np.array(a))
+
+    def no_cpu_search(*a):
+        raise AssertionError("searched on the CPU")
+
+    monkeypatch.setattr(gbf, "_cpu_cycle", no_cpu_search)
+
+    def sssp(g):
+        r = object.__new__(gbf.RoundsSSSP)
+        r.cp, r.comm, r.graph, r.w, r.engine = sys.modules["cupy"], MPI.COMM_SELF, g, g.weights, "kernel"
+        r.block = gbf._Block(np, g, g.weights, 0, g.n)
+        r.wdt = r.block.wdt
+        r.bound, r.has_neg = _neg_bound(r.block.w, r.wdt, MPI.COMM_SELF)
+        r.exchange, r.exchange_kind, r.distributed, r.setup_s = None, None, False, 0.0
+        r.part = types.SimpleNamespace(range=lambda q: (0, g.n))
+        return r
+
+    cyc_g, cyc = plant_negative_cycle(uniform_weights(kronecker(8, seed=2), seed=2), length=5, seed=4)
+    confirm = lambda c: cycle_weight(cyc_g, c) < 0  # noqa: E731
+    r = sssp(cyc_g)
+    d, p, st, found = r.run(int(cyc[0]), confirm)
+    assert d is None and found is not None and cycle_weight(cyc_g, found) < 0
+    assert calls == [False, True] and st["tails_rerun"]
+    calls.clear()
+    _, _, one = real(r.block, int(cyc[0]), n=cyc_g.n, bound_key=r.bound_key)
+    assert st["relaxations"] == 2 * one["relaxations"]
+    assert r.run(int(cyc[0]), confirm, max_rounds=3) is None  # unsettled by round 3: no rerun
+    assert calls == [False] and r.last_stats["stopped"] == "max_rounds"
+
+    calls.clear()
+    g = potential_shift(uniform_weights(kronecker(8, seed=5), seed=5), seed=6)
+    r = sssp(g)
+    d, _, st, found = r.run(0, lambda c: cycle_weight(g, c) < 0)
+    assert found is None and calls == [False] and not st["tails_rerun"]
+    from distgraph.backends.cpu.bellman_ford import run_rounds as cpu_rounds
+
+    ref = cpu_rounds(g, g.weights, 0, MPI.COMM_SELF, lambda c: cycle_weight(g, c) < 0)[0]
+    np.testing.assert_array_equal(d, ref)  # the work dtype's values and unreached sentinel

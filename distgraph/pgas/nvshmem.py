@@ -18,6 +18,7 @@ atomic_*        a one-thread kernel with ``nvshmem_ulonglong_atomic_*``
                 the NVSHMEM build of the test machine; integer arrays of 8-byte elements only
 fence, quiet    ``quiet_on_stream`` + stream sync (a fence is a quiet here)
 barrier         device sync, quiet, ``barrier_all_on_stream`` (team barriers kill limited MPG)
+barrier_on_stream  ``barrier_all_on_stream`` on CuPy's current stream, the host not waiting (GPU only)
 
 Collectives (reductions) go through MPI on host copies; team collectives are avoided for the
 same limited-MPG reason.

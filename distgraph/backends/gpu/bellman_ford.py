@@ -33,7 +33,8 @@ launches (an MPI min-reduction of the PEs' smallest far keys).
 vertices improved in round ``k - 1`` from the distances at its start). ``engine="kernel"``
 (default, :func:`rounds_kernel`): each round is fused kernels (``kernels/bf_rounds.cu``: a
 warp per frontier vertex, hubs in pieces of :data:`BIG_DEGREE` arcs a block each, 64-bit
-atomicMin on keys), plus a pass for the tails with negative weights. ``engine="cupy"``
+atomicMin on keys), plus, once a negative cycle is proven, the same rounds again with a pass
+for the tails (:meth:`RoundsSSSP.run`). ``engine="cupy"``
 (:func:`rounds_cupy`): the baseline a CuPy user would write, array
 operations only (the frontier's arcs expanded, one scatter-minimum per round:
 ``cupy.minimum.at`` or ``cupyx.scatter_min``, whichever is exact for the dtype, else a sort).
@@ -1437,9 +1438,9 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
 
     The host keeps up to :data:`LAG` rounds in flight, reads their results in order, and makes
     one MPI sum a round (the frontiers' sizes, the probe's and the bound's flags) to decide when
-    to stop (no barrier on the host: the run starts with one on the stream after the arrays'
-    reset, and ends with one after the gather, which a next run's reset follows). It stops
-    launching after a round whose decision may stop the run (the probe round,
+    to stop (no barrier on the host: the run ends with one on the stream after the gather,
+    which a next run's reset of the arrays follows; a peer reads them only after the first
+    round's barrier). It stops launching after a round whose decision may stop the run (the probe round,
     every 16th with a bound, ``max_rounds``) until that decision is made, so the state returned
     is that of the round that stopped. After an empty round every PE has launched the same
     rounds (how far the host runs ahead depends only on the rounds decided), which change
@@ -1469,10 +1470,11 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
     ex.res[...] = cp.asarray(np.array([[nown, 0, 0], [0, 0, np.iinfo(np.int64).max]], np.int64))
     max_rounds = n if max_rounds is None else int(max_rounds)
     ring = _Ring(cp, LAG + 1)
-    ex.pg.barrier_on_stream()  # every PE's arrays are set before any round reads a peer's
+    # no barrier here: a peer reads these arrays only after the first round's barrier, which
+    # follows this reset in stream order
 
-    def checkpoint(r):  # a round whose results may stop the run
-        return r == probe_round or (bound is not None and r % 16 == 0) or r == max_rounds
+    def checkpoint(r):  # a round whose results may stop the run (max_rounds: none is launched after it)
+        return r == probe_round or (bound is not None and r % 16 == 0)
 
     def launch(r):
         k, o = (r - 1) % 2, r % 2  # the round's start X[k], its candidates X[1 - k]; results res[o]
@@ -1484,8 +1486,9 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
         settle(1 - k, ex.x(1 - k), ex.x(k), pred if track_pred else None, ex.flags(k), ex.res[o], ex.res[1 - o])
         ring.mark(r, 3)
         ring.stage(r, ex.res[o])
-        if track_pred:
-            ex.pg.barrier_on_stream()
+        if track_pred:  # each round's tails match its candidates: no PE's next tails pass writes P
+            ex.pg.barrier_on_stream()  # before the owners have pulled (a tail taken too early
+            # would be replaced by the next round's pull, as that PE lowered the vertex again)
 
     launched = decided = 0
     t_loop = time.perf_counter()
@@ -1636,7 +1639,9 @@ class RoundsSSSP:
         return int(to_keys(np.array([self.bound]))[0])
 
     def close(self):
-        """Free the exchange's symmetric arrays (collective on several PEs)."""
+        """Free the exchange's symmetric arrays (collective on several PEs) and the pinned
+        buffer of :func:`_to_host`."""
+        self._stage = None
         if self.exchange is not None:
             self.exchange.close()
             self.exchange = None
@@ -1645,7 +1650,9 @@ class RoundsSSSP:
         """``(dist, pred, stats, cycle)``; with ``max_rounds`` (fewer than n), None when the
         rounds had not settled by then (nothing concluded: the caller goes on another way);
         with ``probe_round``, None too when that round still reached new vertices (see
-        :func:`rounds_cupy`). ``self.last_stats`` says which (``"stopped"``)."""
+        :func:`rounds_cupy`). ``self.last_stats`` says which (``"stopped"``). The rounds
+        keep no tails; a negative cycle proven, they run again with tails (``stats["tails_rerun"]``;
+        ``relaxations`` then counts both runs, the other stats are the second run's)."""
         from mpi4py import MPI
 
         from ..cpu.bellman_ford import cycle_from_pred, find_pred_cycle
@@ -1685,12 +1692,14 @@ class RoundsSSSP:
                  "time_run_s": t_run}
         if self.distributed:
             stats["relaxations"] = self.comm.allreduce(relax)
-            # the exchange's share per PE: the largest and smallest over the PEs, and the most
-            # relaxations one PE did (the balance of the split)
+            # the exchange's share per PE (the pull: GPU seconds of the barrier and settle steps
+            # over the first _Ring.TIMED rounds; dense: host seconds over all rounds): the
+            # largest and smallest over the PEs, and the most relaxations one PE did (the
+            # balance of the split)
             stats["time_exchange_max_s"] = self.comm.allreduce(info["exchange_s"], op=MPI.MAX)
             stats["time_exchange_min_s"] = self.comm.allreduce(info["exchange_s"], op=MPI.MIN)
             stats["relaxations_max_pe"] = self.comm.allreduce(relax, op=MPI.MAX)
-        if "profile_s" in info:  # the pull loop's steps, seconds summed over the rounds, per PE
+        if "profile_s" in info:  # the pull loop's steps per PE (see _pull_loop)
             stats["time_profile_s"] = self.comm.allgather(info["profile_s"]) if self.distributed \
                 else [info["profile_s"]]
         if capped and info["status"] in ("cycle", "deep"):  # not settled within max_rounds, or won't be
@@ -1698,7 +1707,7 @@ class RoundsSSSP:
             self.last_stats = stats
             return None
         if info["status"] != "done":
-            p = pred.get()
+            p = _to_host(pred, self)
             v = find_pred_cycle(p)
             cycle = None
             if v >= 0:
