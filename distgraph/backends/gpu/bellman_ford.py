@@ -38,8 +38,8 @@ for the tails (:meth:`RoundsSSSP.run`). ``engine="cupy"``
 (:func:`rounds_cupy`): the baseline a CuPy user would write, array
 operations only (the frontier's arcs expanded, one scatter-minimum per round:
 ``cupy.minimum.at`` or ``cupyx.scatter_min``, whichever is exact for the dtype, else a sort).
-The kernels run their rounds in :func:`_pull_loop` (a settle kernel ends each round: the
-next frontier, the stop checks, the next round's arrays), the CuPy rounds in :func:`_round_loop`;
+The kernels run their rounds in :func:`_pull_loop` (settle kernels end each round: the
+next frontier, the stop checks, the next round's arrays; the host does not wait for a round), the CuPy rounds in :func:`_round_loop`;
 both give the same rounds. On several ranks with nvshmem4py the rounds are distributed: each PE
 holds and relaxes its vertex block's arcs. The kernels keep no replicated distances: each owner
 pulls, over NVLink, the chunks of its vertices that a peer lowered (:class:`_PeerPull`,
