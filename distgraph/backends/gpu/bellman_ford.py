@@ -1275,9 +1275,6 @@ class _LocalPG:
     def peer(self, arr, q):
         return arr.local
 
-    def barrier(self):
-        pass
-
     def barrier_on_stream(self):
         pass
 
