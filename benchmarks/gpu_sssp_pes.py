@@ -34,7 +34,9 @@ counters ``cas_failed``, ``remote_wins``, ``remote_first``, ``remote_pushes``. R
 ``rounds`` (``rounds_dense``, ``rounds_cupy``) is not a queue variant: the round-based
 Bellman-Ford (``RoundsSSSP`` with its fused round kernels, or with plain CuPy rounds),
 distributed on several PEs, each its block's arcs: ``rounds`` has each owner pull the candidates
-that other PEs lowered for its vertices (``exchange="pull"``), ``rounds_dense`` and ``rounds_cupy`` combine
+that other PEs lowered for its vertices (``exchange="pull"``) in the asynchronous order (the
+default since session 17; ``rounds_jacobi``: the Jacobi rounds, the same otherwise; rows keep
+each trial's relaxations and rounds, which vary), ``rounds_dense`` and ``rounds_cupy`` combine
 replicated distances after every round through peer views (``exchange="dense"``); they run
 on one PE too, and the 1-PE reference of
 ``speedup_vs_1pe`` is the best 1-PE row of the case, queue or rounds. Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten
@@ -60,8 +62,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _common import commit, sh as _sh  # noqa: E402
 
 WEIGHTS = ("uniform", "shifted")
-ROUNDS = {"rounds": {"engine": "kernel"}, "rounds_dense": {"engine": "kernel", "exchange": "dense"},
+ROUNDS = {"rounds": {"engine": "kernel"}, "rounds_jacobi": {"engine": "kernel", "order": "jacobi"},
+          "rounds_dense": {"engine": "kernel", "exchange": "dense"},
           "rounds_cupy": {"engine": "cupy"}}  # the round-based remotes: RoundsSSSP's arguments
+#                                             (rounds: the default, asynchronous rounds since session 17)
 
 
 def prep(dirpath, graphs):
@@ -214,13 +218,17 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
                     # the counters and timings of the trial whose run_s is reported (the best)
                     st = sts[int(np.argmin(runs))]
                     r.update(time_s=min(times), times_s=times, run_s=min(runs), runs_s=runs,
+                             # per trial (the asynchronous rounds' vary from run to run)
+                             relaxations_trials=[x.get("relaxations") for x in sts],
+                             rounds_trials=[x.get("rounds") for x in sts],
                              same_as_cpu=all(comm.allgather(same)),
                              **{k: st.get(k) for k in ("relaxations", "items", "launches", "delta", "phases",
                                                        "multi_pe_phases", "checks", "ghost",
                                                        "flush", "ghost_dropped", "remote_claims", "coalesced",
                                                        "shipped", "applied", "flushes", "cas_failed",
                                                        "remote_wins", "remote_first", "remote_pushes", "grid",
-                                                       "capacity", "rounds", "engine", "distributed", "exchange",
+                                                       "capacity", "rounds", "engine", "order", "distributed",
+                                                       "exchange",
                                                        "time_profile_s", "time_exchange_max_s", "time_finish_s", "time_d2h_s",
                                                        "time_exchange_min_s", "relaxations_max_pe")})
                     if rank == 0:

@@ -13,6 +13,16 @@
 // over the grid in pieces of `bigdeg`, a block each; lane 0 adds the warp's vertices' degrees to
 // `count` (the relaxations) once, at the end.
 //
+// Asynchronous rounds (rel not null; never with the tails pass): a vertex's arcs are relaxed
+// from its latest candidate, cand[u] as this round's atomicMins left it (read from L2), not
+// from dist[u], and rel[u - lo] keeps the distance they were last relaxed from: a frontier
+// vertex whose candidate is still that one is skipped (its arcs gave all they can). Any value
+// read is the weight of a walk and at most dist[u], so after round r every vertex is at most
+// the shortest walk of r arcs, as in the Jacobi rounds: the same distances, the same stops,
+// rounds no more than Jacobi's, fewer relaxations (Kronecker, [1, 255]: about 1.4x fewer in a
+// host model of 8448 warps), but rounds and relaxations that vary from run to run. rel must
+// start as the key of +inf (no frontier vertex's).
+//
 // Distances are 64-bit keys as in bellman_ford.cuh: the int64 distance for integer weights; for
 // float64 weights the "ordered int" of the double (negative ones with the 63 low bits flipped),
 // so a signed atomicMin orders keys as the doubles; +inf is INT64_MAX or the key of +inf. Sums:
@@ -20,9 +30,10 @@
 //
 // Arguments: indptr (int64, block rows from 0), indices (int32 global heads), w (int64 weights
 // or float64 bits; ignored when unit != 0: every arc weighs 1), front (int64 global ids of this
-// PE's frontier), nfront, lo (the block's first vertex), dist, cand, pred (int64, n), count, and
+// PE's frontier), nfront, lo (the block's first vertex), dist, cand, pred (int64, n), count,
 // nfp: when not null, the frontier's length is *nfp, read on the device (written by the last
-// round's settle kernel: the host launches the next round without waiting to learn it).
+// round's settle kernel: the host launches the next round without waiting to learn it), and
+// rel (the block's vertices; null: Jacobi rounds).
 //
 // Several PEs without replicated distances (RoundsSSSP's distributed rounds by default, _PeerPull
 // in the module): each PE's arrays are final only on its own vertices [lo, hi); a candidate for
@@ -74,7 +85,7 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                             const dg_i64 *__restrict__ w, int unit, const dg_i64 *__restrict__ front,
                             dg_i64 nfront, dg_i64 lo, dg_i64 hi, const dg_i64 *__restrict__ dist, dg_i64 *cand,
                             dg_i64 *pred, unsigned long long *count, int *flags, dg_i64 *big,
-                            unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp) {
+                            unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp, dg_i64 *rel) {
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nf = nfp ? (dg_i64)*nfp : nfront;
@@ -82,6 +93,20 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
     for (dg_i64 i = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < nf; i += warps) {
         const dg_i64 u = front[i];
         const dg_i64 beg = indptr[u - lo], end = indptr[u - lo + 1];
+        dg_i64 du;
+        if (!TAILS && rel) {  // asynchronous: u's latest candidate (from L2: this round's atomicMins)
+            dg_i64 x = 0;
+            int skip = 0;
+            if (lane == 0) {
+                x = __ldcg(cand + u);
+                skip = x == rel[u - lo];  // its arcs were relaxed with this distance already
+                if (!skip) rel[u - lo] = x;
+            }
+            du = __shfl_sync(0xffffffffu, x, 0);
+            if (__shfl_sync(0xffffffffu, skip, 0)) continue;
+        } else {
+            du = dist[u];
+        }
         arcs += (unsigned long long)(end - beg);
         if (end - beg >= bigdeg) {  // listed as pieces of bigdeg arcs: u | piece << 32
             if (!TAILS) {
@@ -93,7 +118,6 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
             }
             continue;
         }
-        const dg_i64 du = dist[u];
         for (dg_i64 k = beg + lane; k < end; k += 32)
             dg_rk_arc<F, TAILS, MARK>(u, du, k, indices, w, unit, lo, hi, dist, cand, pred, flags);
     }
@@ -106,11 +130,14 @@ template <bool F, bool TAILS, bool MARK>
 __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
                           const dg_i64 *__restrict__ w, int unit, dg_i64 lo, dg_i64 hi,
                           const dg_i64 *__restrict__ dist, dg_i64 *cand, dg_i64 *pred, int *flags,
-                          const dg_i64 *__restrict__ big, const unsigned long long *nbig, dg_i64 bigdeg) {
+                          const dg_i64 *__restrict__ big, const unsigned long long *nbig, dg_i64 bigdeg,
+                          const dg_i64 *rel) {
     const unsigned long long nb = *nbig;
     for (unsigned long long j = blockIdx.x; j < nb; j += gridDim.x) {
         const dg_i64 e = big[j], u = e & 0xffffffffLL;
-        const dg_i64 du = dist[u], beg = indptr[u - lo] + (e >> 32) * bigdeg, last = indptr[u - lo + 1];
+        // asynchronous: the hub's latest candidate, at most the rel[u] it was listed with
+        const dg_i64 du = !TAILS && rel ? __ldcg(cand + u) : dist[u];
+        const dg_i64 beg = indptr[u - lo] + (e >> 32) * bigdeg, last = indptr[u - lo + 1];
         const dg_i64 end = beg + bigdeg < last ? beg + bigdeg : last;
         for (dg_i64 k = beg + threadIdx.x; k < end; k += blockDim.x)
             dg_rk_arc<F, TAILS, MARK>(u, du, k, indices, w, unit, lo, hi, dist, cand, pred, flags);
@@ -124,15 +151,16 @@ __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restri
 #define DG_RK_ARGS                                                                                       \
     const dg_i64 *indptr, const int *indices, const dg_i64 *w, int unit, const dg_i64 *front, dg_i64 nfront, \
         dg_i64 lo, dg_i64 hi, const dg_i64 *dist, dg_i64 *cand, dg_i64 *pred, unsigned long long *count,    \
-        int *flags, dg_i64 *big, unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp
+        int *flags, dg_i64 *big, unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp,  \
+        dg_i64 *rel
 #define DG_RK_KERNELS(WHAT, SFX, F, TAILS, MARK)                                                       \
     extern "C" __global__ void distgraph_bf_round_##WHAT##_##SFX(DG_RK_ARGS) {                          \
         dg_rk_round<F, TAILS, MARK>(indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred,  \
-                                    count, flags, big, nbig, bigdeg, nfp);                              \
+                                    count, flags, big, nbig, bigdeg, nfp, rel);                         \
     }                                                                                                   \
     extern "C" __global__ void distgraph_bf_round_##WHAT##_big_##SFX(DG_RK_ARGS) {                      \
         dg_rk_big<F, TAILS, MARK>(indptr, indices, w, unit, lo, hi, dist, cand, pred, flags, big, nbig,  \
-                                  bigdeg);                                                              \
+                                  bigdeg, rel);                                                         \
     }
 
 DG_RK_KERNELS(relax, i64, false, false, false)
@@ -162,7 +190,7 @@ DG_RK_KERNELS(mark, f64, true, false, true)
 // this round) its copies of other PEs' vertices take the candidates, a warp per chunk; elsewhere
 // they are equal already. So a round's end costs this PE its block and the chunks it touched,
 // not a pass over all n vertices.
-extern "C" __global__ void distgraph_bf_round_settle(dg_i64 n, dg_i64 lo, dg_i64 hi, int me, int npes,
+extern "C" __global__ void distgraph_bf_round_settle(dg_i64 lo, dg_i64 hi, int me, int npes,
                                                      const dg_i64 *__restrict__ ptrs, dg_i64 *cand, dg_i64 *dist,
                                                      dg_i64 *pred, dg_i64 *front, unsigned long long *res,
                                                      dg_i64 inf, unsigned long long *res_next,

@@ -1070,7 +1070,10 @@ def test_gpu_rounds_arguments_validated_before_the_device():
                     ({"distributed": 1}, "distributed must be None, True or False"),
                     ({"exchange": "push"}, "exchange must be None, 'pull' or 'dense'; got 'push'"),
                     ({"engine": "cupy", "exchange": "pull"},
-                     r"exchange must be 'dense' or None with engine='cupy' \(only the round kernels pull\)")):
+                     r"exchange must be 'dense' or None with engine='cupy' \(only the round kernels pull\)"),
+                    ({"order": "gauss"}, "order must be None, 'async' or 'jacobi'; got 'gauss'"),
+                    ({"engine": "cupy", "order": "async"},
+                     r"order must be 'jacobi' or None with engine='cupy' \(its rounds are Jacobi's\)")):
         with pytest.raises(InvalidArgumentError, match=msg):
             RoundsSSSP(g, g.weights, MPI.COMM_SELF, **kw)
 

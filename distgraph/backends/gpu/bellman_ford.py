@@ -29,18 +29,20 @@ The near-far priority (``delta``) runs on one PE by default; ``multi_pe_phases=T
 runs it on several PEs with one global threshold, the host changing the phase between
 launches (an MPI min-reduction of the PEs' smallest far keys).
 
-``mode="rounds"``: :class:`RoundsSSSP`, Jacobi rounds (round ``k`` relaxes the out-arcs of the
-vertices improved in round ``k - 1`` from the distances at its start). ``engine="kernel"``
-(default, :func:`rounds_kernel`): each round is fused kernels (``kernels/bf_rounds.cu``: a
-warp per frontier vertex, hubs in pieces of :data:`BIG_DEGREE` arcs a block each, 64-bit
-atomicMin on keys), plus, once a negative cycle is proven, the same rounds again with a pass
-for the tails (:meth:`RoundsSSSP.run`). ``engine="cupy"``
+``mode="rounds"``: :class:`RoundsSSSP`, rounds (round ``k`` relaxes the out-arcs of the
+vertices improved in round ``k - 1``). ``engine="kernel"`` (default, :func:`rounds_kernel`):
+each round is fused kernels (``kernels/bf_rounds.cu``: a warp per frontier vertex, hubs in
+pieces of :data:`BIG_DEGREE` arcs a block each, 64-bit atomicMin on keys), by default
+asynchronous (``order="async"``: a vertex relaxed from its latest candidate, skipped when its
+arcs were relaxed from it already; ``"jacobi"``: from the distances at the round's start), plus,
+once a negative cycle is proven, Jacobi rounds again with a pass for the tails
+(:meth:`RoundsSSSP.run`). ``engine="cupy"``
 (:func:`rounds_cupy`): the baseline a CuPy user would write, array
 operations only (the frontier's arcs expanded, one scatter-minimum per round:
 ``cupy.minimum.at`` or ``cupyx.scatter_min``, whichever is exact for the dtype, else a sort).
 The kernels run their rounds in :func:`_pull_loop` (settle kernels end each round: the
 next frontier, the stop checks, the next round's arrays; the host does not wait for a round), the CuPy rounds in :func:`_round_loop`;
-both give the same rounds. On several ranks with nvshmem4py the rounds are distributed: each PE
+both give the same Jacobi rounds. On several ranks with nvshmem4py the rounds are distributed: each PE
 holds and relaxes its vertex block's arcs. The kernels keep no replicated distances: each owner
 pulls, over NVLink, the chunks of its vertices that a peer lowered (:class:`_PeerPull`,
 ``exchange="pull"``); the CuPy rounds (and the kernels with ``exchange="dense"``) combine
@@ -1098,16 +1100,25 @@ BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more
 #                    arcs by a block each (kernels/bf_rounds.cu)
 
 
+ORDERS = ("async", "jacobi")  # the round kernels' orders (rounds_kernel, RoundsSSSP)
+
+
 def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rounds=None, probe_round=None,
-                  exchange=None):
-    """The rounds of :func:`rounds_cupy` (same rounds, same stopping rules, same results) with
-    each round's relaxation as fused kernels (``kernels/bf_rounds.cu``: a warp per frontier
-    vertex, hubs in pieces a block each, 64-bit atomicMin on keys) instead of CuPy's
-    expand-gather-scatter: ``engine="kernel"``
-    of :class:`RoundsSSSP`. ``block``: this PE's :class:`_Block`; distances are 64-bit keys (see
-    :func:`to_keys`), returned as the work dtype's values. ``bound_key``: the key of the
-    negative-cycle bound (None: no check). ``exchange`` as in :func:`rounds_cupy` (over keys), or a
-    :class:`_PeerPull` (:func:`_pull_loop`)."""
+                  exchange=None, order="jacobi"):
+    """The rounds of :func:`rounds_cupy` (same stopping rules, same results) with each round's
+    relaxation as fused kernels (``kernels/bf_rounds.cu``: a warp per frontier vertex, hubs in
+    pieces a block each, 64-bit atomicMin on keys) instead of CuPy's expand-gather-scatter:
+    ``engine="kernel"`` of :class:`RoundsSSSP`. ``block``: this PE's :class:`_Block`; distances
+    are 64-bit keys (see :func:`to_keys`), returned as the work dtype's values. ``bound_key``: the
+    key of the negative-cycle bound (None: no check). ``exchange`` as in :func:`rounds_cupy` (over
+    keys), or a :class:`_PeerPull` (:func:`_pull_loop`).
+
+    ``order``: ``"jacobi"``, rounds_cupy's rounds exactly (each vertex relaxed from its distance
+    at the round's start: the same rounds and relaxations); ``"async"``, each frontier vertex
+    relaxed from its latest candidate of the round and skipped when its arcs were relaxed from
+    that distance already (the same distances and stops, no more rounds, fewer relaxations, but
+    rounds and relaxations that vary from run to run). The tails pass (``track_pred``) is
+    always Jacobi's: its tails match the round's candidates."""
     import cupy as cp
 
     from .loader import get_module
@@ -1131,6 +1142,8 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
     # no hub in the block: the hub kernels have nothing to do (not launched)
     hubs = block.max_degree() >= bigdeg
     nothing = np.uint64(0)  # a null pointer
+    # asynchronous rounds: the distance each block vertex's arcs were last relaxed from (+inf: never)
+    rel = cp.full(max(block.nl, 1), inf, cp.int64) if order == "async" and not track_pred else None
 
     def run_round(own, dist, cand, pred, flags, nfp=None):
         """This PE's round on its frontier ``own``: the relaxation (``flags``: the mark kernel),
@@ -1144,7 +1157,8 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
             nbig[...] = 0
         args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(block.lo),
                 np.int64(block.hi), dist, cand, nothing if pred is None else pred, count,
-                nothing if flags is None else flags, big, nbig, np.int64(bigdeg), nothing if nfp is None else nfp)
+                nothing if flags is None else flags, big, nbig, np.int64(bigdeg), nothing if nfp is None else nfp,
+                nothing if rel is None else rel)
         warps = (int(min(-(-nown // 8), 32 * sms)),)  # a warp per frontier vertex, 8 per block
         for what in ("mark" if flags is not None else "relax",) + (("tails",) if pred is not None else ()):
             fn, fn_big = fns[what]
@@ -1163,7 +1177,7 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
             # the block's vertices (a block at least: it also resets res_next and the hub list),
             # then on several PEs the chunks this PE lowered (its flags this round: flags(k))
             settle_fn((int(max(1, min(-(-block.nl // 256), 32 * sms))),), (256,),
-                      (np.int64(n), np.int64(block.lo), np.int64(block.hi), np.int32(ex.pg.my_pe),
+                      (np.int64(block.lo), np.int64(block.hi), np.int32(ex.pg.my_pe),
                        np.int32(ex.npes), ex.ptrs[k], cand, dist, nothing if pred is None else pred, ex.front,
                        res, np.int64(inf), res_next, nbig))
             if ex.npes > 1:
@@ -1554,14 +1568,16 @@ class RoundsSSSP:
     pulls the chunks of its vertices that a peer lowered (:class:`_PeerPull`); ``"dense"`` (the
     CuPy engine's, and the fallback) combines replicated distances after each round
     (:class:`_PeerMin`, whole arrays read from every peer); not distributed, ``exchange`` has no
-    effect. With negative weights the rounds keep no tails (only a negative cycle's search
-    needs them) unless a negative cycle is proven; then they run again with tails. On two H200s the pull rounds ran
-    1.13x / 1.02x (kron:20 / kron:22, uniform weights) and 0.92x / 1.28x (shifted) of one GPU,
-    the dense ones 0.48-0.80x (benchmarks/results/session15/README.md). Without nvshmem4py
-    every rank runs the whole graph (no speed-up). Collective.
+    effect. ``order`` (the kernels): ``"async"`` (the default) relaxes each frontier vertex from
+    its latest candidate and skips one whose arcs were relaxed from it already, ``"jacobi"``
+    runs the CuPy engine's rounds exactly (see :func:`rounds_kernel`); the same distances and
+    stops. With negative weights the rounds keep no tails (only a negative cycle's search
+    needs them) unless a negative cycle is proven; then they run again (Jacobi's) with tails.
+    Timings on one and two H200s: benchmarks/results/session16/ and session17/. Without
+    nvshmem4py every rank runs the whole graph (no speed-up). Collective.
     """
 
-    def __init__(self, graph, weights, comm, *, distributed=None, engine="kernel", exchange=None):
+    def __init__(self, graph, weights, comm, *, distributed=None, engine="kernel", exchange=None, order=None):
         from mpi4py import MPI
 
         from ...graph.partition import partition_by_edges
@@ -1580,14 +1596,19 @@ class RoundsSSSP:
             expect(exchange in (None, "pull", "dense"), "exchange", "None, 'pull' or 'dense'", exchange)
             expect(exchange != "pull" or engine == "kernel", "exchange",
                    "'dense' or None with engine='cupy' (only the round kernels pull)", exchange)
+            expect(order is None or order in ORDERS, "order", "None, 'async' or 'jacobi'", order)
+            expect(order != "async" or engine == "kernel", "order",
+                   "'jacobi' or None with engine='cupy' (its rounds are Jacobi's)", order)
         except InvalidArgumentError as e:
             err = e
         self.engine = engine
+        self.order = order if order is not None else ("async" if engine == "kernel" else "jacobi")
         size = comm.Get_size()
         have = size > 1 and all(comm.allgather(_nvshmem_available()))
         if err is None and size > 1 and distributed and not have:
             err = DistgraphError("RoundsSSSP(distributed=True) needs nvshmem4py on every rank")
-        collective_check(comm, err, {"distributed": distributed, "engine": engine, "exchange": exchange},
+        collective_check(comm, err, {"distributed": distributed, "engine": engine, "exchange": exchange,
+                                     "order": order},
                          "the round-based GPU Bellman-Ford")
         self.distributed = size > 1 and (have if distributed is None else bool(distributed))
         t0 = time.perf_counter()
@@ -1663,7 +1684,7 @@ class RoundsSSSP:
         def rounds():
             if self.engine == "kernel":
                 return rounds_kernel(self.block, source, n=n, bound_key=self.bound_key if self.has_neg else None,
-                                     **rkw)
+                                     order=self.order, **rkw)
             return rounds_cupy(self.d_indptr, self.d_indices, self.d_w, source, n=n,
                                bound=self.bound if self.has_neg else None, lo=self.block.lo, **rkw)
 
@@ -1682,7 +1703,7 @@ class RoundsSSSP:
         self.cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
         relax = info["relaxations"]
-        stats = {"mode": "rounds", "backend": "gpu", "engine": self.engine, "rounds": info["rounds"],
+        stats = {"mode": "rounds", "backend": "gpu", "engine": self.engine, "order": self.order, "rounds": info["rounds"],
                  "relaxations": relax, "distributed": self.distributed, "exchange": self.exchange_kind,
                  "tails_rerun": bool(reran and self.has_neg),
                  "time_setup_s": self.setup_s,
