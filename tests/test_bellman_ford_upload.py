@@ -712,6 +712,28 @@ def test_to_host_copies_through_the_pinned_stage(monkeypatch, n, stage):
     np.testing.assert_array_equal(again, a[::-1])
 
 
+def test_to_host_into_a_prefaulted_array(monkeypatch):
+    """_Prefault: arrays of PINNED_FROM bytes or more are allocated at once and their pages
+    touched by threads; _to_host copies into that array (float distances into an int64 one: the
+    same bytes), not into a new one; smaller arrays are not prefaulted."""
+    fake = types.SimpleNamespace(empty_pinned=lambda k, dt: np.full(k, 0xEE, np.uint8))
+    monkeypatch.setitem(sys.modules, "cupyx", fake)
+    monkeypatch.setattr(gbf, "STAGE_BYTES", 1 << 16)
+    monkeypatch.setattr(gbf, "PINNED_FROM", 1 << 20)
+    assert gbf._Prefault((1000,), np.int64).take() is None  # 8000 bytes: nothing done
+    n = 3 << 18  # 6 MB: the threads touch a byte of every page
+    pre = gbf._Prefault((n,), np.int64)
+    out = pre.take()
+    assert out.shape == (n,) and out.dtype == np.int64 and pre.take() is None
+    a = np.linspace(-5, 5, n)
+    got = gbf._to_host(_Dev(a), types.SimpleNamespace(), out=out)
+    assert np.shares_memory(got, out) and got.dtype == np.float64
+    np.testing.assert_array_equal(got, a)
+    pre = gbf._Prefault((n,), np.int64)
+    pre.close()  # waits for the threads; the array is dropped with the object
+    assert not pre._threads
+
+
 def test_pull_exchange_reused_without_then_with_tails(round_kernels, monkeypatch):
     """One _PeerPull for two runs on 3 stand-in PEs, as RoundsSSSP.run's rerun uses it: rounds
     without tails, then with tails; both give one GPU's distances, rounds and status, and the
@@ -765,7 +787,7 @@ def test_rounds_sssp_reruns_with_tails_only_for_a_proven_cycle(round_kernels, mo
         return real(*a, **k)
 
     monkeypatch.setattr(gbf, "rounds_kernel", counted)
-    monkeypatch.setattr(gbf, "_to_host", lambda a, holder: np.array(a))
+    monkeypatch.setattr(gbf, "_to_host", lambda a, holder, out=None: np.array(a))
 
     def no_cpu_search(*a):
         raise AssertionError("searched on the CPU")

@@ -367,14 +367,53 @@ STAGE_BYTES = 64 << 20  # the largest pinned staging buffer _to_host keeps
 PINNED_FROM = 32 << 20  # _to_host's smaller arrays: a.get() (glibc reuses their pages: no faults)
 
 
-def _to_host(a, holder):
+class _Prefault:
+    """A new host array of ``shape`` and ``dtype`` whose pages threads fault in (a byte a page)
+    while the GPU works, for :func:`_to_host`'s ``out``: an array of :data:`PINNED_FROM` bytes or
+    more is mapped afresh by glibc, and its first touch (the kernel zeroing every page) cost
+    most of a run's copy to the host (Kronecker 22's 32 MB: about 4 of 5 ms,
+    benchmarks/results/session17/). :meth:`take` waits for the threads and returns it;
+    :meth:`close` only waits. Smaller arrays: nothing is done (``take`` gives None)."""
+
+    def __init__(self, shape, dtype):
+        import os
+        import threading
+
+        self.out, self._threads = None, []
+        nb = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if nb < PINNED_FROM:
+            return
+        self.out = np.empty(shape, dtype)
+        flat = self.out.reshape(-1).view(np.uint8)
+        k = max(1, min(4, len(os.sched_getaffinity(0)) - 1, nb >> 24))
+        cuts = np.linspace(0, nb, k + 1).astype(np.int64)
+        for j in range(k):
+            part = flat[cuts[j]:cuts[j + 1]]
+            t = threading.Thread(target=part[::4096].fill, args=(0,), daemon=True)  # numpy drops the GIL
+            t.start()
+            self._threads.append(t)
+
+    def close(self):
+        for t in self._threads:
+            t.join()
+        self._threads = []
+
+    def take(self):
+        self.close()
+        out, self.out = self.out, None
+        return out
+
+
+def _to_host(a, holder, out=None):
     """A new host copy of the contiguous device array ``a``, through a pinned staging buffer
     that ``holder`` keeps for the next call (up to :data:`STAGE_BYTES`; larger arrays go
     through it in pieces), copied out by up to 8 threads; arrays under :data:`PINNED_FROM`
     by ``a.get()``. A pageable ``a.get()`` of Kronecker 22's distances (32 MB) took 10-12 ms on
     an H200 host, the pinned copy 0.6 ms; the rest is the new array's page faults (glibc maps
     arrays of 32 MB or more afresh), which threads share: 4.3 ms in all
-    (benchmarks/results/session16/). Kronecker 20's 8 MB took 1 ms by ``a.get()``."""
+    (benchmarks/results/session16/). Kronecker 20's 8 MB took 1 ms by ``a.get()``. ``out``: a
+    host array of ``a``'s size and item size to copy into instead (pages already faulted in by
+    :class:`_Prefault` while the GPU ran)."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
@@ -382,9 +421,13 @@ def _to_host(a, holder):
 
     flat = a.reshape(-1)
     nb = int(flat.nbytes)
-    if nb < PINNED_FROM:
+    if out is not None:
+        out = out.reshape(-1).view(flat.dtype)
+        assert out.shape == flat.shape, (out.shape, flat.shape)
+    elif nb < PINNED_FROM:
         return a.get()
-    out = np.empty(flat.shape, flat.dtype)
+    else:
+        out = np.empty(flat.shape, flat.dtype)
     stage = getattr(holder, "_stage", None)
     want = min(nb, STAGE_BYTES)
     if stage is None or stage.nbytes < want:
@@ -1670,7 +1713,15 @@ class RoundsSSSP:
         with ``probe_round``, None too when that round still reached new vertices (see
         :func:`rounds_cupy`). ``self.last_stats`` says which (``"stopped"``). The rounds
         keep no tails; a negative cycle proven, they run again with tails (``stats["tails_rerun"]``;
-        ``relaxations`` then counts both runs, the other stats are the second run's)."""
+        ``relaxations`` then counts both runs, the other stats are the second run's). The
+        distances' host array is faulted in by threads while the GPU works (:class:`_Prefault`)."""
+        pre = _Prefault((self.graph.n,), np.int64)
+        try:
+            return self._run(source, confirm, predecessors, max_rounds, probe_round, pre)
+        finally:
+            pre.close()
+
+    def _run(self, source, confirm, predecessors, max_rounds, probe_round, pre):
         from mpi4py import MPI
 
         from ..cpu.bellman_ford import cycle_from_pred, find_pred_cycle
@@ -1738,7 +1789,7 @@ class RoundsSSSP:
             raise DistgraphError(f"the round-based GPU Bellman-Ford stopped ({info['status']}) "
                                  "but no negative cycle was found")
         t1 = time.perf_counter()
-        d = _to_host(dist, self)
+        d = _to_host(dist, self, out=pre.take())
         stats["time_d2h_s"] = time.perf_counter() - t1
         d, p, canon = _finish_device(self.block, self.graph, self.w, self.comm if self.distributed else MPI.COMM_SELF,
                                      self.part, source, d, predecessors, whole=True)
