@@ -28,8 +28,9 @@
 // so a signed atomicMin orders keys as the doubles; +inf is INT64_MAX or the key of +inf. Sums:
 // int64 with wrap-around, float64 added once, as the CPU backend forms them.
 //
-// Arguments: indptr (int64, block rows from 0), indices (int32 global heads), w (int64 weights
-// or float64 bits; ignored when unit != 0: every arc weighs 1), front (int64 global ids of this
+// Arguments: indptr (int64, block rows from 0), indices (int32 global heads), w (the weights as
+// _Block stores them: int64, int32, float64 or float32, the kernel's suffix; ignored when
+// unit != 0: every arc weighs 1), front (int64 global ids of this
 // PE's frontier), nfront, lo (the block's first vertex), dist, cand, pred (int64, n), count,
 // nfp: when not null, the frontier's length is *nfp, read on the device (written by the last
 // round's settle kernel: the host launches the next round without waiting to learn it), and
@@ -59,14 +60,21 @@ __device__ __forceinline__ dg_i64 dg_rk_relax(dg_i64 dk, dg_i64 wbits) {
     return (dg_i64)((unsigned long long)dk + (unsigned long long)wbits);
 }
 
+// An arc's weight as stored (_Block keeps int32 and float32 weights 4 bytes wide: a round reads
+// 8 bytes an arc, not 12) as the 64-bit addend: the int64 value, or the float64's bits.
+__device__ __forceinline__ dg_i64 dg_rk_wbits(int x) { return (dg_i64)x; }
+__device__ __forceinline__ dg_i64 dg_rk_wbits(dg_i64 x) { return x; }
+__device__ __forceinline__ dg_i64 dg_rk_wbits(float x) { return __double_as_longlong((double)x); }
+__device__ __forceinline__ dg_i64 dg_rk_wbits(double x) { return __double_as_longlong(x); }
+
 // One arc (u, v) of a round. TAILS: the tails pass; MARK: flag the chunk of a vertex outside
 // [lo, hi) that this round lowered here.
-template <bool F, bool TAILS, bool MARK>
+template <bool F, bool TAILS, bool MARK, typename WT>
 __device__ __forceinline__ void dg_rk_arc(dg_i64 u, dg_i64 du, dg_i64 k, const int *__restrict__ indices,
-                                          const dg_i64 *__restrict__ w, int unit, dg_i64 lo, dg_i64 hi,
+                                          const WT *__restrict__ w, int unit, dg_i64 lo, dg_i64 hi,
                                           const dg_i64 *__restrict__ dist, dg_i64 *cand, dg_i64 *pred, int *flags) {
     const int v = indices[k];
-    const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : w[k]);
+    const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : dg_rk_wbits(w[k]));
     if (TAILS) {
         if (c == cand[v] && c < dist[v]) pred[v] = u;
     } else if (c < cand[v]) {
@@ -80,9 +88,9 @@ __device__ __forceinline__ void dg_rk_arc(dg_i64 u, dg_i64 du, dg_i64 k, const i
 // the relaxation (not the tails pass, which runs on the same frontier) and left to dg_rk_big.
 // Lane 0 counts the warp's relaxations, added once at the end (one counter: an atomicAdd per
 // frontier vertex would queue up millions on one address in a large round).
-template <bool F, bool TAILS, bool MARK>
+template <bool F, bool TAILS, bool MARK, typename WT>
 __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
-                            const dg_i64 *__restrict__ w, int unit, const dg_i64 *__restrict__ front,
+                            const WT *__restrict__ w, int unit, const dg_i64 *__restrict__ front,
                             dg_i64 nfront, dg_i64 lo, dg_i64 hi, const dg_i64 *__restrict__ dist, dg_i64 *cand,
                             dg_i64 *pred, unsigned long long *count, int *flags, dg_i64 *big,
                             unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp, dg_i64 *rel) {
@@ -119,16 +127,16 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
             continue;
         }
         for (dg_i64 k = beg + lane; k < end; k += 32)
-            dg_rk_arc<F, TAILS, MARK>(u, du, k, indices, w, unit, lo, hi, dist, cand, pred, flags);
+            dg_rk_arc<F, TAILS, MARK, WT>(u, du, k, indices, w, unit, lo, hi, dist, cand, pred, flags);
     }
     if (!TAILS && lane == 0 && arcs) atomicAdd(count, arcs);
 }
 
 // The listed pieces of the hubs' arcs, a block per piece (coalesced; the pieces of one hub
 // spread over the grid, so the round waits for no single warp or block).
-template <bool F, bool TAILS, bool MARK>
+template <bool F, bool TAILS, bool MARK, typename WT>
 __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
-                          const dg_i64 *__restrict__ w, int unit, dg_i64 lo, dg_i64 hi,
+                          const WT *__restrict__ w, int unit, dg_i64 lo, dg_i64 hi,
                           const dg_i64 *__restrict__ dist, dg_i64 *cand, dg_i64 *pred, int *flags,
                           const dg_i64 *__restrict__ big, const unsigned long long *nbig, dg_i64 bigdeg,
                           const dg_i64 *rel) {
@@ -140,7 +148,7 @@ __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restri
         const dg_i64 beg = indptr[u - lo] + (e >> 32) * bigdeg, last = indptr[u - lo + 1];
         const dg_i64 end = beg + bigdeg < last ? beg + bigdeg : last;
         for (dg_i64 k = beg + threadIdx.x; k < end; k += blockDim.x)
-            dg_rk_arc<F, TAILS, MARK>(u, du, k, indices, w, unit, lo, hi, dist, cand, pred, flags);
+            dg_rk_arc<F, TAILS, MARK, WT>(u, du, k, indices, w, unit, lo, hi, dist, cand, pred, flags);
     }
 }
 
@@ -148,27 +156,30 @@ __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restri
 // flags; big, nbig, bigdeg: the hub list, its length (zeroed by the host before the round's
 // relaxation, or by the last settle kernel) and the degree from which a vertex is a hub; nfp:
 // the frontier's length on the device, or null).
-#define DG_RK_ARGS                                                                                       \
-    const dg_i64 *indptr, const int *indices, const dg_i64 *w, int unit, const dg_i64 *front, dg_i64 nfront, \
+#define DG_RK_ARGS(WT)                                                                                   \
+    const dg_i64 *indptr, const int *indices, const WT *w, int unit, const dg_i64 *front, dg_i64 nfront,     \
         dg_i64 lo, dg_i64 hi, const dg_i64 *dist, dg_i64 *cand, dg_i64 *pred, unsigned long long *count,    \
         int *flags, dg_i64 *big, unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp,  \
         dg_i64 *rel
-#define DG_RK_KERNELS(WHAT, SFX, F, TAILS, MARK)                                                       \
-    extern "C" __global__ void distgraph_bf_round_##WHAT##_##SFX(DG_RK_ARGS) {                          \
-        dg_rk_round<F, TAILS, MARK>(indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred,  \
-                                    count, flags, big, nbig, bigdeg, nfp, rel);                         \
+#define DG_RK_KERNELS(WHAT, SFX, F, TAILS, MARK, WT)                                                   \
+    extern "C" __global__ void distgraph_bf_round_##WHAT##_##SFX(DG_RK_ARGS(WT)) {                      \
+        dg_rk_round<F, TAILS, MARK, WT>(indptr, indices, w, unit, front, nfront, lo, hi, dist, cand,    \
+                                        pred, count, flags, big, nbig, bigdeg, nfp, rel);               \
     }                                                                                                   \
-    extern "C" __global__ void distgraph_bf_round_##WHAT##_big_##SFX(DG_RK_ARGS) {                      \
-        dg_rk_big<F, TAILS, MARK>(indptr, indices, w, unit, lo, hi, dist, cand, pred, flags, big, nbig,  \
-                                  bigdeg, rel);                                                         \
+    extern "C" __global__ void distgraph_bf_round_##WHAT##_big_##SFX(DG_RK_ARGS(WT)) {                  \
+        dg_rk_big<F, TAILS, MARK, WT>(indptr, indices, w, unit, lo, hi, dist, cand, pred, flags, big,   \
+                                      nbig, bigdeg, rel);                                               \
     }
+// named by the weights' dtype as stored (i64, i32: integer keys; f64, f32: float keys)
+#define DG_RK_KERNELS_ALL(WHAT, TAILS, MARK)            \
+    DG_RK_KERNELS(WHAT, i64, false, TAILS, MARK, dg_i64) \
+    DG_RK_KERNELS(WHAT, i32, false, TAILS, MARK, int)    \
+    DG_RK_KERNELS(WHAT, f64, true, TAILS, MARK, double)  \
+    DG_RK_KERNELS(WHAT, f32, true, TAILS, MARK, float)
 
-DG_RK_KERNELS(relax, i64, false, false, false)
-DG_RK_KERNELS(relax, f64, true, false, false)
-DG_RK_KERNELS(tails, i64, false, true, false)
-DG_RK_KERNELS(tails, f64, true, true, false)
-DG_RK_KERNELS(mark, i64, false, false, true)
-DG_RK_KERNELS(mark, f64, true, false, true)
+DG_RK_KERNELS_ALL(relax, false, false)
+DG_RK_KERNELS_ALL(tails, true, false)
+DG_RK_KERNELS_ALL(mark, false, true)
 
 // The end of a round on this PE, after the barrier (every PE's relaxation, tails and flags are
 // written), in two kernels. ptrs holds three tables of npes device addresses: the PEs'

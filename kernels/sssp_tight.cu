@@ -10,8 +10,8 @@
 // Sums as the CPU forms them: int64 added with wrap-around (numba's int64 +), float64 added
 // once (IEEE, no contraction possible for a single add).
 //
-// Arguments: indptr (int64, nl + 1, from 0), indices (int32 heads), w (the work dtype's
-// values; ignored when unit != 0: every arc weighs 1), d (the whole distance array, n),
+// Arguments: indptr (int64, nl + 1, from 0), indices (int32 heads), w (the weights as stored:
+// int64, int32, float64 or float32; ignored when unit != 0: every arc weighs 1), d (the whole distance array, n),
 // nl, lo (this block's first vertex), inf (the unreached sentinel), best (uint64, n; the
 // caller fills it with UINT64_MAX).
 
@@ -23,9 +23,9 @@ __device__ __forceinline__ long long dg_tight_add<long long>(long long a, long l
     return (long long)((unsigned long long)a + (unsigned long long)b);  // wraps as numba's int64 +
 }
 
-template <typename T>
+template <typename T, typename WT>
 __device__ void dg_tight_pred(const long long *__restrict__ indptr, const int *__restrict__ indices,
-                              const T *__restrict__ w, int unit, const T *__restrict__ d, long long nl,
+                              const WT *__restrict__ w, int unit, const T *__restrict__ d, long long nl,
                               long long lo, T inf, unsigned long long *__restrict__ best) {
     const int lane = threadIdx.x & 31;
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
@@ -37,22 +37,23 @@ __device__ void dg_tight_pred(const long long *__restrict__ indptr, const int *_
         for (long long k = indptr[ul] + lane; k < end; k += 32) {
             const int v = indices[k];
             const T dv = d[v];
-            if (dv != inf && dg_tight_add<T>(du, unit ? (T)1 : w[k]) == dv && u < best[v])
+            if (dv != inf && dg_tight_add<T>(du, unit ? (T)1 : (T)w[k]) == dv && u < best[v])
                 atomicMin(best + v, u);
         }
     }
 }
 
-extern "C" __global__ void distgraph_sssp_tight_pred_i64(const long long *indptr, const int *indices,
-                                                         const long long *w, int unit, const long long *d,
-                                                         long long nl, long long lo, long long inf,
-                                                         unsigned long long *best) {
-    dg_tight_pred<long long>(indptr, indices, w, unit, d, nl, lo, inf, best);
-}
+// One kernel per weight dtype as stored (_Block: int32 and float32 stay 4 bytes), named by it;
+// the work dtype T is int64 for integer weights, float64 for float ones (exact widenings).
+#define DG_TIGHT_KERNEL(SFX, T, WT)                                                                        \
+    extern "C" __global__ void distgraph_sssp_tight_pred_##SFX(const long long *indptr, const int *indices, \
+                                                               const WT *w, int unit, const T *d,          \
+                                                               long long nl, long long lo, T inf,          \
+                                                               unsigned long long *best) {                 \
+        dg_tight_pred<T, WT>(indptr, indices, w, unit, d, nl, lo, inf, best);                              \
+    }
 
-extern "C" __global__ void distgraph_sssp_tight_pred_f64(const long long *indptr, const int *indices,
-                                                         const double *w, int unit, const double *d,
-                                                         long long nl, long long lo, double inf,
-                                                         unsigned long long *best) {
-    dg_tight_pred<double>(indptr, indices, w, unit, d, nl, lo, inf, best);
-}
+DG_TIGHT_KERNEL(i64, long long, long long)
+DG_TIGHT_KERNEL(i32, long long, int)
+DG_TIGHT_KERNEL(f64, double, double)
+DG_TIGHT_KERNEL(f32, double, float)

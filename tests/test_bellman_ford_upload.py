@@ -77,9 +77,12 @@ def test_block_upload_views_and_negative_sums(numpy_as_cupy):
         np.testing.assert_array_equal(blk.indices, indices)
         if w is None:
             assert blk.w is None and np.array_equal(blk.w_bits(), np.ones(g.m, np.int64))
-        else:
-            assert blk.w.dtype == work_dtype(w.dtype)
+        else:  # int32 and float32 weights stay 4 bytes (the kernels widen them); others widen
+            assert blk.w.dtype == (w.dtype if w.dtype in (np.int32, np.float32) else work_dtype(w.dtype))
+            assert blk.suffix == {"int32": "i32", "float32": "f32", "int64": "i64", "float64": "f64"}[blk.w.dtype.name]
             np.testing.assert_array_equal(blk.w, ww)
+            np.testing.assert_array_equal(blk.w_work(), ww)
+            assert blk.w_work().dtype == wdt
             np.testing.assert_array_equal(blk.w_bits(), ww.view(np.int64) if wdt.kind == "f" else ww)
         assert blk.neg_magnitude() == _neg_magnitude(ww, wdt)
         # a block of some vertices is that part of the whole graph's block
@@ -349,12 +352,14 @@ class _RoundKernels:
             return self._settle
         if name == "distgraph_bf_round_settle_chunks":
             return self._settle_chunks
-        isf, what, hubs = name.endswith("f64"), name.split("_")[3], "_big_" in name
+        isf, what, hubs = name.endswith(("f64", "f32")), name.split("_")[3], "_big_" in name
+        wname = {"i64": "int64", "i32": "int32", "f64": "float64", "f32": "float32"}[name[-3:]]
 
         def fn(grid, block, args):
             (indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred, count, flags, big, nbig,
              bigdeg, nfp, rel) = args
             lo, hi = int(lo), int(hi)
+            assert int(unit) or w.dtype == wname, (name, w.dtype)  # the weights as stored, by the suffix
             rel = None if isinstance(rel, (int, np.integer)) or what == "tails" else rel  # null: Jacobi
             if not isinstance(nfp, (int, np.integer)):  # the frontier's length on the device
                 assert int(nfp[0]) <= int(nfront), "nfront bounds the device's length"
@@ -388,9 +393,9 @@ class _RoundKernels:
                 vs = indices[b:e].astype(np.int64)
                 du = dist[u] if rel is None else cand[u]  # asynchronous: the latest candidate
                 if isf:
-                    c = _key(_unkey(np.array([du]))[0] + w[b:e].view(np.float64))
+                    c = _key(_unkey(np.array([du]))[0] + w[b:e].astype(np.float64))
                 else:
-                    c = du + (np.ones(e - b, np.int64) if int(unit) else w[b:e])
+                    c = du + (np.ones(e - b, np.int64) if int(unit) else w[b:e].astype(np.int64))
                 if what == "tails":
                     m = (c == cand[vs]) & (c < dist[vs])
                     pred[vs[m]] = u

@@ -283,20 +283,37 @@ def _to_device(cp, a):
     return cp.asarray(a)
 
 
+def _store_dtype(weight_dtype) -> np.dtype:
+    """The dtype :class:`_Block` keeps weights in: int32 and float32 stay 4 bytes (the round
+    and tight-arc kernels widen them exactly), smaller ones widen to those, anything else to the
+    work dtype (int64, float64)."""
+    dt = np.dtype(weight_dtype)
+    if dt.kind == "f":
+        return np.dtype(np.float32 if dt.itemsize <= 4 else np.float64)
+    if dt.kind == "b" or (dt.kind == "i" and dt.itemsize <= 4) or (dt.kind == "u" and dt.itemsize <= 2):
+        return np.dtype(np.int32)
+    return np.dtype(np.int64)
+
+
+WEIGHT_SUFFIX = {"int64": "i64", "int32": "i32", "float64": "f64", "float32": "f32"}  # kernels by stored dtype
+
+
 class _Block:
     """One rank's block of the graph (vertices ``[lo, hi)`` and their out-arcs) on the device.
 
     Uploaded from the graph's own arrays (views of the block, in their own dtypes: int32
     heads and weights cross the bus as 4 bytes) and converted on the device: row pointers to
-    int64 from 0, heads to int32, weights to the work dtype (int64 or float64; None: unit
-    weights). No host copy of the arcs is made (on Kronecker 20 the host conversions took
-    longer than the kernels)."""
+    int64 from 0, heads to int32, weights to their stored dtype (:func:`_store_dtype`: int32
+    and float32 kept 4 bytes wide, the round kernels read them so; ``wdt`` is the work dtype,
+    int64 or float64; None: unit weights). No host copy of the arcs is made (on Kronecker 20
+    the host conversions took longer than the kernels)."""
 
     def __init__(self, cp, graph, weights, lo, hi):
         from ..cpu.bellman_ford import work_dtype
 
         self.cp, self.graph, self.lo, self.hi, self.nl = cp, graph, int(lo), int(hi), int(hi) - int(lo)
         self.wdt = work_dtype(weights.dtype) if weights is not None else np.dtype(np.int64)
+        self.sdt = _store_dtype(weights.dtype) if weights is not None else None
         self.isf = self.wdt.kind == "f"
         a, b = int(graph.indptr[lo]), int(graph.indptr[hi])
         self.m = b - a
@@ -304,10 +321,19 @@ class _Block:
         if b > a:
             self.indices = _to_device(cp, np.asarray(graph.indices[a:b])).astype(cp.int32, copy=False)
             self.w = None if weights is None else \
-                _to_device(cp, np.asarray(weights[a:b])).astype(self.wdt, copy=False)
+                _to_device(cp, np.asarray(weights[a:b])).astype(self.sdt, copy=False)
         else:  # no arcs: one-element stand-ins (a kernel argument needs an allocation)
             self.indices = cp.zeros(1, cp.int32)
-            self.w = None if weights is None else cp.zeros(1, self.wdt)
+            self.w = None if weights is None else cp.zeros(1, self.sdt)
+
+    @property
+    def suffix(self):
+        """The kernels' name suffix for the stored weights (unit weights: ``i64``, unread)."""
+        return "i64" if self.w is None else WEIGHT_SUFFIX[np.dtype(self.w.dtype).name]
+
+    def w_work(self):
+        """The weights in the work dtype (a converted copy when stored narrower; None: unit)."""
+        return None if self.w is None else self.w.astype(self.wdt, copy=False)
 
     def max_degree(self):
         """The block's largest out-degree (0 for no vertex; computed once)."""
@@ -320,7 +346,8 @@ class _Block:
         (unit weights: ones)."""
         if self.w is None:
             return self.cp.ones(max(self.m, 1), self.cp.int64)
-        return self.w.view(self.cp.int64) if self.isf else self.w
+        w = self.w_work()
+        return w.view(self.cp.int64) if self.isf else w
 
     def neg_magnitude(self):
         """This block's ``(B, count)`` as :func:`~distgraph.backends.cpu.bellman_ford.
@@ -330,7 +357,7 @@ class _Block:
         cp = self.cp
         if self.w is None or self.m == 0:
             return (0.0 if self.isf else 0), 0
-        neg = self.w[self.w < 0]
+        neg = self.w[self.w < 0].astype(self.wdt, copy=False)  # summed in the work dtype, as the host
         k = int(neg.shape[0])
         if not k:
             return (0.0 if self.isf else 0), 0
@@ -353,8 +380,7 @@ class _Block:
         best = cp.full(max(n, 1), np.iinfo(np.uint64).max, cp.uint64)
         if self.nl and self.m:
             dd = _to_device(cp, np.ascontiguousarray(d, dtype=self.wdt))
-            fn = get_module("sssp_tight").get_function(
-                "distgraph_sssp_tight_pred_" + ("f64" if self.isf else "i64"))
+            fn = get_module("sssp_tight").get_function("distgraph_sssp_tight_pred_" + self.suffix)
             sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
             blocks = int(min(-(-self.nl // 8), 32 * sms))  # a warp per tail vertex, 8 per block
             fn((blocks,), (256,), (self.indptr, self.indices, dd if self.w is None else self.w,
@@ -1167,14 +1193,14 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
     from .loader import get_module
 
     mod = get_module("bf_rounds")
-    sfx = "f64" if block.isf else "i64"
+    sfx = block.suffix  # the weights as stored (int32 and float32: 4 bytes an arc)
     pulled = isinstance(exchange, _PeerPull)
     fns = {what: (mod.get_function(f"distgraph_bf_round_{what}_{sfx}"),
                   mod.get_function(f"distgraph_bf_round_{what}_big_{sfx}")) for what in ("relax", "tails", "mark")}
     sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
     inf = int(np.float64(np.inf).view(np.int64)) if block.isf else np.iinfo(np.int64).max
     unit = block.w is None
-    w = block.indptr if unit else block.w_bits()  # unit weights: a placeholder pointer, never read
+    w = block.indptr if unit else block.w  # unit weights: a placeholder pointer, never read
     count = cp.zeros(1, cp.uint64)
     nbig = cp.zeros(1, cp.uint64)
     bigdeg = int(BIG_DEGREE)
@@ -1674,7 +1700,9 @@ class RoundsSSSP:
             raise err
         self.wdt = self.block.wdt
         self.bound, self.has_neg = neg_bound_of(bk, self.wdt, scope)
-        self.d_indptr, self.d_indices, self.d_w = self.block.indptr, self.block.indices, self.block.w
+        # the CuPy rounds' weights in the work dtype (the kernels read them as stored)
+        self.d_indptr, self.d_indices = self.block.indptr, self.block.indices
+        self.d_w = self.block.w if engine == "kernel" else self.block.w_work()
         if self.distributed:
             from ...pgas import get_pgas
 
