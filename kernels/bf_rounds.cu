@@ -16,7 +16,10 @@
 // Asynchronous rounds (rel not null; never with the tails pass): a vertex's arcs are relaxed
 // from its latest candidate, cand[u] as this round's atomicMins left it (read from L2), not
 // from dist[u], and rel[u - lo] keeps the distance they were last relaxed from: a frontier
-// vertex whose candidate is still that one is skipped (its arcs gave all they can). Any value
+// vertex whose candidate is still that one is skipped (its arcs gave all they can). On several
+// PEs (pull exchange) the latest candidate is also the smallest of the peers' copies of it,
+// read over NVLink from `peers` (npes addresses of this round's candidate arrays; npes = 0:
+// none): a peer's lowering of u this round is used in it, not a round later. Any value
 // read is the weight of a walk and at most dist[u], so after round r every vertex is at most
 // the shortest walk of r arcs, as in the Jacobi rounds: the same distances, the same stops,
 // rounds no more than Jacobi's, fewer relaxations (Kronecker, [1, 255]: about 1.4x fewer in a
@@ -93,7 +96,8 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                             const WT *__restrict__ w, int unit, const dg_i64 *__restrict__ front,
                             dg_i64 nfront, dg_i64 lo, dg_i64 hi, const dg_i64 *__restrict__ dist, dg_i64 *cand,
                             dg_i64 *pred, unsigned long long *count, int *flags, dg_i64 *big,
-                            unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp, dg_i64 *rel) {
+                            unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp, dg_i64 *rel,
+                            const dg_i64 *peers, int npes, int me) {
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nf = nfp ? (dg_i64)*nfp : nfront;
@@ -107,6 +111,11 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
             int skip = 0;
             if (lane == 0) {
                 x = __ldcg(cand + u);
+                for (int q = 0; q < npes; ++q) {  // and the peers' copies of it, lowered this round there
+                    if (q == me) continue;
+                    const dg_i64 y = __ldcg(reinterpret_cast<const dg_i64 *>(peers[q]) + u);
+                    x = y < x ? y : x;
+                }
                 skip = x == rel[u - lo];  // its arcs were relaxed with this distance already
                 if (!skip) rel[u - lo] = x;
             }
@@ -143,8 +152,13 @@ __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restri
     const unsigned long long nb = *nbig;
     for (unsigned long long j = blockIdx.x; j < nb; j += gridDim.x) {
         const dg_i64 e = big[j], u = e & 0xffffffffLL;
-        // asynchronous: the hub's latest candidate, at most the rel[u] it was listed with
-        const dg_i64 du = !TAILS && rel ? __ldcg(cand + u) : dist[u];
+        // asynchronous: the hub's latest candidate, at most the rel[u] it was listed with (which
+        // may hold a peer's lower copy)
+        dg_i64 du = dist[u];
+        if (!TAILS && rel) {
+            const dg_i64 c = __ldcg(cand + u), r = rel[u - lo];
+            du = c < r ? c : r;
+        }
         const dg_i64 beg = indptr[u - lo] + (e >> 32) * bigdeg, last = indptr[u - lo + 1];
         const dg_i64 end = beg + bigdeg < last ? beg + bigdeg : last;
         for (dg_i64 k = beg + threadIdx.x; k < end; k += blockDim.x)
@@ -160,11 +174,12 @@ __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restri
     const dg_i64 *indptr, const int *indices, const WT *w, int unit, const dg_i64 *front, dg_i64 nfront,     \
         dg_i64 lo, dg_i64 hi, const dg_i64 *dist, dg_i64 *cand, dg_i64 *pred, unsigned long long *count,    \
         int *flags, dg_i64 *big, unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp,  \
-        dg_i64 *rel
+        dg_i64 *rel, const dg_i64 *peers, int npes, int me
 #define DG_RK_KERNELS(WHAT, SFX, F, TAILS, MARK, WT)                                                   \
     extern "C" __global__ void distgraph_bf_round_##WHAT##_##SFX(DG_RK_ARGS(WT)) {                      \
         dg_rk_round<F, TAILS, MARK, WT>(indptr, indices, w, unit, front, nfront, lo, hi, dist, cand,    \
-                                        pred, count, flags, big, nbig, bigdeg, nfp, rel);               \
+                                        pred, count, flags, big, nbig, bigdeg, nfp, rel, peers, npes,   \
+                                        me);                                                            \
     }                                                                                                   \
     extern "C" __global__ void distgraph_bf_round_##WHAT##_big_##SFX(DG_RK_ARGS(WT)) {                  \
         dg_rk_big<F, TAILS, MARK, WT>(indptr, indices, w, unit, lo, hi, dist, cand, pred, flags, big,   \

@@ -343,6 +343,7 @@ class _RoundKernels:
     device addresses are looked up in ``addr`` (filled by the stand-in ``_device_ptr``)."""
 
     delay = 0.0  # the settle kernel's largest random wait before it pulls (seconds; tests set it)
+    peer_lower = 0  # asynchronous rounds: frontier vertices a peer's copy lowered (class-wide count)
 
     def __init__(self, addr=None):
         self.addr = addr
@@ -357,7 +358,12 @@ class _RoundKernels:
 
         def fn(grid, block, args):
             (indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred, count, flags, big, nbig,
-             bigdeg, nfp, rel) = args
+             bigdeg, nfp, rel, peers, npes, me) = args
+            npes, me = int(npes), int(me)
+            # asynchronous on several PEs: the peers' candidate arrays of this round (their addresses)
+            xs = [] if not npes else [self.addr[int(a)] for a in peers[:npes]]
+            if xs:
+                assert xs[me] is cand or np.shares_memory(xs[me], cand), "peers[me] is this PE's candidates"
             lo, hi = int(lo), int(hi)
             assert int(unit) or w.dtype == wname, (name, w.dtype)  # the weights as stored, by the suffix
             rel = None if isinstance(rel, (int, np.integer)) or what == "tails" else rel  # null: Jacobi
@@ -372,15 +378,16 @@ class _RoundKernels:
                     u, piece = int(u) & 0xFFFFFFFF, int(u) >> 32
                     b = int(indptr[u - lo]) + piece * bigdeg
                     e = min(b + bigdeg, int(indptr[u - lo + 1]))
-                    # asynchronous: the hub's latest candidate, at most the one it was listed with
-                    assert rel is None or cand[u] <= rel[u - lo]
                 else:
                     b, e = int(indptr[u - lo]), int(indptr[u - lo + 1])
                     if rel is not None:  # asynchronous: skipped when relaxed from this candidate already
                         assert cand[u] <= dist[u]
-                        if cand[u] == rel[u - lo]:
+                        x = min([cand[u]] + [xs[q][u] for q in range(npes) if q != me])  # with the peers' copies
+                        if x < cand[u]:
+                            type(self).peer_lower += 1
+                        if x == rel[u - lo]:
                             continue
-                        rel[u - lo] = cand[u]
+                        rel[u - lo] = x
                     if what != "tails":
                         count[0] += np.uint64(e - b)
                     if e - b >= bigdeg:  # a hub: listed by the relaxation, in pieces
@@ -391,7 +398,8 @@ class _RoundKernels:
                             nbig[0] += np.uint64(pieces)
                         continue
                 vs = indices[b:e].astype(np.int64)
-                du = dist[u] if rel is None else cand[u]  # asynchronous: the latest candidate
+                # asynchronous: the latest candidate (a hub's piece: no more than what it was listed with)
+                du = dist[u] if rel is None else min(cand[u], rel[u - lo])
                 if isf:
                     c = _key(_unkey(np.array([du]))[0] + w[b:e].astype(np.float64))
                 else:
@@ -603,12 +611,14 @@ def test_async_rounds_give_the_jacobi_distances_in_fewer_relaxations(round_kerne
     arcs were relaxed from it already): the Jacobi rounds' distances and status (the probe, a
     negative cycle's bound, max_rounds) on 1, 2 and 4 PEs, no more rounds, and on the
     Kronecker graphs fewer relaxations (the kernels run vertex by vertex here: one schedule of
-    the GPU's). Hubs from 4 arcs (their pieces read the latest candidate too). The dense
-    exchange's loop on 3 PEs as well."""
+    the GPU's); on several PEs the frontier's distances are read from the peers' copies too.
+    Hubs from 4 arcs (their pieces read the latest candidate too). The dense exchange's loop on
+    3 PEs as well."""
     from distgraph.backends.cpu.bellman_ford import _neg_bound
     from distgraph.generators import plant_negative_cycle
 
     monkeypatch.setattr(gbf, "BIG_DEGREE", 4)
+    monkeypatch.setattr(_RoundKernels, "peer_lower", 0)
     cyc_g, cyc = plant_negative_cycle(uniform_weights(kronecker(8, seed=2), seed=2), length=5, seed=4)
     path = Graph.from_edges(np.arange(99), np.arange(1, 100), np.ones(99, np.int64), n=100)
     uni = uniform_weights(kronecker(8, seed=5), seed=5)
@@ -646,6 +656,9 @@ def test_async_rounds_give_the_jacobi_distances_in_fewer_relaxations(round_kerne
                 assert info["status"] == i1["status"] == "done" and info["rounds"] <= i1["rounds"]
                 np.testing.assert_array_equal(d, d1)
     assert fewer >= 2
+    # several PEs: a frontier vertex's distance is read from the peers' copies too, which were
+    # lower (lowered by a peer earlier in the round) for some
+    assert (_RoundKernels.peer_lower > 0) == (size > 1)
 
 
 def test_pull_exchange_needs_every_heap_mapped(round_kernels):

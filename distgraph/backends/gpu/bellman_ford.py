@@ -1216,11 +1216,13 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
     # asynchronous rounds: the distance each block vertex's arcs were last relaxed from (+inf: never)
     rel = cp.full(max(block.nl, 1), inf, cp.int64) if order == "async" and not track_pred else None
 
-    def run_round(own, dist, cand, pred, flags, nfp=None):
+    def run_round(own, dist, cand, pred, flags, nfp=None, peers=None):
         """This PE's round on its frontier ``own``: the relaxation (``flags``: the mark kernel),
         then with ``pred`` the tails pass; each a warp per vertex, then the hubs. With ``nfp``
         (the pull loop) the frontier's length is read on the device from ``nfp[0]`` (``own``
-        holds up to the block's vertices) and the last settle kernel zeroed the hub list."""
+        holds up to the block's vertices) and the last settle kernel zeroed the hub list.
+        ``peers``: (the device table of the PEs' candidate arrays of this round, npes, this PE)
+        for the asynchronous rounds to read their copies of the frontier's distances."""
         nown = int(own.shape[0])
         if not nown:
             return 0
@@ -1229,7 +1231,8 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
         args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(block.lo),
                 np.int64(block.hi), dist, cand, nothing if pred is None else pred, count,
                 nothing if flags is None else flags, big, nbig, np.int64(bigdeg), nothing if nfp is None else nfp,
-                nothing if rel is None else rel)
+                nothing if rel is None else rel, nothing if peers is None else peers[0],
+                np.int32(0 if peers is None else peers[1]), np.int32(0 if peers is None else peers[2]))
         warps = (int(min(-(-nown // 8), 32 * sms)),)  # a warp per frontier vertex, 8 per block
         for what in ("mark" if flags is not None else "relax",) + (("tails",) if pred is not None else ()):
             fn, fn_big = fns[what]
@@ -1258,9 +1261,15 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
                            np.int64(nf)))
 
         try:
-            dist, pred, info = _pull_loop(
-                cp, lambda own, dist, cand, flags, pred, nfp: run_round(own, dist, cand, pred, flags, nfp),
-                settle, n, source, inf, block.lo, block.hi, exchange=ex, **loop_kw)
+            # asynchronous on several PEs: a frontier vertex's distance read from every PE's copy
+            ask = rel is not None and ex.npes > 1
+
+            def relax(own, dist, cand, flags, pred, nfp, kc):  # kc: cand is X[kc]
+                peers = (ex.ptrs[kc], ex.npes, ex.pg.my_pe) if ask and kc is not None else None
+                return run_round(own, dist, cand, pred, flags, nfp, peers)
+
+            dist, pred, info = _pull_loop(cp, relax, settle, n, source, inf, block.lo, block.hi, exchange=ex,
+                                          **loop_kw)
         finally:
             if ex is not exchange:
                 ex.close()
@@ -1506,9 +1515,10 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
     """The rounds of :func:`_round_loop` (same rounds, relaxations, stops and distances) over
     :class:`_PeerPull` (several PEs, or one), launched by the host without waiting for them.
 
-    ``relax(own, dist, cand, flags, pred, nfp)`` enqueues this PE's round (the mark kernel, then
-    with ``pred`` the tails kernel; local arrays only; the frontier's length read on the device
-    from ``nfp``); ``settle(k, cand, dist, pred, clear, res, res_next)`` the settle kernel, after
+    ``relax(own, dist, cand, flags, pred, nfp, kc)`` enqueues this PE's round (the mark kernel,
+    then with ``pred`` the tails kernel; the frontier's length read on the device from ``nfp``;
+    ``cand`` is ``X[kc]``, whose peers' copies the asynchronous rounds read, from the second
+    round on (None in the first); any other array only locally); ``settle(k, cand, dist, pred, clear, res, res_next)`` the settle kernel, after
     which this PE's block of ``cand = X[k]`` is final, ``exchange.front`` holds the next
     frontier and ``res`` its length, the probe's flag and the block's smallest key, ``dist``
     (the other ``X``) and ``clear`` (the other flags) are the next round's, and ``res_next`` is
@@ -1561,7 +1571,10 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
     def launch(r):
         k, o = (r - 1) % 2, r % 2  # the round's start X[k], its candidates X[1 - k]; results res[o]
         ring.mark(r, 0)
-        relax(ex.front, ex.x(k), ex.x(1 - k), ex.flags(1 - k), pred if track_pred else None, ex.res[1 - o])
+        # the peers' candidates only from round 2: a peer may reset its arrays for this run (from
+        # the last run's distances) until the first round's barrier
+        relax(ex.front, ex.x(k), ex.x(1 - k), ex.flags(1 - k), pred if track_pred else None, ex.res[1 - o],
+              1 - k if r > 1 else None)
         ring.mark(r, 1)
         ex.pg.barrier_on_stream()  # every PE's candidates, tails and flags of this round are written
         ring.mark(r, 2)
