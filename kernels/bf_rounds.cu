@@ -17,9 +17,11 @@
 // from its latest candidate, cand[u] as this round's atomicMins left it (read from L2), not
 // from dist[u], and rel[u - lo] keeps the distance they were last relaxed from: a frontier
 // vertex whose candidate is still that one is skipped (its arcs gave all they can). On several
-// PEs (pull exchange) the latest candidate is also the smallest of the peers' copies of it,
-// read over NVLink from `peers` (npes addresses of this round's candidate arrays; npes = 0:
-// none): a peer's lowering of u this round is used in it, not a round later. Any value
+// PEs (pull exchange) the latest candidate of a vertex of DG_RK_PEER_DEGREE arcs or more is also
+// the smallest of the peers' copies of it, read over NVLink from `peers` (npes addresses of this
+// round's candidate arrays; npes = 0: none): a peer's lowering of u this round is used in it,
+// not a round later. (Read for every vertex, the loads' latency cost more than the relaxations
+// they saved: Kronecker 22 on two H200s, benchmarks/results/session17/.) Any value
 // read is the weight of a walk and at most dist[u], so after round r every vertex is at most
 // the shortest walk of r arcs, as in the Jacobi rounds: the same distances, the same stops,
 // rounds no more than Jacobi's, fewer relaxations (Kronecker, [1, 255]: about 1.4x fewer in a
@@ -51,6 +53,8 @@
 // distgraph_bf_round_settle_chunks on the chunks this PE lowered elsewhere (one PE runs the
 // first too, with no peer).
 typedef long long dg_i64;
+
+#define DG_RK_PEER_DEGREE 32  // asynchronous rounds: the degree from which the peers' copies are read
 
 template <bool F>
 __device__ __forceinline__ dg_i64 dg_rk_relax(dg_i64 dk, dg_i64 wbits) {
@@ -111,7 +115,9 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
             int skip = 0;
             if (lane == 0) {
                 x = __ldcg(cand + u);
-                for (int q = 0; q < npes; ++q) {  // and the peers' copies of it, lowered this round there
+                // and, for a vertex of DG_RK_PEER_DEGREE arcs or more, the peers' copies of it,
+                // lowered this round there (an NVLink load's latency costs more than a few arcs)
+                for (int q = 0; q < (end - beg >= DG_RK_PEER_DEGREE ? npes : 0); ++q) {
                     if (q == me) continue;
                     const dg_i64 y = __ldcg(reinterpret_cast<const dg_i64 *>(peers[q]) + u);
                     x = y < x ? y : x;

@@ -749,7 +749,45 @@ def test_to_host_into_a_prefaulted_array(monkeypatch):
     np.testing.assert_array_equal(got, a)
     pre = gbf._Prefault((n,), np.int64)
     pre.close()  # waits for the threads; the array is dropped with the object
-    assert not pre._threads
+    assert not pre._threads and not pre.pinned
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_prefault_registers_the_array_for_one_copy(monkeypatch, fails):
+    """_Prefault(pin=True): once faulted in, the pages are registered with CUDA (portable, on the
+    caller's device, in the thread); _to_host(pinned=True) copies into them at once (no staging
+    buffer); close() unregisters them. A registration that fails leaves the staged copy."""
+    calls = []
+
+    def register(ptr, nb, flags):
+        calls.append(("register", ptr, nb, flags))
+        if fails:
+            raise RuntimeError("cudaErrorHostMemoryAlreadyRegistered")
+
+    used = []
+    dev = types.SimpleNamespace(id=1, use=lambda: used.append(1))
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        Device=lambda *a: dev, runtime=types.SimpleNamespace(
+            hostRegister=register, hostUnregister=lambda ptr: calls.append(("unregister", ptr)))))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(
+        empty_pinned=lambda k, dt: calls.append(("stage", k)) or np.zeros(k, np.uint8)))
+    monkeypatch.setattr(gbf, "PINNED_FROM", 1 << 20)
+    monkeypatch.setattr(gbf, "STAGE_BYTES", 1 << 16)
+    n = 3 << 18
+    pre = gbf._Prefault((n,), np.int64, pin=True)
+    out = pre.take()
+    ptr = out.ctypes.data
+    assert calls[:1] == [("register", ptr, 8 * n, 1)] and used == [1] and pre.pinned == (not fails)
+    a = np.arange(n, dtype=np.int64) - 9
+    got = gbf._to_host(_Dev(a), types.SimpleNamespace(), out=out, pinned=pre.pinned)
+    assert np.shares_memory(got, out)
+    np.testing.assert_array_equal(got, a)
+    assert any(c[0] == "stage" for c in calls) == fails  # the staging buffer only when not registered
+    pre.close()
+    assert (calls[-1] == ("unregister", ptr)) == (not fails) and not pre.pinned
+    pre.close()  # once
+    assert sum(c[0] == "unregister" for c in calls) == (not fails)
 
 
 def test_pull_exchange_reused_without_then_with_tails(round_kernels, monkeypatch):
@@ -805,7 +843,7 @@ def test_rounds_sssp_reruns_with_tails_only_for_a_proven_cycle(round_kernels, mo
         return real(*a, **k)
 
     monkeypatch.setattr(gbf, "rounds_kernel", counted)
-    monkeypatch.setattr(gbf, "_to_host", lambda a, holder, out=None: np.array(a))
+    monkeypatch.setattr(gbf, "_to_host", lambda a, holder, out=None, pinned=False: np.array(a))
 
     def no_cpu_search(*a):
         raise AssertionError("searched on the CPU")
