@@ -16,12 +16,9 @@
 // Asynchronous rounds (rel not null; never with the tails pass): a vertex's arcs are relaxed
 // from its latest candidate, cand[u] as this round's atomicMins left it (read from L2), not
 // from dist[u], and rel[u - lo] keeps the distance they were last relaxed from: a frontier
-// vertex whose candidate is still that one is skipped (its arcs gave all they can). On several
-// PEs (pull exchange) the latest candidate of a vertex of DG_RK_PEER_DEGREE arcs or more is also
-// the smallest of the peers' copies of it, read over NVLink from `peers` (npes addresses of this
-// round's candidate arrays; npes = 0: none): a peer's lowering of u this round is used in it,
-// not a round later. (Read for every vertex, the loads' latency cost more than the relaxations
-// they saved: Kronecker 22 on two H200s, benchmarks/results/session17/.) Any value
+// vertex whose candidate is still that one is skipped (its arcs gave all they can). (On several
+// PEs, reading the peers' copies of cand[u] as well over NVLink cut the relaxations by 8% but
+// made the rounds slower: benchmarks/results/session17/README.md.) Any value
 // read is the weight of a walk and at most dist[u], so after round r every vertex is at most
 // the shortest walk of r arcs, as in the Jacobi rounds: the same distances, the same stops,
 // rounds no more than Jacobi's, fewer relaxations (Kronecker, [1, 255]: about 1.4x fewer in a
@@ -53,8 +50,6 @@
 // distgraph_bf_round_settle_chunks on the chunks this PE lowered elsewhere (one PE runs the
 // first too, with no peer).
 typedef long long dg_i64;
-
-#define DG_RK_PEER_DEGREE 32  // asynchronous rounds: the degree from which the peers' copies are read
 
 template <bool F>
 __device__ __forceinline__ dg_i64 dg_rk_relax(dg_i64 dk, dg_i64 wbits) {
@@ -100,8 +95,7 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                             const WT *__restrict__ w, int unit, const dg_i64 *__restrict__ front,
                             dg_i64 nfront, dg_i64 lo, dg_i64 hi, const dg_i64 *__restrict__ dist, dg_i64 *cand,
                             dg_i64 *pred, unsigned long long *count, int *flags, dg_i64 *big,
-                            unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp, dg_i64 *rel,
-                            const dg_i64 *peers, int npes, int me) {
+                            unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp, dg_i64 *rel) {
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nf = nfp ? (dg_i64)*nfp : nfront;
@@ -115,13 +109,6 @@ __device__ void dg_rk_round(const dg_i64 *__restrict__ indptr, const int *__rest
             int skip = 0;
             if (lane == 0) {
                 x = __ldcg(cand + u);
-                // and, for a vertex of DG_RK_PEER_DEGREE arcs or more, the peers' copies of it,
-                // lowered this round there (an NVLink load's latency costs more than a few arcs)
-                for (int q = 0; q < (end - beg >= DG_RK_PEER_DEGREE ? npes : 0); ++q) {
-                    if (q == me) continue;
-                    const dg_i64 y = __ldcg(reinterpret_cast<const dg_i64 *>(peers[q]) + u);
-                    x = y < x ? y : x;
-                }
                 skip = x == rel[u - lo];  // its arcs were relaxed with this distance already
                 if (!skip) rel[u - lo] = x;
             }
@@ -158,13 +145,8 @@ __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restri
     const unsigned long long nb = *nbig;
     for (unsigned long long j = blockIdx.x; j < nb; j += gridDim.x) {
         const dg_i64 e = big[j], u = e & 0xffffffffLL;
-        // asynchronous: the hub's latest candidate, at most the rel[u] it was listed with (which
-        // may hold a peer's lower copy)
-        dg_i64 du = dist[u];
-        if (!TAILS && rel) {
-            const dg_i64 c = __ldcg(cand + u), r = rel[u - lo];
-            du = c < r ? c : r;
-        }
+        // asynchronous: the hub's latest candidate, at most the rel[u] it was listed with
+        const dg_i64 du = !TAILS && rel ? __ldcg(cand + u) : dist[u];
         const dg_i64 beg = indptr[u - lo] + (e >> 32) * bigdeg, last = indptr[u - lo + 1];
         const dg_i64 end = beg + bigdeg < last ? beg + bigdeg : last;
         for (dg_i64 k = beg + threadIdx.x; k < end; k += blockDim.x)
@@ -180,12 +162,11 @@ __device__ void dg_rk_big(const dg_i64 *__restrict__ indptr, const int *__restri
     const dg_i64 *indptr, const int *indices, const WT *w, int unit, const dg_i64 *front, dg_i64 nfront,     \
         dg_i64 lo, dg_i64 hi, const dg_i64 *dist, dg_i64 *cand, dg_i64 *pred, unsigned long long *count,    \
         int *flags, dg_i64 *big, unsigned long long *nbig, dg_i64 bigdeg, const unsigned long long *nfp,  \
-        dg_i64 *rel, const dg_i64 *peers, int npes, int me
+        dg_i64 *rel
 #define DG_RK_KERNELS(WHAT, SFX, F, TAILS, MARK, WT)                                                   \
     extern "C" __global__ void distgraph_bf_round_##WHAT##_##SFX(DG_RK_ARGS(WT)) {                      \
         dg_rk_round<F, TAILS, MARK, WT>(indptr, indices, w, unit, front, nfront, lo, hi, dist, cand,    \
-                                        pred, count, flags, big, nbig, bigdeg, nfp, rel, peers, npes,   \
-                                        me);                                                            \
+                                        pred, count, flags, big, nbig, bigdeg, nfp, rel);               \
     }                                                                                                   \
     extern "C" __global__ void distgraph_bf_round_##WHAT##_big_##SFX(DG_RK_ARGS(WT)) {                  \
         dg_rk_big<F, TAILS, MARK, WT>(indptr, indices, w, unit, lo, hi, dist, cand, pred, flags, big,   \

@@ -343,7 +343,6 @@ class _RoundKernels:
     device addresses are looked up in ``addr`` (filled by the stand-in ``_device_ptr``)."""
 
     delay = 0.0  # the settle kernel's largest random wait before it pulls (seconds; tests set it)
-    peer_lower = 0  # asynchronous rounds: frontier vertices a peer's copy lowered (class-wide count)
 
     def __init__(self, addr=None):
         self.addr = addr
@@ -358,12 +357,7 @@ class _RoundKernels:
 
         def fn(grid, block, args):
             (indptr, indices, w, unit, front, nfront, lo, hi, dist, cand, pred, count, flags, big, nbig,
-             bigdeg, nfp, rel, peers, npes, me) = args
-            npes, me = int(npes), int(me)
-            # asynchronous on several PEs: the peers' candidate arrays of this round (their addresses)
-            xs = [] if not npes else [self.addr[int(a)] for a in peers[:npes]]
-            if xs:
-                assert xs[me] is cand or np.shares_memory(xs[me], cand), "peers[me] is this PE's candidates"
+             bigdeg, nfp, rel) = args
             lo, hi = int(lo), int(hi)
             assert int(unit) or w.dtype == wname, (name, w.dtype)  # the weights as stored, by the suffix
             rel = None if isinstance(rel, (int, np.integer)) or what == "tails" else rel  # null: Jacobi
@@ -378,16 +372,15 @@ class _RoundKernels:
                     u, piece = int(u) & 0xFFFFFFFF, int(u) >> 32
                     b = int(indptr[u - lo]) + piece * bigdeg
                     e = min(b + bigdeg, int(indptr[u - lo + 1]))
+                    # asynchronous: the hub's latest candidate, at most the one it was listed with
+                    assert rel is None or cand[u] <= rel[u - lo]
                 else:
                     b, e = int(indptr[u - lo]), int(indptr[u - lo + 1])
                     if rel is not None:  # asynchronous: skipped when relaxed from this candidate already
                         assert cand[u] <= dist[u]
-                        x = min([cand[u]] + [xs[q][u] for q in range(npes) if q != me])  # with the peers' copies
-                        if x < cand[u]:
-                            type(self).peer_lower += 1
-                        if x == rel[u - lo]:
+                        if cand[u] == rel[u - lo]:
                             continue
-                        rel[u - lo] = x
+                        rel[u - lo] = cand[u]
                     if what != "tails":
                         count[0] += np.uint64(e - b)
                     if e - b >= bigdeg:  # a hub: listed by the relaxation, in pieces
@@ -398,8 +391,7 @@ class _RoundKernels:
                             nbig[0] += np.uint64(pieces)
                         continue
                 vs = indices[b:e].astype(np.int64)
-                # asynchronous: the latest candidate (a hub's piece: no more than what it was listed with)
-                du = dist[u] if rel is None else min(cand[u], rel[u - lo])
+                du = dist[u] if rel is None else cand[u]  # asynchronous: the latest candidate
                 if isf:
                     c = _key(_unkey(np.array([du]))[0] + w[b:e].astype(np.float64))
                 else:
@@ -611,14 +603,12 @@ def test_async_rounds_give_the_jacobi_distances_in_fewer_relaxations(round_kerne
     arcs were relaxed from it already): the Jacobi rounds' distances and status (the probe, a
     negative cycle's bound, max_rounds) on 1, 2 and 4 PEs, no more rounds, and on the
     Kronecker graphs fewer relaxations (the kernels run vertex by vertex here: one schedule of
-    the GPU's); on several PEs the frontier's distances are read from the peers' copies too.
-    Hubs from 4 arcs (their pieces read the latest candidate too). The dense exchange's loop on
-    3 PEs as well."""
+    the GPU's). Hubs from 4 arcs (their pieces read the latest candidate too). The dense
+    exchange's loop on 3 PEs as well."""
     from distgraph.backends.cpu.bellman_ford import _neg_bound
     from distgraph.generators import plant_negative_cycle
 
     monkeypatch.setattr(gbf, "BIG_DEGREE", 4)
-    monkeypatch.setattr(_RoundKernels, "peer_lower", 0)
     cyc_g, cyc = plant_negative_cycle(uniform_weights(kronecker(8, seed=2), seed=2), length=5, seed=4)
     path = Graph.from_edges(np.arange(99), np.arange(1, 100), np.ones(99, np.int64), n=100)
     uni = uniform_weights(kronecker(8, seed=5), seed=5)
@@ -656,9 +646,6 @@ def test_async_rounds_give_the_jacobi_distances_in_fewer_relaxations(round_kerne
                 assert info["status"] == i1["status"] == "done" and info["rounds"] <= i1["rounds"]
                 np.testing.assert_array_equal(d, d1)
     assert fewer >= 2
-    # several PEs: a frontier vertex's distance is read from the peers' copies too, which were
-    # lower (lowered by a peer earlier in the round) for some
-    assert (_RoundKernels.peer_lower > 0) == (size > 1)
 
 
 def test_pull_exchange_needs_every_heap_mapped(round_kernels):
@@ -749,45 +736,7 @@ def test_to_host_into_a_prefaulted_array(monkeypatch):
     np.testing.assert_array_equal(got, a)
     pre = gbf._Prefault((n,), np.int64)
     pre.close()  # waits for the threads; the array is dropped with the object
-    assert not pre._threads and not pre.pinned
-
-
-@pytest.mark.parametrize("fails", [False, True])
-def test_prefault_registers_the_array_for_one_copy(monkeypatch, fails):
-    """_Prefault(pin=True): once faulted in, the pages are registered with CUDA (portable, on the
-    caller's device, in the thread); _to_host(pinned=True) copies into them at once (no staging
-    buffer); close() unregisters them. A registration that fails leaves the staged copy."""
-    calls = []
-
-    def register(ptr, nb, flags):
-        calls.append(("register", ptr, nb, flags))
-        if fails:
-            raise RuntimeError("cudaErrorHostMemoryAlreadyRegistered")
-
-    used = []
-    dev = types.SimpleNamespace(id=1, use=lambda: used.append(1))
-    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
-        Device=lambda *a: dev, runtime=types.SimpleNamespace(
-            hostRegister=register, hostUnregister=lambda ptr: calls.append(("unregister", ptr)))))
-    monkeypatch.setitem(sys.modules, "cupy", fake)
-    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(
-        empty_pinned=lambda k, dt: calls.append(("stage", k)) or np.zeros(k, np.uint8)))
-    monkeypatch.setattr(gbf, "PINNED_FROM", 1 << 20)
-    monkeypatch.setattr(gbf, "STAGE_BYTES", 1 << 16)
-    n = 3 << 18
-    pre = gbf._Prefault((n,), np.int64, pin=True)
-    out = pre.take()
-    ptr = out.ctypes.data
-    assert calls[:1] == [("register", ptr, 8 * n, 1)] and used == [1] and pre.pinned == (not fails)
-    a = np.arange(n, dtype=np.int64) - 9
-    got = gbf._to_host(_Dev(a), types.SimpleNamespace(), out=out, pinned=pre.pinned)
-    assert np.shares_memory(got, out)
-    np.testing.assert_array_equal(got, a)
-    assert any(c[0] == "stage" for c in calls) == fails  # the staging buffer only when not registered
-    pre.close()
-    assert (calls[-1] == ("unregister", ptr)) == (not fails) and not pre.pinned
-    pre.close()  # once
-    assert sum(c[0] == "unregister" for c in calls) == (not fails)
+    assert not pre._threads
 
 
 def test_pull_exchange_reused_without_then_with_tails(round_kernels, monkeypatch):
@@ -843,7 +792,7 @@ def test_rounds_sssp_reruns_with_tails_only_for_a_proven_cycle(round_kernels, mo
         return real(*a, **k)
 
     monkeypatch.setattr(gbf, "rounds_kernel", counted)
-    monkeypatch.setattr(gbf, "_to_host", lambda a, holder, out=None, pinned=False: np.array(a))
+    monkeypatch.setattr(gbf, "_to_host", lambda a, holder, out=None: np.array(a))
 
     def no_cpu_search(*a):
         raise AssertionError("searched on the CPU")

@@ -397,19 +397,19 @@ class _Prefault:
     """A new host array of ``shape`` and ``dtype`` whose pages threads fault in (a byte a page)
     while the GPU works, for :func:`_to_host`'s ``out``: an array of :data:`PINNED_FROM` bytes or
     more is mapped afresh by glibc, and its first touch (the kernel zeroing every page) cost
-    most of a run's copy to the host (Kronecker 22's 32 MB: about 4 of 5 ms,
-    benchmarks/results/session17/). With ``pin`` the pages are then registered with CUDA
-    (cudaHostRegister, portable), so the distances are copied into them by DMA, not through a
-    staging buffer and threads (32 MB: 0.7 ms and 0.6 ms to unregister, against 2.7 ms).
-    :meth:`take` waits for the threads and returns the array (still registered: ``pinned``);
-    :meth:`close` waits and unregisters it. Smaller arrays: nothing is done (``take`` gives
-    None)."""
+    much of a run's copy to the host. Kronecker 22's 32 MB on an H200 host
+    (benchmarks/results/session17/README.md): 5.1 ms into a fresh array, 2.7 ms into a faulted
+    one; faulting one in takes 3.5 ms on 4 threads, hidden behind the rounds. (Registering the
+    faulted pages with CUDA from the thread as well made the copy 1.4 ms, but the
+    registration stalled the rounds' launches: runs 0.2-0.6 ms slower on one GPU, 2 ms on two.)
+    :meth:`take` waits for the threads and returns it; :meth:`close` only waits. Smaller arrays:
+    nothing is done (``take`` gives None)."""
 
-    def __init__(self, shape, dtype, threads=4, pin=False):
+    def __init__(self, shape, dtype, threads=4):
         import os
         import threading
 
-        self.out, self._threads, self.wait_s, self.pinned = None, [], 0.0, False
+        self.out, self._threads, self.wait_s = None, [], 0.0
         nb = int(np.prod(shape)) * np.dtype(dtype).itemsize
         if nb < PINNED_FROM:
             return
@@ -417,60 +417,26 @@ class _Prefault:
         flat = self.out.reshape(-1).view(np.uint8)
         k = max(1, min(int(threads), len(os.sched_getaffinity(0)) - 1, nb >> 24))
         cuts = np.linspace(0, nb, k + 1).astype(np.int64)
-        parts = [flat[cuts[j]:cuts[j + 1]][::4096] for j in range(k)]
-        dev = None
-        if pin:
-            import cupy
+        for j in range(k):
+            part = flat[cuts[j]:cuts[j + 1]]
+            t = threading.Thread(target=part[::4096].fill, args=(0,), daemon=True)  # numpy drops the GIL
+            t.start()
+            self._threads.append(t)
 
-            dev = cupy.cuda.Device().id
-
-        def lead():  # numpy drops the GIL in fill
-            helpers = [threading.Thread(target=p.fill, args=(0,), daemon=True) for p in parts[1:]]
-            for t in helpers:
-                t.start()
-            parts[0].fill(0)
-            for t in helpers:
-                t.join()
-            if dev is not None:
-                import cupy
-
-                try:
-                    cupy.cuda.Device(dev).use()  # this thread's device: the caller's
-                    cupy.cuda.runtime.hostRegister(self.out.ctypes.data, nb, 1)  # 1: cudaHostRegisterPortable
-                    self.pinned = True
-                except Exception:  # noqa: BLE001 - not registrable: the staged copy
-                    pass
-
-        t = threading.Thread(target=lead, daemon=True)
-        t.start()
-        self._threads.append(t)
-
-    def _join(self):
+    def close(self):
         t0 = time.perf_counter()
         for t in self._threads:
             t.join()
         self._threads = []
         self.wait_s += time.perf_counter() - t0  # how long the caller waited for the threads
 
-    def close(self):
-        """Wait for the threads; unregister the array if it was registered."""
-        self._join()
-        if self.pinned:
-            import cupy
-
-            self.pinned = False
-            cupy.cuda.runtime.hostUnregister(self.out.ctypes.data if self.out is not None else self._ptr)
-
     def take(self):
-        """The array (None for a small one), its pages faulted in (and registered: ``pinned``)."""
-        self._join()
+        self.close()
         out, self.out = self.out, None
-        if out is not None:
-            self._ptr = out.ctypes.data
         return out
 
 
-def _to_host(a, holder, out=None, pinned=False):
+def _to_host(a, holder, out=None):
     """A new host copy of the contiguous device array ``a``, through a pinned staging buffer
     that ``holder`` keeps for the next call (up to :data:`STAGE_BYTES`; larger arrays go
     through it in pieces), copied out by up to 8 threads; arrays under :data:`PINNED_FROM`
@@ -479,7 +445,7 @@ def _to_host(a, holder, out=None, pinned=False):
     arrays of 32 MB or more afresh), which threads share: 4.3 ms in all
     (benchmarks/results/session16/). Kronecker 20's 8 MB took 1 ms by ``a.get()``. ``out``: a
     host array of ``a``'s size and item size to copy into instead (pages already faulted in by
-    :class:`_Prefault` while the GPU ran; ``pinned``: and registered, copied into directly)."""
+    :class:`_Prefault` while the GPU ran)."""
     import os
     from concurrent.futures import ThreadPoolExecutor
 
@@ -490,9 +456,6 @@ def _to_host(a, holder, out=None, pinned=False):
     if out is not None:
         out = out.reshape(-1).view(flat.dtype)
         assert out.shape == flat.shape, (out.shape, flat.shape)
-        if pinned:  # registered pages: one DMA copy
-            flat.get(out=out)
-            return out.reshape(a.shape)
     elif nb < PINNED_FROM:
         return a.get()
     else:
@@ -1257,13 +1220,11 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
     # asynchronous rounds: the distance each block vertex's arcs were last relaxed from (+inf: never)
     rel = cp.full(max(block.nl, 1), inf, cp.int64) if order == "async" and not track_pred else None
 
-    def run_round(own, dist, cand, pred, flags, nfp=None, peers=None):
+    def run_round(own, dist, cand, pred, flags, nfp=None):
         """This PE's round on its frontier ``own``: the relaxation (``flags``: the mark kernel),
         then with ``pred`` the tails pass; each a warp per vertex, then the hubs. With ``nfp``
         (the pull loop) the frontier's length is read on the device from ``nfp[0]`` (``own``
-        holds up to the block's vertices) and the last settle kernel zeroed the hub list.
-        ``peers``: (the device table of the PEs' candidate arrays of this round, npes, this PE)
-        for the asynchronous rounds to read their copies of the frontier's distances."""
+        holds up to the block's vertices) and the last settle kernel zeroed the hub list."""
         nown = int(own.shape[0])
         if not nown:
             return 0
@@ -1272,8 +1233,7 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
         args = (block.indptr, block.indices, w, np.int32(unit), own, np.int64(nown), np.int64(block.lo),
                 np.int64(block.hi), dist, cand, nothing if pred is None else pred, count,
                 nothing if flags is None else flags, big, nbig, np.int64(bigdeg), nothing if nfp is None else nfp,
-                nothing if rel is None else rel, nothing if peers is None else peers[0],
-                np.int32(0 if peers is None else peers[1]), np.int32(0 if peers is None else peers[2]))
+                nothing if rel is None else rel)
         warps = (int(min(-(-nown // 8), 32 * sms)),)  # a warp per frontier vertex, 8 per block
         for what in ("mark" if flags is not None else "relax",) + (("tails",) if pred is not None else ()):
             fn, fn_big = fns[what]
@@ -1302,15 +1262,9 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
                            np.int64(nf)))
 
         try:
-            # asynchronous on several PEs: a frontier vertex's distance read from every PE's copy
-            ask = rel is not None and ex.npes > 1
-
-            def relax(own, dist, cand, flags, pred, nfp, kc):  # kc: cand is X[kc]
-                peers = (ex.ptrs[kc], ex.npes, ex.pg.my_pe) if ask and kc is not None else None
-                return run_round(own, dist, cand, pred, flags, nfp, peers)
-
-            dist, pred, info = _pull_loop(cp, relax, settle, n, source, inf, block.lo, block.hi, exchange=ex,
-                                          **loop_kw)
+            dist, pred, info = _pull_loop(
+                cp, lambda own, dist, cand, flags, pred, nfp: run_round(own, dist, cand, pred, flags, nfp),
+                settle, n, source, inf, block.lo, block.hi, exchange=ex, **loop_kw)
         finally:
             if ex is not exchange:
                 ex.close()
@@ -1556,10 +1510,9 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
     """The rounds of :func:`_round_loop` (same rounds, relaxations, stops and distances) over
     :class:`_PeerPull` (several PEs, or one), launched by the host without waiting for them.
 
-    ``relax(own, dist, cand, flags, pred, nfp, kc)`` enqueues this PE's round (the mark kernel,
-    then with ``pred`` the tails kernel; the frontier's length read on the device from ``nfp``;
-    ``cand`` is ``X[kc]``, whose peers' copies the asynchronous rounds read, from the second
-    round on (None in the first); any other array only locally); ``settle(k, cand, dist, pred, clear, res, res_next)`` the settle kernel, after
+    ``relax(own, dist, cand, flags, pred, nfp)`` enqueues this PE's round (the mark kernel, then
+    with ``pred`` the tails kernel; local arrays only; the frontier's length read on the device
+    from ``nfp``); ``settle(k, cand, dist, pred, clear, res, res_next)`` the settle kernel, after
     which this PE's block of ``cand = X[k]`` is final, ``exchange.front`` holds the next
     frontier and ``res`` its length, the probe's flag and the block's smallest key, ``dist``
     (the other ``X``) and ``clear`` (the other flags) are the next round's, and ``res_next`` is
@@ -1612,10 +1565,7 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
     def launch(r):
         k, o = (r - 1) % 2, r % 2  # the round's start X[k], its candidates X[1 - k]; results res[o]
         ring.mark(r, 0)
-        # the peers' candidates only from round 2: a peer may reset its arrays for this run (from
-        # the last run's distances) until the first round's barrier
-        relax(ex.front, ex.x(k), ex.x(1 - k), ex.flags(1 - k), pred if track_pred else None, ex.res[1 - o],
-              1 - k if r > 1 else None)
+        relax(ex.front, ex.x(k), ex.x(1 - k), ex.flags(1 - k), pred if track_pred else None, ex.res[1 - o])
         ring.mark(r, 1)
         ex.pg.barrier_on_stream()  # every PE's candidates, tails and flags of this round are written
         ring.mark(r, 2)
@@ -1799,7 +1749,7 @@ class RoundsSSSP:
         keep no tails; a negative cycle proven, they run again with tails (``stats["tails_rerun"]``;
         ``relaxations`` then counts both runs, the other stats are the second run's). The
         distances' host array is faulted in by threads while the GPU works (:class:`_Prefault`)."""
-        pre = _Prefault((self.graph.n,), np.int64, pin=True)
+        pre = _Prefault((self.graph.n,), np.int64)
         try:
             return self._run(source, confirm, predecessors, max_rounds, probe_round, pre)
         finally:
@@ -1873,8 +1823,7 @@ class RoundsSSSP:
             raise DistgraphError(f"the round-based GPU Bellman-Ford stopped ({info['status']}) "
                                  "but no negative cycle was found")
         t1 = time.perf_counter()
-        d = _to_host(dist, self, out=pre.take(), pinned=pre.pinned)
-        pre.close()  # unregistered before the caller has it
+        d = _to_host(dist, self, out=pre.take())
         stats["time_d2h_s"] = time.perf_counter() - t1
         stats["time_prefault_wait_s"] = pre.wait_s  # of time_d2h_s: the page-touching threads not done
         d, p, canon = _finish_device(self.block, self.graph, self.w, self.comm if self.distributed else MPI.COMM_SELF,
