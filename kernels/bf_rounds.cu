@@ -38,17 +38,19 @@
 // round's settle kernel: the host launches the next round without waiting to learn it), and
 // rel (the block's vertices; null: Jacobi rounds).
 //
-// Several PEs without replicated distances (RoundsSSSP's distributed rounds by default, _PeerPull
-// in the module): each PE's arrays are final only on its own vertices [lo, hi); a candidate for
-// another PE's vertex lowers this PE's own copy (an upper bound of the owner's) and
-// distgraph_bf_round_mark_* marks its chunk of 32 vertices in `flags`. After a barrier the
-// owner's distgraph_bf_round_settle pulls, for every peer whose flag of the chunk is set, the
-// peer's candidates (256 contiguous bytes over NVLink) and takes the smaller, with the peer's
-// tail (written by the peer's own tails pass: the tails kernel compares with the local arrays
-// only). So only chunks that a peer lowered cross NVLink, once per round. The same kernel lists
-// the next frontier and starts the next round's arrays on the block, and
-// distgraph_bf_round_settle_chunks on the chunks this PE lowered elsewhere (one PE runs the
-// first too, with no peer).
+// The settle loop (RoundsSSSP's kernels, _PeerPull in the module, one PE or several) without
+// replicated distances: each PE's arrays are final only on its own vertices [lo, hi); a
+// candidate for another PE's vertex lowers this PE's own copy (an upper bound of the owner's).
+// distgraph_bf_round_mark_* marks the chunk of 32 vertices of every vertex it lowers in `flags`
+// (its own block's too, since session 17: the settle skips the chunks no PE lowered). After a
+// barrier the owner's distgraph_bf_round_settle pulls, for every peer whose flag of the chunk
+// is set, the peer's candidates (256 contiguous bytes over NVLink) and takes the smaller, with
+// the peer's tail (written by the peer's own tails pass: the tails kernel compares with the
+// local arrays only). So only chunks that a peer lowered cross NVLink, once per round (a chunk
+// across two blocks may be pulled for nothing: its flag says the peer lowered its own part).
+// The same kernel lists the next frontier and starts the next round's arrays on the block, and
+// distgraph_bf_round_settle_chunks on the chunks this PE lowered elsewhere (and clears the next
+// round's flags; one PE runs both too, with no peer).
 typedef long long dg_i64;
 
 template <bool F>
@@ -81,7 +83,7 @@ __device__ __forceinline__ void dg_rk_arc(dg_i64 u, dg_i64 du, dg_i64 k, const i
         if (c == cand[v] && c < dist[v]) pred[v] = u;
     } else if (c < cand[v]) {
         atomicMin(cand + v, c);
-        if (MARK && (v < lo || v >= hi)) flags[v >> 5] = 1;  // lowered this round, here
+        if (MARK && !flags[v >> 5]) flags[v >> 5] = 1;  // its chunk lowered this round, here
     }
 }
 
@@ -187,18 +189,20 @@ DG_RK_KERNELS_ALL(mark, false, true)
 // written), in two kernels. ptrs holds three tables of npes device addresses: the PEs'
 // candidates of this round, their flags, their tails (pred null: no tails).
 //
-// distgraph_bf_round_settle, a thread per vertex of this PE's block [lo, hi): the pull (every
-// peer that flagged the vertex's chunk; the first smallest candidate wins, the owner's own on a
-// tie, then the first peer in PE order, with the peer's tail); `dist` (this round's start, the
-// next round's candidates) takes the candidate; if the round lowered it, its id into `front`
-// (res[0] counts them, one atomicAdd per block and pass; res[1] = 1 when one was unreached, for
-// the probe) and the block's smallest key into res[2] (for the negative-cycle bound). `res` must
-// start as {0, 0, INT64_MAX}; the kernel sets the next round's results `res_next` (the other of
-// two, which this round's relaxation read its frontier's length from) so, and zeroes the hub
-// list's length `nbig`: the next round needs no reset from the host. One PE: npes = 1, nothing
-// is pulled.
+// distgraph_bf_round_settle, a thread per vertex of this PE's block [lo, hi), skipping those
+// whose chunk no PE flagged (they are as they were): the pull (every peer that flagged the
+// vertex's chunk; the first smallest candidate wins, the owner's own on a tie, then the first
+// peer in PE order, with the peer's tail); `dist` (this round's start, the next round's
+// candidates) takes the candidate; if the round lowered it, its id into `front` (res[0] counts
+// them, one atomicAdd per block and pass; res[1] = 1 when one was unreached, for the probe) and
+// its key into res[2], the smallest key of the block so far (for the negative-cycle bound:
+// res_next[2], the last round's, is taken in; a key changes only when its vertex is lowered).
+// `res` must start as {0, 0, anything}; the kernel sets the next round's results `res_next`
+// (the other of two, which this round's relaxation read its frontier's length from) so, and
+// zeroes the hub list's length `nbig`: the next round needs no reset from the host. One PE:
+// npes = 1, nothing is pulled.
 //
-// distgraph_bf_round_settle_chunks (several PEs), a thread per chunk of 32 vertices: the next
+// distgraph_bf_round_settle_chunks (one PE or several), a thread per chunk of 32 vertices: the next
 // round's flags (`clear`) are zeroed, and in the chunks this PE lowered (`mine`: its flags of
 // this round) its copies of other PEs' vertices take the candidates, a warp per chunk; elsewhere
 // they are equal already. So a round's end costs this PE its block and the chunks it touched,
@@ -210,9 +214,13 @@ extern "C" __global__ void distgraph_bf_round_settle(dg_i64 lo, dg_i64 hi, int m
                                                      unsigned long long *nbig) {
     const int lane = threadIdx.x & 31;
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        res_next[0] = 0, res_next[1] = 0, res_next[2] = 0x7fffffffffffffffULL;
+        // res[2] is the smallest key so far: the last round's (res_next's, kept) and, below, this
+        // round's lowered vertices' (a vertex's key changes only when it is lowered)
+        atomicMin(reinterpret_cast<long long *>(res + 2), (long long)res_next[2]);
+        res_next[0] = 0, res_next[1] = 0;
         *nbig = 0;
     }
+    const int *mine = reinterpret_cast<const int *>(ptrs[npes + me]);  // this PE's flags of the round
     const dg_i64 stride = (dg_i64)gridDim.x * blockDim.x;
     const int warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     __shared__ unsigned before[32];         // each warp's first slot in the block's part of `front`
@@ -222,7 +230,12 @@ extern "C" __global__ void distgraph_bf_round_settle(dg_i64 lo, dg_i64 hi, int m
     for (dg_i64 base = lo + (dg_i64)blockIdx.x * blockDim.x; base < hi; base += stride) {  // block-uniform
         const dg_i64 v = base + threadIdx.x;
         bool lowered = false;
-        if (v < hi) {
+        // a chunk no PE lowered this round (no flag set) is left as it is: small rounds read
+        // the flags, not the block's distances
+        bool touched = v < hi && mine[v >> 5];
+        for (int q = 0; q < npes && v < hi && !touched; ++q)
+            touched = q != me && reinterpret_cast<const int *>(ptrs[npes + q])[v >> 5];
+        if (touched) {
             dg_i64 c = cand[v];
             const dg_i64 d = dist[v];
             int from = -1;

@@ -401,20 +401,25 @@ class _RoundKernels:
                     pred[vs[m]] = u
                 else:
                     np.minimum.at(cand, vs, c)
-            if what == "mark":  # the chunks of the vertices outside the block that this kernel lowered
-                low = np.flatnonzero(cand < before)
-                low = low[(low < lo) | (low >= hi)]
-                flags[low >> 5] = 1
+            if what == "mark":  # the chunks of the vertices this kernel lowered (the block's too)
+                flags[np.flatnonzero(cand < before) >> 5] = 1
         return fn
 
     def _settle(self, grid, block, args):
         lo, hi, me, npes, ptrs, cand, dist, pred, front, res, inf, res_next, nbig = args
         lo, hi, me, npes, inf = (int(a) for a in (lo, hi, me, npes, inf))
         n = int(cand.shape[0])
-        assert res[0] == 0 and res[1] == 0 and res[2] == np.iinfo(np.int64).max, "res not reset"
-        res_next[...] = [0, 0, np.iinfo(np.int64).max]  # the next round's
+        assert res[0] == 0 and res[1] == 0, "res not reset"
+        res[2] = min(int(res[2]), int(res_next[2]))  # the smallest key so far: the last round's, kept
+        res_next[:2] = 0  # the next round's
         nbig[0] = 0
         xs, fs, ps = ([self.addr[int(a)] for a in ptrs[j * npes:(j + 1) * npes]] for j in range(3))
+        v = np.arange(lo, hi)
+        touched = np.zeros(hi - lo, bool)  # the block's vertices in chunks some PE flagged
+        for q in range(npes):
+            touched |= fs[q][v >> 5] != 0
+        # what the settle skips is as it was: no PE lowered it this round
+        assert np.array_equal(cand[lo:hi][~touched], dist[lo:hi][~touched]), "a lowered chunk went unflagged"
         if self.delay:  # a slow owner: its peers' next rounds run meanwhile, up to the next barrier
             import time
 
@@ -438,7 +443,7 @@ class _RoundKernels:
         front[:len(low)] = low
         res[0] = len(low)
         res[1] = int(bool((dist[low] == inf).any()))
-        res[2] = min(int(res[2]), int(cand[lo:hi].min())) if hi > lo else res[2]
+        res[2] = min(int(res[2]), int(cand[lo:hi][touched].min())) if touched.any() else res[2]
         dist[lo:hi] = cand[lo:hi]
         if npes == 1:  # no chunks kernel: nothing outside the block, no flag set
             assert lo == 0 and hi == n

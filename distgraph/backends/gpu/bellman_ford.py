@@ -1249,17 +1249,17 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
         chunks_fn = mod.get_function("distgraph_bf_round_settle_chunks")
 
         def settle(k, cand, dist, pred, clear, res, res_next):
-            # the block's vertices (a block at least: it also resets res_next and the hub list),
-            # then on several PEs the chunks this PE lowered (its flags this round: flags(k))
+            # the block's vertices in the chunks some PE flagged (a block at least: it also resets
+            # res_next and the hub list), then the chunks this PE lowered elsewhere (its flags
+            # this round: flags(k)) and the next round's flags cleared (one PE too)
             settle_fn((int(max(1, min(-(-block.nl // 256), 32 * sms))),), (256,),
                       (np.int64(block.lo), np.int64(block.hi), np.int32(ex.pg.my_pe),
                        np.int32(ex.npes), ex.ptrs[k], cand, dist, nothing if pred is None else pred, ex.front,
                        res, np.int64(inf), res_next, nbig))
-            if ex.npes > 1:
-                nf = int(clear.shape[0])
-                chunks_fn((int(max(1, min(-(-nf // 256), 32 * sms))),), (256,),
-                          (np.int64(n), np.int64(block.lo), np.int64(block.hi), ex.flags(k), cand, dist, clear,
-                           np.int64(nf)))
+            nf = int(clear.shape[0])
+            chunks_fn((int(max(1, min(-(-nf // 256), 32 * sms))),), (256,),
+                      (np.int64(n), np.int64(block.lo), np.int64(block.hi), ex.flags(k), cand, dist, clear,
+                       np.int64(nf)))
 
         try:
             dist, pred, info = _pull_loop(
@@ -1375,9 +1375,10 @@ class _PeerPull:
     """The distributed rounds without replicated distances (the default exchange of
     :class:`RoundsSSSP` with ``engine="kernel"`` where every PE's heap is mapped here). Each PE
     relaxes its frontier's arcs into its own copy of all candidates (exact on its vertex block,
-    an upper bound elsewhere) and flags the chunks of 32 vertices it lowered outside its block;
-    after a barrier each owner pulls, from every peer that flagged one of its chunks, that
-    chunk's candidates (and tails) and keeps the smallest (``kernels/bf_rounds.cu``). So only
+    an upper bound elsewhere) and flags the chunks of 32 vertices it lowered (its own block's
+    too: the settle skips the chunks no PE flagged); after a barrier each owner pulls, from
+    every peer that flagged one of its chunks, that chunk's candidates (and tails) and keeps
+    the smallest (``kernels/bf_rounds.cu``). So only
     chunks some PE lowered cross NVLink, each once (:class:`_PeerMin` reads whole arrays; a push
     of every lowering by a remote atomicMin was slower still: benchmarks/results/session15/).
     Symmetric arrays: candidates ``X[0], X[1]`` and flags ``F[0], F[1]`` used in turn, the tails
