@@ -235,6 +235,7 @@ extern "C" __global__ void distgraph_bf_round_settle(dg_i64 lo, dg_i64 hi, int m
         bool touched = v < hi && mine[v >> 5];
         for (int q = 0; q < npes && v < hi && !touched; ++q)
             touched = q != me && reinterpret_cast<const int *>(ptrs[npes + q])[v >> 5];
+        if (!__syncthreads_or(touched)) continue;  // none of the block's pass: no shared state used
         if (touched) {
             dg_i64 c = cand[v];
             const dg_i64 d = dist[v];
