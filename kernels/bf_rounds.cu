@@ -16,14 +16,15 @@
 // Asynchronous rounds (rel not null; never with the tails pass): a vertex's arcs are relaxed
 // from its latest candidate, cand[u] as this round's atomicMins left it (read from L2), not
 // from dist[u], and rel[u - lo] keeps the distance they were last relaxed from: a frontier
-// vertex whose candidate is still that one is skipped (its arcs gave all they can). (On several
-// PEs, reading the peers' copies of cand[u] as well over NVLink cut the relaxations by 8% but
-// made the rounds slower: benchmarks/results/session17/README.md.) Any value
+// vertex whose candidate is still that one is skipped (its arcs gave all they can). Any value
 // read is the weight of a walk and at most dist[u], so after round r every vertex is at most
-// the shortest walk of r arcs, as in the Jacobi rounds: the same distances, the same stops,
-// rounds no more than Jacobi's, fewer relaxations (Kronecker, [1, 255]: about 1.4x fewer in a
-// host model of 8448 warps), but rounds and relaxations that vary from run to run. rel must
-// start as the key of +inf (no frontier vertex's).
+// the shortest walk of r arcs, as in the Jacobi rounds: the same distances and stops (a
+// negative cycle may be proven by the other rule, and sooner), rounds no more than Jacobi's,
+// fewer relaxations (Kronecker 22 and 23, [1, 255]: 1.55-1.59x fewer on one H200, 1.3x on two),
+// but rounds and relaxations that vary from run to run. rel must start as the key of +inf (no
+// frontier vertex's). (On several PEs, reading the peers' copies of cand[u] as well, over
+// NVLink, cut the relaxations by 8% but made the rounds slower:
+// benchmarks/results/session17/README.md.)
 //
 // Distances are 64-bit keys as in bellman_ford.cuh: the int64 distance for integer weights; for
 // float64 weights the "ordered int" of the double (negative ones with the 63 low bits flipped),

@@ -398,10 +398,10 @@ class _Prefault:
     while the GPU works, for :func:`_to_host`'s ``out``: an array of :data:`PINNED_FROM` bytes or
     more is mapped afresh by glibc, and its first touch (the kernel zeroing every page) cost
     much of a run's copy to the host. Kronecker 22's 32 MB on an H200 host
-    (benchmarks/results/session17/README.md): 5.1 ms into a fresh array, 2.7 ms into a faulted
+    (benchmarks/results/session17/README.md): 5.1 ms into a fresh array, 2.2 ms into a faulted
     one; faulting one in takes 3.5 ms on 4 threads, hidden behind the rounds. (Registering the
-    faulted pages with CUDA from the thread as well made the copy 1.4 ms, but the
-    registration stalled the rounds' launches: runs 0.2-0.6 ms slower on one GPU, 2 ms on two.)
+    faulted pages with CUDA from the thread as well made the copy 1.3-1.5 ms, but the
+    registration stalled the rounds' launches: runs 0.2-0.8 ms slower on one GPU, 2 ms on two.)
     :meth:`take` waits for the threads and returns it; :meth:`close` only waits. Smaller arrays:
     nothing is done (``take`` gives None)."""
 
