@@ -230,6 +230,7 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
                                                        "capacity", "rounds", "engine", "order", "distributed",
                                                        "exchange",
                                                        "time_profile_s", "time_exchange_max_s", "time_finish_s", "time_d2h_s",
+                                                       "time_prefault_wait_s",
                                                        "time_exchange_min_s", "relaxations_max_pe")})
                     if rank == 0:
                         print("RESULT-JSON " + json.dumps(r, default=float), flush=True)

@@ -1,10 +1,11 @@
-// bf_rounds.cu: one round of the round-based Bellman-Ford (Jacobi) as fused kernels, for
+// bf_rounds.cu: one round of the round-based Bellman-Ford (Jacobi or asynchronous) as fused kernels, for
 // RoundsSSSP(engine="kernel") in distgraph/backends/gpu/bellman_ford.py (the CuPy baseline,
 // engine="cupy", spends its rounds in ~20 array operations and host syncs, not in relaxing
 // arcs: benchmarks/results/session14/README.md).
 //
 // A round relaxes the out-arcs of this PE's frontier vertices (those whose distance changed in
-// the previous round) from the distances at the start of the round, `dist`, into `cand` (a copy
+// the previous round) from the distances at the start of the round, `dist` (Jacobi; the
+// asynchronous rounds below read their latest candidates), into `cand` (a copy
 // of `dist`, made by the host's CuPy loop or by the settle kernels below), by a 64-bit
 // atomicMin; a second kernel, when tails are kept (negative weights, once a negative cycle is
 // proven), writes a winning tail into `pred` for every vertex the round lowered (any tail whose
@@ -72,8 +73,8 @@ __device__ __forceinline__ dg_i64 dg_rk_wbits(dg_i64 x) { return x; }
 __device__ __forceinline__ dg_i64 dg_rk_wbits(float x) { return __double_as_longlong((double)x); }
 __device__ __forceinline__ dg_i64 dg_rk_wbits(double x) { return __double_as_longlong(x); }
 
-// One arc (u, v) of a round. TAILS: the tails pass; MARK: flag the chunk of a vertex outside
-// [lo, hi) that this round lowered here.
+// One arc (u, v) of a round. TAILS: the tails pass; MARK: flag the chunk of any vertex this
+// round lowered here (the block's too: the settle skips the chunks no PE flagged).
 template <bool F, bool TAILS, bool MARK, typename WT>
 __device__ __forceinline__ void dg_rk_arc(dg_i64 u, dg_i64 du, dg_i64 k, const int *__restrict__ indices,
                                           const WT *__restrict__ w, int unit, dg_i64 lo, dg_i64 hi,
@@ -198,7 +199,8 @@ DG_RK_KERNELS_ALL(mark, false, true)
 // them, one atomicAdd per block and pass; res[1] = 1 when one was unreached, for the probe) and
 // its key into res[2], the smallest key of the block so far (for the negative-cycle bound:
 // res_next[2], the last round's, is taken in; a key changes only when its vertex is lowered).
-// `res` must start as {0, 0, anything}; the kernel sets the next round's results `res_next`
+// `res` must start as {0, 0, x} with x no smaller than the block's smallest key (INT64_MAX, or
+// a distance: _pull_loop starts round 0's row at 0, the source's); the kernel sets the next round's results `res_next`
 // (the other of two, which this round's relaxation read its frontier's length from) so, and
 // zeroes the hub list's length `nbig`: the next round needs no reset from the host. One PE:
 // npes = 1, nothing is pulled.

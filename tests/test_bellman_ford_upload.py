@@ -98,6 +98,27 @@ def test_block_upload_views_and_negative_sums(numpy_as_cupy):
     assert gbf._Block(np, ext, ext.weights, 0, 4).neg_magnitude() == (2 ** 63 + big + 2 ** 40 + 3 + 1, 4)
 
 
+def test_block_keeps_weights_in_the_store_dtype(numpy_as_cupy):
+    """_Block's stored weights: int32 and float32 as they are; narrower ones widened to those
+    (bool, int8/16, uint8/16, float16), wider or unsigned 32/64-bit ones to the work dtype; the
+    values exact, w_work in the work dtype, the kernels' suffix by the stored dtype."""
+    from distgraph.backends.cpu.bellman_ford import work_dtype
+
+    cases = {np.bool_: np.int32, np.int8: np.int32, np.int16: np.int32, np.int32: np.int32,
+             np.uint8: np.int32, np.uint16: np.int32, np.uint32: np.int64, np.int64: np.int64,
+             np.uint64: np.int64, np.float16: np.float32, np.float32: np.float32, np.float64: np.float64}
+    for dt, want in cases.items():
+        w = np.array([1, 0, 1, 1], dt) if dt is np.bool_ else np.array([3, 0, 7, 100], dt)
+        g = Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 0], w, n=4, directed=True)
+        blk = gbf._Block(np, g, g.weights, 0, 4)
+        assert gbf._store_dtype(dt) == want and blk.w.dtype == want, dt
+        assert blk.suffix == {"int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64"}[np.dtype(want).name]
+        assert blk.w_work().dtype == work_dtype(g.weights.dtype)
+        np.testing.assert_array_equal(blk.w_work(), g.weights.astype(work_dtype(g.weights.dtype)))
+    blk = gbf._Block(np, Graph.from_edges([0], [1], n=2), None, 0, 2)
+    assert blk.w is None and blk.w_work() is None and blk.suffix == "i64"
+
+
 def test_rounds_equal_the_cpu_backend(numpy_as_cupy):
     for g in _graphs():
         blk = gbf._Block(np, g, g.weights, 0, g.n)
@@ -445,7 +466,7 @@ class _RoundKernels:
         res[1] = int(bool((dist[low] == inf).any()))
         res[2] = min(int(res[2]), int(cand[lo:hi][touched].min())) if touched.any() else res[2]
         dist[lo:hi] = cand[lo:hi]
-        if npes == 1:  # no chunks kernel: nothing outside the block, no flag set
+        if npes == 1:  # the block is everything
             assert lo == 0 and hi == n
 
     def _settle_chunks(self, grid, block, args):
@@ -740,8 +761,10 @@ def test_to_host_into_a_prefaulted_array(monkeypatch):
     assert np.shares_memory(got, out) and got.dtype == np.float64
     np.testing.assert_array_equal(got, a)
     pre = gbf._Prefault((n,), np.int64)
-    pre.close()  # waits for the threads; the array is dropped with the object
-    assert not pre._threads
+    pre.close()  # drops the array, not waiting for the threads (they end on their own)
+    assert not pre._threads and pre.out is None and pre.take() is None
+    monkeypatch.setattr(gbf, "_cpus", lambda: 1)  # one CPU: no threads beside the launches
+    assert gbf._Prefault((n,), np.int64).take() is None
 
 
 def test_pull_exchange_reused_without_then_with_tails(round_kernels, monkeypatch):
@@ -830,7 +853,7 @@ def test_rounds_sssp_reruns_with_tails_only_for_a_proven_cycle(round_kernels, mo
     r = sssp(cyc_g, "async")  # the asynchronous rounds, then the tails' rerun (Jacobi's, as tails need)
     d, p, st, found = r.run(int(cyc[0]), confirm)
     assert d is None and found is not None and cycle_weight(cyc_g, found) < 0
-    assert calls == [False, True] and st["tails_rerun"] and st["order"] == "async"
+    assert calls == [False, True] and st["tails_rerun"] and st["order"] == "jacobi"  # the rerun's rounds
     _, _, first = real(r.block, int(cyc[0]), n=cyc_g.n, bound_key=r.bound_key, order="async")
     assert st["relaxations"] == first["relaxations"] + one["relaxations"] < 2 * one["relaxations"]
 

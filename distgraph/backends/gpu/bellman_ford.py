@@ -42,7 +42,7 @@ operations only (the frontier's arcs expanded, one scatter-minimum per round:
 ``cupy.minimum.at`` or ``cupyx.scatter_min``, whichever is exact for the dtype, else a sort).
 The kernels run their rounds in :func:`_pull_loop` (settle kernels end each round: the
 next frontier, the stop checks, the next round's arrays; the host does not wait for a round), the CuPy rounds in :func:`_round_loop`;
-both give the same Jacobi rounds. On several ranks with nvshmem4py the rounds are distributed: each PE
+both give the same Jacobi rounds (the kernels' asynchronous ones: the same distances and stops). On several ranks with nvshmem4py the rounds are distributed: each PE
 holds and relaxes its vertex block's arcs. The kernels keep no replicated distances: each owner
 pulls, over NVLink, the chunks of its vertices that a peer lowered (:class:`_PeerPull`,
 ``exchange="pull"``); the CuPy rounds (and the kernels with ``exchange="dense"``) combine
@@ -393,29 +393,40 @@ STAGE_BYTES = 64 << 20  # the largest pinned staging buffer _to_host keeps
 PINNED_FROM = 32 << 20  # _to_host's smaller arrays: a.get() (glibc reuses their pages: no faults)
 
 
+def _cpus() -> int:
+    """The CPUs this process may run on (``os.sched_getaffinity`` where there is one)."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 class _Prefault:
     """A new host array of ``shape`` and ``dtype`` whose pages threads fault in (a byte a page)
     while the GPU works, for :func:`_to_host`'s ``out``: an array of :data:`PINNED_FROM` bytes or
     more is mapped afresh by glibc, and its first touch (the kernel zeroing every page) cost
-    much of a run's copy to the host. Kronecker 22's 32 MB on an H200 host
-    (benchmarks/results/session17/README.md): 5.1 ms into a fresh array, 2.2 ms into a faulted
-    one; faulting one in takes 3.5 ms on 4 threads, hidden behind the rounds. (Registering the
-    faulted pages with CUDA from the thread as well made the copy 1.3-1.5 ms, but the
-    registration stalled the rounds' launches: runs 0.2-0.8 ms slower on one GPU, 2 ms on two.)
-    :meth:`take` waits for the threads and returns it; :meth:`close` only waits. Smaller arrays:
-    nothing is done (``take`` gives None)."""
+    much of a run's copy to the host. On an H200 host (benchmarks/results/session17/README.md,
+    call 3): Kronecker 22's 32 MB took 5.1 ms into a fresh array, 2.2 ms into a faulted one;
+    faulting 32 MB in took 4.2 ms on 2 threads (a thread per 16 MB, up to ``threads``), 64 MB
+    4.6 ms on 4, hidden behind the rounds. (Registering the faulted pages with CUDA from the
+    thread as well made the copy 1.3-1.5 ms, but the registration stalled the rounds'
+    launches: runs 0.2-0.8 ms slower on one GPU, 2 ms on two.) With one CPU nothing is done.
+    :meth:`take` waits for the threads and returns the array; :meth:`close` drops it without
+    waiting (the threads end on their own, holding their parts). Smaller arrays: nothing is
+    done (``take`` gives None)."""
 
     def __init__(self, shape, dtype, threads=4):
-        import os
         import threading
 
         self.out, self._threads, self.wait_s = None, [], 0.0
         nb = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        if nb < PINNED_FROM:
+        if nb < PINNED_FROM or _cpus() < 2:  # one CPU: the threads would slow the launches
             return
         self.out = np.empty(shape, dtype)
         flat = self.out.reshape(-1).view(np.uint8)
-        k = max(1, min(int(threads), len(os.sched_getaffinity(0)) - 1, nb >> 24))
+        k = max(1, min(int(threads), _cpus() - 1, nb >> 24))  # a thread per 16 MB
         cuts = np.linspace(0, nb, k + 1).astype(np.int64)
         for j in range(k):
             part = flat[cuts[j]:cuts[j + 1]]
@@ -424,14 +435,17 @@ class _Prefault:
             self._threads.append(t)
 
     def close(self):
+        """Drop the array, not waiting for the threads (a run that copies no distances: a
+        capped or probing run, a negative cycle)."""
+        self._threads, self.out = [], None
+
+    def take(self):
+        """The array (None for a small one), its pages faulted in: waits for the threads."""
         t0 = time.perf_counter()
         for t in self._threads:
             t.join()
         self._threads = []
         self.wait_s += time.perf_counter() - t0  # how long the caller waited for the threads
-
-    def take(self):
-        self.close()
         out, self.out = self.out, None
         return out
 
@@ -467,7 +481,7 @@ def _to_host(a, holder, out=None):
     if stage is None or stage.nbytes < want:
         stage = holder._stage = cupyx.empty_pinned(want, np.uint8)
     per = max(stage.nbytes // flat.itemsize, 1)
-    threads = max(1, min(8, len(os.sched_getaffinity(0)), nb >> 22))
+    threads = max(1, min(8, _cpus(), nb >> 22))
     with ThreadPoolExecutor(threads) as pool:
         for lo in range(0, flat.shape[0], per):
             hi = min(lo + per, flat.shape[0])
@@ -732,6 +746,8 @@ class QueueSSSP:
                     or blk.wdt != self.wdt or (blk.w is None) != (self.w is None)):
                 blk = _Block(cp, self.graph, self.w, self.lo, self.hi)
             self.block, self._given_block = blk, None
+            if blk.w is not None and blk.w.dtype != blk.wdt:  # the queue kernel reads 8-byte
+                blk.w = blk.w_work()  # weights: the block keeps that copy, not the 4-byte one too
             self.d_indptr, self.d_indices, self.d_w = blk.indptr, blk.indices, blk.w_bits()
             bk = blk.neg_magnitude()
         except Exception as e:  # noqa: BLE001 - raised on every rank below
@@ -1200,6 +1216,7 @@ def rounds_kernel(block, source, *, n, bound_key=None, track_pred=False, max_rou
 
     from .loader import get_module
 
+    expect(order in ORDERS, "order", "'async' or 'jacobi'", order)
     mod = get_module("bf_rounds")
     sfx = block.suffix  # the weights as stored (int32 and float32: 4 bytes an arc)
     pulled = isinstance(exchange, _PeerPull)
@@ -1510,7 +1527,8 @@ class _Ring:
 
 def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, max_rounds, probe_round,
                exchange):
-    """The rounds of :func:`_round_loop` (same rounds, relaxations, stops and distances) over
+    """The rounds of :func:`_round_loop` (same stops and distances; with Jacobi's relaxation the
+    same rounds and relaxations) over
     :class:`_PeerPull` (several PEs, or one), launched by the host without waiting for them.
 
     ``relax(own, dist, cand, flags, pred, nfp)`` enqueues this PE's round (the mark kernel, then
@@ -1637,11 +1655,11 @@ class RoundsSSSP:
     """The round-based Bellman-Ford on one graph (device arrays kept for several runs):
     ``engine="kernel"`` (default) runs each round as fused kernels (:func:`rounds_kernel`),
     ``engine="cupy"`` as plain CuPy array operations (:func:`rounds_cupy`, the baseline a CuPy
-    user would write); the same rounds and results.
+    user would write); the same results (with ``order="jacobi"`` the same rounds).
 
     On several ranks with nvshmem4py (``distributed``, default: when every rank has it) each
-    PE uploads only its vertex block's arcs and relaxes them, and every round and the result are
-    those of one GPU. ``exchange``: ``"pull"`` (the default for the kernels where every PE's
+    PE uploads only its vertex block's arcs and relaxes them, and the result is one GPU's (the
+    Jacobi rounds too; the asynchronous rounds' count and relaxations vary with the PEs). ``exchange``: ``"pull"`` (the default for the kernels where every PE's
     symmetric heap is mapped on every PE: one host) keeps no replicated distances; each owner
     pulls the chunks of its vertices that a peer lowered (:class:`_PeerPull`); ``"dense"`` (the
     CuPy engine's, and the fallback) combines replicated distances after each round
@@ -1778,7 +1796,7 @@ class RoundsSSSP:
 
         # no tails at first: the distances' finish (_finish_device) does not need them, only a
         # negative cycle's search does. A negative cycle proven (a distance below the bound, or
-        # n rounds unsettled; the same on every rank), the same rounds again with tails, which
+        # n rounds unsettled; the same on every rank), Jacobi rounds again with tails, which
         # then hold it. Without tails, shifted weights' rounds cost half (one pass over the
         # arcs a round, not two).
         dist, pred, info = rounds()
@@ -1791,7 +1809,9 @@ class RoundsSSSP:
         self.cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
         relax = info["relaxations"]
-        stats = {"mode": "rounds", "backend": "gpu", "engine": self.engine, "order": self.order, "rounds": info["rounds"],
+        # the order of the rounds the stats describe (the tails rerun's are Jacobi's)
+        order = "jacobi" if reran and self.has_neg else self.order
+        stats = {"mode": "rounds", "backend": "gpu", "engine": self.engine, "order": order, "rounds": info["rounds"],
                  "relaxations": relax, "distributed": self.distributed, "exchange": self.exchange_kind,
                  "tails_rerun": bool(reran and self.has_neg),
                  "time_setup_s": self.setup_s,
@@ -1863,7 +1883,8 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
     the graph (no second upload). A negative cycle ends the rounds early ("below" the
     bound) or leaves them unsettled; either way it is found and confirmed as in the chosen mode.
     On several ranks without nvshmem4py the rounds run to the end (the queue kernel would
-    need it). The same choice on every rank: the rounds are replicated and deterministic.
+    need it). The same choice on every rank: the rounds' outcome is agreed by a collective sum
+    each round (or the rounds run to the end everywhere).
     ``stats["auto"]`` says what ran.
     """
     from ...runtime.config import config
