@@ -461,7 +461,6 @@ def _to_host(a, holder, out=None):
     host array of ``a``'s size and item size to copy into instead, its pages already faulted in
     (by :class:`_Prefault` while the GPU ran): ``get(out=)`` straight into it, 2.2 ms for 32 MB
     against 2.7 ms through the pinned buffer and threads (benchmarks/results/session17/, call 3)."""
-    import os
     from concurrent.futures import ThreadPoolExecutor
 
     import cupyx
