@@ -199,8 +199,9 @@ DG_RK_KERNELS_ALL(mark, false, true)
 // them, one atomicAdd per block and pass; res[1] = 1 when one was unreached, for the probe) and
 // its key into res[2], the smallest key of the block so far (for the negative-cycle bound:
 // res_next[2], the last round's, is taken in; a key changes only when its vertex is lowered).
-// `res` must start as {0, 0, x} with x no smaller than the block's smallest key (INT64_MAX, or
-// a distance: _pull_loop starts round 0's row at 0, the source's); the kernel sets the next round's results `res_next`
+// `res` must start as {0, 0, x}, x INT64_MAX or a distance of the run (_pull_loop starts round
+// 0's row at 0, the source's, on every PE: never below the bound, which is negative); the
+// kernel sets the next round's results `res_next`
 // (the other of two, which this round's relaxation read its frontier's length from) so, and
 // zeroes the hub list's length `nbig`: the next round needs no reset from the host. One PE:
 // npes = 1, nothing is pulled.
