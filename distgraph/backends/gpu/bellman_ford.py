@@ -421,12 +421,12 @@ class _Prefault:
         import threading
 
         self.out, self._threads, self.wait_s = None, [], 0.0
-        nb = int(np.prod(shape)) * np.dtype(dtype).itemsize
-        if nb < PINNED_FROM or _cpus() < 2:  # one CPU: the threads would slow the launches
+        nb, cpus = int(np.prod(shape)) * np.dtype(dtype).itemsize, _cpus()
+        if nb < PINNED_FROM or cpus < 2:  # one CPU: the threads would slow the launches
             return
         self.out = np.empty(shape, dtype)
         flat = self.out.reshape(-1).view(np.uint8)
-        k = max(1, min(int(threads), _cpus() - 1, nb >> 24))  # a thread per 16 MB
+        k = max(1, min(int(threads), cpus - 1, nb >> 24))  # a thread per 16 MB
         cuts = np.linspace(0, nb, k + 1).astype(np.int64)
         for j in range(k):
             part = flat[cuts[j]:cuts[j + 1]]
@@ -1534,7 +1534,7 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
     with ``pred`` the tails kernel; local arrays only; the frontier's length read on the device
     from ``nfp``); ``settle(k, cand, dist, pred, clear, res, res_next)`` the settle kernel, after
     which this PE's block of ``cand = X[k]`` is final, ``exchange.front`` holds the next
-    frontier and ``res`` its length, the probe's flag and the block's smallest key, ``dist``
+    frontier and ``res`` its length, the probe's flag and the block's smallest key so far, ``dist``
     (the other ``X``) and ``clear`` (the other flags) are the next round's, and ``res_next`` is
     reset for the next round. A round on the stream: the relaxation; a barrier of all PEs on
     the stream (every PE's round is done); the settle kernel (with tails, a second barrier: no
