@@ -19,7 +19,8 @@
 #
 # LIMIT (seconds, default 200) bounds the whole call. Env, with defaults (session 7: the remote
 # atomic relaxation before and after the round-trip cuts, side by side):
-#   SSSP_GRAPHS=kron:20,kron:22   SSSP_REMOTES=atomic_fetch,atomic   SSSP_QUEUES=bwd   SSSP_TRIALS=3
+#   SSSP_GRAPHS=kron:20,kron:22 (a spec may end in @deg or @dealP: gpu_sssp_pes.py)   SSSP_WEIGHTS=uniform,shifted
+#   SSSP_REMOTES=atomic_fetch,atomic   SSSP_QUEUES=bwd   SSSP_TRIALS=3
 #   SSSP_DELTAS=default (X+phases rows)   SSSP_FLUSHES=256,32 (batch rows)
 #   SSSP_TEST_K= (all)   SSSP_TEST_S=70   SSSP_MORE_PES=1,4   SSSP_MORE_K=atomic
 # The retired scripts' runs (read them with git show fb3e7d4:benchmarks/device_h3_sssp.sh and
@@ -40,6 +41,7 @@ GRAPHS=${SSSP_GRAPHS:-kron:20,kron:22}
 TEST_K=${SSSP_TEST_K:-}
 P=/tmp/sssp_pes_prep; rm -rf "$P"; mkdir -p "$P"
 CUDA_VISIBLE_DEVICES='' nice -n 10 "$PY" benchmarks/gpu_sssp_pes.py --prep "$P" --graphs "$GRAPHS" \
+  --weights "${SSSP_WEIGHTS:-uniform,shifted}" \
   > "$OUTDIR/prep.log" 2>&1 &
 prep=$!
 builds=()
@@ -62,7 +64,7 @@ nvtest 2 "${SSSP_TEST_S:-70}" "$TEST_K"
 left=$(( LIMIT - $(el) - 25 ))  # 25 s kept for the tests on other PE counts
 if [ "$left" -gt 20 ]; then
   timeout "$left" "$PY" benchmarks/gpu_sssp_pes.py --outdir "$OUTDIR" --prepared "$P" --graphs "$GRAPHS" \
-    --pes 1,2 --queues "${SSSP_QUEUES:-bwd}" --remotes "${SSSP_REMOTES:-atomic_fetch,atomic}" \
+    --pes 1,2 --weights "${SSSP_WEIGHTS:-uniform,shifted}" --queues "${SSSP_QUEUES:-bwd}" --remotes "${SSSP_REMOTES:-atomic_fetch,atomic}" \
     --phase-deltas "${SSSP_DELTAS:-default}" --flushes "${SSSP_FLUSHES:-256,32}" \
     --trials "${SSSP_TRIALS:-3}" --budget $(( left - 5 )) > "$OUTDIR/gpu_sssp_pes.log" 2>&1
   echo "bench rc $? at $(el) s" >> "$TL"

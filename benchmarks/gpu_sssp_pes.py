@@ -3,9 +3,13 @@
 shipped by one put per batch), on Kronecker graphs with uniform [1, 255] and potential-shifted
 weights (``w + p(u) - p(v)``, about 29% negative, no negative cycle).
 
-    python benchmarks/gpu_sssp_pes.py --prep DIR [--graphs kron:18,kron:20,kron:22]
+    python benchmarks/gpu_sssp_pes.py --prep DIR [--graphs kron:18,kron:20,kron:22] [--weights uniform,shifted]
     python benchmarks/gpu_sssp_pes.py --outdir OUT --prepared DIR [--pes 1,2] [--remotes atomic,enqueue,batch]
         [--queues bwd] [--flushes 256,32] [--trials 2] [--budget S]
+
+A graph spec may end in ``@deg`` or ``@dealP`` (``kron:23@deal2``): the same graph, its
+vertices renamed by degree (``_order``), to measure what the order of the ids does to the
+rounds' cache hits. ``--weights`` (prep and runs alike) picks the weightings.
 
 ``--prep``: builds each graph once (``benchmarks/sssp_bench.py``'s cases: one source, the
 vertex of largest out-degree), both weightings, and the reference distances of the CPU backend
@@ -81,21 +85,49 @@ def prep(dirpath, graphs):
     d.mkdir(parents=True, exist_ok=True)
     for spec in graphs:
         t0 = time.perf_counter()
-        base, s = build(spec)
+        gspec, _, order = spec.partition("@")
+        base, s = build(gspec)
+        new_id = _order(base, order)
         for wk in WEIGHTS:
             g = base if wk == "uniform" else potential_shift(base, seed=1)
             w = _arc_weights(g, None)
             t1 = time.perf_counter()
             ref = run_rounds(g, w, s, MPI.COMM_SELF, lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0)[0]
+            if new_id is not None:  # the same graph renamed: the reference moves with its vertices
+                from distgraph.formats.reorder import permute_graph
+
+                g, s_new, r2 = permute_graph(g, new_id), int(new_id[s]), np.empty_like(ref)
+                r2[new_id] = ref
+                ref = r2
+            else:
+                s_new = s
             name = f"{spec.replace(':', '')}_{wk}"
             tmp = d / f"{name}.tmp.npz"
-            np.savez(tmp, indptr=g.indptr, indices=g.indices, weights=g.weights, directed=g.directed, source=s,
+            np.savez(tmp, indptr=g.indptr, indices=g.indices, weights=g.weights, directed=g.directed, source=s_new,
                      ref=ref, spec=spec, weighting=wk)
             os.replace(tmp, d / f"{name}.npz")
             print(f"prep {name}: n={g.n} m={g.m} build+shift {t1 - t0:.1f} s, cpu reference "
                   f"{time.perf_counter() - t1:.1f} s", flush=True)
             t0 = time.perf_counter()
         (d / f"{spec.replace(':', '')}.done").touch()
+
+
+def _order(g, order):
+    """``new_id`` of a graph spec's ``@ORDER`` (none: None). ``deg``: by descending degree
+    (distgraph.formats.reorder.degree_order); ``dealP``: the degree order dealt to P runs (the
+    vertex of degree rank r goes to run r mod P), each run in degree order, so that P blocks
+    of about equal arcs each get their share of hubs packed at their start."""
+    if not order:
+        return None
+    from distgraph.formats.reorder import _order_to_new_id, degree_order
+
+    if order == "deg":
+        return degree_order(g)
+    if order.startswith("deal") and order[4:].isdigit() and int(order[4:]) >= 1:
+        p = int(order[4:])
+        by_deg = np.argsort(-np.diff(g.indptr), kind="stable")
+        return _order_to_new_id(np.concatenate([by_deg[i::p] for i in range(p)]))
+    raise SystemExit(f"gpu_sssp_pes.py: unknown vertex order @{order} (deg or dealP)")
 
 
 def _cases(dirpath, graphs, wait_s):
@@ -301,6 +333,7 @@ def main(argv=None):
     ap.add_argument("--outdir")
     ap.add_argument("--graphs", default="kron:18,kron:20,kron:22")
     ap.add_argument("--pes", default="1,2")
+    ap.add_argument("--weights", default="uniform,shifted", help="the weightings: uniform, shifted or both")
     ap.add_argument("--queues", default="bwd")
     ap.add_argument("--remotes", default="atomic,enqueue,batch")
     ap.add_argument("--trials", type=int, default=2)
@@ -311,6 +344,10 @@ def main(argv=None):
     ap.add_argument("--wait-prep", type=float, default=120.0, help="seconds a job waits for a graph's prep")
     ap.add_argument("--worker", action="store_true")
     a = ap.parse_args(argv)
+    global WEIGHTS
+    WEIGHTS = tuple(x for x in a.weights.split(",") if x)
+    if not WEIGHTS or set(WEIGHTS) - {"uniform", "shifted"}:
+        raise SystemExit(f"gpu_sssp_pes.py: --weights wants uniform, shifted or both; got {a.weights!r}")
     graphs = [x for x in a.graphs.split(",") if x]
     queues, remotes = [x for x in a.queues.split(",") if x], [x for x in a.remotes.split(",") if x]
     flushes = [int(x) for x in a.flushes.split(",") if x]
@@ -327,7 +364,7 @@ def main(argv=None):
            "device": _sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader"),
            "gpus": _sh("nvidia-smi -L").count("GPU "), "host_cpus": os.cpu_count(),
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join(sys.argv), "graphs": graphs, "queues": queues, "remotes": remotes,
+           "command": " ".join(sys.argv), "graphs": graphs, "weights": list(WEIGHTS), "queues": queues, "remotes": remotes,
            "trials": a.trials, "mpirun_extra": mpirun_extra(), "flushes": flushes, "phase_deltas": a.phase_deltas, "jobs": [], "rows": []}
     save = lambda: (out / "gpu_sssp_pes.json").write_text(json.dumps(res, indent=1, default=float))  # noqa: E731
     t_start = time.monotonic()
@@ -341,7 +378,7 @@ def main(argv=None):
         limit = left if i == len(pes) - 1 else max(left / (len(pes) - i) * (0.8 if i == 0 else 1.0), 10)
         args = ["--worker", "--prepared", a.prepared, "--graphs", a.graphs, "--queues", a.queues,
                 "--remotes", a.remotes, "--trials", str(a.trials), "--wait-prep", str(a.wait_prep),
-                "--flushes", a.flushes, "--phase-deltas", a.phase_deltas]
+                "--flushes", a.flushes, "--phase-deltas", a.phase_deltas, "--weights", a.weights]
         t0 = time.monotonic()
         lines, err, text = run_job(p, args, limit)
         job = {"pes": p, "wall_s": time.monotonic() - t0, "limit_s": limit}
