@@ -40,7 +40,8 @@ Bellman-Ford (``RoundsSSSP`` with its fused round kernels, or with plain CuPy ro
 distributed on several PEs, each its block's arcs: ``rounds`` has each owner pull the candidates
 that other PEs lowered for its vertices (``exchange="pull"``) in the asynchronous order (the
 default since session 17; ``rounds_jacobi``: the Jacobi rounds, the same otherwise; rows keep
-each trial's relaxations and rounds, which vary), ``rounds_dense`` and ``rounds_cupy`` combine
+each trial's relaxations and rounds, which vary; ``rounds_deg``: renamed by degree,
+``relabel="degree"``), ``rounds_dense`` and ``rounds_cupy`` combine
 replicated distances after every round through peer views (``exchange="dense"``); they run
 on one PE too, and the 1-PE reference of
 ``speedup_vs_1pe`` is the best 1-PE row of the case, queue or rounds. Writes OUT/gpu_sssp_pes.json (commit, device, date), rewritten
@@ -68,6 +69,7 @@ from _common import commit, sh as _sh  # noqa: E402
 WEIGHTS = ("uniform", "shifted")
 ROUNDS = {"rounds": {"engine": "kernel"}, "rounds_jacobi": {"engine": "kernel", "order": "jacobi"},
           "rounds_dense": {"engine": "kernel", "exchange": "dense"},
+          "rounds_deg": {"engine": "kernel", "relabel": "degree"},
           "rounds_cupy": {"engine": "cupy"}}  # the round-based remotes: RoundsSSSP's arguments
 #                                             (rounds: the default, asynchronous rounds since session 17)
 
@@ -94,9 +96,14 @@ def prep(dirpath, graphs):
             t1 = time.perf_counter()
             ref = run_rounds(g, w, s, MPI.COMM_SELF, lambda cy, g=g, w=w: cycle_weight(g, cy, w) < 0)[0]
             if new_id is not None:  # the same graph renamed: the reference moves with its vertices
-                from distgraph.formats.reorder import permute_graph
+                from distgraph.formats.reorder import permute_rows
+                from distgraph.graph import Graph
 
-                g, s_new, r2 = permute_graph(g, new_id), int(new_id[s]), np.empty_like(ref)
+                old_of_new = np.empty_like(new_id)
+                old_of_new[new_id] = np.arange(g.n, dtype=np.int64)
+                ip, ix, ww = permute_rows(g.indptr, g.indices, g.weights, new_id, old_of_new,
+                                          sort=not order.endswith("u"))
+                g, s_new, r2 = Graph(ip, ix, ww, directed=g.directed), int(new_id[s]), np.empty_like(ref)
                 r2[new_id] = ref
                 ref = r2
             else:
@@ -116,18 +123,19 @@ def _order(g, order):
     """``new_id`` of a graph spec's ``@ORDER`` (none: None). ``deg``: by descending degree
     (distgraph.formats.reorder.degree_order); ``dealP``: the degree order dealt to P runs (the
     vertex of degree rank r goes to run r mod P), each run in degree order, so that P blocks
-    of about equal arcs each get their share of hubs packed at their start."""
+    of about equal arcs each get their share of hubs packed at their start. A trailing ``u``
+    (``deal2u``): each row's heads left in their order (else sorted, as RoundsSSSP's
+    ``relabel="degree"`` sorts them)."""
     if not order:
         return None
-    from distgraph.formats.reorder import _order_to_new_id, degree_order
+    from distgraph.formats.reorder import degree_order
 
-    if order == "deg":
+    o = order[:-1] if order.endswith("u") else order
+    if o == "deg":
         return degree_order(g)
-    if order.startswith("deal") and order[4:].isdigit() and int(order[4:]) >= 1:
-        p = int(order[4:])
-        by_deg = np.argsort(-np.diff(g.indptr), kind="stable")
-        return _order_to_new_id(np.concatenate([by_deg[i::p] for i in range(p)]))
-    raise SystemExit(f"gpu_sssp_pes.py: unknown vertex order @{order} (deg or dealP)")
+    if o.startswith("deal") and o[4:].isdigit() and int(o[4:]) >= 1:
+        return degree_order(g, runs=int(o[4:]))
+    raise SystemExit(f"gpu_sssp_pes.py: unknown vertex order @{order} (deg or dealP, u: rows unsorted)")
 
 
 def _cases(dirpath, graphs, wait_s):
@@ -260,7 +268,7 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
                                                        "shipped", "applied", "flushes", "cas_failed",
                                                        "remote_wins", "remote_first", "remote_pushes", "grid",
                                                        "capacity", "rounds", "engine", "order", "distributed",
-                                                       "exchange",
+                                                       "exchange", "relabel", "time_relabel_s",
                                                        "time_profile_s", "time_exchange_max_s", "time_finish_s", "time_d2h_s",
                                                        "time_prefault_wait_s",
                                                        "time_exchange_min_s", "relaxations_max_pe")})

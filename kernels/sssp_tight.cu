@@ -13,7 +13,8 @@
 // Arguments: indptr (int64, nl + 1, from 0), indices (int32 heads), w (the weights as stored:
 // int64, int32, float64 or float32; ignored when unit != 0: every arc weighs 1), d (the whole distance array, n),
 // nl, lo (this block's first vertex), inf (the unreached sentinel), best (uint64, n; the
-// caller fills it with UINT64_MAX).
+// caller fills it with UINT64_MAX), names (int64, n, or null): when given, a tail u is compared
+// and kept as names[u] (a renamed graph's tails by the caller's ids, RoundsSSSP's relabel).
 
 template <typename T>
 __device__ __forceinline__ T dg_tight_add(T a, T b) { return a + b; }
@@ -26,13 +27,14 @@ __device__ __forceinline__ long long dg_tight_add<long long>(long long a, long l
 template <typename T, typename WT>
 __device__ void dg_tight_pred(const long long *__restrict__ indptr, const int *__restrict__ indices,
                               const WT *__restrict__ w, int unit, const T *__restrict__ d, long long nl,
-                              long long lo, T inf, unsigned long long *__restrict__ best) {
+                              long long lo, T inf, unsigned long long *__restrict__ best,
+                              const long long *__restrict__ names) {
     const int lane = threadIdx.x & 31;
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
     for (long long ul = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; ul < nl; ul += warps) {
         const T du = d[ul + lo];
         if (du == inf) continue;
-        const unsigned long long u = (unsigned long long)(ul + lo);
+        const unsigned long long u = (unsigned long long)(names ? names[ul + lo] : ul + lo);
         const long long end = indptr[ul + 1];
         for (long long k = indptr[ul] + lane; k < end; k += 32) {
             const int v = indices[k];
@@ -49,8 +51,9 @@ __device__ void dg_tight_pred(const long long *__restrict__ indptr, const int *_
     extern "C" __global__ void distgraph_sssp_tight_pred_##SFX(const long long *indptr, const int *indices, \
                                                                const WT *w, int unit, const T *d,          \
                                                                long long nl, long long lo, T inf,          \
-                                                               unsigned long long *best) {                 \
-        dg_tight_pred<T, WT>(indptr, indices, w, unit, d, nl, lo, inf, best);                              \
+                                                               unsigned long long *best,                   \
+                                                               const long long *names) {                   \
+        dg_tight_pred<T, WT>(indptr, indices, w, unit, d, nl, lo, inf, best, names);                       \
     }
 
 DG_TIGHT_KERNEL(i64, long long, long long)

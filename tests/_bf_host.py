@@ -30,14 +30,22 @@ class HostBlock:
     def __init__(self, lo, hi, indptr, indices, ww, wdt):
         self.lo, self.hi, self.indptr, self.indices, self.ww, self.wdt = lo, hi, indptr, indices, ww, wdt
 
-    def tight_pred(self, d):
+    def tight_pred(self, d, names=None, order=None):
         from distgraph.backends.cpu.bellman_ford import INF_OF, _tight_min_pred
 
+        d = np.asarray(d)
         best = np.full(d.shape[0], np.iinfo(np.int64).max, np.int64)
-        _tight_min_pred(self.lo, self.hi, self.indptr, self.indices, self.ww, d, INF_OF(self.wdt), best)
+        if names is None:
+            _tight_min_pred(self.lo, self.hi, self.indptr, self.indices, self.ww, d, INF_OF(self.wdt), best)
+        else:  # the tails by their names: the smallest name of a tight tail
+            inf = INF_OF(self.wdt)
+            src = self.lo + np.repeat(np.arange(self.hi - self.lo), np.diff(self.indptr))
+            dst = np.asarray(self.indices, np.int64)
+            ok = (d[src] != inf) & (d[dst] != inf) & (d[src] + self.ww.astype(d.dtype) == d[dst])
+            np.minimum.at(best, dst[ok], np.asarray(names, np.int64)[src[ok]])
         out = best.view(np.uint64)
         out[best == np.iinfo(np.int64).max] = np.iinfo(np.uint64).max
-        return out
+        return out if order is None else out[np.asarray(order)]
 
 
 def host_views(q):

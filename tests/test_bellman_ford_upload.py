@@ -866,3 +866,113 @@ def test_rounds_sssp_reruns_with_tails_only_for_a_proven_cycle(round_kernels, mo
 
     ref = cpu_rounds(g, g.weights, 0, MPI.COMM_SELF, lambda c: cycle_weight(g, c) < 0)[0]
     np.testing.assert_array_equal(d, ref)  # the work dtype's values and unreached sentinel
+
+
+def _relabeled_rounds(g, monkeypatch, order="async", size=1, rank=0):
+    """A RoundsSSSP of one stand-in PE (the round kernels emulated, the tight-arc kernel by the
+    host's pass) with ``relabel="degree"``, as ``_place`` sets it up for rank ``rank`` of
+    ``size``."""
+    from distgraph.backends.cpu.bellman_ford import _neg_bound
+
+    from _bf_host import HostBlock
+
+    def tight_pred(self, d, names=None, order=None):
+        return HostBlock(self.lo, self.hi, self.indptr, self.indices,
+                         np.ones(max(self.m, 1), np.int64) if self.w is None else self.w_work(),
+                         self.wdt).tight_pred(d, names=names, order=order)
+
+    monkeypatch.setattr(gbf._Block, "tight_pred", tight_pred)
+    monkeypatch.setattr(gbf, "_to_host", lambda a, holder, out=None: np.array(a))
+    r = object.__new__(gbf.RoundsSSSP)
+    r.cp, r.comm, r.graph, r.w, r.engine, r.order = sys.modules["cupy"], MPI.COMM_SELF, g, g.weights, "kernel", order
+    r.relabel = "degree"
+    r.block = r._place(g, g.weights, types.SimpleNamespace(Get_size=lambda: size, Get_rank=lambda: rank))
+    r.wdt = r.block.wdt
+    r.bound, r.has_neg = _neg_bound(r.block.w, r.wdt, MPI.COMM_SELF)
+    r.exchange, r.exchange_kind, r.distributed, r.setup_s = None, None, False, 0.0
+    return r
+
+
+def test_degree_order_dealt_to_runs_and_renamed_rows():
+    """degree_order(runs=P) deals the degree ranks round-robin to P runs, each in degree order;
+    permute_rows gives the rows of permute_graph (heads renamed and sorted, weights along),
+    for any list of rows, and the same arcs of each row unsorted."""
+    from distgraph.formats.reorder import degree_order, permute_graph, permute_rows
+
+    rng = np.random.default_rng(5)
+    for trial, g in enumerate(list(_graphs()) + [Graph.from_edges([0, 1], [1, 0], n=5)]):
+        deg = np.diff(g.indptr) + (g.in_degree() if g.directed else 0)
+        by_deg = np.argsort(-deg, kind="stable")
+        for p in (1, 2, 3):
+            new_id = degree_order(g, runs=p)
+            old = np.empty_like(new_id)
+            old[new_id] = np.arange(g.n)
+            np.testing.assert_array_equal(old, np.concatenate([by_deg[i::p] for i in range(p)]))
+        h = permute_graph(g, new_id)
+        rows = rng.permutation(g.n)[: rng.integers(0, g.n + 1)] if trial % 2 else old
+        ip, ix, w = permute_rows(g.indptr, g.indices, g.weights, new_id, rows)
+        want = [new_id[r] for r in rows]
+        np.testing.assert_array_equal(np.diff(ip), np.diff(h.indptr)[want])
+        for i, r in enumerate(want):
+            a, b = h.indptr[r], h.indptr[r + 1]
+            np.testing.assert_array_equal(ix[ip[i]:ip[i + 1]], h.indices[a:b])
+            if g.weights is not None:
+                np.testing.assert_array_equal(w[ip[i]:ip[i + 1]], h.weights[a:b])
+        ip2, ix2, w2 = permute_rows(g.indptr, g.indices, g.weights, new_id, rows, sort=False)
+        np.testing.assert_array_equal(ip2, ip)
+        for i, r in enumerate(rows):  # unsorted: the old row's arcs in their order, renamed
+            a, b = g.indptr[r], g.indptr[r + 1]
+            np.testing.assert_array_equal(ix2[ip[i]:ip[i + 1]], new_id[g.indices[a:b]])
+            if g.weights is not None:
+                np.testing.assert_array_equal(w2[ip[i]:ip[i + 1]], g.weights[a:b])
+    with pytest.raises(Exception, match="runs"):
+        degree_order(g, runs=0)
+
+
+@pytest.mark.parametrize("order", ["async", "jacobi"])
+def test_relabeled_rounds_answer_in_the_callers_ids(round_kernels, monkeypatch, order):
+    """RoundsSSSP(relabel="degree") (one stand-in PE, kernels emulated): the rounds run on the
+    renamed block, the distances and the canonical predecessors (the smallest tight tail by
+    the caller's ids) come back as the CPU backend's; a negative cycle in the tails, in the
+    caller's ids (no search on the CPU); the blocks of 2 and 3 ranks are the renamed graph's."""
+    from distgraph.backends.cpu.bellman_ford import run_rounds as cpu_rounds
+    from distgraph.formats.reorder import degree_order, permute_graph
+    from distgraph.generators import plant_negative_cycle
+
+    def no_cpu_search(*a):
+        raise AssertionError("searched on the CPU")
+
+    monkeypatch.setattr(gbf, "_cpu_cycle", no_cpu_search)
+    for g in list(_graphs()) + [potential_shift(uniform_weights(kronecker(10, seed=7), seed=7), seed=3)]:
+        s = int(np.argmax(np.diff(g.indptr)))
+        confirm = lambda c, g=g: cycle_weight(g, c) < 0  # noqa: E731
+        try:
+            ref = bellman_ford(g, s, backend="cpu", predecessors=True)
+        except Exception:  # noqa: BLE001 - a negative cycle: the rounds find it too
+            r = _relabeled_rounds(g, monkeypatch, order)
+            d, p, st, cyc = r.run(s, confirm)
+            assert d is None and cyc is not None and confirm(cyc) and cyc[0] == min(cyc)
+            continue
+        r = _relabeled_rounds(g, monkeypatch, order)
+        assert not np.array_equal(r.new_id, np.arange(g.n)) or g.n < 3
+        d, p, st, cyc = r.run(s, confirm, predecessors=True)
+        want = cpu_rounds(g, g.weights, s, MPI.COMM_SELF, confirm)[0]
+        np.testing.assert_array_equal(d, want)
+        assert st["relabel"] == "degree" and st["canonical_predecessors"] == ref.stats["canonical_predecessors"]
+        if st["canonical_predecessors"]:
+            np.testing.assert_array_equal(p, ref.predecessor)
+    cyc_g, planted = plant_negative_cycle(uniform_weights(kronecker(8, seed=2), seed=2), length=5, seed=4)
+    r = _relabeled_rounds(cyc_g, monkeypatch, order)
+    d, p, st, cyc = r.run(int(planted[0]), lambda c: cycle_weight(cyc_g, c) < 0)
+    assert d is None and cycle_weight(cyc_g, cyc) < 0 and st["tails_rerun"] and cyc[0] == min(cyc)
+    # several ranks: rank q's block is rows lo..hi of the graph renamed by the dealt degree order
+    g = uniform_weights(kronecker(9, seed=4), seed=4)
+    for size in (2, 3):
+        h = permute_graph(g, degree_order(g, runs=size))
+        for q in range(size):
+            r = _relabeled_rounds(g, monkeypatch, order, size, q)
+            lo, hi = r.part.range(q)
+            assert (r.block.lo, r.block.hi) == (lo, hi) and r.part.nparts == size
+            np.testing.assert_array_equal(r.block.indptr, h.indptr[lo:hi + 1] - h.indptr[lo])
+            np.testing.assert_array_equal(r.block.indices, h.indices[h.indptr[lo]:h.indptr[hi]])
+            np.testing.assert_array_equal(r.block.w, h.weights[h.indptr[lo]:h.indptr[hi]])

@@ -416,7 +416,9 @@ def test_round_kernels_equal_the_cupy_rounds(dtype, bigdeg, monkeypatch):
     CPU backend's distances and canonical predecessors, on Kronecker graphs with shifted and
     quarter-unit float weights, unit weights and unreached vertices; with the hub kernels for
     vertices of 16 arcs or more (bigdeg=16: many of them) and from 2048 (the default). The
-    asynchronous rounds (order="async", the default): the same results in no more rounds."""
+    asynchronous rounds (order="async", the default): the same results in no more rounds. Renamed
+    by degree (relabel="degree"): the same results in the caller's ids (the predecessors the
+    smallest tight tails by them, the cycle in them), Jacobi's rounds and relaxations."""
     from mpi4py import MPI
 
     from distgraph.algorithms.bellman_ford import _arc_weights
@@ -446,24 +448,27 @@ def test_round_kernels_equal_the_cupy_rounds(dtype, bigdeg, monkeypatch):
         ww = _arc_weights(gg, None)
         confirm = lambda cy, gg=gg, ww=ww: cycle_weight(gg, cy, ww) < 0  # noqa: E731
         res = {}
-        for engine, order in (("kernel", "jacobi"), ("cupy", None), ("kernel", "async")):
-            r = RoundsSSSP(gg, ww, MPI.COMM_SELF, engine=engine, order=order)
+        for engine, order, relabel in (("kernel", "jacobi", None), ("cupy", None, None), ("kernel", "async", None),
+                                       ("kernel", "jacobi", "degree"), ("kernel", "async", "degree")):
+            r = RoundsSSSP(gg, ww, MPI.COMM_SELF, engine=engine, order=order, relabel=relabel)
             if probe:
                 out = r.run(s, confirm, max_rounds=64, probe_round=probe)
                 assert out is None and r.last_stats["stopped"] == "deep" and r.last_stats["rounds"] == probe
-                res[engine, order] = (r.last_stats["rounds"], r.last_stats["relaxations"])
+                res[engine, order, relabel] = (r.last_stats["rounds"], r.last_stats["relaxations"])
                 continue
             d, p, st, found = r.run(s, confirm, predecessors=True)
             if g is cyc_g:
                 assert d is None and found is not None and cycle_weight(gg, found, ww) < 0
-                res[engine, order] = ("cycle", 0)
+                res[engine, order, relabel] = ("cycle", 0)
                 continue
             ref_d, ref_p, _, _ = cpu_rounds(gg, ww, s, MPI.COMM_SELF, confirm, predecessors=True)
             np.testing.assert_array_equal(d, ref_d)  # the work dtype's values, its unreached sentinel
             np.testing.assert_array_equal(p, ref_p)
-            assert st["engine"] == engine and st["order"] == (order or "jacobi")
-            res[engine, order] = (st["rounds"], st["relaxations"])
-        assert res["kernel", "jacobi"] == res["cupy", None]
+            assert st["engine"] == engine and st["order"] == (order or "jacobi") and st["relabel"] == relabel
+            res[engine, order, relabel] = (st["rounds"], st["relaxations"])
+        # Jacobi's rounds do not depend on the ids
+        assert res["kernel", "jacobi", None] == res["cupy", None, None] == res["kernel", "jacobi", "degree"]
         # the asynchronous rounds: the same results (above), no more rounds (the relaxations
         # vary from run to run: measured in benchmarks/gpu_sssp_pes.py, not asserted)
-        assert res["kernel", "async"][0] <= res["cupy", None][0]
+        assert res["kernel", "async", None][0] <= res["cupy", None, None][0]
+        assert res["kernel", "async", "degree"][0] <= res["cupy", None, None][0]

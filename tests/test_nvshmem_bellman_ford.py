@@ -501,7 +501,8 @@ def test_distributed_rounds_equal_cpu(pg, bigdeg, monkeypatch):
     GPU's round count (order="jacobi"; "async": no more rounds), negative cycles raised on every rank (found in the gathered tails, not
     by a search on the CPU); mode="auto" and "rounds" through
     the public API take this path and free its symmetric arrays. With the round kernels' hubs
-    from 16 arcs (many) and from 2048 (the default)."""
+    from 16 arcs (many) and from 2048 (the default). Renamed by degree (relabel="degree",
+    dealt over the PEs): the same results in the caller's ids, a cycle among them."""
     from distgraph.backends.gpu import bellman_ford as gbf
     from distgraph.backends.gpu.bellman_ford import RoundsSSSP
 
@@ -511,9 +512,11 @@ def test_distributed_rounds_equal_cpu(pg, bigdeg, monkeypatch):
     ok, info = True, []
     live = len(pg._live)
     for name, g, w, s, confirm, ref_d, ref_p in _with_cpu_reference(_graphs_and_uniform()):
-        for engine, exchange, order in (("kernel", None, "jacobi"), ("kernel", "dense", "jacobi"), ("cupy", None, None),
-                                        ("kernel", None, "async"), ("kernel", "dense", "async")):
-            r = RoundsSSSP(g, w, comm, engine=engine, exchange=exchange, order=order)
+        for engine, exchange, order, relabel in (("kernel", None, "jacobi", None), ("kernel", "dense", "jacobi", None),
+                                                 ("cupy", None, None, None), ("kernel", None, "async", None),
+                                                 ("kernel", "dense", "async", None), ("kernel", None, "jacobi", "degree"),
+                                                 ("kernel", None, "async", "degree")):
+            r = RoundsSSSP(g, w, comm, engine=engine, exchange=exchange, order=order, relabel=relabel)
             try:
                 d, p, st, cyc = r.run(s, confirm, predecessors=True)
                 one = RoundsSSSP(g, w, MPI.COMM_SELF, engine="cupy")
@@ -528,7 +531,7 @@ def test_distributed_rounds_equal_cpu(pg, bigdeg, monkeypatch):
                     and ((st["rounds"], st["relaxations"]) == (st1["rounds"], st1["relaxations"]) if order != "async"
                          # asynchronous: no more rounds (the relaxations vary from run to run)
                          else st["rounds"] <= st1["rounds"]))
-            info.append((name, engine, exchange, order, good, st["rounds"], st1["rounds"], st["relaxations"],
+            info.append((name, engine, exchange, order, relabel, good, st["rounds"], st1["rounds"], st["relaxations"],
                          st1["relaxations"]))
             ok &= good
         for mode in ("rounds", "auto"):
@@ -544,4 +547,10 @@ def test_distributed_rounds_equal_cpu(pg, bigdeg, monkeypatch):
     with pytest.raises(NegativeCycleError) as ei:
         bellman_ford(gc, int(cyc[0]), backend="gpu", mode="rounds", comm=comm)
     assert _all(comm, cycle_weight(gc, ei.value.cycle) < 0)
+    r = RoundsSSSP(gc, gc.weights, comm, relabel="degree")  # the tails renamed back to the caller's ids
+    try:
+        d, _, st, found = r.run(int(cyc[0]), lambda c: cycle_weight(gc, c) < 0)
+    finally:
+        r.close()
+    assert _all(comm, d is None and found is not None and cycle_weight(gc, found) < 0 and st["tails_rerun"])
     assert _all(comm, len(pg._live) == live)  # every run freed its symmetric arrays

@@ -306,22 +306,32 @@ class _Block:
     int64 from 0, heads to int32, weights to their stored dtype (:func:`_store_dtype`: int32
     and float32 kept 4 bytes wide, the round kernels read them so; ``wdt`` is the work dtype,
     int64 or float64; None: unit weights). No host copy of the arcs is made (on Kronecker 20
-    the host conversions took longer than the kernels)."""
+    the host conversions took longer than the kernels).
 
-    def __init__(self, cp, graph, weights, lo, hi):
+    ``arcs``: the block's ``(indptr, indices, weights)`` given instead (``indptr`` of
+    ``hi - lo + 1`` entries, indices and weights those rows' arcs; weights None exactly when
+    ``weights`` is): the rows of a renamed graph (RoundsSSSP's ``relabel``); ``graph`` is then
+    None, so that no queue kernel takes the block for the graph's own."""
+
+    def __init__(self, cp, graph, weights, lo, hi, arcs=None):
         from ..cpu.bellman_ford import work_dtype
 
         self.cp, self.graph, self.lo, self.hi, self.nl = cp, graph, int(lo), int(hi), int(hi) - int(lo)
         self.wdt = work_dtype(weights.dtype) if weights is not None else np.dtype(np.int64)
         self.sdt = _store_dtype(weights.dtype) if weights is not None else None
         self.isf = self.wdt.kind == "f"
-        a, b = int(graph.indptr[lo]), int(graph.indptr[hi])
+        if arcs is None:
+            a, b = int(graph.indptr[lo]), int(graph.indptr[hi])
+            ip, ix, wb = graph.indptr[lo:hi + 1], graph.indices[a:b], None if weights is None else weights[a:b]
+        else:
+            ip, ix, wb = arcs
+            a, b = int(ip[0]), int(ip[-1])
         self.m = b - a
-        self.indptr = _to_device(cp, np.asarray(graph.indptr[lo:hi + 1])).astype(cp.int64) - a
+        self.indptr = _to_device(cp, np.asarray(ip)).astype(cp.int64) - a
         if b > a:
-            self.indices = _to_device(cp, np.asarray(graph.indices[a:b])).astype(cp.int32, copy=False)
+            self.indices = _to_device(cp, np.asarray(ix)).astype(cp.int32, copy=False)
             self.w = None if weights is None else \
-                _to_device(cp, np.asarray(weights[a:b])).astype(self.sdt, copy=False)
+                _to_device(cp, np.asarray(wb)).astype(self.sdt, copy=False)
         else:  # no arcs: one-element stand-ins (a kernel argument needs an allocation)
             self.indices = cp.zeros(1, cp.int32)
             self.w = None if weights is None else cp.zeros(1, self.sdt)
@@ -368,10 +378,13 @@ class _Block:
         lo = int((mag & cp.uint64(0xFFFFFFFF)).sum(dtype=cp.uint64))  # < 2**32 arcs: no wrap
         return (hi << 32) + lo, k
 
-    def tight_pred(self, d):
+    def tight_pred(self, d, names=None, order=None):
         """``best[v]``: the smallest tail ``u`` in this block of a tight arc ``u -> v``
         (``d[u] + w == d[v]``, both finite), uint64, ``2**64 - 1`` where there is none;
-        ``d`` the whole distance array in the work dtype (host). ``kernels/sssp_tight.cu``."""
+        ``d`` the whole distance array in the work dtype (host, or device: not copied).
+        ``kernels/sssp_tight.cu``. ``names`` (device int64, n): the tails compared and kept
+        by their names ``names[u]`` (a renamed graph's tails by the caller's ids); ``order``
+        (device, n): ``best[order]`` returned (the caller's order of the heads)."""
         from ..cpu.bellman_ford import INF_OF
         from .loader import get_module
 
@@ -379,14 +392,15 @@ class _Block:
         n = int(d.shape[0])
         best = cp.full(max(n, 1), np.iinfo(np.uint64).max, cp.uint64)
         if self.nl and self.m:
-            dd = _to_device(cp, np.ascontiguousarray(d, dtype=self.wdt))
+            dd = _to_device(cp, np.ascontiguousarray(d, dtype=self.wdt)) if isinstance(d, np.ndarray) \
+                else cp.ascontiguousarray(d, dtype=self.wdt)
             fn = get_module("sssp_tight").get_function("distgraph_sssp_tight_pred_" + self.suffix)
             sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
             blocks = int(min(-(-self.nl // 8), 32 * sms))  # a warp per tail vertex, 8 per block
             fn((blocks,), (256,), (self.indptr, self.indices, dd if self.w is None else self.w,
                                    np.int32(self.w is None), dd, np.int64(self.nl), np.int64(self.lo),
-                                   INF_OF(self.wdt), best))
-        return best[:n].get()
+                                   INF_OF(self.wdt), best, np.uint64(0) if names is None else names))
+        return (best[:n] if order is None else best[order]).get()
 
 
 STAGE_BYTES = 64 << 20  # the largest pinned staging buffer _to_host keeps
@@ -492,12 +506,16 @@ def _to_host(a, holder, out=None):
     return out.reshape(a.shape)
 
 
-def _finish_device(block, graph, w, comm, part, source, dist_local, predecessors, whole=False):
+def _finish_device(block, graph, w, comm, part, source, dist_local, predecessors, whole=False, renamed=None):
     """Whole distances on every rank and, with ``predecessors``, the canonical ones (the
     smallest tail of a tight arc: what the CPU backend's ``_finish`` gives, found on the
     device by :meth:`_Block.tight_pred` and min-reduced over the ranks); a tree over the
     tight arcs when they close a (zero-weight) cycle. ``(d, pred, canonical)``.
-    ``dist_local``: this rank's block of the distances, or (``whole``) all of them."""
+    ``dist_local``: this rank's block of the distances, or (``whole``) all of them.
+    ``renamed``: ``(d_block_ids, names, order)`` when the block is of a renamed graph
+    (RoundsSSSP's ``relabel``): the device distances by the block's ids, the caller's id of
+    each (``old_of_new``) and the block's id of each of the caller's (``new_id``), for
+    :meth:`_Block.tight_pred`; ``dist_local`` and the result are in the caller's ids."""
     from mpi4py import MPI
 
     from ..cpu.bellman_ford import _gather, find_pred_cycle
@@ -505,7 +523,8 @@ def _finish_device(block, graph, w, comm, part, source, dist_local, predecessors
     d = dist_local if whole else _gather(dist_local, part, comm)
     if not predecessors:
         return d, None, None
-    best = block.tight_pred(d)
+    best = block.tight_pred(d) if renamed is None else block.tight_pred(renamed[0], names=renamed[1],
+                                                                        order=renamed[2])
     if comm.Get_size() > 1:
         comm.Allreduce(MPI.IN_PLACE, best, op=MPI.MIN)
     best = best.view(np.int64)  # 2**64 - 1 (no tight arc in) reads as -1
@@ -1669,13 +1688,25 @@ class RoundsSSSP:
     stops. With negative weights the rounds keep no tails (only a negative cycle's search
     needs them) unless a negative cycle is proven; then they run again (Jacobi's) with tails.
     Timings on one and two H200s: benchmarks/results/session16/ and session17/. Without
-    nvshmem4py every rank runs the whole graph (no speed-up). Collective.
+    nvshmem4py every rank runs the whole graph (no speed-up).
+
+    ``relabel="degree"``: the rounds run on the graph renamed by degree (hubs first: the
+    distances the relaxations hit most share cache lines), dealt over the PEs
+    (:func:`~distgraph.formats.reorder.degree_order` with ``runs`` = the PEs, each block's
+    rows renamed on its rank by :func:`~distgraph.formats.reorder.permute_rows`); the results
+    come back in the caller's ids (the distances renamed on the device, the predecessors still
+    the smallest tight tail by the caller's ids, a cycle in them). It pays off over several
+    runs: Kronecker 23 on one H200, rounds 1.47x faster, for about a second of set-up on the
+    host (benchmarks/results/session18/). Road networks, whose ids are already local, do not
+    gain. Default None: the caller's ids. Collective.
     """
 
-    def __init__(self, graph, weights, comm, *, distributed=None, engine="kernel", exchange=None, order=None):
+    relabel = new_id = old_of_new = d_new_id = d_names = None  # the caller's ids (see _place)
+
+    def __init__(self, graph, weights, comm, *, distributed=None, engine="kernel", exchange=None, order=None,
+                 relabel=None):
         from mpi4py import MPI
 
-        from ...graph.partition import partition_by_edges
         from ...runtime.abort import collective_check, collective_raise
         from ...runtime.context import get_context
         from ..cpu.bellman_ford import neg_bound_of
@@ -1694,6 +1725,7 @@ class RoundsSSSP:
             expect(order is None or order in ORDERS, "order", "None, 'async' or 'jacobi'", order)
             expect(order != "async" or engine == "kernel", "order",
                    "'jacobi' or None with engine='cupy' (its rounds are Jacobi's)", order)
+            expect(relabel in (None, "none", "degree"), "relabel", "None, 'none' or 'degree'", relabel)
         except InvalidArgumentError as e:
             err = e
         self.engine = engine
@@ -1703,7 +1735,7 @@ class RoundsSSSP:
         if err is None and size > 1 and distributed and not have:
             err = DistgraphError("RoundsSSSP(distributed=True) needs nvshmem4py on every rank")
         collective_check(comm, err, {"distributed": distributed, "engine": engine, "exchange": exchange,
-                                     "order": order},
+                                     "order": order, "relabel": relabel},
                          "the round-based GPU Bellman-Ford")
         self.distributed = size > 1 and (have if distributed is None else bool(distributed))
         t0 = time.perf_counter()
@@ -1712,11 +1744,10 @@ class RoundsSSSP:
         self.cp, self.comm, self.graph, self.w = cp, comm, graph, weights
         self.exchange = None
         scope = comm if self.distributed else MPI.COMM_SELF
-        self.part = partition_by_edges(graph.indptr, scope.Get_size())
-        lo, hi = self.part.range(scope.Get_rank())
+        self.relabel = None if relabel == "none" else relabel
         err = bk = None
         try:
-            self.block = _Block(cp, graph, weights, lo, hi)
+            self.block = self._place(graph, weights, scope)
             bk = self.block.neg_magnitude()
         except Exception as e:  # noqa: BLE001 - raised on every rank below
             err = e
@@ -1748,6 +1779,32 @@ class RoundsSSSP:
             "pull" if isinstance(self.exchange, _PeerPull) else "dense")
         cp.cuda.Device().synchronize()
         self.setup_s = time.perf_counter() - t0
+
+    def _place(self, graph, weights, scope):
+        """This rank's :class:`_Block` (``self.part``: the blocks), of the graph as given or
+        renamed (``self.relabel``: ``self.new_id``, ``self.old_of_new`` on the host and, for
+        the finish, on the device)."""
+        from ...graph.partition import partition_by_edges
+
+        cp = self.cp
+        if self.relabel is None:
+            self.part = partition_by_edges(graph.indptr, scope.Get_size())
+            return _Block(cp, graph, weights, *self.part.range(scope.Get_rank()))
+        from ...formats.reorder import degree_order, permute_rows
+
+        t0 = time.perf_counter()
+        n = graph.n
+        self.new_id = degree_order(graph, runs=scope.Get_size())
+        self.old_of_new = np.empty(n, np.int64)
+        self.old_of_new[self.new_id] = np.arange(n, dtype=np.int64)
+        indptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.diff(graph.indptr)[self.old_of_new], out=indptr[1:])
+        self.part = partition_by_edges(indptr, scope.Get_size())
+        lo, hi = self.part.range(scope.Get_rank())
+        arcs = permute_rows(graph.indptr, graph.indices, weights, self.new_id, self.old_of_new[lo:hi])
+        self.relabel_s = time.perf_counter() - t0
+        self.d_new_id, self.d_names = cp.asarray(self.new_id), cp.asarray(self.old_of_new)
+        return _Block(cp, None, weights, lo, hi, arcs=arcs)
 
     @property
     def bound_key(self):
@@ -1782,15 +1839,17 @@ class RoundsSSSP:
 
         t0 = time.perf_counter()
         n = self.graph.n
+        renamed = self.new_id is not None
+        src = int(self.new_id[source]) if renamed else source  # the rounds' id of the source
         capped = max_rounds is not None and int(max_rounds) < n
         rkw = {"track_pred": False, "max_rounds": int(max_rounds) if capped else None,
                "probe_round": int(probe_round) if capped and probe_round else None, "exchange": self.exchange}
 
         def rounds():
             if self.engine == "kernel":
-                return rounds_kernel(self.block, source, n=n, bound_key=self.bound_key if self.has_neg else None,
+                return rounds_kernel(self.block, src, n=n, bound_key=self.bound_key if self.has_neg else None,
                                      order=self.order, **rkw)
-            return rounds_cupy(self.d_indptr, self.d_indices, self.d_w, source, n=n,
+            return rounds_cupy(self.d_indptr, self.d_indices, self.d_w, src, n=n,
                                bound=self.bound if self.has_neg else None, lo=self.block.lo, **rkw)
 
         # no tails at first: the distances' finish (_finish_device) does not need them, only a
@@ -1812,9 +1871,11 @@ class RoundsSSSP:
         order = "jacobi" if reran and self.has_neg else self.order
         stats = {"mode": "rounds", "backend": "gpu", "engine": self.engine, "order": order, "rounds": info["rounds"],
                  "relaxations": relax, "distributed": self.distributed, "exchange": self.exchange_kind,
-                 "tails_rerun": bool(reran and self.has_neg),
+                 "tails_rerun": bool(reran and self.has_neg), "relabel": self.relabel,
                  "time_setup_s": self.setup_s,
                  "time_run_s": t_run}
+        if renamed:
+            stats["time_relabel_s"] = self.relabel_s  # of time_setup_s: the order and this rank's rows
         if self.distributed:
             stats["relaxations"] = self.comm.allreduce(relax)
             # the exchange's share per PE (the pull: GPU seconds of the barrier and settle steps
@@ -1837,6 +1898,10 @@ class RoundsSSSP:
             cycle = None
             if v >= 0:
                 cyc = cycle_from_pred(p, v)
+                if renamed:  # in the caller's ids, from the smallest
+                    cyc = [int(x) for x in self.old_of_new[cyc]]
+                    i = cyc.index(min(cyc))
+                    cyc = cyc[i:] + cyc[:i]
                 cycle = cyc if confirm(cyc) else None
             if cycle is None:
                 cycle = _cpu_cycle(self.graph, self.w, source, confirm)
@@ -1845,11 +1910,13 @@ class RoundsSSSP:
             raise DistgraphError(f"the round-based GPU Bellman-Ford stopped ({info['status']}) "
                                  "but no negative cycle was found")
         t1 = time.perf_counter()
-        d = _to_host(dist, self, out=pre.take())
+        # renamed: the caller's order made on the device (a gather), then copied
+        d = _to_host(dist[self.d_new_id] if renamed else dist, self, out=pre.take())
         stats["time_d2h_s"] = time.perf_counter() - t1
         stats["time_prefault_wait_s"] = pre.wait_s  # of time_d2h_s: the page-touching threads not done
         d, p, canon = _finish_device(self.block, self.graph, self.w, self.comm if self.distributed else MPI.COMM_SELF,
-                                     self.part, source, d, predecessors, whole=True)
+                                     self.part, source, d, predecessors, whole=True,
+                                     renamed=(dist, self.d_names, self.d_new_id) if renamed else None)
         stats["time_finish_s"] = time.perf_counter() - t0 - t_run
         stats["canonical_predecessors"] = canon
         return d, p, stats, None
@@ -1906,7 +1973,7 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
                  "rounds_relaxations": r.last_stats["relaxations"]}
         # the queue kernel runs on the rounds' upload of the graph (on several ranks the rounds
         # only stop early when distributed, on this rank's block); their distances are freed
-        block = r.block if comm.Get_size() == 1 or r.distributed else None
+        block = r.block if (comm.Get_size() == 1 or r.distributed) and r.relabel is None else None
     finally:
         r.close()  # collective: the rounds' exchange arrays
     del r
