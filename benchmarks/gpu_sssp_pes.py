@@ -268,7 +268,7 @@ def _run_case(comm, name, path, queues, remotes, trials, failed, flushes, phase_
                                                        "shipped", "applied", "flushes", "cas_failed",
                                                        "remote_wins", "remote_first", "remote_pushes", "grid",
                                                        "capacity", "rounds", "engine", "order", "distributed",
-                                                       "exchange", "relabel", "time_relabel_s",
+                                                       "exchange", "relabel", "time_relabel_s", "time_rename_s",
                                                        "time_profile_s", "time_exchange_max_s", "time_finish_s", "time_d2h_s",
                                                        "time_prefault_wait_s",
                                                        "time_exchange_min_s", "relaxations_max_pe")})
@@ -302,7 +302,7 @@ def run_job(n, args, timeout):
 
     mpirun = os.environ.get("MPIRUN", "/usr/bin/mpirun")
     env = [x for v in ("PYTHONPATH", "NVSHMEM_DISABLE_NVLS", "NVSHMEM_REMOTE_TRANSPORT", "NVSHMEM_SYMMETRIC_SIZE",
-                       "DISTGRAPH_HANG_TIMEOUT", "DISTGRAPH_CACHE_DIR", "PYTHONUNBUFFERED") if v in os.environ
+                       "DISTGRAPH_HANG_TIMEOUT", "DISTGRAPH_CACHE_DIR", "DISTGRAPH_GPU_SSSP_PREFAULT_THREADS", "PYTHONUNBUFFERED") if v in os.environ
            for x in ("-x", v)]
     cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-n", str(n)] + env + mpirun_extra() \
         + [sys.executable, __file__] + args

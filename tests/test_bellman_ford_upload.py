@@ -763,6 +763,7 @@ def test_to_host_into_a_prefaulted_array(monkeypatch):
     pre = gbf._Prefault((n,), np.int64)
     pre.close()  # drops the array, not waiting for the threads (they end on their own)
     assert not pre._threads and pre.out is None and pre.take() is None
+    assert gbf._Prefault((n,), np.int64, threads=0).take() is None  # DISTGRAPH_GPU_SSSP_PREFAULT_THREADS=0
     monkeypatch.setattr(gbf, "_cpus", lambda: 1)  # one CPU: no threads beside the launches
     assert gbf._Prefault((n,), np.int64).take() is None
 
@@ -965,9 +966,11 @@ def test_relabeled_rounds_answer_in_the_callers_ids(round_kernels, monkeypatch, 
     r = _relabeled_rounds(cyc_g, monkeypatch, order)
     d, p, st, cyc = r.run(int(planted[0]), lambda c: cycle_weight(cyc_g, c) < 0)
     assert d is None and cycle_weight(cyc_g, cyc) < 0 and st["tails_rerun"] and cyc[0] == min(cyc)
-    # several ranks: rank q's block is rows lo..hi of the graph renamed by the dealt degree order
+    # several ranks: rank q's block is rows lo..hi of the graph renamed by the dealt degree
+    # order, its rows sorted on the "device" (a few arcs at a time too: whole rows, a hub alone)
     g = uniform_weights(kronecker(9, seed=4), seed=4)
-    for size in (2, 3):
+    for size, sort_arcs in ((2, 1 << 27), (3, 40), (2, 1)):
+        monkeypatch.setattr(gbf, "SORT_ARCS", sort_arcs)
         h = permute_graph(g, degree_order(g, runs=size))
         for q in range(size):
             r = _relabeled_rounds(g, monkeypatch, order, size, q)

@@ -469,35 +469,29 @@ def _permute_kernel():
 def _rows_kernel():
     import numba as nb
 
-    @nb.njit(cache=True, parallel=True)
-    def _rows(ip, ix, w, new_id, rows, new_ip, out_ix, out_w, weighted, sort):
-        # new row r = old row rows[r], heads renamed and (sort) sorted, stable; weights moved along
-        for r in nb.prange(rows.shape[0]):
-            o = rows[r]
-            p0 = ip[o]
-            q0 = new_ip[r]
-            d = ip[o + 1] - p0
-            if not sort:
-                for k in range(d):
-                    out_ix[q0 + k] = new_id[ix[p0 + k]]
+    @nb.njit(cache=True, inline="always")
+    def _row(ip, ix, w, new_id, o, q0, out_ix, out_w, weighted, sort):
+        p0 = ip[o]
+        d = ip[o + 1] - p0
+        if not sort:
+            for k in range(d):
+                out_ix[q0 + k] = new_id[ix[p0 + k]]
+                if weighted:
+                    out_w[q0 + k] = w[p0 + k]
+        elif d <= 48:  # insertion sort in place
+            for k in range(d):
+                v = new_id[ix[p0 + k]]
+                x = w[p0 + k] if weighted else w[0]
+                j = k
+                while j > 0 and out_ix[q0 + j - 1] > v:
+                    out_ix[q0 + j] = out_ix[q0 + j - 1]
                     if weighted:
-                        out_w[q0 + k] = w[p0 + k]
-                continue
-            if d <= 48:  # insertion sort in place
-                for k in range(d):
-                    v = new_id[ix[p0 + k]]
-                    x = w[p0 + k] if weighted else w[0]
-                    j = k
-                    while j > 0 and out_ix[q0 + j - 1] > v:
-                        out_ix[q0 + j] = out_ix[q0 + j - 1]
-                        if weighted:
-                            out_w[q0 + j] = out_w[q0 + j - 1]
-                        j -= 1
-                    out_ix[q0 + j] = v
-                    if weighted:
-                        out_w[q0 + j] = x
-                continue
-            # (new head, position) pairs in one int64 each, sorted: stable, no index array
+                        out_w[q0 + j] = out_w[q0 + j - 1]
+                    j -= 1
+                out_ix[q0 + j] = v
+                if weighted:
+                    out_w[q0 + j] = x
+        else:  # (new head, position) pairs in one int64 each, sorted: stable, no index array
             keys = np.empty(d, np.int64)
             for k in range(d):
                 keys[k] = (new_id[ix[p0 + k]] << 32) | k
@@ -506,6 +500,17 @@ def _rows_kernel():
                 out_ix[q0 + k] = keys[k] >> 32
                 if weighted:
                     out_w[q0 + k] = w[p0 + (keys[k] & 0xFFFFFFFF)]
+
+    @nb.njit(cache=True, parallel=True)
+    def _rows(ip, ix, w, new_id, rows, new_ip, out_ix, out_w, weighted, sort, stripes):
+        # new row r = old row rows[r], heads renamed and (sort) sorted, stable; weights moved
+        # along. Runs of 64 rows are dealt to the threads in stripes (run t, t + stripes, ...):
+        # a degree order holds its hubs first, which prange's contiguous ranges give one thread
+        nrun = (rows.shape[0] + 63) // 64
+        for t in nb.prange(stripes):
+            for c in range(t, nrun, stripes):
+                for r in range(64 * c, min(64 * c + 64, rows.shape[0])):
+                    _row(ip, ix, w, new_id, rows[r], new_ip[r], out_ix, out_w, weighted, sort)
 
     return _rows
 
@@ -516,7 +521,7 @@ def permute_rows(indptr, indices, weights, new_id, rows, sort: bool = True):
     (``sort``) sorted, stable, ``weights`` (aligned with ``indices``, or None) moved along.
     The rows of one rank's block of the renamed graph, ``rows = old_of_new[lo:hi]``, without
     renaming the rest (:func:`permute_graph` renames all). The sort costs most of the time
-    (Kronecker 20 on two cores: 1.65 s, 0.33 s unsorted)."""
+    (Kronecker 20, all rows in degree order, on two cores: 1.3 s sorted, 0.3 s unsorted)."""
     new_id = np.asarray(new_id, dtype=np.int64)
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
@@ -528,7 +533,7 @@ def permute_rows(indptr, indices, weights, new_id, rows, sort: bool = True):
     weighted = weights is not None
     out_w = np.empty(m if weighted else 1, dtype=weights.dtype if weighted else np.int8)
     _rows_kernel()(indptr, np.asarray(indices), np.asarray(weights) if weighted else out_w, new_id, rows,
-                   new_ip, out_ix, out_w, weighted, bool(sort))
+                   new_ip, out_ix, out_w, weighted, bool(sort), 256)
     return new_ip, out_ix, (out_w if weighted else None)
 
 

@@ -155,6 +155,9 @@ class Config:
     #: 16 rounds, Kronecker 18-20 their whole component in 4, benchmarks/results/hop_balls.json);
     #: 0: off.
     gpu_sssp_auto_probe: int = 16
+    #: The GPU Bellman-Ford's rounds: threads that fault in the distances' host array while the
+    #: GPU works (backends/gpu/bellman_ford.py, _Prefault; a thread per 16 MB at most); 0: none.
+    gpu_sssp_prefault_threads: int = 4
 
 
 def _convert(name: str, typ, raw: str):
