@@ -930,6 +930,18 @@ def test_degree_order_dealt_to_runs_and_renamed_rows():
         degree_order(g, runs=0)
 
 
+def test_degree_order_on_the_device_is_the_hosts(numpy_as_cupy):
+    """RoundsSSSP's degree order, computed "on the device", is degree_order's (ties by id,
+    in-degrees added for a directed graph), dealt to 1-3 runs; new_id its inverse."""
+    from distgraph.formats.reorder import degree_order
+
+    for g in list(_graphs()) + [Graph.from_edges([0, 1], [1, 0], n=5), Graph.from_edges([], [], n=0)]:
+        for p in (1, 2, 3):
+            old, new = gbf._degree_order_device(np, g, p)
+            np.testing.assert_array_equal(new, degree_order(g, runs=p))
+            np.testing.assert_array_equal(old[new], np.arange(g.n))
+
+
 @pytest.mark.parametrize("order", ["async", "jacobi"])
 def test_relabeled_rounds_answer_in_the_callers_ids(round_kernels, monkeypatch, order):
     """RoundsSSSP(relabel="degree") (one stand-in PE, kernels emulated): the rounds run on the
@@ -979,3 +991,32 @@ def test_relabeled_rounds_answer_in_the_callers_ids(round_kernels, monkeypatch, 
             np.testing.assert_array_equal(r.block.indptr, h.indptr[lo:hi + 1] - h.indptr[lo])
             np.testing.assert_array_equal(r.block.indices, h.indices[h.indptr[lo]:h.indptr[hi]])
             np.testing.assert_array_equal(r.block.w, h.weights[h.indptr[lo]:h.indptr[hi]])
+
+
+def test_rounds_prefault_threads_by_config(round_kernels, monkeypatch):
+    """RoundsSSSP.run faults the host array in with 4 threads on one PE and none on several
+    (config -1, the default; several PEs' rounds stalled while their hosts faulted), or with
+    the configured count."""
+    from distgraph.backends.cpu.bellman_ford import run_rounds as cpu_rounds
+    from distgraph.runtime.config import config
+
+    seen = []
+    real = gbf._Prefault
+
+    def recorded(shape, dtype, threads=4):
+        seen.append(threads)
+        return real(shape, dtype, threads=threads)
+
+    monkeypatch.setattr(gbf, "_Prefault", recorded)
+    g = uniform_weights(kronecker(7, seed=1), seed=1)
+    r = _relabeled_rounds(g, monkeypatch)
+    old = config.gpu_sssp_prefault_threads
+    try:
+        for setting, distributed, want in ((-1, False, 4), (-1, True, 0), (0, False, 0), (2, True, 2)):
+            config.gpu_sssp_prefault_threads = setting
+            r.distributed = distributed
+            d = r.run(0, lambda c: False)[0]
+            assert seen[-1] == want
+            np.testing.assert_array_equal(d, cpu_rounds(g, g.weights, 0, MPI.COMM_SELF, lambda c: False)[0])
+    finally:
+        config.gpu_sssp_prefault_threads = old

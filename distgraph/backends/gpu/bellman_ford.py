@@ -1670,6 +1670,31 @@ def _pull_loop(cp, relax, settle, n, source, inf, lo, hi, *, bound, track_pred, 
                         "exchange_s": prof["barrier"] + prof["settle"], "profile_s": prof}
 
 
+def _host(a):
+    """A host copy of device array ``a`` (a host array itself)."""
+    return a.get() if hasattr(a, "get") else np.asarray(a)
+
+
+def _degree_order_device(cp, graph, runs):
+    """``(old_of_new, new_id)`` of :func:`~distgraph.formats.reorder.degree_order` with
+    ``runs``, on the device (one stable sort of the degrees; the same order): the vertices by
+    descending degree (out + in for a directed graph; ties by id), dealt to ``runs`` runs.
+    Kronecker 24 on the host took seconds, most of it in NumPy's stable sort."""
+    n = graph.n
+    indptr = _to_device(cp, np.asarray(graph.indptr, dtype=np.int64))
+    deg = indptr[1:] - indptr[:-1]
+    del indptr
+    if graph.directed:
+        deg = deg + _to_device(cp, graph.in_degree().astype(np.int64))
+    order = cp.argsort(-deg, kind="stable")
+    del deg
+    if runs > 1:
+        order = cp.concatenate([order[i::runs] for i in range(int(runs))])
+    new_id = cp.empty(n, cp.int64)
+    new_id[order] = cp.arange(n, dtype=cp.int64)
+    return order.astype(cp.int64, copy=False), new_id
+
+
 #: _sort_rows sorts this many arcs at a time at most (rows whole): 24 bytes an arc of
 #: temporary device memory (keys, their order, the sort's own)
 SORT_ARCS = 1 << 27
@@ -1826,13 +1851,12 @@ class RoundsSSSP:
         if self.relabel is None:
             self.part = partition_by_edges(graph.indptr, scope.Get_size())
             return _Block(cp, graph, weights, *self.part.range(scope.Get_rank()))
-        from ...formats.reorder import degree_order, permute_rows
+        from ...formats.reorder import permute_rows
 
         t0 = time.perf_counter()
         n = graph.n
-        self.new_id = degree_order(graph, runs=scope.Get_size())
-        self.old_of_new = np.empty(n, np.int64)
-        self.old_of_new[self.new_id] = np.arange(n, dtype=np.int64)
+        self.d_names, self.d_new_id = _degree_order_device(cp, graph, scope.Get_size())
+        self.old_of_new, self.new_id = _host(self.d_names), _host(self.d_new_id)
         indptr = np.zeros(n + 1, np.int64)
         np.cumsum(np.diff(graph.indptr)[self.old_of_new], out=indptr[1:])
         self.part = partition_by_edges(indptr, scope.Get_size())
@@ -1842,7 +1866,6 @@ class RoundsSSSP:
         block = _Block(cp, None, weights, lo, hi, arcs=arcs)
         del arcs
         _sort_rows(cp, block)
-        self.d_new_id, self.d_names = cp.asarray(self.new_id), cp.asarray(self.old_of_new)
         cp.cuda.Device().synchronize()
         self.relabel_s = time.perf_counter() - t0
         return block
@@ -1869,7 +1892,10 @@ class RoundsSSSP:
         distances' host array is faulted in by threads while the GPU works (:class:`_Prefault`)."""
         from ...runtime.config import config
 
-        pre = _Prefault((self.graph.n,), np.int64, threads=int(config.gpu_sssp_prefault_threads))
+        threads = int(config.gpu_sssp_prefault_threads)
+        if threads < 0:  # auto: on one PE only (several PEs' rounds stalled while their hosts faulted)
+            threads = 0 if self.distributed else 4
+        pre = _Prefault((self.graph.n,), np.int64, threads=threads)
         try:
             return self._run(source, confirm, predecessors, max_rounds, probe_round, pre)
         finally:
