@@ -151,8 +151,8 @@ def degree_order(graph, head: float | None = None, runs: int = 1) -> np.ndarray:
     rank r goes to run r mod P, each run in degree order. P blocks of about equal arcs
     (:func:`~distgraph.graph.partition.partition_by_edges`) then each get their share of the
     hubs, packed at their start. The GPU Bellman-Ford's ``relabel="degree"`` uses it: the
-    distances its relaxations hit most share cache lines (Kronecker 23 on one H200: 1.47x
-    faster rounds; benchmarks/results/session18/).
+    distances its relaxations hit most share cache lines (Kronecker 23 / 24 on one H200:
+    rounds 1.46 / 1.57x faster; benchmarks/results/session18/).
 
     >>> degree_order(g, runs=2).tolist()  # degree ranks 3, 0, 1, 2 dealt: runs [3, 1], [0, 2]
     [2, 1, 3, 0]

@@ -1752,14 +1752,15 @@ class RoundsSSSP:
     nvshmem4py every rank runs the whole graph (no speed-up).
 
     ``relabel="degree"``: the rounds run on the graph renamed by degree (hubs first: the
-    distances the relaxations hit most share cache lines), dealt over the PEs
-    (:func:`~distgraph.formats.reorder.degree_order` with ``runs`` = the PEs, each block's
-    rows renamed on its rank by :func:`~distgraph.formats.reorder.permute_rows`); the results
+    distances the relaxations hit most share cache lines), dealt over the PEs (the order of
+    :func:`~distgraph.formats.reorder.degree_order` with ``runs`` = the PEs, found on the
+    device; each rank renames its block's rows by
+    :func:`~distgraph.formats.reorder.permute_rows`, and the device sorts them); the results
     come back in the caller's ids (the distances renamed on the device, the predecessors still
     the smallest tight tail by the caller's ids, a cycle in them). It pays off over several
-    runs: Kronecker 23 on one H200, rounds 1.47x faster, for about a second of set-up on the
-    host (benchmarks/results/session18/). Road networks, whose ids are already local, do not
-    gain. Default None: the caller's ids. Collective.
+    runs: on Kronecker 23 / 24 the rounds ran 1.46 / 1.57x faster on one H200 and 1.36 / 1.55x
+    on two, for 0.9 / 1.7 s of set-up (benchmarks/results/session18/). Graphs whose ids are
+    already local (road networks) were not measured. Default None: the caller's ids. Collective.
     """
 
     relabel = new_id = old_of_new = d_new_id = d_names = None  # the caller's ids (see _place)
