@@ -427,45 +427,6 @@ def update_divergence_numpy(bvss) -> float:
 
 # ------------------------------------------------------------------------- relabeling
 @functools.cache
-def _permute_kernel():
-    import numba as nb
-
-    @nb.njit(cache=True, parallel=True)
-    def _rows(ip, ix, new_id, old_of_new, new_ip, out_ix, gather, want_gather):
-        # new row r = old row old_of_new[r], heads renamed and sorted (stable, so
-        # repeated arcs keep their order); gather[q] = old position of new arc q, written
-        # only when want_gather (gather is then (m,); else a dummy of one entry)
-        for r in nb.prange(old_of_new.shape[0]):
-            o = old_of_new[r]
-            p0 = ip[o]
-            q0 = new_ip[r]
-            d = ip[o + 1] - p0
-            if d <= 48:  # insertion sort
-                for k in range(d):
-                    v = new_id[ix[p0 + k]]
-                    j = k
-                    while j > 0 and out_ix[q0 + j - 1] > v:
-                        out_ix[q0 + j] = out_ix[q0 + j - 1]
-                        if want_gather:
-                            gather[q0 + j] = gather[q0 + j - 1]
-                        j -= 1
-                    out_ix[q0 + j] = v
-                    if want_gather:
-                        gather[q0 + j] = p0 + k
-            else:
-                keys = np.empty(d, np.int64)
-                for k in range(d):
-                    keys[k] = new_id[ix[p0 + k]]
-                order = np.argsort(keys, kind="mergesort")
-                for k in range(d):
-                    out_ix[q0 + k] = keys[order[k]]
-                    if want_gather:
-                        gather[q0 + k] = p0 + order[k]
-
-    return _rows
-
-
-@functools.cache
 def _rows_kernel():
     import numba as nb
 
@@ -515,13 +476,14 @@ def _rows_kernel():
     return _rows
 
 
-def permute_rows(indptr, indices, weights, new_id, rows, sort: bool = True):
+def permute_rows(indptr, indices, weights, new_id, rows, sort: bool = True, dtype=None):
     """Some rows of a graph renamed by ``new_id``: ``(indptr, indices, weights)`` of the rows
     ``rows`` (old ids, in that order; ``indptr`` from 0, int64), each row's heads renamed and
     (``sort``) sorted, stable, ``weights`` (aligned with ``indices``, or None) moved along.
     The rows of one rank's block of the renamed graph, ``rows = old_of_new[lo:hi]``, without
     renaming the rest (:func:`permute_graph` renames all). The sort costs most of the time
-    (Kronecker 20, all rows in degree order, on two cores: 1.3 s sorted, 0.3 s unsorted)."""
+    (Kronecker 20, all rows in degree order, on two cores: 1.3 s sorted, 0.3 s unsorted).
+    ``dtype``: the heads' (default int32 when the ids fit, else int64)."""
     new_id = np.asarray(new_id, dtype=np.int64)
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
@@ -529,7 +491,7 @@ def permute_rows(indptr, indices, weights, new_id, rows, sort: bool = True):
     new_ip = np.zeros(rows.shape[0] + 1, dtype=np.int64)
     np.cumsum(deg, out=new_ip[1:])
     m = int(new_ip[-1])
-    out_ix = np.empty(m, dtype=np.int32 if new_id.shape[0] <= 2**31 - 1 else np.int64)
+    out_ix = np.empty(m, dtype=dtype or (np.int32 if new_id.shape[0] <= 2**31 - 1 else np.int64))
     weighted = weights is not None
     out_w = np.empty(m if weighted else 1, dtype=weights.dtype if weighted else np.int8)
     _rows_kernel()(indptr, np.asarray(indices), np.asarray(weights) if weighted else out_w, new_id, rows,
@@ -540,10 +502,9 @@ def permute_rows(indptr, indices, weights, new_id, rows, sort: bool = True):
 def permute_graph(graph, new_id: np.ndarray):
     """The graph with vertex ``v`` renamed ``new_id[v]`` (rows sorted, weights kept).
 
-    Rows are renamed and sorted in parallel (numba); repeated arcs of a directed graph
-    keep their relative order.  The old position of every arc (int64, 8 bytes per arc) is
-    kept only to carry weights: an unweighted graph needs just its new ``indices`` (kron:27,
-    4.2e9 arcs: 34 GB less host memory)."""
+    Rows are renamed and sorted in parallel (numba, :func:`permute_rows`); repeated arcs of a
+    directed graph keep their relative order. The weights move with their arcs, so no index
+    array of the arcs is made."""
     from ..graph.core import Graph
 
     n = graph.n
@@ -551,17 +512,8 @@ def permute_graph(graph, new_id: np.ndarray):
     expect(new_id.shape == (n,), "new_id", f"an array of shape ({n},)", new_id.shape)
     old_of_new = np.empty(n, dtype=np.int64)
     old_of_new[new_id] = np.arange(n, dtype=np.int64)
-    deg = np.diff(graph.indptr)[old_of_new]
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(deg, out=indptr[1:])
-    indices = np.empty(graph.m, dtype=graph.indices.dtype)
-    weighted = graph.weights is not None
-    # old position of every new arc: only to carry the weights
-    gather = np.empty(graph.m if weighted else 1, dtype=np.int64)
-    _permute_kernel()(np.ascontiguousarray(graph.indptr, dtype=np.int64), graph.indices, new_id, old_of_new,
-                      indptr, indices, gather, weighted)
-    weights = graph.weights[gather] if weighted else None
-    del gather
+    indptr, indices, weights = permute_rows(graph.indptr, graph.indices, graph.weights, new_id, old_of_new,
+                                            dtype=graph.indices.dtype)
     labels = None if graph.labels is None else graph.labels[old_of_new]
     return Graph(indptr, indices, weights, directed=graph.directed, labels=labels, meta=dict(graph.meta))
 
