@@ -26,6 +26,7 @@ import pytest
 from mpi4py import MPI
 
 from distgraph.algorithms.bellman_ford import bellman_ford, cycle_weight
+from distgraph.errors import InvalidArgumentError
 from distgraph.backends.cpu.bellman_ford import _neg_magnitude, _setup, work_dtype
 from distgraph.backends.gpu import bellman_ford as gbf
 from distgraph.generators import kronecker, potential_shift, uniform_weights
@@ -994,9 +995,9 @@ def test_relabeled_rounds_answer_in_the_callers_ids(round_kernels, monkeypatch, 
 
 
 def test_rounds_prefault_threads_by_config(round_kernels, monkeypatch):
-    """RoundsSSSP.run faults the host array in with 4 threads on one PE and none on several
+    """RoundsSSSP.run faults the host array in with 4 threads on one rank and none on several
     (config -1, the default; several PEs' rounds stalled while their hosts faulted), or with
-    the configured count."""
+    the configured count; a source outside the graph is refused."""
     from distgraph.backends.cpu.bellman_ford import run_rounds as cpu_rounds
     from distgraph.runtime.config import config
 
@@ -1012,11 +1013,14 @@ def test_rounds_prefault_threads_by_config(round_kernels, monkeypatch):
     r = _relabeled_rounds(g, monkeypatch)
     old = config.gpu_sssp_prefault_threads
     try:
-        for setting, distributed, want in ((-1, False, 4), (-1, True, 0), (0, False, 0), (2, True, 2)):
+        for setting, size, want in ((-1, 1, 4), (-1, 2, 0), (0, 1, 0), (2, 2, 2)):
             config.gpu_sssp_prefault_threads = setting
-            r.distributed = distributed
+            r.comm = types.SimpleNamespace(Get_size=lambda size=size: size)  # the ranks (not distributed)
             d = r.run(0, lambda c: False)[0]
             assert seen[-1] == want
             np.testing.assert_array_equal(d, cpu_rounds(g, g.weights, 0, MPI.COMM_SELF, lambda c: False)[0])
     finally:
         config.gpu_sssp_prefault_threads = old
+    for bad in (-1, g.n, 1.0, True):
+        with pytest.raises(InvalidArgumentError, match="source"):
+            r.run(bad, lambda c: False)

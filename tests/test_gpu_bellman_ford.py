@@ -472,3 +472,40 @@ def test_round_kernels_equal_the_cupy_rounds(dtype, bigdeg, monkeypatch):
         # vary from run to run: measured in benchmarks/gpu_sssp_pes.py, not asserted)
         assert res["kernel", "async", None][0] <= res["cupy", None, None][0]
         assert res["kernel", "async", "degree"][0] <= res["cupy", None, None][0]
+
+
+@pytest.mark.parametrize("sort_arcs", [1, 40, None])
+@pytest.mark.parametrize("dtype", [np.int32, np.float64, None])
+def test_relabeled_block_is_the_renamed_graph(sort_arcs, dtype, monkeypatch):
+    """RoundsSSSP(relabel="degree") on the GPU: the order found on the device is degree_order's,
+    the block on the device is the graph renamed by it (permute_graph: heads sorted, weights
+    along), its rows sorted on the device a few arcs at a time too (SORT_ARCS 1 and 40: a row
+    alone, rows spanning the chunks), and the distances the CPU backend's."""
+    from mpi4py import MPI
+
+    from distgraph.algorithms.bellman_ford import _arc_weights
+    from distgraph.backends.cpu.bellman_ford import run_rounds as cpu_rounds
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.formats.reorder import degree_order, permute_graph
+
+    if sort_arcs is not None:
+        monkeypatch.setattr(gbf, "SORT_ARCS", sort_arcs)
+    g = potential_shift(uniform_weights(kronecker(10, seed=6, directed=True), seed=6), seed=7)
+    w = None if dtype is None else g.weights.astype(dtype)
+    gg = Graph(g.indptr, g.indices, w, directed=True)
+    r = gbf.RoundsSSSP(gg, _arc_weights(gg, None), MPI.COMM_SELF, relabel="degree")
+    new_id = degree_order(gg)
+    np.testing.assert_array_equal(r.d_new_id.get(), new_id)
+    h = permute_graph(gg, new_id)
+    np.testing.assert_array_equal(r.block.indptr.get(), h.indptr)
+    np.testing.assert_array_equal(r.block.indices.get(), h.indices)
+    if dtype is not None:
+        np.testing.assert_array_equal(r.block.w.get(), h.weights.astype(r.block.w.dtype))
+    s = int(np.argmax(np.diff(gg.indptr)))
+    ww = _arc_weights(gg, None)
+    confirm = lambda c: cycle_weight(gg, c, ww) < 0  # noqa: E731
+    d, p, st, cyc = r.run(s, confirm, predecessors=True)
+    ref_d, ref_p, _, _ = cpu_rounds(gg, ww, s, MPI.COMM_SELF, confirm, predecessors=True)
+    np.testing.assert_array_equal(d, ref_d)
+    np.testing.assert_array_equal(p, ref_p)
+    assert st["relabel"] == "degree" and st["time_rename_s"] >= 0

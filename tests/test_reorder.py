@@ -203,3 +203,28 @@ def test_jaccard_int32_stamps_give_the_int64_result(monkeypatch):
     monkeypatch.setattr(ro, "_stamp_dtype", lambda n, window, sigma: np.int64)
     for name, g, w, _ in cases:
         np.testing.assert_array_equal(jaccard_windows(g, w), got[name])
+
+
+def test_permute_rows_kernel_is_cached_across_processes():
+    """permute_rows' numba kernel is loaded from numba's cache by a new process, not compiled
+    again (a kernel that closed over another dispatcher never hit the cache: 5-6 s per
+    process); and permute_rows rejects rows or new_id that do not fit the graph."""
+    import subprocess
+    import sys
+
+    from distgraph.formats.reorder import permute_rows
+    from distgraph.testing import clean_mpi_env
+
+    ip, ix = np.array([0, 1, 2]), np.array([1, 0], np.int32)
+    permute_rows(ip, ix, None, np.array([1, 0]), np.array([0, 1]))  # compiled (and cached) here, at the latest
+    code = ("import numpy as np\nfrom distgraph.formats.reorder import permute_rows, _rows_kernel\n"
+            "permute_rows(np.array([0, 1, 2]), np.array([1, 0], np.int32), None, np.array([1, 0]), np.array([0, 1]))\n"
+            "print(sum(_rows_kernel().stats.cache_hits.values()), sum(_rows_kernel().stats.cache_misses.values()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=clean_mpi_env(),
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["1", "0"], out.stdout
+    with pytest.raises(InvalidArgumentError, match="rows"):
+        permute_rows(ip, ix, None, np.array([1, 0]), np.array([0, 2]))
+    with pytest.raises(InvalidArgumentError, match="new_id"):
+        permute_rows(ip, ix, None, np.array([1, 0, 2]), np.array([0, 1]))

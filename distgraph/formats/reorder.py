@@ -430,48 +430,49 @@ def update_divergence_numpy(bvss) -> float:
 def _rows_kernel():
     import numba as nb
 
-    @nb.njit(cache=True, inline="always")
-    def _row(ip, ix, w, new_id, o, q0, out_ix, out_w, weighted, sort):
-        p0 = ip[o]
-        d = ip[o + 1] - p0
-        if not sort:
-            for k in range(d):
-                out_ix[q0 + k] = new_id[ix[p0 + k]]
-                if weighted:
-                    out_w[q0 + k] = w[p0 + k]
-        elif d <= 48:  # insertion sort in place
-            for k in range(d):
-                v = new_id[ix[p0 + k]]
-                x = w[p0 + k] if weighted else w[0]
-                j = k
-                while j > 0 and out_ix[q0 + j - 1] > v:
-                    out_ix[q0 + j] = out_ix[q0 + j - 1]
-                    if weighted:
-                        out_w[q0 + j] = out_w[q0 + j - 1]
-                    j -= 1
-                out_ix[q0 + j] = v
-                if weighted:
-                    out_w[q0 + j] = x
-        else:  # (new head, position) pairs in one int64 each, sorted: stable, no index array
-            keys = np.empty(d, np.int64)
-            for k in range(d):
-                keys[k] = (new_id[ix[p0 + k]] << 32) | k
-            keys.sort()
-            for k in range(d):
-                out_ix[q0 + k] = keys[k] >> 32
-                if weighted:
-                    out_w[q0 + k] = w[p0 + (keys[k] & 0xFFFFFFFF)]
-
+    # one function, no nested dispatcher: numba's cache key pickles a closure's variables, and
+    # a dispatcher pickles differently in every process (the cache would never hit)
     @nb.njit(cache=True, parallel=True)
     def _rows(ip, ix, w, new_id, rows, new_ip, out_ix, out_w, weighted, sort, stripes):
         # new row r = old row rows[r], heads renamed and (sort) sorted, stable; weights moved
-        # along. Runs of 64 rows are dealt to the threads in stripes (run t, t + stripes, ...):
-        # a degree order holds its hubs first, which prange's contiguous ranges give one thread
+        # along. Runs of 64 rows are dealt to `stripes` stripes (run t, t + stripes, ...), one
+        # a thread (prange gives each thread a contiguous range of stripes): a degree order
+        # holds its hubs first, which contiguous ranges of rows would give one thread
         nrun = (rows.shape[0] + 63) // 64
         for t in nb.prange(stripes):
             for c in range(t, nrun, stripes):
                 for r in range(64 * c, min(64 * c + 64, rows.shape[0])):
-                    _row(ip, ix, w, new_id, rows[r], new_ip[r], out_ix, out_w, weighted, sort)
+                    o = rows[r]
+                    q0 = new_ip[r]
+                    p0 = ip[o]
+                    d = ip[o + 1] - p0
+                    if not sort:
+                        for k in range(d):
+                            out_ix[q0 + k] = new_id[ix[p0 + k]]
+                            if weighted:
+                                out_w[q0 + k] = w[p0 + k]
+                    elif d <= 48:  # insertion sort in place
+                        for k in range(d):
+                            v = new_id[ix[p0 + k]]
+                            x = w[p0 + k] if weighted else w[0]
+                            j = k
+                            while j > 0 and out_ix[q0 + j - 1] > v:
+                                out_ix[q0 + j] = out_ix[q0 + j - 1]
+                                if weighted:
+                                    out_w[q0 + j] = out_w[q0 + j - 1]
+                                j -= 1
+                            out_ix[q0 + j] = v
+                            if weighted:
+                                out_w[q0 + j] = x
+                    else:  # (new head, position) pairs in one int64 each, sorted: stable, no index array
+                        keys = np.empty(d, np.int64)
+                        for k in range(d):
+                            keys[k] = (new_id[ix[p0 + k]] << 32) | k
+                        keys.sort()
+                        for k in range(d):
+                            out_ix[q0 + k] = keys[k] >> 32
+                            if weighted:
+                                out_w[q0 + k] = w[p0 + (keys[k] & 0xFFFFFFFF)]
 
     return _rows
 
@@ -484,9 +485,15 @@ def permute_rows(indptr, indices, weights, new_id, rows, sort: bool = True, dtyp
     renaming the rest (:func:`permute_graph` renames all). The sort costs most of the time
     (Kronecker 20, all rows in degree order, on two cores: 1.3 s sorted, 0.3 s unsorted).
     ``dtype``: the heads' (default int32 when the ids fit, else int64)."""
+    import numba
+
     new_id = np.asarray(new_id, dtype=np.int64)
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+    n = indptr.shape[0] - 1
+    expect(new_id.shape == (n,), "new_id", f"an array of shape ({n},)", new_id.shape)
+    expect(not rows.size or (int(rows.min()) >= 0 and int(rows.max()) < n), "rows", f"ids in [0, {n})",
+           f"[{rows.min()}, {rows.max()}]" if rows.size else rows)
     deg = indptr[rows + 1] - indptr[rows]
     new_ip = np.zeros(rows.shape[0] + 1, dtype=np.int64)
     np.cumsum(deg, out=new_ip[1:])
@@ -495,7 +502,7 @@ def permute_rows(indptr, indices, weights, new_id, rows, sort: bool = True, dtyp
     weighted = weights is not None
     out_w = np.empty(m if weighted else 1, dtype=weights.dtype if weighted else np.int8)
     _rows_kernel()(indptr, np.asarray(indices), np.asarray(weights) if weighted else out_w, new_id, rows,
-                   new_ip, out_ix, out_w, weighted, bool(sort), 256)
+                   new_ip, out_ix, out_w, weighted, bool(sort), numba.get_num_threads())
     return new_ip, out_ix, (out_w if weighted else None)
 
 

@@ -157,8 +157,9 @@ class Config:
     gpu_sssp_auto_probe: int = 16
     #: The GPU Bellman-Ford's rounds: threads that fault in the distances' host array while the
     #: GPU works (backends/gpu/bellman_ford.py, _Prefault; a thread per 16 MB at most); 0: none;
-    #: -1: 4 on one PE, none on several (on two H200s the faulting ranks' rounds ran 1.2-1.6x
-    #: slower in 4 to 7 of 9 trials: benchmarks/results/session18/).
+    #: -1: 4 on one rank, none on several (on two H200s, in 3 of 12 cases, the faulting ranks'
+    #: rounds ran 1.2-1.7x slower in 4 to 7 of 9 trials; their copy to the host was 1.2-1.4x
+    #: faster: benchmarks/results/session18/).
     gpu_sssp_prefault_threads: int = -1
 
 

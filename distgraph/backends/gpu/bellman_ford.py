@@ -1695,8 +1695,9 @@ def _degree_order_device(cp, graph, runs):
     return order.astype(cp.int64, copy=False), new_id
 
 
-#: _sort_rows sorts this many arcs at a time at most (rows whole): 24 bytes an arc of
-#: temporary device memory (keys, their order, the sort's own)
+#: _sort_rows sorts this many arcs at a time at most (rows whole): about 40 bytes an arc of
+#: temporary device memory (the keys, their sorted copy, the order, the sort's own buffer;
+#: 5.4 GB at 2**27 arcs, kept by CuPy's pool after)
 SORT_ARCS = 1 << 27
 
 
@@ -1757,9 +1758,10 @@ class RoundsSSSP:
     device; each rank renames its block's rows by
     :func:`~distgraph.formats.reorder.permute_rows`, and the device sorts them); the results
     come back in the caller's ids (the distances renamed on the device, the predecessors still
-    the smallest tight tail by the caller's ids, a cycle in them). It pays off over several
-    runs: on Kronecker 23 / 24 the rounds ran 1.46 / 1.57x faster on one H200 and 1.36 / 1.55x
-    on two, for 0.9 / 1.7 s of set-up (benchmarks/results/session18/). Graphs whose ids are
+    the smallest tight tail by the caller's ids, a cycle in them). It pays off over many runs
+    from one graph: on Kronecker 23 / 24 the rounds ran 1.46 / 1.57x faster on one H200 and
+    1.36 / 1.55x on two, for 0.9 / 1.7 s of set-up, about 250 runs' gain
+    (benchmarks/results/session18/). Graphs whose ids are
     already local (road networks) were not measured. Default None: the caller's ids. Collective.
     """
 
@@ -1893,9 +1895,11 @@ class RoundsSSSP:
         distances' host array is faulted in by threads while the GPU works (:class:`_Prefault`)."""
         from ...runtime.config import config
 
+        expect(isinstance(source, (int, np.integer)) and not isinstance(source, bool)
+               and 0 <= int(source) < self.graph.n, "source", f"a vertex in [0, {self.graph.n})", source)
         threads = int(config.gpu_sssp_prefault_threads)
-        if threads < 0:  # auto: on one PE only (several PEs' rounds stalled while their hosts faulted)
-            threads = 0 if self.distributed else 4
+        if threads < 0:  # auto: on one rank only (several PEs' rounds stalled while their hosts faulted)
+            threads = 0 if self.comm.Get_size() > 1 else 4
         pre = _Prefault((self.graph.n,), np.int64, threads=threads)
         try:
             return self._run(source, confirm, predecessors, max_rounds, probe_round, pre)
