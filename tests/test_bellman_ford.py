@@ -1231,6 +1231,7 @@ class _FakeRounds:
     calls = []
     made = []
     distributed = False  # set per case: several PEs with nvshmem4py distribute the rounds
+    relabel = None  # RoundsSSSP's default: the caller's ids (run_auto reuses only such a block)
 
     def __init__(self, graph, weights, comm):
         self.graph = graph
