@@ -897,8 +897,8 @@ def _relabeled_rounds(g, monkeypatch, order="async", size=1, rank=0):
 
 def test_degree_order_dealt_to_runs_and_renamed_rows():
     """degree_order(runs=P) deals the degree ranks round-robin to P runs, each in degree order;
-    permute_rows gives the rows of permute_graph (heads renamed and sorted, weights along),
-    for any list of rows, and the same arcs of each row unsorted."""
+    permute_rows gives any list of rows with their heads renamed and sorted (stable; weights
+    along), or unsorted, and all rows in the new order are permute_graph's graph."""
     from distgraph.formats.reorder import degree_order, permute_graph, permute_rows
 
     rng = np.random.default_rng(5)
@@ -910,16 +910,19 @@ def test_degree_order_dealt_to_runs_and_renamed_rows():
             old = np.empty_like(new_id)
             old[new_id] = np.arange(g.n)
             np.testing.assert_array_equal(old, np.concatenate([by_deg[i::p] for i in range(p)]))
-        h = permute_graph(g, new_id)
         rows = rng.permutation(g.n)[: rng.integers(0, g.n + 1)] if trial % 2 else old
         ip, ix, w = permute_rows(g.indptr, g.indices, g.weights, new_id, rows)
-        want = [new_id[r] for r in rows]
-        np.testing.assert_array_equal(np.diff(ip), np.diff(h.indptr)[want])
-        for i, r in enumerate(want):
-            a, b = h.indptr[r], h.indptr[r + 1]
-            np.testing.assert_array_equal(ix[ip[i]:ip[i + 1]], h.indices[a:b])
+        np.testing.assert_array_equal(np.diff(ip), np.diff(g.indptr)[rows])
+        for i, r in enumerate(rows):  # the old row's heads renamed, in a stable sort; weights along
+            a, b = g.indptr[r], g.indptr[r + 1]
+            k = np.argsort(new_id[g.indices[a:b]], kind="stable")
+            np.testing.assert_array_equal(ix[ip[i]:ip[i + 1]], new_id[g.indices[a:b]][k])
             if g.weights is not None:
-                np.testing.assert_array_equal(w[ip[i]:ip[i + 1]], h.weights[a:b])
+                np.testing.assert_array_equal(w[ip[i]:ip[i + 1]], g.weights[a:b][k])
+        if trial % 2 == 0:  # all rows in the new order: permute_graph's graph
+            h = permute_graph(g, new_id)
+            np.testing.assert_array_equal(ip, h.indptr)
+            np.testing.assert_array_equal(ix, h.indices)
         ip2, ix2, w2 = permute_rows(g.indptr, g.indices, g.weights, new_id, rows, sort=False)
         np.testing.assert_array_equal(ip2, ip)
         for i, r in enumerate(rows):  # unsorted: the old row's arcs in their order, renamed
