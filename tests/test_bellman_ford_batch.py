@@ -145,3 +145,44 @@ def test_pes_benchmark_worker_rows(tmp_path, monkeypatch, capsys):
     b.summarize(rows + [one, rounds1])
     assert rows[0]["speedup_vs_1pe"] == pytest.approx(rounds1["time_s"] / rows[0]["time_s"])
     assert rows[0]["run_speedup_vs_1pe"] == pytest.approx(rounds1["run_s"] / rows[0]["run_s"])
+
+
+def test_pes_benchmark_prep_renames_by_degree(tmp_path, monkeypatch):
+    """benchmarks/gpu_sssp_pes.py --prep with ``kron:8@deal2`` and ``@degu``: the same graph
+    renamed (dealt degree order; rows sorted, or not with ``u``), the source renamed, and the
+    stored reference equal to the CPU backend's distances on the renamed graph; --weights
+    picks the weightings, a bad order or weighting is refused."""
+    import importlib.util
+    from pathlib import Path
+
+    from distgraph.algorithms.bellman_ford import _arc_weights
+    from distgraph.backends.cpu.bellman_ford import run_rounds
+    from distgraph.formats.reorder import degree_order
+    from distgraph.graph import Graph
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("gpu_sssp_pes_r", root / "benchmarks" / "gpu_sssp_pes.py")
+    b = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(b)
+    monkeypatch.setattr(b, "WEIGHTS", ("shifted",))
+    b.prep(tmp_path, ["kron:8", "kron:8@deal2", "kron:8@degu"])
+    assert sorted(p.name for p in tmp_path.glob("*.npz")) == ["kron8@deal2_shifted.npz", "kron8@degu_shifted.npz",
+                                                               "kron8_shifted.npz"]
+    z0 = np.load(tmp_path / "kron8_shifted.npz")
+    g0 = Graph(z0["indptr"], z0["indices"], z0["weights"], directed=bool(z0["directed"]))
+    for tag, runs, rows_sorted in (("deal2", 2, True), ("degu", 1, False)):
+        z = np.load(tmp_path / f"kron8@{tag}_shifted.npz")
+        g = Graph(z["indptr"], z["indices"], z["weights"], directed=bool(z["directed"]))
+        new_id = degree_order(g0, runs=runs)
+        assert int(z["source"]) == new_id[int(z0["source"])] and g.m == g0.m
+        w = _arc_weights(g, None)
+        ref = run_rounds(g, w, int(z["source"]), MPI.COMM_SELF, lambda c: False)[0]
+        np.testing.assert_array_equal(z["ref"], ref)
+        np.testing.assert_array_equal(z["ref"][new_id], z0["ref"])
+        first = g.indices[g.indptr[0]:g.indptr[1]]
+        assert bool((np.diff(first) >= 0).all()) == rows_sorted or first.shape[0] < 2
+    with pytest.raises(SystemExit, match="unknown vertex order"):
+        b.prep(tmp_path, ["kron:8@bad"])
+    with pytest.raises(SystemExit, match="--weights"):
+        b.main(["--prep", str(tmp_path), "--weights", "heavy"])
