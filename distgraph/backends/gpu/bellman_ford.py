@@ -1710,7 +1710,7 @@ def _sort_rows(cp, block):
     m, nl = block.m, block.nl
     if m < 2:
         return
-    ip = block.indptr.get() if hasattr(block.indptr, "get") else np.asarray(block.indptr)
+    ip = _host(block.indptr)
     r0 = 0
     while r0 < nl:
         a0 = int(ip[r0])
