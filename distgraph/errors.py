@@ -70,12 +70,18 @@ class NegativeCycleError(DistgraphError):
         Vertices of one negative cycle, in the caller's vertex ids, in order.
     weight : float or None
         Its total weight (negative).
+    source : int or None
+        The source it is reachable from (the first such of several sources).
     """
 
-    def __init__(self, message: str = "graph contains a negative cycle", cycle=None, weight=None):
+    def __init__(self, message: str = "graph contains a negative cycle", cycle=None, weight=None, source=None):
         self.cycle = cycle
         self.weight = weight
+        self.source = source
         super().__init__(message)
+
+    def __reduce__(self):  # pickled whole (cycle, weight, source) when sent to other ranks
+        return type(self), (str(self), self.cycle, self.weight, self.source)
 
 
 class DeviceMemoryError(DistgraphError, MemoryError):

@@ -1233,8 +1233,9 @@ class _FakeRounds:
     distributed = False  # set per case: several PEs with nvshmem4py distribute the rounds
     relabel = None  # RoundsSSSP's default: the caller's ids (run_auto reuses only such a block)
 
-    def __init__(self, graph, weights, comm):
+    def __init__(self, graph, weights, comm, relabel=None):
         self.graph = graph
+        self.relabel = relabel
         self.block = types.SimpleNamespace()
         _FakeRounds.made.append(self)
 
@@ -1275,12 +1276,20 @@ def test_gpu_auto_glue(monkeypatch, need, size, nvshmem, chose, cap):
 
     queued = []
 
-    def fake_queue(graph, weights, source, comm, confirm, **kw):
-        queued.append(kw)
-        return np.ones(graph.n), None, {"mode": "async"}, None
+    class FakeQueue:
+        def __init__(self, graph, weights, comm, **kw):
+            self.graph = graph
+            queued.append(kw)
+
+        def run(self, source, confirm, predecessors=False):
+            queued[-1]["predecessors"] = predecessors
+            return np.ones(self.graph.n), None, {"mode": "async"}, None
+
+        def close(self):
+            pass
 
     monkeypatch.setattr(gbf, "RoundsSSSP", _FakeRounds)
-    monkeypatch.setattr(gbf, "run_queue", fake_queue)
+    monkeypatch.setattr(gbf, "QueueSSSP", FakeQueue)
     monkeypatch.setattr(gbf, "_nvshmem_available", lambda: nvshmem)
     monkeypatch.setattr(_FakeRounds, "need", need)
     monkeypatch.setattr(_FakeRounds, "calls", [])

@@ -6,6 +6,16 @@
     distgraph sssp road-NY.gr.xz --source 1 --backend gpu                  # auto: rounds, else the queue kernel
     distgraph sssp kron:20:weights=uniform --backend gpu --mode rounds     # round-based (fused kernels)
     distgraph sssp road-FLA.gr.xz --backend gpu --mode async --queue bwd --delta 1000
+    distgraph sssp kron:20:weights=uniform --sources random:1000 --output dist.npy   # a row per source
+    mpiexec -n 4 distgraph sssp road-NY.gr.xz --sources 1,5,9 --split graph -o d.npy
+
+``--sources`` (input ids: ``3,17,42``; ``random:K``, K picked with ``--seed`` among the vertices
+with arcs; or a file of ids, .npy or one per line) runs every source on one set-up of the graph
+(:class:`~distgraph.algorithms.bellman_ford.BellmanFord`); ``--output`` (.npy only) then holds
+a ``(sources, vertices)`` array, a row per source in the given order, and ``--predecessors``
+likewise. Under mpiexec ``--split sources`` (the default when there are at least as many sources
+as ranks) deals the sources to the ranks, each running the whole graph; ``--split graph`` runs
+each source on all ranks together.
 
 On GPUs, ``--mode rounds`` is the faster on low-diameter graphs (Kronecker, urand) and
 ``--mode async`` on high-diameter ones (road networks: 17-42x the rounds on road-FLA,
@@ -25,6 +35,7 @@ import time
 
 import numpy as np
 
+from ..errors import InvalidArgumentError
 from .common import (add_graph_arguments, add_run_arguments, load_graph, pick_sources, print_json,
                      resolve_source, write_output)
 
@@ -52,6 +63,13 @@ def add_arguments(p) -> None:
                    help="GPU async mode on one rank: near-far bucket width (vertices below a threshold first; "
                         "0 or inf: off; default: from the mean weight and degree); only a priority, the "
                         "result does not depend on it; ignored elsewhere")
+    s.add_argument("--sources", default=None, metavar="SPEC",
+                   help="several sources (instead of --source): input ids '3,17,42', 'random:K' (picked with "
+                        "--seed), or a file of ids (.npy, or one per line); the outputs get a row per source")
+    s.add_argument("--split", choices=("auto", "graph", "sources"), default="auto",
+                   help="several sources under mpiexec: each source on all ranks (graph), or the sources dealt "
+                        "to the ranks, each running the whole graph (sources); auto: sources when there are at "
+                        "least as many as ranks")
 
 
 def run(args) -> int:
@@ -59,12 +77,21 @@ def run(args) -> int:
 
     from ..algorithms.bellman_ford import bellman_ford, format_cycle
     from ..errors import NegativeCycleError
+    from ..runtime.abort import _on_all_ranks, found_on_rank, raised_on_all_ranks
 
     comm = MPI.COMM_WORLD
     t0 = time.perf_counter()
     g = load_graph(args, comm)
     t_read = time.perf_counter() - t0
-    if args.source is None:
+    many = args.sources is not None
+    if many:
+        if args.source is not None:
+            raise InvalidArgumentError("give --source or --sources, not both")
+        src = _parse_sources(g, args.sources, args.seed)
+        for what, path in (("--output", args.output), ("--predecessors", args.predecessors)):
+            if path is not None and not str(path).lower().endswith(".npy"):
+                raise InvalidArgumentError(f"{what} must end in .npy with --sources (a row per source); got {path!r}")
+    elif args.source is None:
         src = int(pick_sources(g, 1, args.seed)[0])
     else:
         src = resolve_source(g, args.source)
@@ -75,14 +102,20 @@ def run(args) -> int:
         try:
             r = bellman_ford(g, src, predecessors=args.predecessors is not None, mode=args.mode,
                              queue=args.queue, remote=args.remote, backend=args.backend, comm=comm,
-                             verify=args.verify, delta=args.delta)
+                             verify=args.verify, delta=args.delta, split=args.split)
         except NegativeCycleError as e:
             if g.labels is None:
                 raise
             cyc = [int(ids[v]) for v in e.cycle]
-            raise NegativeCycleError(
-                f"negative cycle reachable from source {int(ids[src])}: {format_cycle(cyc)} (input ids) "
-                f"has total weight {e.weight}", cycle=cyc, weight=e.weight) from None
+            s = e.source if e.source is not None else (None if many else src)
+            where = f"source {int(ids[s])}" if s is not None else "a source"
+            err = NegativeCycleError(
+                f"negative cycle reachable from {where}: {format_cycle(cyc)} (input ids) "
+                f"has total weight {e.weight}", cycle=cyc, weight=e.weight,
+                source=None if s is None else int(ids[s]))
+            if raised_on_all_ranks(e, comm):  # so is its copy in input ids: the job ends without MPI_Abort
+                err = _on_all_ranks(err, comm, found_on_rank(e))
+            raise err from None
         times.append(r.stats["time_s"])
     if comm.Get_rank() == 0:
         if args.output:
@@ -93,23 +126,68 @@ def run(args) -> int:
             write_output(args.predecessors, out, g, name="predecessor")
     best = min(times)
     reached = int(np.count_nonzero(r.reached))
-    summary = {"command": "sssp", "graph": args.graph, "source": int(ids[src]), "vertices": g.n, "arcs": g.m,
-               "reached": reached, "mode": r.stats.get("mode", args.mode), "backend": r.stats.get("backend", "cpu"),
+    k = len(src) if many else 1
+    modes = sorted({st.get("mode", args.mode) for st in r.stats["per_source"]}) if many else None
+    summary = {"command": "sssp", "graph": args.graph,
+               "source": [int(x) for x in ids[src]] if many else int(ids[src]), "vertices": g.n, "arcs": g.m,
+               "reached": reached, "mode": ",".join(modes) if many else r.stats.get("mode", args.mode),
+               "backend": r.stats.get("backend", "cpu"),
                "ranks": comm.Get_size(), "time_read_s": t_read,
-               "time_s": best, "times_s": times, "gteps": g.m / best / 1e9 if best > 0 else None,
+               "time_s": best, "times_s": times, "gteps": k * g.m / best / 1e9 if best > 0 else None,
                "relaxations": r.stats.get("relaxations"), "rounds": r.stats.get("rounds"),
                "verified": bool(args.verify)}
+    if many:
+        summary.update(sources=k, split=r.stats["split"])
     if summary["mode"] == "async":
         summary.update(queue=args.queue, remote=args.remote)
     if "auto" in r.stats:
         summary["auto"] = r.stats["auto"]
     if args.json:
         print_json(_Root(comm), summary)
+    elif comm.Get_rank() == 0 and many:
+        print(f"sssp from {k:,} sources: {reached:,} (source, vertex) pairs of {k * g.n:,} reached; "
+              f"best of {len(times)} {best:.4f} s ({summary['gteps']:.4f} GTEPS) on {comm.Get_size()} rank(s), "
+              f"split {summary['split']}, backend {summary['backend']}, mode {summary['mode']}"
+              + (", verified" if args.verify else ""))
     elif comm.Get_rank() == 0:
         print(f"sssp from {summary['source']}: {reached:,} of {g.n:,} vertices reached; "
               f"best of {len(times)} {best:.4f} s ({summary['gteps']:.4f} GTEPS) on {comm.Get_size()} rank(s), "
               f"backend {summary['backend']}, mode {summary['mode']}" + (", verified" if args.verify else ""))
     return 0
+
+
+def _parse_sources(g, spec: str, seed: int) -> np.ndarray:
+    """``--sources``: input ids ``3,17,42``, ``random:K``, or a file of ids (.npy, or one per line)."""
+    import os
+
+    spec = str(spec)
+    if spec.startswith("random:"):
+        try:
+            k = int(spec[len("random:"):])
+        except ValueError:
+            k = -1
+        if k < 1:
+            raise InvalidArgumentError(f"--sources random:K needs a count K >= 1; got {spec!r}")
+        return np.asarray(pick_sources(g, k, seed), np.int64)
+    if os.path.exists(spec):
+        try:
+            raw = np.load(spec) if spec.lower().endswith(".npy") else np.loadtxt(spec, dtype=np.int64, ndmin=1)
+        except ValueError as e:
+            raise InvalidArgumentError(f"--sources {spec}: expected vertex ids, one per line ({e})") from None
+        raw = np.asarray(raw)
+        if raw.ndim != 1 or raw.dtype.kind not in "iu":
+            raise InvalidArgumentError(f"--sources {spec}: expected a 1-D array of integer ids; got "
+                                       f"shape {raw.shape}, dtype {raw.dtype}")
+        items = raw.tolist()
+    else:
+        try:
+            items = [int(x) for x in spec.split(",") if x.strip()]
+        except ValueError:
+            raise InvalidArgumentError(f"--sources must be input ids '3,17,42', 'random:K' or an existing file; "
+                                       f"got {spec!r}") from None
+    if not items:
+        raise InvalidArgumentError(f"--sources {spec!r} names no vertex")
+    return np.array([resolve_source(g, x) for x in items], np.int64)
 
 
 class _Root:

@@ -161,6 +161,11 @@ class Config:
     #: rounds ran 1.2-1.7x slower in 4 to 7 of 9 trials; their copy to the host was 1.2-1.4x
     #: faster: benchmarks/results/session18/).
     gpu_sssp_prefault_threads: int = -1
+    #: The GPU Bellman-Ford from many sources (``bellman_ford(graph, sources)``, ``BellmanFord``):
+    #: the rounds run on the graph renamed by degree once they settled a source and at least this
+    #: many runs are left (the renaming's set-up is about 250 runs' gain on Kronecker 23-24,
+    #: benchmarks/results/session18/); 0: never.
+    gpu_sssp_relabel_runs: int = 256
 
 
 def _convert(name: str, typ, raw: str):

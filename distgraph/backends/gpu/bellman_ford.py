@@ -2002,11 +2002,8 @@ class RoundsSSSP:
 
 def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
     """:class:`RoundsSSSP` for one source (collective; its exchange freed after)."""
-    r = RoundsSSSP(graph, weights, comm)
-    try:
-        return r.run(source, confirm, predecessors)
-    finally:
-        r.close()
+    with Session(graph, weights, comm, mode="rounds") as s:
+        return s.run(source, confirm, predecessors)
 
 
 def _nvshmem_available() -> bool:
@@ -2017,45 +2014,117 @@ def _nvshmem_available() -> bool:
 
 def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomic", predecessors=False,
              delta=None, max_rounds=None):
-    """``mode="auto"``: the round-based Bellman-Ford (:class:`RoundsSSSP`) for at most ``max_rounds``
-    rounds (default ``config.gpu_sssp_auto_rounds``), which settles low-diameter graphs
-    (Kronecker: 11-12 rounds) at the rounds' speed; if it has not settled, the queue-driven
-    kernel from scratch, which is 17-42x faster than the rounds on road networks (road-FLA
-    needs 1973 rounds). The rounds stop sooner, at round ``config.gpu_sssp_auto_probe``
-    (16), when that round still reaches vertices for the first time (the source has
-    vertices that far away: a road network). The queue kernel runs on the rounds' upload of
-    the graph (no second upload). A negative cycle ends the rounds early ("below" the
-    bound) or leaves them unsettled; either way it is found and confirmed as in the chosen mode.
-    On several ranks without nvshmem4py the rounds run to the end (the queue kernel would
-    need it). The same choice on every rank: the rounds' outcome is agreed by a collective sum
-    each round (or the rounds run to the end everywhere).
-    ``stats["auto"]`` says what ran.
-    """
-    from ...runtime.config import config
+    """``mode="auto"`` for one source (see :class:`Session`)."""
+    with Session(graph, weights, comm, mode="auto", queue=queue, remote=remote, delta=delta,
+                 max_rounds=max_rounds) as s:
+        return s.run(source, confirm, predecessors)
 
-    cap = int(config.gpu_sssp_auto_rounds if max_rounds is None else max_rounds)
-    probe = int(config.gpu_sssp_auto_probe)
-    if comm.Get_size() > 1 and not all(comm.allgather(_nvshmem_available())):
-        cap = graph.n  # no queue kernel to go on with: rounds to the end
-    t0 = time.perf_counter()
-    r = RoundsSSSP(graph, weights, comm)
-    try:
+
+class Session:
+    """The GPU Bellman-Ford engines of one graph, kept across runs from several sources
+    (:class:`distgraph.algorithms.bellman_ford.BellmanFord`'s GPU side; collective).
+
+    ``mode="rounds"``: :class:`RoundsSSSP`; ``"async"``: :class:`QueueSSSP`; ``"auto"``: the
+    rounds for at most ``max_rounds`` rounds (default ``config.gpu_sssp_auto_rounds``), which
+    settle low-diameter graphs (Kronecker: 11-12 rounds) at the rounds' speed; if they have not
+    settled, the queue-driven kernel from scratch, which is 17-42x faster than the rounds on road
+    networks (road-FLA needs 1973 rounds). The rounds stop sooner, at round
+    ``config.gpu_sssp_auto_probe`` (16), when that round still reaches vertices for the first
+    time (the source has vertices that far away: a road network). The queue kernel runs on the
+    rounds' upload of the graph (no second upload), and the later runs of the session go
+    straight to it (the graph is deep: ``stats["auto"]["chose"]`` is ``"async"`` with
+    ``"sticky": True``). A negative cycle ends the rounds early ("below" the bound) or leaves
+    them unsettled; either way it is found and confirmed as in the chosen mode. On several ranks
+    without nvshmem4py the rounds run to the end (the queue kernel would need it). The same
+    choice on every rank: the rounds' outcome is agreed by a collective sum each round (or the
+    rounds run to the end everywhere).
+
+    ``relabel``: ``"degree"`` runs the rounds on the graph renamed by degree
+    (``RoundsSSSP(relabel="degree")``); ``"none"`` never; None renames once the rounds settled a
+    run and the caller announced (``runs_left`` of :meth:`run`) at least
+    ``config.gpu_sssp_relabel_runs`` more runs, which repay the renaming's set-up.
+    """
+
+    def __init__(self, graph, weights, comm, *, mode="auto", queue="bq", remote="atomic", delta=None,
+                 max_rounds=None, relabel=None):
+        from ...runtime.config import config
+
+        self.graph, self.w, self.comm = graph, weights, comm
+        self.mode, self.queue_kind, self.remote, self.delta, self.relabel = mode, queue, remote, delta, relabel
+        self.cap = int(config.gpu_sssp_auto_rounds if max_rounds is None else max_rounds)
+        self.probe = int(config.gpu_sssp_auto_probe)
+        if mode == "auto" and comm.Get_size() > 1 and not all(comm.allgather(_nvshmem_available())):
+            self.cap = graph.n  # no queue kernel to go on with: rounds to the end
+        self.rounds = self.queue = None
+        self.sticky = None  # auto: the stats of the first run the rounds left to the queue kernel
+        self.settled = False  # some run settled in the rounds (renaming by degree may pay off)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        """Free both engines' symmetric arrays (collective on several PEs)."""
+        for e in (self.rounds, self.queue):
+            if e is not None:
+                e.close()
+        self.rounds = self.queue = None
+
+    def _rounds(self, runs_left):
+        from ...runtime.config import config
+
+        want = self.relabel == "degree" or (self.relabel is None and self.settled
+                                            and runs_left >= int(config.gpu_sssp_relabel_runs))
+        if self.rounds is not None and want and self.rounds.relabel is None:
+            self.rounds.close()  # collective: runs_left and settled are the same on every rank
+            self.rounds = None
+        if self.rounds is None:
+            self.rounds = RoundsSSSP(self.graph, self.w, self.comm, relabel="degree" if want else None)
+        return self.rounds
+
+    def _queue(self):
+        if self.queue is None:
+            r = self.rounds
+            # the rounds' upload of the graph (on several ranks only when distributed: this rank's block)
+            block = r.block if r is not None and (self.comm.Get_size() == 1 or r.distributed) \
+                and r.relabel is None else None
+            if r is not None:
+                r.close()  # collective: the rounds' exchange arrays (the block lives on in the queue)
+                self.rounds = None
+            self.queue = QueueSSSP(self.graph, self.w, self.comm, queue=self.queue_kind, remote=self.remote,
+                                   delta=self.delta, block=block)
+        return self.queue
+
+    def run(self, source, confirm, predecessors=False, runs_left=0):
+        """``(dist, pred, stats, cycle)`` from ``source``; ``runs_left``: the runs the caller
+        will make after this one (the same on every rank)."""
+        if self.mode == "async":
+            return self._queue().run(source, confirm, predecessors)
+        if self.mode == "rounds":
+            res = self._rounds(runs_left).run(source, confirm, predecessors)
+            self.settled = True
+            return res
+        if self.sticky is not None:
+            res = self._queue().run(source, confirm, predecessors)
+            res[2]["auto"] = dict(self.sticky, sticky=True)
+            return res
+        t0 = time.perf_counter()
+        cap, probe, n = self.cap, self.probe, self.graph.n
+        r = self._rounds(runs_left)
         # no probe when the rounds must run to the end (cap n: no queue kernel to go on with)
         res = r.run(source, confirm, predecessors, max_rounds=cap,
-                    probe_round=probe if 0 < probe < cap < graph.n else None)
+                    probe_round=probe if 0 < probe < cap < n else None)
         if res is not None:
+            self.settled = True
             res[2]["auto"] = {"max_rounds": cap, "probe_round": probe, "chose": "rounds"}
             return res
         tried = {"max_rounds": cap, "probe_round": probe, "chose": "async", "rounds_s": time.perf_counter() - t0,
                  "rounds_stopped": r.last_stats["stopped"], "rounds_run": r.last_stats["rounds"],
                  "rounds_relaxations": r.last_stats["relaxations"]}
-        # the queue kernel runs on the rounds' upload of the graph (on several ranks the rounds
-        # only stop early when distributed, on this rank's block); their distances are freed
-        block = r.block if (comm.Get_size() == 1 or r.distributed) and r.relabel is None else None
-    finally:
-        r.close()  # collective: the rounds' exchange arrays
-    del r
-    dist, pred, stats, cycle = run_queue(graph, weights, source, comm, confirm, queue=queue, remote=remote,
-                                         predecessors=predecessors, delta=delta, block=block)
-    stats["auto"] = tried
-    return dist, pred, stats, cycle
+        self.sticky = {k: tried[k] for k in ("max_rounds", "probe_round", "chose")}
+        res = self._queue().run(source, confirm, predecessors)
+        res[2]["auto"] = tried
+        return res

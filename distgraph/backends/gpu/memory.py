@@ -11,19 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...errors import DeviceMemoryError
+from ...runtime.hostmem import format_bytes  # noqa: F401 - re-exported
 
 __all__ = ["MemoryPlan", "bfs_plan", "parents_plan", "format_bytes"]
 
 #: Fraction of the free memory a plan may use (CuPy's pool and the context need some).
 HEADROOM = 0.95
-
-
-def format_bytes(b: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(b) < 1024 or unit == "TiB":
-            return f"{b:.1f} {unit}" if unit != "B" else f"{int(b)} B"
-        b /= 1024
-    return f"{b:.1f} TiB"
 
 
 @dataclass

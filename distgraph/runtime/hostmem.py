@@ -1,0 +1,69 @@
+"""Host memory: what is available, and a check made before a large allocation.
+
+:func:`check_host_memory` is collective: the ranks that share a host add up what each of
+them is about to allocate, compare it with the host's available memory (Linux
+``MemAvailable``; elsewhere nothing is checked) and, if it does not fit, every rank raises
+the same :class:`~distgraph.errors.DeviceMemoryError` naming the amount, the host's
+available memory and what to try instead.
+"""
+
+from __future__ import annotations
+
+__all__ = ["format_bytes", "available_bytes", "check_host_memory"]
+
+#: Fraction of the available memory a check lets the ranks of a host use.
+HEADROOM = 0.9
+
+
+def format_bytes(b: float) -> str:
+    """``"1.5 GiB"``.
+
+    >>> format_bytes(1536), format_bytes(3 << 30)
+    ('1.5 KiB', '3.0 GiB')
+    """
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(b) < 1024 or unit == "TiB":
+            return f"{b:.1f} {unit}" if unit != "B" else f"{int(b)} B"
+        b /= 1024
+    return f"{b:.1f} TiB"
+
+
+def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """The host's available memory (``MemAvailable``), or None where it is not known."""
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_host_memory(nbytes: int, comm, what: str, hints=(), available=None) -> None:
+    """Raise :class:`~distgraph.errors.DeviceMemoryError` on every rank of ``comm`` unless
+    the ``nbytes`` that each rank is about to allocate, summed over the ranks of each host,
+    fit in that host's available memory (``available``: bytes, for tests)."""
+    from mpi4py import MPI
+
+    from ..errors import DeviceMemoryError
+    from .abort import collective_raise
+
+    err = None
+    if comm.Get_size() > 1:
+        local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        try:
+            need = local.allreduce(int(nbytes))
+            ranks = local.Get_size()
+        finally:
+            local.Free()
+    else:
+        need, ranks = int(nbytes), 1
+    free = available_bytes() if available is None else int(available)
+    if free is not None and need > HEADROOM * free:
+        who = f" ({ranks} ranks of this host, {format_bytes(nbytes)} each)" if ranks > 1 else ""
+        msg = f"{what} need {format_bytes(need)} of host memory{who} but {format_bytes(free)} is available"
+        if hints:
+            msg += "; try " + "; or ".join(hints)
+        err = DeviceMemoryError(msg)
+    collective_raise(comm, err)

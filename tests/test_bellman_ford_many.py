@@ -1,0 +1,371 @@
+"""Shortest paths from several sources: ``bellman_ford(graph, sources)``, :class:`BellmanFord`,
+the GPU session's choices (with its engines replaced), ``--sources``, and 1, 2, 4 ranks with
+the graph or the sources split."""
+
+import functools
+import types
+
+import numpy as np
+import pytest
+import scipy.sparse.csgraph as csg
+
+from distgraph.algorithms.bellman_ford import BellmanFord, unreachable, verify_sssp
+from distgraph.algorithms.bellman_ford import bellman_ford as _bellman_ford
+from distgraph.errors import DeviceMemoryError, InvalidArgumentError, NegativeCycleError
+from distgraph.generators import kronecker, potential_shift, uniform_weights
+from distgraph.graph import Graph
+
+bellman_ford = functools.partial(_bellman_ford, backend="cpu")
+
+
+def as_float(d):
+    out = d.astype(np.float64)
+    out[d == unreachable(d.dtype)] = np.inf
+    return out
+
+
+def two_parts(dtype=np.int64):
+    """Two components: 0..3 with negative arcs and no cycle; 4..6 holding the negative cycle
+    5 -> 6 -> 5 (weight -1), reached from 4 only."""
+    src = [0, 0, 1, 2, 4, 5, 6]
+    dst = [1, 2, 3, 1, 5, 6, 5]
+    w = np.array([4, 1, 2, -2, 3, 1, -2], dtype)
+    return Graph.from_edges(src, dst, w, n=8)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.float64])
+@pytest.mark.parametrize("directed", [True, False])
+def test_rows_equal_scipy_and_single_runs(dtype, directed):
+    rng = np.random.default_rng(5)
+    n, m = 60, 200
+    a, b = rng.integers(0, n, m), rng.integers(0, n, m)
+    w = rng.integers(1, 9, m)
+    if directed:  # negative arcs but no negative cycle: shifted by a potential
+        pot = rng.integers(0, 6, n)
+        w = w + pot[a] - pot[b]
+    g = Graph.from_edges(a, b, w.astype(dtype), n=n + 5, directed=directed)
+    assert (g.weights < 0).any() == directed
+    ref = csg.johnson(g.to_scipy(dtype=np.float64), directed=True, indices=[3, 0, n + 2, 3])
+    r = bellman_ford(g, [3, 0, n + 2, 3], predecessors=True, verify=True)  # any order, repeats, isolated
+    assert r.distance.shape == (4, g.n) and r.distance.dtype == np.dtype(dtype)
+    assert r.predecessor.shape == (4, g.n) and r.source.tolist() == [3, 0, n + 2, 3]
+    if np.dtype(dtype) == np.float32:
+        np.testing.assert_allclose(as_float(r.distance), ref.astype(np.float32), rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(as_float(r.distance), ref)
+    for i, s in enumerate(r.source):
+        one = bellman_ford(g, int(s), predecessors=True)
+        np.testing.assert_array_equal(r.distance[i], one.distance)
+        np.testing.assert_array_equal(r.predecessor[i], one.predecessor)
+        verify_sssp(g, int(s), r.distance[i], r.predecessor[i])
+    assert r.stats["sources"] == 4 and len(r.stats["per_source"]) == 4 and r.stats["split"] == "graph"
+    assert r.stats["relaxations"] == sum(st["relaxations"] for st in r.stats["per_source"])
+    assert r.reached.shape == (4, g.n) and r.reached[2].sum() == 1 and r.reached[0].sum() > n // 2
+
+
+def test_kronecker_shifted_against_johnson():
+    g = potential_shift(uniform_weights(kronecker(9, seed=3), seed=3), seed=4)
+    srcs = np.array([5, 100, 7, 511])
+    r = bellman_ford(g, srcs)
+    np.testing.assert_array_equal(as_float(r.distance), csg.johnson(g.to_scipy(dtype=np.float64), indices=srcs))
+
+
+def test_empty_and_numpy_sources():
+    g = two_parts()
+    r = bellman_ford(g, np.array([], np.int64))
+    assert r.distance.shape == (0, g.n) and r.stats["sources"] == 0
+    r = bellman_ford(g, np.array([2], np.int32))
+    assert r.distance.shape == (1, g.n) and r.distance[0].tolist()[:4] == [unreachable(np.int64), -2, 0, 0]
+    assert r.distance[0, 7] == unreachable(np.int64)
+
+
+def test_negative_cycle_from_the_first_source_that_reaches_one():
+    g = two_parts()
+    ok = bellman_ford(g, [0, 2, 7])  # none reaches the cycle
+    assert ok.distance[0].tolist()[:4] == [0, -1, 1, 1]
+    with pytest.raises(NegativeCycleError) as ei:
+        bellman_ford(g, [0, 5, 4, 6])
+    e = ei.value
+    assert e.source == 5 and "source 5" in str(e) and e.weight == -1 and sorted(e.cycle) == [5, 6]
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ([[1, 2]], "source must be a vertex or a 1-D sequence of vertices in [0, 8); got [[1, 2]]"),
+    ([0, 99], "source[1] must be a vertex in [0, 8); got 99"),
+    ([0, -1], "source[1] must be a vertex in [0, 8); got -1"),
+    ([0.5], "source must be a vertex or a 1-D sequence"),
+    ([True], "source must be a vertex or a 1-D sequence"),
+])
+def test_bad_sources(bad, msg):
+    with pytest.raises(InvalidArgumentError) as ei:
+        bellman_ford(two_parts(), bad)
+    assert msg in str(ei.value)
+
+
+def test_bad_split_and_relabel():
+    with pytest.raises(InvalidArgumentError, match="split must be one of"):
+        bellman_ford(two_parts(), [0, 1], split="rows")
+    with pytest.raises(InvalidArgumentError, match="relabel must be None, 'none' or 'degree'; got 'rcm'"):
+        BellmanFord(two_parts(), backend="cpu", relabel="rcm")
+
+
+def test_host_memory_is_checked_before_running(monkeypatch):
+    import distgraph.runtime.hostmem as hm
+
+    g = kronecker(8, seed=1)
+    monkeypatch.setattr(hm, "available_bytes", lambda meminfo=None: 100_000)
+    ran = []
+    monkeypatch.setattr(BellmanFord, "_run", lambda *a, **k: ran.append(a))
+    with pytest.raises(DeviceMemoryError) as ei:
+        bellman_ford(g, np.arange(50), predecessors=True)
+    msg = str(ei.value)
+    # 50 rows of 256 int64 distances and 256 int64 predecessors: 200 KiB
+    assert "from 50 sources need 200.0 KiB of host memory but 97.7 KiB is available" in msg, msg
+    assert "fewer sources per call" in msg and not ran
+    with pytest.raises(DeviceMemoryError):  # distances alone: 100 KiB, above 90% of what is available
+        bellman_ford(g, np.arange(50))
+
+
+def test_available_bytes_reads_meminfo(tmp_path):
+    from distgraph.runtime.hostmem import available_bytes, check_host_memory
+
+    f = tmp_path / "meminfo"
+    f.write_text("MemTotal:  1000 kB\nMemFree:  10 kB\nMemAvailable:  600 kB\n")
+    assert available_bytes(str(f)) == 600 * 1024
+    assert available_bytes(str(tmp_path / "none")) is None
+    from mpi4py import MPI
+
+    check_host_memory(500_000, MPI.COMM_SELF, "x", available=600 * 1024)  # fits in 90%
+    with pytest.raises(DeviceMemoryError, match="x need 585.9 KiB of host memory but 600.0 KiB is available; "
+                                                "try less"):
+        check_host_memory(600_000, MPI.COMM_SELF, "x", ("less",), available=600 * 1024)
+
+
+def test_bellman_ford_object_reused():
+    g = uniform_weights(kronecker(8, seed=2), seed=2)
+    with BellmanFord(g, backend="cpu") as bf:
+        a = bf.run(3, predecessors=True)
+        b = bf.run(3, predecessors=True)
+        many = bf.run_many([3, 4])
+    np.testing.assert_array_equal(a.distance, b.distance)
+    np.testing.assert_array_equal(many.distance[0], a.distance)
+    np.testing.assert_array_equal(as_float(many.distance[1]), csg.dijkstra(g.to_scipy(dtype=np.float64), indices=4))
+    with pytest.raises(InvalidArgumentError, match="source must be in"):
+        BellmanFord(g, backend="cpu").run(g.n)
+
+
+def test_to_pandas_long_format():
+    pd = pytest.importorskip("pandas")
+    r = bellman_ford(two_parts(), [2, 0])
+    df = r.to_pandas()
+    assert isinstance(df, pd.DataFrame) and list(df.columns) == ["source", "vertex", "distance"]
+    assert len(df) == 16 and df["source"].tolist()[:8] == [2] * 8 and df["distance"].iloc[9] == -1
+
+
+# --------------------------------------------------------------------------- the GPU session's choices
+class _Engine:
+    """Stands in for RoundsSSSP (``settle``: whether its capped runs settle) and QueueSSSP."""
+
+    log: list = []
+
+    def __init__(self, kind, graph, weights, comm, **kw):
+        self.kind, self.graph, self.kw = kind, graph, kw
+        self.relabel = kw.get("relabel")
+        self.distributed = False
+        self.block = types.SimpleNamespace(of=self)
+        self.closed = False
+        _Engine.log.append(("make", kind, kw.get("relabel"), kw.get("block")))
+
+    def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None):
+        _Engine.log.append(("run", self.kind, self.relabel, source))
+        if self.kind == "rounds" and max_rounds is not None and source in _Engine.deep:
+            self.last_stats = {"relaxations": 3, "rounds": probe_round, "stopped": "deep"}
+            return None
+        return np.full(self.graph.n, source), None, {"mode": "rounds" if self.kind == "rounds" else "async"}, None
+
+    def close(self):
+        self.closed = True
+        _Engine.log.append(("close", self.kind, self.relabel))
+
+
+@pytest.fixture
+def engines(monkeypatch):
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(gbf, "RoundsSSSP", lambda *a, **k: _Engine("rounds", *a, **k))
+    monkeypatch.setattr(gbf, "QueueSSSP", lambda *a, **k: _Engine("queue", *a, **k))
+    monkeypatch.setattr(_Engine, "log", [])
+    monkeypatch.setattr(_Engine, "deep", set(), raising=False)
+    monkeypatch.setattr(config, "gpu_sssp_relabel_runs", 3)
+    return gbf
+
+
+def _session_runs(gbf, mode, relabel, sources):
+    from mpi4py import MPI
+
+    g = Graph.from_edges(np.arange(99), np.arange(1, 100), n=100)
+    out = []
+    with gbf.Session(g, None, MPI.COMM_SELF, mode=mode, relabel=relabel) as s:
+        for j, src in enumerate(sources):
+            d, _, st, _ = s.run(src, lambda c: True, runs_left=len(sources) - 1 - j)
+            assert d[0] == src
+            out.append(st)
+    return out
+
+
+def test_session_renames_once_the_rounds_settled_and_enough_runs_are_left(engines):
+    _session_runs(engines, "auto", None, [1, 2, 3, 4, 5])
+    log = _Engine.log
+    # run 1 on the caller's ids; then 3 runs left (>= 3): renamed, once; the first engine freed first
+    assert log[:3] == [("make", "rounds", None, None), ("run", "rounds", None, 1), ("close", "rounds", None)]
+    assert log[3] == ("make", "rounds", "degree", None)
+    assert [e for e in log if e[0] == "run"][1:] == [("run", "rounds", "degree", s) for s in (2, 3, 4, 5)]
+    assert log[-1] == ("close", "rounds", "degree") and sum(e[0] == "make" for e in log) == 2
+
+
+@pytest.mark.parametrize("relabel,sources,renamed", [
+    (None, [1, 2, 3], False),          # 2 runs left after the first: below the threshold
+    ("none", [1, 2, 3, 4, 5], False),  # never
+    ("degree", [1], True),             # always, from the first run
+])
+def test_session_renaming_rule(engines, relabel, sources, renamed):
+    _session_runs(engines, "rounds", relabel, sources)
+    makes = [e for e in _Engine.log if e[0] == "make"]
+    assert makes == [("make", "rounds", "degree" if renamed else None, None)]
+
+
+def test_session_auto_goes_on_with_the_queue_kernel_after_a_deep_graph(engines):
+    _Engine.deep = {1, 2, 3}
+    stats = _session_runs(engines, "auto", None, [1, 2, 3])
+    log = _Engine.log
+    rounds = log[0]
+    assert rounds[:2] == ("make", "rounds")
+    # the queue kernel made once, on the rounds' block, after the rounds' exchange was freed
+    i = log.index(("close", "rounds", None))
+    assert log[i + 1][:2] == ("make", "queue") and log[i + 1][3].of.kind == "rounds"
+    assert [e for e in log if e[0] == "run"] == [("run", "rounds", None, 1)] + [("run", "queue", None, s)
+                                                                                for s in (1, 2, 3)]
+    assert stats[0]["auto"]["chose"] == "async" and "sticky" not in stats[0]["auto"]
+    assert stats[1]["auto"] == {"max_rounds": 64, "probe_round": 16, "chose": "async", "sticky": True}
+
+
+def test_session_async_mode_makes_only_the_queue(engines):
+    _session_runs(engines, "async", None, [4, 5])
+    assert [e[:2] for e in _Engine.log if e[0] == "make"] == [("make", "queue")]
+
+
+def test_gpu_backend_many_sources_reuse_one_session(engines, monkeypatch):
+    """bellman_ford(graph, sources) on the GPU backend (stand-in engines): one session for all
+    sources, runs_left counting down."""
+    import distgraph.algorithms.bellman_ford as abf
+
+    monkeypatch.setattr(abf, "_resolve_backend", lambda backend, comm: "gpu")
+    left = []
+    real = engines.Session.run
+
+    def run(self, source, confirm, predecessors=False, runs_left=0):
+        left.append(runs_left)
+        return real(self, source, confirm, predecessors, runs_left)
+
+    monkeypatch.setattr(engines.Session, "run", run)
+    g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
+    r = _bellman_ford(g, [3, 1, 4, 1, 5], backend="gpu")
+    assert r.distance[:, 0].tolist() == [3, 1, 4, 1, 5] and left == [4, 3, 2, 1, 0]
+    assert sum(e[0] == "make" for e in _Engine.log) == 2  # the caller's ids, then renamed (4 left >= 3)
+
+
+# --------------------------------------------------------------------------- the CLI
+def test_cli_sources(tmp_path, data_dir):
+    from distgraph.testing import run_cli
+
+    d, p = tmp_path / "d.npy", tmp_path / "p.npy"
+    res = run_cli("sssp", data_dir / "minnesota.mtx.gz", "--sources", "3,10,3", "--output", d,
+                  "--predecessors", p, "--verify", "--backend", "cpu", "--json")
+    assert res.returncode == 0, res.stderr
+    from distgraph.graph.readers import read_graph
+
+    gm = read_graph(data_dir / "minnesota.mtx.gz")
+    ref = csg.dijkstra(gm.to_scipy(dtype=np.float64), indices=[3, 10, 3])
+    np.testing.assert_array_equal(as_float(np.load(d)), ref)
+    assert np.load(p).shape == (3, gm.n)
+    ids = tmp_path / "ids.txt"
+    ids.write_text("3\n10\n")
+    res = run_cli("sssp", data_dir / "minnesota.mtx.gz", "--sources", ids, "--backend", "cpu")
+    assert res.returncode == 0 and "sssp from 2 sources" in res.stdout, res.stdout + res.stderr
+    res = run_cli("sssp", data_dir / "minnesota.mtx.gz", "--sources", "random:4", "--backend", "cpu", "--json")
+    assert res.returncode == 0 and '"sources": 4' in res.stdout, res.stderr
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--sources", "3,x"], "--sources must be input ids '3,17,42', 'random:K' or an existing file; got '3,x'"),
+    (["--sources", "random:0"], "--sources random:K needs a count K >= 1; got 'random:0'"),
+    (["--sources", "3", "--source", "3"], "give --source or --sources, not both"),
+    (["--sources", "3,99999"], "99999"),
+    (["--sources", "3", "--output", "d.csv"], "--output must end in .npy with --sources"),
+])
+def test_cli_sources_errors(args, msg, data_dir):
+    from distgraph.testing import run_cli
+
+    res = run_cli("sssp", data_dir / "minnesota.mtx.gz", *args, "--backend", "cpu")
+    assert res.returncode == 2 and msg in res.stderr, res.stderr
+
+
+def test_cli_sources_negative_cycle_names_the_source(data_dir):
+    from distgraph.testing import run_cli
+
+    res = run_cli("sssp", data_dir / "bitcoin-otc.csv.gz", "--sources", "1,7", "--backend", "cpu")
+    assert res.returncode == 2 and "negative cycle reachable from source 1:" in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- 1, 2, 4 ranks
+def _same_everywhere(comm, ok):
+    return all(comm.allgather(bool(ok)))
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("split", ["graph", "sources", "auto"])
+def test_mpi_many_sources_identical_to_one_rank(comm, split):
+    from mpi4py import MPI
+
+    g = potential_shift(uniform_weights(kronecker(9, seed=6), seed=6), seed=6)
+    srcs = [int(x) for x in np.random.default_rng(1).integers(0, g.n, 7)]
+    one = bellman_ford(g, srcs, predecessors=True, comm=MPI.COMM_SELF)
+    r = bellman_ford(g, srcs, predecessors=True, comm=comm, split=split, verify=True)
+    want = split if split != "auto" else ("sources" if comm.Get_size() > 1 else "graph")
+    ok = (np.array_equal(r.distance, one.distance) and np.array_equal(r.predecessor, one.predecessor)
+          and r.stats["split"] == want and r.stats["relaxations"] == sum(s["relaxations"] for s in r.stats["per_source"])
+          and all(s is not None for s in r.stats["per_source"]))
+    assert _same_everywhere(comm, ok)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("split", ["graph", "sources"])
+def test_mpi_many_sources_negative_cycle_on_every_rank(comm, split):
+    g = two_parts()
+    got = None
+    try:
+        bellman_ford(g, [0, 2, 7, 1, 4, 5], comm=comm, split=split)  # 4 is the first to reach it
+    except NegativeCycleError as e:
+        got = (e.source, sorted(e.cycle), e.weight)
+    assert comm.allgather(got) == [(4, [5, 6], -1)] * comm.Get_size()
+
+
+@pytest.mark.mpi
+def test_mpi_split_sources_error_on_one_rank_raised_on_all(comm, monkeypatch):
+    """A failure in one rank's own source (split="sources") reaches every rank, none hangs."""
+    real = BellmanFord._run
+
+    def run(self, source, *a):
+        if source == 3:
+            raise MemoryError("made up: no room for source 3")
+        return real(self, source, *a)
+
+    monkeypatch.setattr(BellmanFord, "_run", run)
+    got = None
+    try:
+        bellman_ford(two_parts(), [0, 1, 2, 3, 1, 0, 2], comm=comm, split="sources")
+    except MemoryError as e:
+        got = str(e)
+    assert comm.allgather(got) == ["made up: no room for source 3"] * comm.Get_size()
