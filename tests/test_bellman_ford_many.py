@@ -176,7 +176,7 @@ class _Engine:
         self.closed = False
         _Engine.log.append(("make", kind, kw.get("relabel"), kw.get("block")))
 
-    def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None):
+    def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None, out=None):
         _Engine.log.append(("run", self.kind, self.relabel, source))
         if self.kind == "rounds" and max_rounds is not None and source in _Engine.deep:
             self.last_stats = {"relaxations": 3, "rounds": probe_round, "stopped": "deep"}
@@ -264,14 +264,14 @@ def test_gpu_backend_many_sources_reuse_one_session(engines, monkeypatch):
     left = []
     real = engines.Session.run
 
-    def run(self, source, confirm, predecessors=False, runs_left=0):
-        left.append(runs_left)
+    def run(self, source, confirm, predecessors=False, runs_left=0, out=None):
+        left.append((runs_left, out is not None))
         return real(self, source, confirm, predecessors, runs_left)
 
     monkeypatch.setattr(engines.Session, "run", run)
     g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
     r = _bellman_ford(g, [3, 1, 4, 1, 5], backend="gpu")
-    assert r.distance[:, 0].tolist() == [3, 1, 4, 1, 5] and left == [4, 3, 2, 1, 0]
+    assert r.distance[:, 0].tolist() == [3, 1, 4, 1, 5] and left == [(4, True), (3, True), (2, True), (1, True), (0, True)]
     assert sum(e[0] == "make" for e in _Engine.log) == 2  # the caller's ids, then renamed (4 left >= 3)
 
 

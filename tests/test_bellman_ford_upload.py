@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from distgraph.algorithms.bellman_ford import bellman_ford, cycle_weight
-from distgraph.errors import InvalidArgumentError
+from distgraph.algorithms.bellman_ford import bellman_ford, cycle_weight, unreachable
+from distgraph.errors import GraphValueError, InvalidArgumentError
 from distgraph.backends.cpu.bellman_ford import _neg_magnitude, _setup, work_dtype
 from distgraph.backends.gpu import bellman_ford as gbf
 from distgraph.generators import kronecker, potential_shift, uniform_weights
@@ -870,10 +870,18 @@ def test_rounds_sssp_reruns_with_tails_only_for_a_proven_cycle(round_kernels, mo
     np.testing.assert_array_equal(d, ref)  # the work dtype's values and unreached sentinel
 
 
-def _relabeled_rounds(g, monkeypatch, order="async", size=1, rank=0):
+def _host_copy(a, holder, out=None):
+    """``_to_host`` on emulated arrays: into ``out`` when given."""
+    if out is None:
+        return np.array(a)
+    np.copyto(out.reshape(-1).view(a.dtype), a.reshape(-1))
+    return out.reshape(a.shape)
+
+
+def _relabeled_rounds(g, monkeypatch, order="async", size=1, rank=0, relabel="degree"):
     """A RoundsSSSP of one stand-in PE (the round kernels emulated, the tight-arc kernel by the
-    host's pass) with ``relabel="degree"``, as ``_place`` sets it up for rank ``rank`` of
-    ``size``."""
+    host's pass) with ``relabel`` (default ``"degree"``), as ``_place`` sets it up for rank
+    ``rank`` of ``size``."""
     from distgraph.backends.cpu.bellman_ford import _neg_bound
 
     from _bf_host import HostBlock
@@ -884,10 +892,10 @@ def _relabeled_rounds(g, monkeypatch, order="async", size=1, rank=0):
                          self.wdt).tight_pred(d, names=names, order=order)
 
     monkeypatch.setattr(gbf._Block, "tight_pred", tight_pred)
-    monkeypatch.setattr(gbf, "_to_host", lambda a, holder, out=None: np.array(a))
+    monkeypatch.setattr(gbf, "_to_host", _host_copy)
     r = object.__new__(gbf.RoundsSSSP)
     r.cp, r.comm, r.graph, r.w, r.engine, r.order = sys.modules["cupy"], MPI.COMM_SELF, g, g.weights, "kernel", order
-    r.relabel = "degree"
+    r.relabel = relabel
     r.block = r._place(g, g.weights, types.SimpleNamespace(Get_size=lambda: size, Get_rank=lambda: rank))
     r.wdt = r.block.wdt
     r.bound, r.has_neg = _neg_bound(r.block.w, r.wdt, MPI.COMM_SELF)
@@ -1007,9 +1015,9 @@ def test_rounds_prefault_threads_by_config(round_kernels, monkeypatch):
     seen = []
     real = gbf._Prefault
 
-    def recorded(shape, dtype, threads=4):
+    def recorded(shape, dtype, threads=4, out=None):
         seen.append(threads)
-        return real(shape, dtype, threads=threads)
+        return real(shape, dtype, threads=threads, out=out)
 
     monkeypatch.setattr(gbf, "_Prefault", recorded)
     g = uniform_weights(kronecker(7, seed=1), seed=1)
@@ -1027,3 +1035,40 @@ def test_rounds_prefault_threads_by_config(round_kernels, monkeypatch):
     for bad in (-1, g.n, 1.0, True):
         with pytest.raises(InvalidArgumentError, match="source"):
             r.run(bad, lambda c: False)
+
+
+@pytest.mark.parametrize("relabel", [None, "degree"])
+def test_rounds_copy_into_the_callers_row(round_kernels, monkeypatch, relabel):
+    """RoundsSSSP.run(out=row): the distances land in the caller's array (bellman_ford(graph,
+    sources) passes each row of its result), renamed back or not; a row of another shape,
+    dtype or layout is refused before the run."""
+    from distgraph.backends.cpu.bellman_ford import run_rounds as cpu_rounds
+
+    g = potential_shift(uniform_weights(kronecker(8, seed=5), seed=5), seed=2)
+    r = _relabeled_rounds(g, monkeypatch, relabel=relabel)
+    rows = np.full((3, g.n), -7, np.int64)
+    for i, s in enumerate((0, 9, 0)):
+        d = r.run(s, lambda c: False, out=rows[i])[0]
+        assert d is rows[i] or np.shares_memory(d, rows[i])
+        np.testing.assert_array_equal(rows[i], cpu_rounds(g, g.weights, s, MPI.COMM_SELF, lambda c: False)[0])
+    for bad in (np.zeros(g.n, np.float64), np.zeros(g.n + 1, np.int64), np.zeros((g.n, 2), np.int64)[:, 0],
+                np.zeros(g.n, np.int16)):
+        with pytest.raises(InvalidArgumentError, match=r"out must be a C-contiguous"):
+            r.run(0, lambda c: False, out=bad)
+    # a narrower row (int32 / float32, no predecessors): converted on the "device", as the host would
+    from distgraph.algorithms.bellman_ford import _to_output_dtype
+
+    for gg, dt in ((g, np.int32), (Graph(g.indptr, g.indices, g.weights / 8, directed=g.directed), np.float32)):
+        rr = _relabeled_rounds(gg, monkeypatch, relabel=relabel)
+        row = np.full(gg.n, 7, dt)
+        d = rr.run(0, lambda c: False, out=row)[0]
+        want = _to_output_dtype(cpu_rounds(gg, gg.weights, 0, MPI.COMM_SELF, lambda c: False)[0], np.dtype(dt))
+        assert np.shares_memory(d, row) and (row == unreachable(dt)).any()
+        np.testing.assert_array_equal(row, want)
+        with pytest.raises(InvalidArgumentError, match="predecessors need the distances in the work dtype"):
+            rr.run(0, lambda c: False, predecessors=True, out=row)
+    # int32 distances out of range: the host's error, before any copy
+    big = Graph(g.indptr, g.indices, np.full(g.m, 2 ** 31 - 9, np.int64), directed=g.directed)
+    rr = _relabeled_rounds(big, monkeypatch, relabel=relabel)
+    with pytest.raises(GraphValueError, match=r"distances overflow int32 \(range \[0, "):
+        rr.run(0, lambda c: False, out=np.empty(big.n, np.int32))

@@ -509,3 +509,55 @@ def test_relabeled_block_is_the_renamed_graph(sort_arcs, dtype, monkeypatch):
     np.testing.assert_array_equal(d, ref_d)
     np.testing.assert_array_equal(p, ref_p)
     assert st["relabel"] == "degree" and st["time_rename_s"] >= 0
+
+
+# --------------------------------------------------------------------------- several sources
+@pytest.mark.parametrize("mode", ["auto", "rounds", "async"])
+def test_many_sources_equal_cpu(mode, monkeypatch):
+    """bellman_ford(graph, sources) on one GPU session: every row equal to the CPU backend's
+    (distances and canonical predecessors), in every weight dtype; the rounds renamed by
+    degree from the second source on (5 runs left, threshold lowered to 3), the first on the
+    caller's ids; rows of int64/float64 distances copied straight into the result."""
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(config, "gpu_sssp_relabel_runs", 3)
+    base = potential_shift(uniform_weights(kronecker(11, seed=9), seed=9), seed=2)
+    for dtype in DTYPES:
+        g = Graph(base.indptr, base.indices, base.weights.astype(dtype), directed=base.directed) \
+            if dtype in (np.int32, np.int64) else Graph(base.indptr, base.indices,
+                                                        (base.weights / 4).astype(dtype), directed=base.directed)
+        deg = np.diff(g.indptr)
+        srcs = [int(np.argmax(deg)), 5, int(np.flatnonzero(deg == 0)[0]) if (deg == 0).any() else 7, 5, 100, 3]
+        r = bellman_ford(g, srcs, backend="gpu", mode=mode, predecessors=True)
+        ref = bellman_ford(g, srcs, backend="cpu", predecessors=True)
+        assert r.distance.dtype == np.dtype(dtype) and r.distance.shape == (6, g.n)
+        np.testing.assert_array_equal(r.distance, ref.distance)
+        np.testing.assert_array_equal(r.predecessor, ref.predecessor)
+        per = r.stats["per_source"]
+        if mode != "async":
+            assert [st.get("relabel") for st in per] == [None] + ["degree"] * 5, [st.get("relabel") for st in per]
+        assert all(st["backend"] == "gpu" for st in per)
+
+
+def test_many_sources_auto_on_a_road_goes_on_with_the_queue(data_dir):
+    """mode="auto" from several sources of road-NY (shifted): the first source's rounds stop
+    at the probe and the queue kernel takes over; the later sources go straight to it."""
+    g = potential_shift(_read(data_dir, "road-NY.gr.xz"), seed=1)
+    srcs = [0, 1000, 200000]
+    r = bellman_ford(g, srcs, backend="gpu", predecessors=True)
+    ref = bellman_ford(g, srcs, backend="cpu", predecessors=True)
+    np.testing.assert_array_equal(r.distance, ref.distance)
+    np.testing.assert_array_equal(r.predecessor, ref.predecessor)
+    auto = [st["auto"] for st in r.stats["per_source"]]
+    assert auto[0]["chose"] == "async" and auto[0]["rounds_stopped"] == "deep" and "sticky" not in auto[0]
+    assert all(a["chose"] == "async" and a["sticky"] for a in auto[1:])
+
+
+def test_many_sources_negative_cycle_names_the_first_source_reaching_it():
+    g = Graph.from_edges([0, 0, 1, 2, 4, 5, 6], [1, 2, 3, 1, 5, 6, 5], np.array([4, 1, 2, -2, 3, 1, -2]), n=8)
+    r = bellman_ford(g, [0, 2, 7], backend="gpu")
+    assert r.distance[0].tolist()[:4] == [0, -1, 1, 1]
+    for mode in ("auto", "rounds", "async"):
+        with pytest.raises(NegativeCycleError) as ei:
+            bellman_ford(g, [0, 2, 7, 4, 5], backend="gpu", mode=mode)
+        assert ei.value.source == 4 and sorted(ei.value.cycle) == [5, 6] and ei.value.weight == -1

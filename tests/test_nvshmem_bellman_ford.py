@@ -554,3 +554,30 @@ def test_distributed_rounds_equal_cpu(pg, bigdeg, monkeypatch):
         r.close()
     assert _all(comm, d is None and found is not None and cycle_weight(gc, found) < 0 and st["tails_rerun"])
     assert _all(comm, len(pg._live) == live)  # every run freed its symmetric arrays
+
+
+@pytest.mark.parametrize("split", ["graph", "sources"])
+def test_many_sources_split_graph_or_sources(pg, split, monkeypatch):
+    """bellman_ford(graph, sources) on every PE: each source on all PEs together (the
+    distributed rounds, renamed by degree from the second source on with the threshold
+    lowered) or the sources dealt to the PEs (each alone on its GPU): every row equal to the
+    CPU backend's on one rank, on every rank; the sessions free their symmetric arrays."""
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(config, "gpu_sssp_relabel_runs", 2)
+    comm = MPI.COMM_WORLD
+    live = len(pg._live)
+    ok, info = True, []
+    for name, g in sorted(_graphs_and_uniform().items()):
+        srcs = [int(np.argmax(np.diff(g.indptr))), 3, 0, 3, 17]
+        r = bellman_ford(g, srcs, backend="gpu", predecessors=True, comm=comm, split=split)
+        ref = bellman_ford(g, srcs, backend="cpu", predecessors=True, comm=MPI.COMM_SELF)
+        per = r.stats["per_source"]
+        good = (np.array_equal(r.distance, ref.distance) and np.array_equal(r.predecessor, ref.predecessor)
+                and r.stats["split"] == split and all(st["backend"] == "gpu" for st in per))
+        if split == "graph":  # the rounds (Kronecker settles) on all PEs, renamed from the second source
+            good &= [st.get("relabel") for st in per] == [None] + ["degree"] * 4
+        info.append((name, good, [st.get("relabel") for st in per]))
+        ok &= good
+    assert _all(comm, ok), info
+    assert _all(comm, len(pg._live) == live)

@@ -462,9 +462,11 @@ class BellmanFord:
                                                     remote=self.remote, delta=self.delta, relabel=self.relabel)
         return s
 
-    def _run(self, source, predecessors, verify, comm, scope, runs_left) -> SSSPResult:
+    def _run(self, source, predecessors, verify, comm, scope, runs_left, out=None) -> SSSPResult:
         """One source on ``comm`` (all ranks, or this rank alone: ``scope``); ``runs_left``:
-        the sources the caller will run after this one on this ``comm``."""
+        the sources the caller will run after this one on this ``comm``; ``out``: a row of
+        the output dtype for the GPU rounds to copy the distances into (only when it is their
+        work dtype), not yet written."""
         from ..backends.cpu import bellman_ford as cpu
 
         t0 = time.perf_counter()
@@ -472,7 +474,7 @@ class BellmanFord:
         w, mode = self.w, self.mode
         if self.backend == "gpu":
             dist, pred, stats, cycle = self._session(scope, comm, runs_left).run(source, self._confirm, want,
-                                                                                 runs_left=runs_left)
+                                                                                 runs_left=runs_left, out=out)
         elif mode in ("rounds", "auto"):
             dist, pred, stats, cycle = cpu.run_rounds(self.graph, w, source, comm, self._confirm, predecessors=want)
             if mode == "auto":
@@ -522,16 +524,23 @@ class BellmanFord:
         per: list = [None] * k
         t0 = time.perf_counter()
         fail = None  # (index, exception): this rank's first failing source
+        # the GPU rounds copy each row's distances straight into it: in their own dtype (int64
+        # or float64 weights; unweighted: int64) or, when the predecessors (or the verifier) do
+        # not need those, converted to the row's int32 / float32 on the device
+        direct = self.backend == "gpu" and (self.w is None or self.w.dtype.itemsize == 8
+                                            or not (predecessors or verify))
         with Progress(total=len(mine), desc="sssp sources", rank=rank, enabled=progress) as bar:
             for j, i in enumerate(mine):
                 try:
-                    r = self._run(int(src[i]), predecessors, verify, run_comm, scope, len(mine) - 1 - j)
+                    r = self._run(int(src[i]), predecessors, verify, run_comm, scope, len(mine) - 1 - j,
+                                  out=dist[i] if direct else None)
                 except Exception as e:  # noqa: BLE001 - raised on every rank below
                     if split != "sources":
                         raise  # raised on every rank together (the run is collective)
                     fail = (i, e)
                     break
-                dist[i] = r.distance
+                if not np.shares_memory(r.distance, dist[i]):
+                    dist[i] = r.distance
                 if predecessors:
                     pred[i] = r.predecessor
                 per[i] = r.stats

@@ -430,16 +430,19 @@ class _Prefault:
     (``DISTGRAPH_GPU_SSSP_PREFAULT_THREADS``) nothing is done.
     :meth:`take` waits for the threads and returns the array; :meth:`close` drops it without
     waiting (the threads end on their own, holding their parts). Smaller arrays: nothing is
-    done (``take`` gives None)."""
+    done (``take`` gives None). ``out``: the caller's array to fault in instead of a new one
+    (C-contiguous, not yet written: a byte of each page is zeroed), which :meth:`take` returns
+    whatever its size (a row of ``bellman_ford(graph, sources)``'s result)."""
 
-    def __init__(self, shape, dtype, threads=4):
+    def __init__(self, shape, dtype, threads=4, out=None):
         import threading
 
-        self.out, self._threads, self.wait_s = None, [], 0.0
+        self.out, self._threads, self.wait_s = out, [], 0.0
         nb, cpus = int(np.prod(shape)) * np.dtype(dtype).itemsize, _cpus()
         if nb < PINNED_FROM or cpus < 2 or threads < 1:  # one CPU: the threads would slow the launches
             return
-        self.out = np.empty(shape, dtype)
+        if self.out is None:
+            self.out = np.empty(shape, dtype)
         flat = self.out.reshape(-1).view(np.uint8)
         k = max(1, min(int(threads), cpus - 1, nb >> 24))  # a thread per 16 MB
         cuts = np.linspace(0, nb, k + 1).astype(np.int64)
@@ -1731,6 +1734,27 @@ def _sort_rows(cp, block):
         r0 = r1
 
 
+_NARROW = {"i": np.dtype(np.int32), "f": np.dtype(np.float32)}  # a work dtype's (by kind) narrower output
+
+
+def _narrow(cp, x, dt):
+    """The device distances ``x`` (int64 or float64; unreached: the int64 maximum or inf) in
+    the narrower ``dt`` (int32 or float32), unreached ones :func:`unreachable`-valued as the
+    host's conversion makes them (``bellman_ford``'s ``_to_output_dtype``); int32 distances out
+    of range raise the same :class:`~distgraph.errors.GraphValueError` (one read of two numbers)."""
+    dt = np.dtype(dt)
+    if dt.kind == "f":
+        return x.astype(dt)
+    top, info = np.iinfo(x.dtype), np.iinfo(dt)
+    fin = x != top.max
+    lo, hi = cp.stack([cp.where(fin, x, top.max).min(), cp.where(fin, x, top.min).max()]).tolist()
+    if lo <= hi and (lo < info.min or hi >= info.max):
+        from ...errors import GraphValueError
+
+        raise GraphValueError(f"distances overflow {dt} (range [{lo}, {hi}]); pass int64 weights")
+    return cp.where(fin, x, info.max).astype(dt)
+
+
 class RoundsSSSP:
     """The round-based Bellman-Ford on one graph (device arrays kept for several runs):
     ``engine="kernel"`` (default) runs each round as fused kernels (:func:`rounds_kernel`),
@@ -1886,14 +1910,18 @@ class RoundsSSSP:
             self.exchange.close()
             self.exchange = None
 
-    def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None):
+    def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None, out=None):
         """``(dist, pred, stats, cycle)``; with ``max_rounds`` (fewer than n), None when the
         rounds had not settled by then (nothing concluded: the caller goes on another way);
         with ``probe_round``, None too when that round still reached new vertices (see
         :func:`rounds_cupy`). ``self.last_stats`` says which (``"stopped"``). The rounds
         keep no tails; a negative cycle proven, they run again with tails (``stats["tails_rerun"]``;
         ``relaxations`` then counts both runs, the other stats are the second run's). The
-        distances' host array is faulted in by threads while the GPU works (:class:`_Prefault`)."""
+        distances' host array is faulted in by threads while the GPU works (:class:`_Prefault`).
+        ``out``: a host array of n items to receive the distances (``dist`` is then ``out``),
+        not yet written (its pages are faulted in the same way): of the work dtype (int64 or
+        float64) or, without ``predecessors``, of int32 or float32, converted on the device
+        (:func:`_narrow`: half the copy, no pass on the host)."""
         from ...runtime.config import config
 
         expect(isinstance(source, (int, np.integer)) and not isinstance(source, bool)
@@ -1901,7 +1929,14 @@ class RoundsSSSP:
         threads = int(config.gpu_sssp_prefault_threads)
         if threads < 0:  # auto: on one rank only (several PEs' rounds stalled while their hosts faulted)
             threads = 0 if self.comm.Get_size() > 1 else 4
-        pre = _Prefault((self.graph.n,), np.int64, threads=threads)
+        if out is not None:
+            ok = [self.wdt] + ([] if predecessors else [_NARROW[self.wdt.kind]])
+            expect(isinstance(out, np.ndarray) and out.shape == (self.graph.n,) and out.dtype in ok
+                   and out.flags.c_contiguous, "out",
+                   f"a C-contiguous ({self.graph.n},) host array of {' or '.join(map(str, ok))}"
+                   + ("" if len(ok) > 1 else " (predecessors need the distances in the work dtype)"),
+                   getattr(out, "shape", out))
+        pre = _Prefault((self.graph.n,), np.int64 if out is None else out.dtype, threads=threads, out=out)
         try:
             return self._run(source, confirm, predecessors, max_rounds, probe_round, pre)
         finally:
@@ -1989,7 +2024,11 @@ class RoundsSSSP:
             out = dist[self.d_new_id]
             self.cp.cuda.Device().synchronize()
             stats["time_rename_s"] = time.perf_counter() - t1  # of time_d2h_s
-        d = _to_host(out if renamed else dist, self, out=pre.take())
+        host = pre.take()
+        dev = out if renamed else dist
+        if host is not None and host.dtype != dev.dtype:  # the caller's narrower dtype, made on the device
+            dev = _narrow(self.cp, dev, host.dtype)
+        d = _to_host(dev, self, out=host)
         stats["time_d2h_s"] = time.perf_counter() - t1
         stats["time_prefault_wait_s"] = pre.wait_s  # of time_d2h_s: the page-touching threads not done
         d, p, canon = _finish_device(self.block, self.graph, self.w, self.comm if self.distributed else MPI.COMM_SELF,
@@ -2098,13 +2137,14 @@ class Session:
                                    delta=self.delta, block=block)
         return self.queue
 
-    def run(self, source, confirm, predecessors=False, runs_left=0):
+    def run(self, source, confirm, predecessors=False, runs_left=0, out=None):
         """``(dist, pred, stats, cycle)`` from ``source``; ``runs_left``: the runs the caller
-        will make after this one (the same on every rank)."""
+        will make after this one (the same on every rank); ``out``: a host array for the
+        rounds' distances (``RoundsSSSP.run``; the queue kernel makes its own)."""
         if self.mode == "async":
             return self._queue().run(source, confirm, predecessors)
         if self.mode == "rounds":
-            res = self._rounds(runs_left).run(source, confirm, predecessors)
+            res = self._rounds(runs_left).run(source, confirm, predecessors, out=out)
             self.settled = True
             return res
         if self.sticky is not None:
@@ -2116,7 +2156,7 @@ class Session:
         r = self._rounds(runs_left)
         # no probe when the rounds must run to the end (cap n: no queue kernel to go on with)
         res = r.run(source, confirm, predecessors, max_rounds=cap,
-                    probe_round=probe if 0 < probe < cap < n else None)
+                    probe_round=probe if 0 < probe < cap < n else None, out=out)
         if res is not None:
             self.settled = True
             res[2]["auto"] = {"max_rounds": cap, "probe_round": probe, "chose": "rounds"}
