@@ -1239,7 +1239,7 @@ class _FakeRounds:
         self.block = types.SimpleNamespace()
         _FakeRounds.made.append(self)
 
-    def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None, out=None):
+    def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None, out=None, sink=None):
         _FakeRounds.calls.append((max_rounds, probe_round))
         if max_rounds is not None and max_rounds < self.graph.n and self.need > max_rounds:
             self.last_stats = {"relaxations": 7, "rounds": max_rounds, "stopped": "max_rounds"}

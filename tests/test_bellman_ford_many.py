@@ -176,7 +176,7 @@ class _Engine:
         self.closed = False
         _Engine.log.append(("make", kind, kw.get("relabel"), kw.get("block")))
 
-    def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None, out=None):
+    def run(self, source, confirm, predecessors=False, max_rounds=None, probe_round=None, out=None, sink=None):
         _Engine.log.append(("run", self.kind, self.relabel, source))
         if self.kind == "rounds" and max_rounds is not None and source in _Engine.deep:
             self.last_stats = {"relaxations": 3, "rounds": probe_round, "stopped": "deep"}
@@ -264,8 +264,8 @@ def test_gpu_backend_many_sources_reuse_one_session(engines, monkeypatch):
     left = []
     real = engines.Session.run
 
-    def run(self, source, confirm, predecessors=False, runs_left=0, out=None):
-        left.append((runs_left, out is not None))
+    def run(self, source, confirm, predecessors=False, runs_left=0, out=None, defer=False):
+        left.append((runs_left, out is not None and defer))
         return real(self, source, confirm, predecessors, runs_left)
 
     monkeypatch.setattr(engines.Session, "run", run)
@@ -369,3 +369,38 @@ def test_mpi_split_sources_error_on_one_rank_raised_on_all(comm, monkeypatch):
     except MemoryError as e:
         got = str(e)
     assert comm.allgather(got) == ["made up: no room for source 3"] * comm.Get_size()
+
+
+class _Dev(np.ndarray):
+    """A "device" array: ``get(out=)`` copies, as CuPy's does."""
+
+    def get(self, out):
+        np.copyto(out, np.asarray(self))
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_row_sink_fills_every_row_through_two_pinned_buffers(monkeypatch, threads):
+    """_RowSink: each vector copied into one of two "pinned" buffers, then into its row by the
+    threads (several parts for rows of 4 MB or more); a buffer is reused only after its last
+    row is done, so every row ends right after flush(); a thread's error is raised there."""
+    import sys
+
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=lambda n, dt: np.empty(n, dt)))
+    sink = gbf._RowSink(threads=threads)
+    n = (5 << 20) // 8 + 3  # 5 MB of int64: one part, or parts of about 1.7 MB
+    rows = np.zeros((6, n), np.int64)
+    for i in range(6):
+        sink.put(np.arange(i, i + n, dtype=np.int64).view(_Dev), rows[i])
+    sink.flush()
+    assert all(np.array_equal(rows[i], np.arange(i, i + n)) for i in range(6))
+    small = np.zeros((2, 5), np.float32)
+    for i in range(2):
+        sink.put(np.full(5, i + 0.5, np.float32).view(_Dev), small[i])
+    sink.close()
+    assert small.tolist() == [[0.5] * 5, [1.5] * 5]
+    bad = gbf._RowSink(threads=threads)
+    with pytest.raises(AssertionError):
+        bad.put(np.zeros(4, np.int64).view(_Dev), np.zeros(4, np.int32))
+    bad.close()

@@ -533,6 +533,10 @@ def test_many_sources_equal_cpu(mode, monkeypatch):
         assert r.distance.dtype == np.dtype(dtype) and r.distance.shape == (6, g.n)
         np.testing.assert_array_equal(r.distance, ref.distance)
         np.testing.assert_array_equal(r.predecessor, ref.predecessor)
+        # no predecessors: the rows (int32 / float32 ones converted on the device) filled in the background
+        r2 = bellman_ford(g, srcs, backend="gpu", mode=mode)
+        np.testing.assert_array_equal(r2.distance, ref.distance)
+        assert r2.distance.dtype == np.dtype(dtype)
         per = r.stats["per_source"]
         if mode != "async":
             assert [st.get("relabel") for st in per] == [None] + ["degree"] * 5, [st.get("relabel") for st in per]
@@ -561,3 +565,15 @@ def test_many_sources_negative_cycle_names_the_first_source_reaching_it():
         with pytest.raises(NegativeCycleError) as ei:
             bellman_ford(g, [0, 2, 7, 4, 5], backend="gpu", mode=mode)
         assert ei.value.source == 4 and sorted(ei.value.cycle) == [5, 6] and ei.value.weight == -1
+
+
+def test_many_sources_large_rows_through_the_sink():
+    """Rows of 4 MB or more (Kronecker 19, int64 and int32 distances: several parts per row,
+    both pinned buffers reused): equal to single-source runs."""
+    g = uniform_weights(kronecker(19, seed=3), seed=3)
+    srcs = [int(np.argmax(np.diff(g.indptr)))] + [int(x) for x in np.random.default_rng(2).integers(0, g.n, 5)]
+    for w in (g.weights, g.weights.astype(np.int64)):
+        gg = Graph(g.indptr, g.indices, w, directed=g.directed)
+        r = bellman_ford(gg, srcs, backend="gpu")
+        for i in (0, 3, 5):
+            np.testing.assert_array_equal(r.distance[i], bellman_ford(gg, srcs[i], backend="gpu").distance)

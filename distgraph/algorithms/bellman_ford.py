@@ -445,6 +445,11 @@ class BellmanFord:
         for s in sessions.values():
             s.close()
 
+    def _flush(self) -> None:
+        """Wait until the GPU rounds filled every row they were given."""
+        for s in self._sessions.values():
+            s.flush()
+
     def _confirm(self, cycle):
         return cycle_weight(self.graph, cycle, self.w) < 0
 
@@ -465,16 +470,16 @@ class BellmanFord:
     def _run(self, source, predecessors, verify, comm, scope, runs_left, out=None) -> SSSPResult:
         """One source on ``comm`` (all ranks, or this rank alone: ``scope``); ``runs_left``:
         the sources the caller will run after this one on this ``comm``; ``out``: a row of
-        the output dtype for the GPU rounds to copy the distances into (only when it is their
-        work dtype), not yet written."""
+        the output dtype for the GPU rounds to copy the distances into, not yet written; without
+        predecessors and verifier they fill it in the background (read it after :meth:`_flush`)."""
         from ..backends.cpu import bellman_ford as cpu
 
         t0 = time.perf_counter()
         want = bool(predecessors or verify)
         w, mode = self.w, self.mode
         if self.backend == "gpu":
-            dist, pred, stats, cycle = self._session(scope, comm, runs_left).run(source, self._confirm, want,
-                                                                                 runs_left=runs_left, out=out)
+            dist, pred, stats, cycle = self._session(scope, comm, runs_left).run(
+                source, self._confirm, want, runs_left=runs_left, out=out, defer=out is not None)
         elif mode in ("rounds", "auto"):
             dist, pred, stats, cycle = cpu.run_rounds(self.graph, w, source, comm, self._confirm, predecessors=want)
             if mode == "auto":
@@ -539,12 +544,13 @@ class BellmanFord:
                         raise  # raised on every rank together (the run is collective)
                     fail = (i, e)
                     break
-                if not np.shares_memory(r.distance, dist[i]):
+                if not np.shares_memory(r.distance, dist[i]):  # else filled by the GPU rounds (see _flush)
                     dist[i] = r.distance
                 if predecessors:
                     pred[i] = r.predecessor
                 per[i] = r.stats
                 bar.update()
+        self._flush()  # every rank here (an error above is raised on every rank)
         if split == "sources":
             _raise_first(comm, fail, k)
             _gather_rows(comm, dist, k)
