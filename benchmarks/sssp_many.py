@@ -60,10 +60,13 @@ def _stats(r):
         key = st.get("mode", "?") + ("+degree" if st.get("relabel") == "degree" else "")
         modes[key] = modes.get(key, 0) + 1
     setups = [st.get("time_setup_s") for st in per if st.get("time_setup_s") is not None]
+    relabels = [st.get("time_relabel_s") for st in per if st.get("time_relabel_s") is not None]
     return {"modes": modes, "relaxations": r.stats["relaxations"],
             "run_s_sum": float(sum(st.get("time_run_s", 0.0) for st in per)),
             "d2h_s_sum": float(sum(st.get("time_d2h_s", 0.0) for st in per)),
-            "setups_s": sorted(set(round(x, 4) for x in setups))}
+            "finish_s_sum": float(sum(st.get("time_finish_s", 0.0) for st in per)),
+            "setups_s": sorted(set(round(x, 4) for x in setups)),  # each engine's set-up (renaming included)
+            "relabels_s": sorted(set(round(x, 4) for x in relabels))}  # of which the renaming
 
 
 def case(spec, weights):
