@@ -66,7 +66,8 @@ def _stats(r):
             "d2h_s_sum": float(sum(st.get("time_d2h_s", 0.0) for st in per)),
             "finish_s_sum": float(sum(st.get("time_finish_s", 0.0) for st in per)),
             "setups_s": sorted(set(round(x, 4) for x in setups)),  # each engine's set-up (renaming included)
-            "relabels_s": sorted(set(round(x, 4) for x in relabels))}  # of which the renaming
+            "relabels_s": sorted(set(round(x, 4) for x in relabels)),  # of which the renaming
+            "relabel_steps_s": next((st["time_relabel_steps_s"] for st in per if st.get("time_relabel_steps_s")), None)}
 
 
 def case(spec, weights):
