@@ -1,6 +1,6 @@
 """Benchmark: Bellman-Ford from many sources of one graph (issue 7), what a user's call costs
 per source: ``bellman_ford(graph, sources)`` (one set-up of the graph for all sources; on the
-GPU the rounds renamed by degree once 256 or more sources are left, rows copied straight into
+GPU the rounds renamed by degree once 512 or more sources are left, rows copied straight into
 the result), side by side, on the same graph and sources in the same run, with
 
 * ``norename``: the same call with ``BellmanFord(relabel="none")`` (the renaming's share);

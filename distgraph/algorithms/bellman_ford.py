@@ -404,7 +404,7 @@ class BellmanFord:
     renamed by degree (``RoundsSSSP(relabel="degree")``: 1.28-1.57x faster rounds on Kronecker
     22-24, about 250 runs' gain of set-up); ``"none"``: never; None (default): only in
     :meth:`run_many`, once the rounds settled a source and at least
-    ``DISTGRAPH_GPU_SSSP_RELABEL_RUNS`` (256) sources are left. Results never depend on it.
+    ``DISTGRAPH_GPU_SSSP_RELABEL_RUNS`` (512) sources are left. Results never depend on it.
     """
 
     def __init__(self, graph: Graph, *, weights=None, mode: str = "auto", queue: str = "bq",

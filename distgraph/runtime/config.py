@@ -163,9 +163,9 @@ class Config:
     gpu_sssp_prefault_threads: int = -1
     #: The GPU Bellman-Ford from many sources (``bellman_ford(graph, sources)``, ``BellmanFord``):
     #: the rounds run on the graph renamed by degree once they settled a source and at least this
-    #: many runs are left (the renaming's set-up is about 250 runs' gain on Kronecker 23-24,
-    #: benchmarks/results/session18/); 0: never.
-    gpu_sssp_relabel_runs: int = 256
+    #: many runs are left (on one H200 the renaming's set-up was 300-375 sources' gain on
+    #: Kronecker 20-22, benchmarks/results/session19/); 0: never.
+    gpu_sssp_relabel_runs: int = 512
 
 
 def _convert(name: str, typ, raw: str):

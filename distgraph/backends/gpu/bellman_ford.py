@@ -1740,13 +1740,18 @@ def _degree_order_device(cp, graph, runs):
     """``(old_of_new, new_id)`` of :func:`~distgraph.formats.reorder.degree_order` with
     ``runs``, on the device (one stable sort of the degrees; the same order): the vertices by
     descending degree (out + in for a directed graph; ties by id), dealt to ``runs`` runs.
-    Kronecker 24 on the host took seconds, most of it in NumPy's stable sort."""
+    Kronecker 24 on the host took seconds, most of it in NumPy's stable sort. A directed
+    graph's in-degrees are counted on the device too, :data:`SORT_ARCS` heads at a time: NumPy's
+    ``bincount`` of Kronecker 22's heads (a potential-shifted graph is directed) took 1.1 s of
+    the renaming's 1.6 s on an H200 host (benchmarks/results/session19/, call 3)."""
     n = graph.n
     indptr = _to_device(cp, np.asarray(graph.indptr, dtype=np.int64))
     deg = indptr[1:] - indptr[:-1]
     del indptr
     if graph.directed:
-        deg = deg + _to_device(cp, graph.in_degree().astype(np.int64))
+        heads = np.asarray(graph.indices)
+        for a in range(0, heads.shape[0], SORT_ARCS):
+            deg += cp.bincount(_to_device(cp, heads[a:a + SORT_ARCS]), minlength=n)[:n]
     order = cp.argsort(-deg, kind="stable")
     del deg
     if runs > 1:
