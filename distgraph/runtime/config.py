@@ -163,7 +163,7 @@ class Config:
     gpu_sssp_prefault_threads: int = -1
     #: The GPU Bellman-Ford from many sources (``bellman_ford(graph, sources)``, ``BellmanFord``):
     #: the rounds run on the graph renamed by degree once they settled a source and at least this
-    #: many runs are left (on one H200 the renaming's set-up was 300-375 sources' gain on
+    #: many runs are left (on one H200 the renaming's set-up was 245-423 sources' gain on
     #: Kronecker 20-22, benchmarks/results/session19/); 0: never.
     gpu_sssp_relabel_runs: int = 512
 
