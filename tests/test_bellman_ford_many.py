@@ -95,6 +95,8 @@ def test_negative_cycle_from_the_first_source_that_reaches_one():
     ([0, -1], "source[1] must be a vertex in [0, 8); got -1"),
     ([0.5], "source must be a vertex or a 1-D sequence"),
     ([True], "source must be a vertex or a 1-D sequence"),
+    ([1, True], "source must be a vertex or a 1-D sequence"),
+    (np.array([1, 2 ** 64 - 1], np.uint64), f"source[1] must be a vertex in [0, 8); got {2 ** 64 - 1}"),
 ])
 def test_bad_sources(bad, msg):
     with pytest.raises(InvalidArgumentError) as ei:
@@ -103,8 +105,9 @@ def test_bad_sources(bad, msg):
 
 
 def test_bad_split_and_relabel():
-    with pytest.raises(InvalidArgumentError, match="split must be one of"):
-        bellman_ford(two_parts(), [0, 1], split="rows")
+    for src in ([0, 1], 0):
+        with pytest.raises(InvalidArgumentError, match="split must be one of"):
+            bellman_ford(two_parts(), src, split="rows")
     with pytest.raises(InvalidArgumentError, match="relabel must be None, 'none' or 'degree'; got 'rcm'"):
         BellmanFord(two_parts(), backend="cpu", relabel="rcm")
 
@@ -120,24 +123,32 @@ def test_host_memory_is_checked_before_running(monkeypatch):
         bellman_ford(g, np.arange(50), predecessors=True)
     msg = str(ei.value)
     # 50 rows of 256 int64 distances and 256 int64 predecessors: 200 KiB
-    assert "from 50 sources need 200.0 KiB of host memory but 97.7 KiB is available" in msg, msg
+    assert "from 50 sources need 200.0 KiB of host memory but 97.7 KiB is available (at most 90%" in msg, msg
     assert "fewer sources per call" in msg and not ran
     with pytest.raises(DeviceMemoryError):  # distances alone: 100 KiB, above 90% of what is available
         bellman_ford(g, np.arange(50))
 
 
-def test_available_bytes_reads_meminfo(tmp_path):
+def test_available_bytes_reads_meminfo_and_cgroups(tmp_path):
     from distgraph.runtime.hostmem import available_bytes, check_host_memory
 
     f = tmp_path / "meminfo"
     f.write_text("MemTotal:  1000 kB\nMemFree:  10 kB\nMemAvailable:  600 kB\n")
-    assert available_bytes(str(f)) == 600 * 1024
-    assert available_bytes(str(tmp_path / "none")) is None
+    none = ((str(tmp_path / "no.max"), str(tmp_path / "no.current")),)
+    assert available_bytes(str(f), none) == 600 * 1024
+    assert available_bytes(str(tmp_path / "none"), none) is None
+    (tmp_path / "memory.max").write_text("300000\n")
+    (tmp_path / "memory.current").write_text("100000\n")
+    cg = ((str(tmp_path / "memory.max"), str(tmp_path / "memory.current")),)
+    assert available_bytes(str(f), cg) == 200000  # the job's limit less its usage: below MemAvailable
+    assert available_bytes(str(tmp_path / "none"), cg) == 200000
+    (tmp_path / "memory.max").write_text("max\n")  # no limit
+    assert available_bytes(str(f), cg) == 600 * 1024
     from mpi4py import MPI
 
     check_host_memory(500_000, MPI.COMM_SELF, "x", available=600 * 1024)  # fits in 90%
-    with pytest.raises(DeviceMemoryError, match="x need 585.9 KiB of host memory but 600.0 KiB is available; "
-                                                "try less"):
+    with pytest.raises(DeviceMemoryError, match=r"x need 585.9 KiB of host memory but 600.0 KiB is available "
+                                                r"\(at most 90% of it is used\); try less"):
         check_host_memory(600_000, MPI.COMM_SELF, "x", ("less",), available=600 * 1024)
 
 
@@ -224,12 +235,17 @@ def test_session_renames_once_the_rounds_settled_and_enough_runs_are_left(engine
     assert log[-1] == ("close", "rounds", "degree") and sum(e[0] == "make" for e in log) == 2
 
 
-@pytest.mark.parametrize("relabel,sources,renamed", [
-    (None, [1, 2, 3], False),          # 2 runs left after the first: below the threshold
-    ("none", [1, 2, 3, 4, 5], False),  # never
-    ("degree", [1], True),             # always, from the first run
+@pytest.mark.parametrize("relabel,sources,renamed,threshold", [
+    (None, [1, 2, 3], False, 3),          # 2 runs left after the first: below the threshold
+    ("none", [1, 2, 3, 4, 5], False, 3),  # never
+    ("degree", [1], True, 3),             # always, from the first run
+    (None, [1, 2, 3, 4, 5], False, 0),    # DISTGRAPH_GPU_SSSP_RELABEL_RUNS=0: never
+    (None, [1, 2], False, -1),
 ])
-def test_session_renaming_rule(engines, relabel, sources, renamed):
+def test_session_renaming_rule(engines, monkeypatch, relabel, sources, renamed, threshold):
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(config, "gpu_sssp_relabel_runs", threshold)
     _session_runs(engines, "rounds", relabel, sources)
     makes = [e for e in _Engine.log if e[0] == "make"]
     assert makes == [("make", "rounds", "degree" if renamed else None, None)]
@@ -248,6 +264,18 @@ def test_session_auto_goes_on_with_the_queue_kernel_after_a_deep_graph(engines):
                                                                                 for s in (1, 2, 3)]
     assert stats[0]["auto"]["chose"] == "async" and "sticky" not in stats[0]["auto"]
     assert stats[1]["auto"] == {"max_rounds": 64, "probe_round": 16, "chose": "async", "sticky": True}
+
+
+def test_session_job_ranks_reach_the_rounds_and_the_sink(engines):
+    """split="sources": a session on COMM_SELF knows the job's ranks (the rounds' prefault rule,
+    one copying thread per rank)."""
+    from mpi4py import MPI
+
+    g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
+    for job, threads in ((1, 4), (3, 1)):
+        with engines.Session(g, None, MPI.COMM_SELF, mode="rounds", job_ranks=job) as s:
+            s.run(0, lambda c: True, out=np.empty(10, np.int64), defer=True)
+            assert s.rounds.job_ranks == job and s.sink.threads == min(threads, engines._cpus())
 
 
 def test_session_async_mode_makes_only_the_queue(engines):
@@ -341,6 +369,21 @@ def test_mpi_many_sources_identical_to_one_rank(comm, split):
 
 
 @pytest.mark.mpi
+def test_mpi_split_sources_rows_by_broadcast_past_a_c_int(comm, monkeypatch):
+    """Rows too long for Allgatherv's C-int displacements go by one broadcast each."""
+    import distgraph.algorithms.bellman_ford as abf
+    from mpi4py import MPI
+
+    monkeypatch.setattr(abf, "_GATHERV_MAX", 1)
+    g = uniform_weights(kronecker(8, seed=3), seed=3)
+    srcs = [1, 2, 3, 4, 5]
+    r = bellman_ford(g, srcs, comm=comm, split="sources", predecessors=True)
+    one = bellman_ford(g, srcs, comm=MPI.COMM_SELF, predecessors=True)
+    assert _same_everywhere(comm, np.array_equal(r.distance, one.distance)
+                            and np.array_equal(r.predecessor, one.predecessor))
+
+
+@pytest.mark.mpi
 @pytest.mark.parametrize("split", ["graph", "sources"])
 def test_mpi_many_sources_negative_cycle_on_every_rank(comm, split):
     g = two_parts()
@@ -357,10 +400,10 @@ def test_mpi_split_sources_error_on_one_rank_raised_on_all(comm, monkeypatch):
     """A failure in one rank's own source (split="sources") reaches every rank, none hangs."""
     real = BellmanFord._run
 
-    def run(self, source, *a):
+    def run(self, source, *a, **kw):
         if source == 3:
             raise MemoryError("made up: no room for source 3")
-        return real(self, source, *a)
+        return real(self, source, *a, **kw)
 
     monkeypatch.setattr(BellmanFord, "_run", run)
     got = None
@@ -375,7 +418,7 @@ class _Dev(np.ndarray):
     """A "device" array: ``get(out=)`` copies, as CuPy's does."""
 
     def get(self, out):
-        np.copyto(out, np.asarray(self))
+        out[...] = np.asarray(self)
 
 
 @pytest.mark.parametrize("threads", [1, 3])
@@ -389,7 +432,7 @@ def test_row_sink_fills_every_row_through_two_pinned_buffers(monkeypatch, thread
 
     monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=lambda n, dt: np.empty(n, dt)))
     sink = gbf._RowSink(threads=threads)
-    n = (5 << 20) // 8 + 3  # 5 MB of int64: one part, or parts of about 1.7 MB
+    n = (17 << 20) // 8 + 3  # 17 MB of int64: one part, or a part per thread (4 MB or more each)
     rows = np.zeros((6, n), np.int64)
     for i in range(6):
         sink.put(np.arange(i, i + n, dtype=np.int64).view(_Dev), rows[i])
@@ -404,3 +447,22 @@ def test_row_sink_fills_every_row_through_two_pinned_buffers(monkeypatch, thread
     with pytest.raises(AssertionError):
         bad.put(np.zeros(4, np.int64).view(_Dev), np.zeros(4, np.int32))
     bad.close()
+    # a copy failing in a thread: raised by flush (and close), not lost
+    real = np.copyto
+    parts = []
+
+    def copyto(dst, src):
+        parts.append(dst.shape[0])
+        if len(parts) == 2:
+            raise OSError("made up: the row's page could not be written")
+        real(dst, src)
+
+    monkeypatch.setattr(np, "copyto", copyto)
+    sink = gbf._RowSink(threads=threads)
+    rows = np.zeros((2, n), np.int64)
+    for i in range(2):
+        sink.put(np.arange(n, dtype=np.int64).view(_Dev), rows[i])
+    with pytest.raises(OSError, match="made up"):
+        sink.flush()
+    sink.close()
+    assert len(parts) == 2 * sink.threads  # a part per thread (as many as there are CPUs, at most `threads`)

@@ -871,11 +871,14 @@ def test_rounds_sssp_reruns_with_tails_only_for_a_proven_cycle(round_kernels, mo
 
 
 def _host_copy(a, holder, out=None):
-    """``_to_host`` on emulated arrays: into ``out`` when given."""
+    """``_to_host`` on emulated arrays: into ``out`` when given, viewed as ``a``'s dtype (as
+    the real one does; a prefaulted array of another dtype of the same item size is legal)."""
     if out is None:
         return np.array(a)
-    np.copyto(out.reshape(-1).view(a.dtype), a.reshape(-1))
-    return out.reshape(a.shape)
+    flat = out.reshape(-1).view(a.dtype)
+    assert flat.shape == a.reshape(-1).shape, (out.shape, out.dtype, a.shape, a.dtype)
+    np.copyto(flat, a.reshape(-1))
+    return flat.reshape(a.shape)
 
 
 def _relabeled_rounds(g, monkeypatch, order="async", size=1, rank=0, relabel="degree"):
@@ -1024,9 +1027,11 @@ def test_rounds_prefault_threads_by_config(round_kernels, monkeypatch):
     r = _relabeled_rounds(g, monkeypatch)
     old = config.gpu_sssp_prefault_threads
     try:
-        for setting, size, want in ((-1, 1, 4), (-1, 2, 0), (0, 1, 0), (2, 2, 2)):
+        # (setting, ranks of the rounds, ranks of the job: several each alone, split="sources")
+        for setting, size, job, want in ((-1, 1, 1, 4), (-1, 2, 1, 0), (0, 1, 1, 0), (2, 2, 1, 2), (-1, 1, 3, 0)):
             config.gpu_sssp_prefault_threads = setting
             r.comm = types.SimpleNamespace(Get_size=lambda size=size: size)  # the ranks (not distributed)
+            r.job_ranks = job
             d = r.run(0, lambda c: False)[0]
             assert seen[-1] == want
             np.testing.assert_array_equal(d, cpu_rounds(g, g.weights, 0, MPI.COMM_SELF, lambda c: False)[0])
@@ -1035,6 +1040,60 @@ def test_rounds_prefault_threads_by_config(round_kernels, monkeypatch):
     for bad in (-1, g.n, 1.0, True):
         with pytest.raises(InvalidArgumentError, match="source"):
             r.run(bad, lambda c: False)
+
+
+@pytest.mark.parametrize("relabel", [None, "degree"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_rounds_prefaulted_array_of_any_weight_dtype(round_kernels, monkeypatch, relabel, dtype):
+    """The prefaulted host array (large graphs, one rank) is made in the rounds' work dtype:
+    float weights' distances used to meet an int64 array and fail in the narrowing step
+    (``PINNED_FROM`` lowered here so that the small graph is prefaulted)."""
+    from distgraph.backends.cpu.bellman_ford import run_rounds as cpu_rounds
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(gbf, "PINNED_FROM", 64)
+    monkeypatch.setattr(gbf, "_cpus", lambda: 4)
+    monkeypatch.setattr(config, "gpu_sssp_prefault_threads", 4)
+    base = potential_shift(uniform_weights(kronecker(8, seed=5), seed=5), seed=2)
+    g = Graph(base.indptr, base.indices, (base.weights / 4).astype(dtype) if dtype != np.int32 else base.weights,
+              directed=base.directed)
+    made = []
+    real = gbf._Prefault
+
+    def recorded(shape, dt, threads=4, out=None):
+        p = real(shape, dt, threads=threads, out=out)
+        made.append(p)
+        return p
+
+    monkeypatch.setattr(gbf, "_Prefault", recorded)
+    r = _relabeled_rounds(g, monkeypatch, relabel=relabel)
+    d = r.run(3, lambda c: False)[0]
+    assert made[-1]._threads == [] and d.dtype == r.wdt
+    np.testing.assert_array_equal(d, cpu_rounds(g, g.weights, 3, MPI.COMM_SELF, lambda c: False)[0])
+
+
+def test_prefault_close_waits_for_the_callers_array(monkeypatch):
+    """_Prefault.close() drops its own array without waiting, but waits for the threads that
+    fault the caller's (``out``), so that none writes into it after the caller takes it back."""
+    import threading
+
+    monkeypatch.setattr(gbf, "PINNED_FROM", 64)
+    monkeypatch.setattr(gbf, "_cpus", lambda: 4)
+    gate = threading.Event()
+    started = []
+
+    class Slow(np.ndarray):  # its pages' fill waits for the gate
+        def fill(self, v):
+            started.append(1)
+            gate.wait(5)
+            np.ndarray.fill(self, v)
+
+    row = np.zeros(1 << 16, np.int64).view(Slow)
+    p = gbf._Prefault(row.shape, row.dtype, threads=2, out=row)
+    assert p._threads and p.given
+    threading.Timer(0.2, gate.set).start()
+    p.close()
+    assert gate.is_set() and not any(t.is_alive() for t in p._threads or [])
 
 
 @pytest.mark.parametrize("relabel", [None, "degree"])

@@ -568,9 +568,9 @@ def test_many_sources_negative_cycle_names_the_first_source_reaching_it():
 
 
 def test_many_sources_large_rows_through_the_sink():
-    """Rows of 4 MB or more (Kronecker 19, int64 and int32 distances: several parts per row,
-    both pinned buffers reused): equal to single-source runs."""
-    g = uniform_weights(kronecker(19, seed=3), seed=3)
+    """Rows of 8 MB or more (Kronecker 21, int64 and int32 distances: 16 and 8 MB, copied in
+    4 and 2 parts; both pinned buffers reused): equal to single-source runs."""
+    g = uniform_weights(kronecker(21, seed=3), seed=3)
     srcs = [int(np.argmax(np.diff(g.indptr)))] + [int(x) for x in np.random.default_rng(2).integers(0, g.n, 5)]
     for w in (g.weights, g.weights.astype(np.int64)):
         gg = Graph(g.indptr, g.indices, w, directed=g.directed)

@@ -348,6 +348,7 @@ def bellman_ford(graph: Graph, source, *, weights=None, predecessors: bool = Fal
     """
     if not isinstance(graph, Graph):
         raise TypeError(f"graph must be a distgraph Graph; got {type(graph).__name__}")
+    expect(split in SPLITS, "split", f"one of {SPLITS}", split)
     many = _is_many(source)
     if not many:
         _check_source(graph, source)
@@ -373,8 +374,12 @@ def _check_sources(graph, sources) -> np.ndarray:
         arr = np.asarray(sources)
     except Exception:  # noqa: BLE001 - ragged nesting and the like
         arr = None
-    expect(arr is not None and arr.ndim == 1 and (arr.dtype.kind in "iu" or arr.size == 0), "source",
-           f"a vertex or a 1-D sequence of vertices in [0, {graph.n})", sources)
+    expect(arr is not None and arr.ndim == 1 and (arr.dtype.kind in "iu" or arr.size == 0)
+           and (isinstance(sources, np.ndarray) or not any(isinstance(x, (bool, np.bool_)) for x in sources)),
+           "source", f"a vertex or a 1-D sequence of vertices in [0, {graph.n})", sources)
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= graph.n:  # before a cast could wrap it
+        i = int(np.argmax(arr >= graph.n))
+        expect(False, f"source[{i}]", f"a vertex in [0, {graph.n})", int(arr[i]))
     arr = arr.astype(np.int64)
     bad = np.flatnonzero((arr < 0) | (arr >= graph.n))
     if bad.size:
@@ -448,8 +453,14 @@ class BellmanFord:
     def close(self) -> None:
         """Free the GPU engines (collective: the exchange's symmetric arrays)."""
         sessions, self._sessions = self._sessions, {}
-        for s in sessions.values():
-            s.close()
+        err = None
+        for s in sessions.values():  # every one (the "all" session's close is collective)
+            try:
+                s.close()
+            except Exception as e:  # noqa: BLE001 - the first raised after all are closed
+                err = err or e
+        if err is not None:
+            raise err
 
     def _flush(self) -> None:
         """Wait until the GPU rounds filled every row they were given."""
@@ -470,7 +481,8 @@ class BellmanFord:
         s = self._sessions.get(scope)
         if s is None:
             s = self._sessions[scope] = gpu.Session(self.graph, self.w, comm, mode=self.mode, queue=self.queue,
-                                                    remote=self.remote, delta=self.delta, relabel=self.relabel)
+                                                    remote=self.remote, delta=self.delta, relabel=self.relabel,
+                                                    job_ranks=self.comm.Get_size())
         return s
 
     def _run(self, source, predecessors, verify, comm, scope, runs_left, out=None) -> SSSPResult:
@@ -556,13 +568,18 @@ class BellmanFord:
                     pred[i] = r.predecessor
                 per[i] = r.stats
                 bar.update()
-        self._flush()  # every rank here (an error above is raised on every rank)
         if split == "sources":
+            try:
+                self._flush()
+            except Exception as e:  # noqa: BLE001 - a row's copy failed: raised on every rank below
+                fail = fail or (k - 1, e)
             _raise_first(comm, fail, k)
             _gather_rows(comm, dist, k)
             if predecessors:
                 _gather_rows(comm, pred, k)
             per = _gather_stats(comm, per, k)
+        else:
+            self._flush()  # each run was collective: an error here is every rank's
         stats = {"sources": k, "split": split, "ranks": size, "backend": self.backend,
                  "time_s": time.perf_counter() - t0,
                  "relaxations": sum(int(s.get("relaxations") or 0) for s in per), "per_source": per}
@@ -593,12 +610,19 @@ def _raise_first(comm, fail, k):
     raise _on_all_ranks(fail[1] if comm.Get_rank() == owner else err, comm, owner)
 
 
+_GATHERV_MAX = 2 ** 31  # _gather_rows' Allgatherv counts and displacements are C ints
+
+
 def _gather_rows(comm, a, k):
     """Row ``i`` of ``a`` comes from rank ``i % size``: one in-place ``Allgatherv`` per
     ``size`` rows (rows ``j*size .. j*size+size-1`` are one contiguous piece, in rank order)."""
     from mpi4py import MPI
 
     size, n = comm.Get_size(), a.shape[1]
+    if n * size >= _GATHERV_MAX:  # displacements past a C int: a broadcast per row from its rank
+        for i in range(k):
+            comm.Bcast(a[i], root=i % size)
+        return
     for j in range(0, k, size):
         rows = min(size, k - j)
         counts = [n if q < rows else 0 for q in range(size)]

@@ -159,6 +159,7 @@ def run(args) -> int:
 def _parse_sources(g, spec: str, seed: int) -> np.ndarray:
     """``--sources``: input ids ``3,17,42``, ``random:K``, or a file of ids (.npy, or one per line)."""
     import os
+    import re
 
     spec = str(spec)
     if spec.startswith("random:"):
@@ -169,7 +170,9 @@ def _parse_sources(g, spec: str, seed: int) -> np.ndarray:
         if k < 1:
             raise InvalidArgumentError(f"--sources random:K needs a count K >= 1; got {spec!r}")
         return np.asarray(pick_sources(g, k, seed), np.int64)
-    if os.path.exists(spec):
+    if re.fullmatch(r"\s*-?\d+(\s*,\s*-?\d+)*\s*,?\s*", spec):  # ids, even where a file has that name
+        items = [int(x) for x in spec.split(",") if x.strip()]
+    elif os.path.isfile(spec):
         try:
             raw = np.load(spec) if spec.lower().endswith(".npy") else np.loadtxt(spec, dtype=np.int64, ndmin=1)
         except ValueError as e:
@@ -180,14 +183,15 @@ def _parse_sources(g, spec: str, seed: int) -> np.ndarray:
                                        f"shape {raw.shape}, dtype {raw.dtype}")
         items = raw.tolist()
     else:
-        try:
-            items = [int(x) for x in spec.split(",") if x.strip()]
-        except ValueError:
-            raise InvalidArgumentError(f"--sources must be input ids '3,17,42', 'random:K' or an existing file; "
-                                       f"got {spec!r}") from None
+        what = "is not a file" if os.path.exists(spec) else "is not ids, random:K or an existing file"
+        raise InvalidArgumentError(f"--sources must be input ids '3,17,42', 'random:K' or an existing file; "
+                                   f"got {spec!r}, which {what}")
     if not items:
         raise InvalidArgumentError(f"--sources {spec!r} names no vertex")
-    return np.array([resolve_source(g, x) for x in items], np.int64)
+    try:
+        return np.array([resolve_source(g, x) for x in items], np.int64)
+    except InvalidArgumentError as e:  # resolve_source speaks of --source
+        raise InvalidArgumentError(f"--sources {spec!r}: " + str(e).replace("--source ", "a source ", 1)) from None
 
 
 class _Root:

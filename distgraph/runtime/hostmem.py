@@ -2,9 +2,10 @@
 
 :func:`check_host_memory` is collective: the ranks that share a host add up what each of
 them is about to allocate, compare it with the host's available memory (Linux
-``MemAvailable``; elsewhere nothing is checked) and, if it does not fit, every rank raises
-the same :class:`~distgraph.errors.DeviceMemoryError` naming the amount, the host's
-available memory and what to try instead.
+``MemAvailable``, or a cgroup's limit less its usage where that is lower; elsewhere nothing is
+checked) and, if it does not fit, every rank raises the same
+:class:`~distgraph.errors.DeviceMemoryError` naming the amount, the available memory and what
+to try instead.
 """
 
 from __future__ import annotations
@@ -28,16 +29,39 @@ def format_bytes(b: float) -> str:
     return f"{b:.1f} TiB"
 
 
-def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
-    """The host's available memory (``MemAvailable``), or None where it is not known."""
+def _read_int(path):
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):  # absent, or "max" (no limit)
+        return None
+
+
+#: cgroup v2 and v1 files of this process's memory limit and usage (a container, a Slurm job)
+CGROUP_FILES = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+
+
+def available_bytes(meminfo: str = "/proc/meminfo", cgroups=CGROUP_FILES) -> int | None:
+    """The memory this process can still take: the host's ``MemAvailable``, or less where a
+    cgroup (a container, a Slurm job) limits it (its limit less its usage); None where neither
+    is known."""
+    avail = None
     try:
         with open(meminfo) as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
+                    avail = int(line.split()[1]) * 1024
+                    break
     except (OSError, ValueError, IndexError):
-        return None
-    return None
+        pass
+    for limit_file, usage_file in cgroups:
+        limit, usage = _read_int(limit_file), _read_int(usage_file)
+        if limit is not None and usage is not None and limit < (1 << 60):  # v1 reports "no limit" as ~2**63
+            left = max(limit - usage, 0)
+            avail = left if avail is None else min(avail, left)
+            break
+    return avail
 
 
 def check_host_memory(nbytes: int, comm, what: str, hints=(), available=None) -> None:
@@ -62,7 +86,8 @@ def check_host_memory(nbytes: int, comm, what: str, hints=(), available=None) ->
     free = available_bytes() if available is None else int(available)
     if free is not None and need > HEADROOM * free:
         who = f" ({ranks} ranks of this host, {format_bytes(nbytes)} each)" if ranks > 1 else ""
-        msg = f"{what} need {format_bytes(need)} of host memory{who} but {format_bytes(free)} is available"
+        msg = (f"{what} need {format_bytes(need)} of host memory{who} but {format_bytes(free)} is available "
+               f"(at most {HEADROOM:.0%} of it is used)")
         if hints:
             msg += "; try " + "; or ".join(hints)
         err = DeviceMemoryError(msg)

@@ -437,7 +437,7 @@ class _Prefault:
     def __init__(self, shape, dtype, threads=4, out=None):
         import threading
 
-        self.out, self._threads, self.wait_s = out, [], 0.0
+        self.out, self._threads, self.wait_s, self.given = out, [], 0.0, out is not None
         nb, cpus = int(np.prod(shape)) * np.dtype(dtype).itemsize, _cpus()
         if nb < PINNED_FROM or cpus < 2 or threads < 1:  # one CPU: the threads would slow the launches
             return
@@ -454,7 +454,11 @@ class _Prefault:
 
     def close(self):
         """Drop the array, not waiting for the threads (a run that copies no distances: a
-        capped or probing run, a negative cycle)."""
+        capped or probing run, a negative cycle), unless it is the caller's (``out``): its
+        threads are waited for, so that none writes into it after."""
+        if self.given:
+            for t in self._threads:
+                t.join()
         self._threads, self.out = [], None
 
     def take(self):
@@ -1854,6 +1858,7 @@ class RoundsSSSP:
     """
 
     relabel = new_id = old_of_new = d_new_id = d_names = None  # the caller's ids (see _place)
+    job_ranks = 1  # the job's ranks when each runs alone (Session's split="sources"): the prefault's rule
 
     def __init__(self, graph, weights, comm, *, distributed=None, engine="kernel", exchange=None, order=None,
                  relabel=None):
@@ -1999,7 +2004,7 @@ class RoundsSSSP:
                and 0 <= int(source) < self.graph.n, "source", f"a vertex in [0, {self.graph.n})", source)
         threads = int(config.gpu_sssp_prefault_threads)
         if threads < 0:  # auto: on one rank only (several PEs' rounds stalled while their hosts faulted)
-            threads = 0 if self.comm.Get_size() > 1 else 4
+            threads = 0 if max(self.comm.Get_size(), self.job_ranks) > 1 else 4
         if out is not None:
             ok = [self.wdt] + ([] if predecessors else [_NARROW[self.wdt.kind]])
             expect(isinstance(out, np.ndarray) and out.shape == (self.graph.n,) and out.dtype in ok
@@ -2011,7 +2016,7 @@ class RoundsSSSP:
                "None, or given with out and without predecessors", sink)
         if sink is not None:  # the sink's threads fault the row in, after the run
             threads = 0
-        pre = _Prefault((self.graph.n,), np.int64 if out is None else out.dtype, threads=threads, out=out)
+        pre = _Prefault((self.graph.n,), self.wdt if out is None else out.dtype, threads=threads, out=out)
         try:
             return self._run(source, confirm, predecessors, max_rounds, probe_round, pre, sink)
         finally:
@@ -2097,12 +2102,12 @@ class RoundsSSSP:
                                  "but no negative cycle was found")
         t1 = time.perf_counter()
         if renamed:  # the caller's order made on the device (a gather), then copied
-            out = dist[self.d_new_id]
+            gathered = dist[self.d_new_id]
             self.cp.cuda.Device().synchronize()
             stats["time_rename_s"] = time.perf_counter() - t1  # of time_d2h_s
         host = pre.take()
-        dev = out if renamed else dist
-        if host is not None and host.dtype != dev.dtype:  # the caller's narrower dtype, made on the device
+        dev = gathered if renamed else dist
+        if pre.given and host.dtype != dev.dtype:  # the caller's narrower dtype, made on the device
             dev = _narrow(self.cp, dev, host.dtype)
         if sink is not None:  # into pinned memory now, into the row in the background
             sink.put(dev, host)
@@ -2165,10 +2170,13 @@ class Session:
     """
 
     def __init__(self, graph, weights, comm, *, mode="auto", queue="bq", remote="atomic", delta=None,
-                 max_rounds=None, relabel=None):
+                 max_rounds=None, relabel=None, job_ranks=None):
         from ...runtime.config import config
 
         self.graph, self.w, self.comm = graph, weights, comm
+        # the ranks running beside this one (split="sources": each alone on COMM_SELF): several
+        # fault host pages in the rounds' place (the prefault) and copy rows with one thread each
+        self.job_ranks = max(int(job_ranks or 1), comm.Get_size())
         self.mode, self.queue_kind, self.remote, self.delta, self.relabel = mode, queue, remote, delta, relabel
         self.cap = int(config.gpu_sssp_auto_rounds if max_rounds is None else max_rounds)
         self.probe = int(config.gpu_sssp_auto_probe)
@@ -2206,13 +2214,14 @@ class Session:
     def _rounds(self, runs_left):
         from ...runtime.config import config
 
-        want = self.relabel == "degree" or (self.relabel is None and self.settled
-                                            and runs_left >= int(config.gpu_sssp_relabel_runs))
+        k = int(config.gpu_sssp_relabel_runs)  # 0 (or less): never
+        want = self.relabel == "degree" or (self.relabel is None and k > 0 and self.settled and runs_left >= k)
         if self.rounds is not None and want and self.rounds.relabel is None:
             self.rounds.close()  # collective: runs_left and settled are the same on every rank
             self.rounds = None
         if self.rounds is None:
             self.rounds = RoundsSSSP(self.graph, self.w, self.comm, relabel="degree" if want else None)
+            self.rounds.job_ranks = self.job_ranks
         return self.rounds
 
     def _queue(self):
@@ -2224,6 +2233,7 @@ class Session:
             if r is not None:
                 r.close()  # collective: the rounds' exchange arrays (the block lives on in the queue)
                 self.rounds = None
+            del r  # a renamed block is freed before the queue uploads the graph
             self.queue = QueueSSSP(self.graph, self.w, self.comm, queue=self.queue_kind, remote=self.remote,
                                    delta=self.delta, block=block)
         return self.queue
@@ -2237,7 +2247,7 @@ class Session:
         sink = None
         if defer and out is not None and not predecessors:
             if self.sink is None:
-                self.sink = _RowSink()
+                self.sink = _RowSink(threads=4 if self.job_ranks == 1 else 1)
             sink = self.sink
         if self.mode == "async":
             return self._queue().run(source, confirm, predecessors)
