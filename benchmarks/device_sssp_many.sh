@@ -9,7 +9,7 @@
 # Needs the wheels of benchmarks/fetch_device_wheels.sh (.whl/) and, for the tests on the shared
 # graphs, .cache/k2data (carry both).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUTDIR=${1:?usage: device_sssp_many.sh OUTDIR}
 . benchmarks/gpu_env.sh "$OUTDIR/gt" || exit 1
 K=${MANY_TEST_K:-"many_sources or distributed_rounds"}
