@@ -517,7 +517,8 @@ def _to_host(a, holder, out=None):
 class _RowSink:
     """Host rows filled while the GPU goes on (``bellman_ford(graph, sources)`` without
     predecessors): :meth:`put` copies a device vector into one of two pinned buffers (the fast
-    copy: 16 MB in about 0.3 ms on an H200, the GPU idle between sources anyway) and hands the
+    copy; on one H200 the gather to the caller's ids, the narrowing to int32 and this copy took
+    1.0 ms a source on Kronecker 22's 16 MB rows, benchmarks/results/session19/) and hands the
     copy from there into the caller's row to up to ``threads`` threads (a part each; NumPy drops
     the GIL), which also fault the row's pages in; the next source's rounds run meanwhile. A
     buffer is reused once its last row is done. :meth:`flush` waits for every row (and raises a
