@@ -339,6 +339,68 @@ def test_cli_sources_errors(args, msg, data_dir):
     assert res.returncode == 2 and msg in res.stderr, res.stderr
 
 
+def _stopping_run_many(monkeypatch, rank_to_signal=0, at_call=2):
+    """BellmanFord.run_many sending SIGUSR1 to this process during its ``at_call``-th call (on
+    rank ``rank_to_signal``): the checkpointed CLI saves that chunk, then stops."""
+    import os
+    import signal
+
+    from mpi4py import MPI
+
+    real = BellmanFord.run_many
+    calls = []
+
+    def run_many(self, *a, **kw):
+        calls.append(1)
+        if len(calls) == at_call and MPI.COMM_WORLD.Get_rank() == rank_to_signal:
+            os.kill(os.getpid(), signal.SIGUSR1)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(BellmanFord, "run_many", run_many)
+    return calls
+
+
+def test_cli_sources_checkpoint_stop_and_resume(tmp_path, data_dir, monkeypatch):
+    """--sources with --checkpoint: a stop signal saves the chunk and stops (exit 128 + 10);
+    --resume goes on from the first chunk not done; the rows equal a straight run's; a second
+    run into the same directory, a resume of another run and a resume of a finished one are refused."""
+    import json
+
+    from distgraph.cli import main
+
+    g = str(data_dir / "minnesota.mtx.gz")
+    ck, d, p = tmp_path / "ck", tmp_path / "d.npy", tmp_path / "p.npy"
+    base = ["sssp", g, "--sources", "random:40", "--backend", "cpu", "--chunk", "6", "--checkpoint", str(ck),
+            "-o", str(d), "-p", str(p)]
+    calls = _stopping_run_many(monkeypatch)
+    assert main(base) == 128 + 10
+    assert json.loads((ck / "state.json").read_text()) == {"done": 12} and len(calls) == 2 and not d.exists()
+    monkeypatch.undo()
+    assert main(["sssp", g, "--sources", "random:41", "--backend", "cpu", "--chunk", "6", "--checkpoint", str(ck),
+                 "--resume", "-o", str(d)]) == 2  # another run: refused
+    calls = _stopping_run_many(monkeypatch, at_call=99)
+    assert main(base + ["--resume"]) == 0 and len(calls) == 5  # chunks 3-7 (28 rows)
+    ref_d, ref_p = tmp_path / "rd.npy", tmp_path / "rp.npy"
+    assert main(["sssp", g, "--sources", "random:40", "--backend", "cpu", "-o", str(ref_d), "-p", str(ref_p)]) == 0
+    np.testing.assert_array_equal(np.load(d), np.load(ref_d))
+    np.testing.assert_array_equal(np.load(p), np.load(ref_p))
+    assert main(base) == 2 and main(base + ["--resume"]) == 2  # a run there already; finished
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--checkpoint", "CK"], "--checkpoint needs --sources and --output"),
+    (["--sources", "3", "--checkpoint", "CK"], "--checkpoint needs --sources and --output"),
+    (["--sources", "3", "--resume"], "--resume needs --checkpoint DIR"),
+    (["--sources", "3", "--chunk", "0", "--checkpoint", "CK", "-o", "d.npy"], "--chunk must be >= 1; got 0"),
+])
+def test_cli_checkpoint_errors(args, msg, data_dir, tmp_path):
+    from distgraph.testing import run_cli
+
+    args = [str(tmp_path / "ck") if a == "CK" else a for a in args]
+    res = run_cli("sssp", data_dir / "minnesota.mtx.gz", *args, "--backend", "cpu")
+    assert res.returncode == 2 and msg in res.stderr, res.stderr
+
+
 def test_cli_sources_negative_cycle_names_the_source(data_dir):
     from distgraph.testing import run_cli
 
@@ -393,6 +455,35 @@ def test_mpi_many_sources_negative_cycle_on_every_rank(comm, split):
     except NegativeCycleError as e:
         got = (e.source, sorted(e.cycle), e.weight)
     assert comm.allgather(got) == [(4, [5, 6], -1)] * comm.Get_size()
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("split", ["graph", "sources"])
+def test_mpi_cli_checkpoint_stop_on_one_rank_and_resume(comm, tmp_path_factory, data_dir, monkeypatch, split):
+    """A stop signal on the last rank only: every rank stops after the same chunk, and the
+    resumed run's rows equal a straight run's."""
+    from distgraph.cli import main
+
+    tmp = comm.bcast(str(tmp_path_factory.mktemp("ck")) if comm.Get_rank() == 0 else None, root=0)
+    g = str(data_dir / "minnesota.mtx.gz")
+    base = ["sssp", g, "--sources", "random:23", "--backend", "cpu", "--chunk", "5", "--split", split,
+            "--checkpoint", f"{tmp}/ck", "-o", f"{tmp}/d.npy"]
+    _stopping_run_many(monkeypatch, rank_to_signal=comm.Get_size() - 1)
+    first = main(base)
+    monkeypatch.undo()
+    second = main(base + ["--resume"])
+    comm.Barrier()
+    ok = first == 128 + 10 and second == 0
+    if ok and comm.Get_rank() == 0:  # rank 0 wrote the rows: against one rank's run from the same sources
+        from mpi4py import MPI
+
+        from distgraph.cli.common import pick_sources
+        from distgraph.graph.readers import read_graph
+
+        gg = read_graph(g)
+        want = bellman_ford(gg, pick_sources(gg, 23, 27491095), comm=MPI.COMM_SELF).distance
+        ok = np.array_equal(np.load(f"{tmp}/d.npy"), want)
+    assert _same_everywhere(comm, ok)
 
 
 @pytest.mark.mpi

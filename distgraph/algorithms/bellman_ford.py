@@ -518,11 +518,13 @@ class BellmanFord:
         return SSSPResult(source, distance, pred if predecessors else None, stats)
 
     def run_many(self, sources, *, predecessors: bool = False, verify: bool = False, split: str = "auto",
-                 progress=None) -> SSSPResult:
+                 progress=None, runs_after: int = 0) -> SSSPResult:
         """Shortest paths from each of ``sources`` (1-D, any order, repeats allowed): an
         :class:`SSSPResult` whose ``distance`` (and ``predecessor``) has a row per source,
         shape ``(len(sources), n)``; ``source`` is the array of sources. See
-        :func:`bellman_ford` for ``split`` and ``progress``. Collective."""
+        :func:`bellman_ford` for ``split`` and ``progress``. ``runs_after``: the sources the
+        caller will run after this call (in chunks: the renaming by degree counts them too).
+        Collective."""
         from mpi4py import MPI
 
         from ..runtime.hostmem import check_host_memory
@@ -543,6 +545,7 @@ class BellmanFord:
         dist = np.empty((k, n), self.out_dtype)
         pred = np.empty((k, n), np.int64) if predecessors else None
         mine = range(rank, k, size) if split == "sources" else range(k)
+        after = max(int(runs_after), 0) // (size if split == "sources" else 1)
         run_comm, scope = (MPI.COMM_SELF, "self") if split == "sources" else (comm, "all")
         per: list = [None] * k
         t0 = time.perf_counter()
@@ -555,7 +558,7 @@ class BellmanFord:
         with Progress(total=len(mine), desc="sssp sources", rank=rank, enabled=progress) as bar:
             for j, i in enumerate(mine):
                 try:
-                    r = self._run(int(src[i]), predecessors, verify, run_comm, scope, len(mine) - 1 - j,
+                    r = self._run(int(src[i]), predecessors, verify, run_comm, scope, len(mine) - 1 - j + after,
                                   out=dist[i] if direct else None)
                 except Exception as e:  # noqa: BLE001 - raised on every rank below
                     if split != "sources":

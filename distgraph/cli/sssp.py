@@ -66,6 +66,12 @@ def add_arguments(p) -> None:
     s.add_argument("--sources", default=None, metavar="SPEC",
                    help="several sources (instead of --source): input ids '3,17,42', 'random:K' (picked with "
                         "--seed), or a file of ids (.npy, or one per line); the outputs get a row per source")
+    s.add_argument("--checkpoint", metavar="DIR", default=None,
+                   help="with --sources: run them in chunks of --chunk, keeping the finished rows in DIR "
+                        "(written to --output at the end); SIGTERM or SIGUSR1 saves and stops at the next chunk")
+    s.add_argument("--resume", action="store_true", help="continue the run stored in --checkpoint DIR")
+    s.add_argument("--chunk", type=int, default=256, metavar="K",
+                   help="with --checkpoint: sources per chunk, the rows a save covers (default 256)")
     s.add_argument("--split", choices=("auto", "graph", "sources"), default="auto",
                    help="several sources under mpiexec: each source on all ranks (graph), or the sources dealt "
                         "to the ranks, each running the whole graph (sources); auto: sources when there are at "
@@ -84,6 +90,12 @@ def run(args) -> int:
     g = load_graph(args, comm)
     t_read = time.perf_counter() - t0
     many = args.sources is not None
+    if args.resume and not args.checkpoint:
+        raise InvalidArgumentError("--resume needs --checkpoint DIR")
+    if args.checkpoint and not (many and args.output):
+        raise InvalidArgumentError("--checkpoint needs --sources and --output (the rows it keeps go there)")
+    if args.chunk < 1:
+        raise InvalidArgumentError(f"--chunk must be >= 1; got {args.chunk}")
     if many:
         if args.source is not None:
             raise InvalidArgumentError("give --source or --sources, not both")
@@ -96,6 +108,35 @@ def run(args) -> int:
     else:
         src = resolve_source(g, args.source)
     ids = g.input_ids()
+
+    def in_input_ids(e):
+        """A negative cycle in the input ids of a labelled graph (SNAP/CSV lists)."""
+        if g.labels is None:
+            return e
+        cyc = [int(ids[v]) for v in e.cycle]
+        s = e.source if e.source is not None else (None if many else src)
+        where = f"source {int(ids[s])}" if s is not None else "a source"
+        err = NegativeCycleError(
+            f"negative cycle reachable from {where}: {format_cycle(cyc)} (input ids) "
+            f"has total weight {e.weight}", cycle=cyc, weight=e.weight,
+            source=None if s is None else int(ids[s]))
+        if raised_on_all_ranks(e, comm):  # so is its copy in input ids: the job ends without MPI_Abort
+            err = _on_all_ranks(err, comm, found_on_rank(e))
+        return err
+
+    if args.checkpoint:
+        from ..runtime.checkpoint import CheckpointInterrupted
+
+        try:
+            return _run_checkpointed(args, g, src, comm, t_read)
+        except CheckpointInterrupted as e:  # raised on every rank after the save: no abort needed
+            if comm.Get_rank() == 0:
+                import sys
+
+                print(f"distgraph sssp: {e} (checkpoint {args.checkpoint})", file=sys.stderr, flush=True)
+            return 128 + e.signum
+        except NegativeCycleError as e:
+            raise in_input_ids(e) from None
     times = []
     r = None
     for _ in range(max(1, args.trials)):
@@ -104,18 +145,7 @@ def run(args) -> int:
                              queue=args.queue, remote=args.remote, backend=args.backend, comm=comm,
                              verify=args.verify, delta=args.delta, split=args.split)
         except NegativeCycleError as e:
-            if g.labels is None:
-                raise
-            cyc = [int(ids[v]) for v in e.cycle]
-            s = e.source if e.source is not None else (None if many else src)
-            where = f"source {int(ids[s])}" if s is not None else "a source"
-            err = NegativeCycleError(
-                f"negative cycle reachable from {where}: {format_cycle(cyc)} (input ids) "
-                f"has total weight {e.weight}", cycle=cyc, weight=e.weight,
-                source=None if s is None else int(ids[s]))
-            if raised_on_all_ranks(e, comm):  # so is its copy in input ids: the job ends without MPI_Abort
-                err = _on_all_ranks(err, comm, found_on_rank(e))
-            raise err from None
+            raise in_input_ids(e) from None
         times.append(r.stats["time_s"])
     if comm.Get_rank() == 0:
         if args.output:
@@ -153,6 +183,122 @@ def run(args) -> int:
         print(f"sssp from {summary['source']}: {reached:,} of {g.n:,} vertices reached; "
               f"best of {len(times)} {best:.4f} s ({summary['gteps']:.4f} GTEPS) on {comm.Get_size()} rank(s), "
               f"backend {summary['backend']}, mode {summary['mode']}" + (", verified" if args.verify else ""))
+    return 0
+
+
+def _run_checkpointed(args, g, src, comm, t_read) -> int:
+    """``--sources`` with ``--checkpoint DIR``: the sources in chunks of ``--chunk`` on one
+    :class:`BellmanFord`; rank 0 writes each chunk's rows into ``DIR/distance.npy`` (and
+    ``predecessor.npy``, input ids), flushes them, then records the chunk done in
+    ``DIR/state.json`` (written aside, fsync'ed, renamed over: a kill leaves the old or the new
+    state). ``--resume`` checks ``DIR/manifest.json`` (graph, weights, sources, options) and
+    goes on from the first chunk not recorded. A stop signal is acted on at the next chunk
+    boundary, on every rank together (one MPI max per chunk). At the end the rows are moved to
+    ``--output`` / ``--predecessors``."""
+    import json
+    import os
+    import shutil
+
+    from ..algorithms.bellman_ford import BellmanFord
+    from ..errors import CheckpointError
+    from ..runtime.abort import collective_raise
+    from ..runtime.checkpoint import (CheckpointInterrupted, StopSignals, _write_atomic, array_checksum,
+                                      graph_checksum)
+    from ..runtime.progress import Progress
+
+    ck, rank = args.checkpoint, comm.Get_rank()
+    k, n = len(src), g.n
+    want_pred = args.predecessors is not None
+    bf = BellmanFord(g, mode=args.mode, queue=args.queue, remote=args.remote, backend=args.backend, comm=comm,
+                     delta=args.delta)
+    ident = {"format": 1, "command": "sssp", "graph": graph_checksum(g),
+             "weights": None if bf.w is None else array_checksum(bf.w), "sources": array_checksum(src),
+             "vertices": n, "dtype": bf.out_dtype.str, "predecessors": want_pred, "chunk": int(args.chunk)}
+    paths = {"manifest": os.path.join(ck, "manifest.json"), "state": os.path.join(ck, "state.json"),
+             "distance": os.path.join(ck, "distance.npy"), "predecessor": os.path.join(ck, "predecessor.npy")}
+    done, err, mm = 0, None, {}
+    if rank == 0:
+        try:
+            if args.resume:
+                try:
+                    with open(paths["manifest"]) as f:
+                        have = json.load(f)
+                    with open(paths["state"]) as f:
+                        done = int(json.load(f)["done"])
+                except (OSError, ValueError, KeyError) as e:
+                    raise CheckpointError(f"--resume: {ck} holds no sssp checkpoint to resume ({e})") from None
+                diff = [key for key in ident if have.get(key) != ident[key]]
+                if diff:
+                    raise CheckpointError(f"--resume: {ck} holds another run (its {', '.join(diff)} differ); "
+                                          "use another directory or the same graph, weights, sources and options")
+                if not 0 <= done <= k:
+                    raise CheckpointError(f"--resume: {paths['state']} says {done} rows done of {k}")
+                if done == k:
+                    raise CheckpointError(f"--resume: the run in {ck} is complete; its rows were written to "
+                                          "--output (and --predecessors)")
+                mm["distance"] = np.lib.format.open_memmap(paths["distance"], mode="r+")
+                if want_pred:
+                    mm["predecessor"] = np.lib.format.open_memmap(paths["predecessor"], mode="r+")
+            else:
+                if os.path.exists(paths["manifest"]):
+                    raise CheckpointError(f"--checkpoint {ck} already holds a run: pass --resume to continue it, "
+                                          "or use another directory")
+                os.makedirs(ck, exist_ok=True)
+                mm["distance"] = np.lib.format.open_memmap(paths["distance"], mode="w+", dtype=bf.out_dtype,
+                                                           shape=(k, n))
+                if want_pred:
+                    mm["predecessor"] = np.lib.format.open_memmap(paths["predecessor"], mode="w+", dtype=np.int64,
+                                                                  shape=(k, n))
+                _write_atomic(paths["state"], lambda f: f.write(json.dumps({"done": 0}).encode()))
+                _write_atomic(paths["manifest"], lambda f: f.write(json.dumps(ident, indent=1).encode()))
+        except (OSError, ValueError, CheckpointError) as e:
+            err = e
+    collective_raise(comm, err)
+    done = comm.bcast(done, root=0)
+    start, t0 = done, time.perf_counter()
+    relax = 0
+    try:
+        with StopSignals() as stop, Progress(total=k, initial=done, desc="sssp sources", rank=rank,
+                                             enabled=getattr(args, "progress", None)) as bar:
+            while done < k:
+                hi = min(done + args.chunk, k)
+                r = bf.run_many(src[done:hi], predecessors=want_pred, verify=args.verify, split=args.split,
+                                runs_after=k - hi)
+                relax += int(r.stats["relaxations"])
+                if rank == 0:
+                    try:
+                        mm["distance"][done:hi] = r.distance
+                        mm["distance"].flush()
+                        if want_pred:
+                            p = r.predecessor
+                            mm["predecessor"][done:hi] = np.where(p >= 0, g.input_ids()[np.maximum(p, 0)], -1)
+                            mm["predecessor"].flush()
+                        _write_atomic(paths["state"], lambda f, d=hi: f.write(json.dumps({"done": d}).encode()))
+                    except OSError as e:
+                        err = e
+                collective_raise(comm, err)
+                bar.update(hi - done)
+                done = hi
+                signum = max(comm.allgather(stop.signum or 0)) if done < k else 0
+                if signum:  # every rank stops here together, the chunk saved
+                    raise CheckpointInterrupted(signum)
+    finally:
+        bf.close()
+        mm.clear()
+    if rank == 0:
+        shutil.move(paths["distance"], args.output)
+        if want_pred:
+            shutil.move(paths["predecessor"], args.predecessors)
+    elapsed = time.perf_counter() - t0
+    summary = {"command": "sssp", "graph": args.graph, "sources": k, "vertices": n, "arcs": g.m,
+               "ranks": comm.Get_size(), "backend": bf.backend, "split": args.split, "time_read_s": t_read,
+               "time_s": elapsed, "rows_this_run": k - start, "resumed": bool(args.resume),
+               "checkpoint": ck, "relaxations": relax, "verified": bool(args.verify)}
+    if args.json:
+        print_json(_Root(comm), summary)
+    elif rank == 0:
+        print(f"sssp from {k:,} sources: {k - start:,} rows this run in {elapsed:.3f} s on {comm.Get_size()} rank(s), "
+              f"backend {bf.backend}; rows in {args.output}" + (" (resumed)" if args.resume else ""))
     return 0
 
 
