@@ -249,7 +249,11 @@ def test_cli_vertices_file_errors(tmp_path):
     """--vertices: a missing file, text that is not integers, or a .npy of floats is an
     InvalidArgumentError naming the flag (was a bare OSError / ValueError, or floats
     silently truncated to ids)."""
-    from distgraph.cli.closeness import _read_vertices
+    from distgraph.cli.common import read_vertex_ids
+
+    def _read_vertices(path, g):  # closeness' --vertices reader (shared with sssp --sources)
+        return read_vertex_ids(path, g, "--vertices")
+
     from distgraph.generators import from_spec
 
     g = from_spec("kron:6")

@@ -644,20 +644,9 @@ def _gather_stats(comm, per, k):
 
 
 def _to_output_dtype(dist, dt):
-    if dist.dtype == dt:
-        return dist
-    inf = unreachable(dist.dtype)
-    if dt.kind == "i":
-        fin = dist != inf
-        info = np.iinfo(dt)
-        if fin.any():
-            lo, hi = int(dist[fin].min()), int(dist[fin].max())
-            if lo < info.min or hi >= info.max:
-                raise GraphValueError(f"distances overflow {dt} (range [{lo}, {hi}]); pass int64 weights")
-        out = dist.astype(dt)
-        out[~fin] = info.max
-        return out
-    return dist.astype(dt)
+    from ..backends.cpu.bellman_ford import to_output_dtype
+
+    return to_output_dtype(dist, dt)
 
 
 # --------------------------------------------------------------------------- verifier

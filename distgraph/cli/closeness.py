@@ -19,7 +19,8 @@ import time
 
 import numpy as np
 
-from .common import add_graph_arguments, add_run_arguments, context_from_args, load_graph, print_json, write_output
+from .common import (add_graph_arguments, add_run_arguments, context_from_args, load_graph, print_json,
+                     read_vertex_ids, write_output)
 
 NAME = "closeness"
 HELP = "exact closeness centrality (bit-parallel multi-source BFS, batches over MPI ranks)"
@@ -51,37 +52,6 @@ def add_arguments(p) -> None:
     pr.add_argument("--no-progress", dest="progress", action="store_const", const=False)
 
 
-def _read_vertices(path, g):
-    from ..errors import InvalidArgumentError
-
-    try:
-        if path.endswith(".npy"):
-            ids = np.load(path)
-        else:
-            with open(path) as f:
-                ids = np.array(f.read().split(), dtype=np.int64)
-    except OSError as e:
-        raise InvalidArgumentError(f"--vertices must name a readable file of vertex ids; got {path!r} "
-                                   f"({e.strerror or e})") from None
-    except ValueError as e:
-        raise InvalidArgumentError(f"--vertices must hold integer vertex ids; {path} has: {e}") from None
-    ids = np.asarray(ids)
-    if ids.size and not np.issubdtype(ids.dtype, np.integer):
-        raise InvalidArgumentError(f"--vertices must hold integer vertex ids; {path} has dtype {ids.dtype}")
-    ids = ids.astype(np.int64).ravel()
-    if g.labels is None:
-        bad = ids[(ids < 0) | (ids >= g.n)]
-        if bad.size:
-            raise InvalidArgumentError(f"--vertices must hold ids in [0, {g.n}); got {int(bad[0])} in {path}")
-        return ids, ids
-    pos = np.searchsorted(g.labels, ids)
-    ok = (pos < g.n) & (g.labels[np.minimum(pos, g.n - 1)] == ids)
-    if not ok.all():
-        raise InvalidArgumentError(f"--vertices lists {int(ids[~ok][0])}, which is not a vertex of the graph "
-                                   f"(in {path})")
-    return pos.astype(np.int64), ids
-
-
 class _Ids:
     """Stands in for the graph in write_output when only some vertices were computed."""
 
@@ -105,7 +75,7 @@ def run(args) -> int:
     t0 = time.perf_counter()
     g = load_graph(args, ctx.comm)
     t_read = time.perf_counter() - t0
-    verts, in_ids = (None, g.input_ids()) if args.vertices is None else _read_vertices(args.vertices, g)
+    verts, in_ids = (None, g.input_ids()) if args.vertices is None else read_vertex_ids(args.vertices, g, "--vertices")
     ctx.comm.Barrier()
     t = time.perf_counter()
     try:

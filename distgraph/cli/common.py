@@ -18,7 +18,8 @@ import numpy as np
 from ..errors import InvalidArgumentError
 
 __all__ = ["add_graph_arguments", "add_run_arguments", "load_graph", "write_output",
-           "print_json", "context_from_args", "pick_sources", "resolve_source"]
+           "print_json", "context_from_args", "pick_sources", "resolve_source", "read_vertex_ids",
+           "resolve_vertex_ids"]
 
 
 def add_graph_arguments(p, weighted_default: bool = False) -> None:
@@ -100,6 +101,46 @@ def resolve_source(graph, source):
     if not 0 <= source < graph.n:
         raise InvalidArgumentError(f"--source must be in [0, {graph.n}); got {source}")
     return int(source)
+
+
+def read_vertex_ids(path, graph, flag: str):
+    """The input vertex ids in the file ``path`` (.npy, or text: whitespace separated) as
+    ``(internal ids, input ids)``, int64; errors name ``flag`` (the option), the file and the
+    bad value."""
+    try:
+        if str(path).endswith(".npy"):
+            ids = np.load(path)
+        else:
+            with open(path) as f:
+                ids = np.array(f.read().split(), dtype=np.int64)
+    except OSError as e:
+        raise InvalidArgumentError(f"{flag} must name a readable file of vertex ids; got {path!r} "
+                                   f"({e.strerror or e})") from None
+    except ValueError as e:
+        raise InvalidArgumentError(f"{flag} must hold integer vertex ids; {path} has: {e}") from None
+    ids = np.asarray(ids)
+    if ids.size and not np.issubdtype(ids.dtype, np.integer):
+        raise InvalidArgumentError(f"{flag} must hold integer vertex ids; {path} has dtype {ids.dtype}")
+    ids = ids.astype(np.int64).ravel()
+    return resolve_vertex_ids(graph, ids, flag, f"in {path}"), ids
+
+
+def resolve_vertex_ids(graph, ids, flag: str, where: str = ""):
+    """The internal ids of the input vertex ids ``ids`` (vectorized :func:`resolve_source`);
+    a bad one raises an error naming ``flag`` and ``where`` they came from."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if graph.labels is None:
+        bad = ids[(ids < 0) | (ids >= graph.n)]
+        if bad.size:
+            raise InvalidArgumentError(f"{flag} must hold ids in [0, {graph.n}); got {int(bad[0])}"
+                                       + (f" {where}" if where else ""))
+        return ids
+    pos = np.searchsorted(graph.labels, ids)
+    ok = (pos < graph.n) & (graph.labels[np.minimum(pos, graph.n - 1)] == ids)
+    if not ok.all():
+        raise InvalidArgumentError(f"{flag} lists {int(ids[~ok][0])}, which is not a vertex of the graph"
+                                   + (f" ({where})" if where else ""))
+    return pos.astype(np.int64)
 
 
 def pick_sources(graph, k: int, seed: int) -> np.ndarray:

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..errors import InvalidArgumentError
 from .common import (add_graph_arguments, add_run_arguments, load_graph, pick_sources, print_json,
-                     resolve_source, write_output)
+                     read_vertex_ids, resolve_source, resolve_vertex_ids, write_output)
 
 NAME = "sssp"
 HELP = "single-source shortest paths, negative weights allowed (distributed Bellman-Ford)"
@@ -207,7 +207,7 @@ def _run_checkpointed(args, g, src, comm, t_read) -> int:
     from ..runtime.progress import Progress
 
     ck, rank = args.checkpoint, comm.Get_rank()
-    k, n = len(src), g.n
+    k, n, ids = len(src), g.n, g.input_ids()
     want_pred = args.predecessors is not None
     bf = BellmanFord(g, mode=args.mode, queue=args.queue, remote=args.remote, backend=args.backend, comm=comm,
                      delta=args.delta)
@@ -271,7 +271,7 @@ def _run_checkpointed(args, g, src, comm, t_read) -> int:
                         mm["distance"].flush()
                         if want_pred:
                             p = r.predecessor
-                            mm["predecessor"][done:hi] = np.where(p >= 0, g.input_ids()[np.maximum(p, 0)], -1)
+                            mm["predecessor"][done:hi] = np.where(p >= 0, ids[np.maximum(p, 0)], -1)
                             mm["predecessor"].flush()
                         _write_atomic(paths["state"], lambda f, d=hi: f.write(json.dumps({"done": d}).encode()))
                     except OSError as e:
@@ -303,7 +303,8 @@ def _run_checkpointed(args, g, src, comm, t_read) -> int:
 
 
 def _parse_sources(g, spec: str, seed: int) -> np.ndarray:
-    """``--sources``: input ids ``3,17,42``, ``random:K``, or a file of ids (.npy, or one per line)."""
+    """``--sources``: input ids ``3,17,42``, ``random:K``, or a file of ids (.npy, or text:
+    whitespace separated, as ``closeness --vertices``)."""
     import os
     import re
 
@@ -317,27 +318,15 @@ def _parse_sources(g, spec: str, seed: int) -> np.ndarray:
             raise InvalidArgumentError(f"--sources random:K needs a count K >= 1; got {spec!r}")
         return np.asarray(pick_sources(g, k, seed), np.int64)
     if re.fullmatch(r"\s*-?\d+(\s*,\s*-?\d+)*\s*,?\s*", spec):  # ids, even where a file has that name
-        items = [int(x) for x in spec.split(",") if x.strip()]
-    elif os.path.isfile(spec):
-        try:
-            raw = np.load(spec) if spec.lower().endswith(".npy") else np.loadtxt(spec, dtype=np.int64, ndmin=1)
-        except ValueError as e:
-            raise InvalidArgumentError(f"--sources {spec}: expected vertex ids, one per line ({e})") from None
-        raw = np.asarray(raw)
-        if raw.ndim != 1 or raw.dtype.kind not in "iu":
-            raise InvalidArgumentError(f"--sources {spec}: expected a 1-D array of integer ids; got "
-                                       f"shape {raw.shape}, dtype {raw.dtype}")
-        items = raw.tolist()
-    else:
-        what = "is not a file" if os.path.exists(spec) else "is not ids, random:K or an existing file"
-        raise InvalidArgumentError(f"--sources must be input ids '3,17,42', 'random:K' or an existing file; "
-                                   f"got {spec!r}, which {what}")
-    if not items:
-        raise InvalidArgumentError(f"--sources {spec!r} names no vertex")
-    try:
-        return np.array([resolve_source(g, x) for x in items], np.int64)
-    except InvalidArgumentError as e:  # resolve_source speaks of --source
-        raise InvalidArgumentError(f"--sources {spec!r}: " + str(e).replace("--source ", "a source ", 1)) from None
+        return resolve_vertex_ids(g, [int(x) for x in spec.split(",") if x.strip()], "--sources", f"in {spec!r}")
+    if os.path.isfile(spec):
+        src, ids = read_vertex_ids(spec, g, "--sources")
+        if not ids.size:
+            raise InvalidArgumentError(f"--sources {spec!r} names no vertex")
+        return src
+    what = "is not a file" if os.path.exists(spec) else "is not ids, random:K or an existing file"
+    raise InvalidArgumentError(f"--sources must be input ids '3,17,42', 'random:K' or an existing file; "
+                               f"got {spec!r}, which {what}")
 
 
 class _Root:

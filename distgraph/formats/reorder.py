@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import expect
 
-__all__ = ["is_scale_free", "rcm", "jaccard_windows", "update_divergence", "update_divergence_numpy",
+__all__ = ["is_scale_free", "rcm", "order_by_degree", "jaccard_windows", "update_divergence", "update_divergence_numpy",
            "permute_graph", "permute_rows", "reorder_graph", "REORDERINGS", "degree_order", "pattern_order"]
 
 REORDERINGS = ("auto", "jaccard", "rcm", "none")
@@ -120,10 +120,21 @@ def rcm(graph) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ degree order
-def _order_to_new_id(order: np.ndarray) -> np.ndarray:
-    new_id = np.empty(order.shape[0], dtype=np.int64)
-    new_id[order] = np.arange(order.shape[0], dtype=np.int64)
+def _order_to_new_id(order, xp=np):
+    new_id = xp.empty(order.shape[0], dtype=xp.int64)
+    new_id[order] = xp.arange(order.shape[0], dtype=xp.int64)
     return new_id
+
+
+def order_by_degree(deg, runs: int = 1, xp=np):
+    """The vertices (old ids, in their new order) by descending ``deg``, ties by id (one stable
+    sort), dealt to ``runs`` runs: the vertex of degree rank r goes to run r mod ``runs``, each
+    run in degree order. ``xp``: the array module of ``deg`` (NumPy, or CuPy: the GPU
+    Bellman-Ford's renaming finds the same order on the device). :func:`degree_order`'s core."""
+    order = xp.argsort(-deg, kind="stable")
+    if runs > 1:
+        order = xp.concatenate([order[i::runs] for i in range(int(runs))])
+    return order
 
 
 def degree_order(graph, head: float | None = None, runs: int = 1) -> np.ndarray:
@@ -159,13 +170,11 @@ def degree_order(graph, head: float | None = None, runs: int = 1) -> np.ndarray:
     """
     expect(isinstance(runs, (int, np.integer)) and not isinstance(runs, bool) and runs >= 1, "runs",
            "an int >= 1", runs)
+    expect(head is None or runs == 1, "head", "None with runs > 1", head)
     deg = np.diff(graph.indptr).astype(np.int64)
     if graph.directed:
         deg = deg + graph.in_degree().astype(np.int64)
-    order = np.argsort(-deg, kind="stable")
-    if runs > 1:
-        expect(head is None, "head", "None with runs > 1", head)
-        order = np.concatenate([order[i::runs] for i in range(int(runs))])
+    order = order_by_degree(deg, runs)
     if head is not None:
         ok = isinstance(head, (float, int, np.floating, np.integer)) and not isinstance(head, bool) and 0 < head <= 1
         expect(ok, "head", "a fraction in (0, 1] of the vertices", head)

@@ -105,6 +105,27 @@ def INF_OF(dtype):
     return dt.type(np.inf) if dt.kind == "f" else dt.type(np.iinfo(dt).max)
 
 
+def to_output_dtype(dist, dt, xp=np):
+    """The distances ``dist`` (the work dtype, int64 or float64; unreached: :func:`INF_OF`) in
+    the caller's dtype ``dt`` (the weights'), unreached ones the dtype's maximum (ints) or inf;
+    integer distances out of ``dt``'s range raise :class:`~distgraph.errors.GraphValueError`.
+    ``xp``: the array module of ``dist`` (NumPy, or CuPy: the GPU rounds convert each row on
+    the device before copying it, reading back only the two extremes)."""
+    from ...errors import GraphValueError
+
+    dt = np.dtype(dt)
+    if dist.dtype == dt:
+        return dist
+    if dt.kind != "i" or dist.size == 0:
+        return dist.astype(dt)
+    top, info = np.iinfo(dist.dtype), np.iinfo(dt)
+    fin = dist != top.max
+    lo, hi = xp.stack([xp.where(fin, dist, top.max).min(), xp.where(fin, dist, top.min).max()]).tolist()
+    if lo <= hi and (lo < info.min or hi >= info.max):  # lo > hi: no finite distance
+        raise GraphValueError(f"distances overflow {dt} (range [{lo}, {hi}]); pass int64 weights")
+    return xp.where(fin, dist, info.max).astype(dt)
+
+
 # --------------------------------------------------------------------------- kernels
 @njit(cache=True)
 def _pack(tr, ntr, offsets, cand_d, cand_bits, cand_p, sent, inf, sendbuf, counts):

@@ -1757,13 +1757,11 @@ def _degree_order_device(cp, graph, runs):
         heads = np.asarray(graph.indices)
         for a in range(0, heads.shape[0], SORT_ARCS):
             deg += cp.bincount(_to_device(cp, heads[a:a + SORT_ARCS]), minlength=n)[:n]
-    order = cp.argsort(-deg, kind="stable")
+    from ...formats.reorder import _order_to_new_id, order_by_degree
+
+    order = order_by_degree(deg, runs, xp=cp)
     del deg
-    if runs > 1:
-        order = cp.concatenate([order[i::runs] for i in range(int(runs))])
-    new_id = cp.empty(n, cp.int64)
-    new_id[order] = cp.arange(n, dtype=cp.int64)
-    return order.astype(cp.int64, copy=False), new_id
+    return order.astype(cp.int64, copy=False), _order_to_new_id(order, xp=cp)
 
 
 #: _sort_rows sorts this many arcs at a time at most (rows whole): about 40 bytes an arc of
@@ -1803,24 +1801,6 @@ def _sort_rows(cp, block):
 
 
 _NARROW = {"i": np.dtype(np.int32), "f": np.dtype(np.float32)}  # a work dtype's (by kind) narrower output
-
-
-def _narrow(cp, x, dt):
-    """The device distances ``x`` (int64 or float64; unreached: the int64 maximum or inf) in
-    the narrower ``dt`` (int32 or float32), unreached ones :func:`unreachable`-valued as the
-    host's conversion makes them (``bellman_ford``'s ``_to_output_dtype``); int32 distances out
-    of range raise the same :class:`~distgraph.errors.GraphValueError` (one read of two numbers)."""
-    dt = np.dtype(dt)
-    if dt.kind == "f":
-        return x.astype(dt)
-    top, info = np.iinfo(x.dtype), np.iinfo(dt)
-    fin = x != top.max
-    lo, hi = cp.stack([cp.where(fin, x, top.max).min(), cp.where(fin, x, top.min).max()]).tolist()
-    if lo <= hi and (lo < info.min or hi >= info.max):
-        from ...errors import GraphValueError
-
-        raise GraphValueError(f"distances overflow {dt} (range [{lo}, {hi}]); pass int64 weights")
-    return cp.where(fin, x, info.max).astype(dt)
 
 
 class RoundsSSSP:
@@ -1996,9 +1976,9 @@ class RoundsSSSP:
         ``out``: a host array of n items to receive the distances (``dist`` is then ``out``),
         not yet written (its pages are faulted in the same way): of the work dtype (int64 or
         float64) or, without ``predecessors``, of int32 or float32, converted on the device
-        (:func:`_narrow`: half the copy, no pass on the host). ``sink`` (a :class:`_RowSink`,
-        with ``out`` and without ``predecessors``): ``out`` is filled in the background; the
-        caller reads it only after ``sink.flush()``."""
+        (:func:`~distgraph.backends.cpu.bellman_ford.to_output_dtype`: half the copy, no pass on
+        the host). ``sink`` (a :class:`_RowSink`, with ``out`` and without ``predecessors``):
+        ``out`` is filled in the background; the caller reads it only after ``sink.flush()``."""
         from ...runtime.config import config
 
         expect(isinstance(source, (int, np.integer)) and not isinstance(source, bool)
@@ -2026,7 +2006,7 @@ class RoundsSSSP:
     def _run(self, source, confirm, predecessors, max_rounds, probe_round, pre, sink=None):
         from mpi4py import MPI
 
-        from ..cpu.bellman_ford import cycle_from_pred, find_pred_cycle
+        from ..cpu.bellman_ford import cycle_from_pred, find_pred_cycle, to_output_dtype
 
         t0 = time.perf_counter()
         n = self.graph.n
@@ -2109,7 +2089,7 @@ class RoundsSSSP:
         host = pre.take()
         dev = gathered if renamed else dist
         if pre.given and host.dtype != dev.dtype:  # the caller's narrower dtype, made on the device
-            dev = _narrow(self.cp, dev, host.dtype)
+            dev = to_output_dtype(dev, host.dtype, xp=self.cp)
         if sink is not None:  # into pinned memory now, into the row in the background
             sink.put(dev, host)
             d = host
