@@ -4,6 +4,8 @@ GPU the rounds renamed by degree once 512 or more sources are left, rows copied 
 the result), side by side, on the same graph and sources in the same run, with
 
 * ``norename``: the same call with ``BellmanFord(relabel="none")`` (the renaming's share);
+* ``nobatch``: the same call one source at a time (``DISTGRAPH_GPU_SSSP_BATCH=0``: session
+  19's path; the default runs up to 32 sources' rounds together, ``RoundsSSSP.run_batch``);
 * ``loop``: ``bellman_ford(graph, s)`` called once per source (the first ``--loop`` sources;
   what a user of the single-source API pays: the upload every time);
 * ``scipy``: ``scipy.sparse.csgraph.dijkstra(A, indices=...)`` (uniform weights) or
@@ -13,7 +15,7 @@ the result), side by side, on the same graph and sources in the same run, with
   first ``--peers`` sources.
 
     python benchmarks/sssp_many.py --outdir DIR [--graphs kron:20=512,kron:22=300,road-FLA=64]
-        [--weights uniform,shifted] [--loop 16] [--peers 4] [--rows many,norename,loop,scipy,cpu]
+        [--weights uniform,shifted] [--loop 16] [--peers 4] [--rows many,nobatch,norename,loop,scipy,cpu]
         [--backend gpu] [--tree TREE --label NAME]
 
 Graphs and weights as benchmarks/sssp_e2e.py builds them (uniform weights in [1, 255], int32;
@@ -61,7 +63,10 @@ def _stats(r):
         modes[key] = modes.get(key, 0) + 1
     setups = [st.get("time_setup_s") for st in per if st.get("time_setup_s") is not None]
     relabels = [st.get("time_relabel_s") for st in per if st.get("time_relabel_s") is not None]
+    batched = [st for st in per if st.get("batch")]
     return {"modes": modes, "relaxations": r.stats["relaxations"],
+            "batched_sources": len(batched),
+            "batch_rounds": sorted(set(st["rounds"] for st in batched)),
             "run_s_sum": float(sum(st.get("time_run_s", 0.0) for st in per)),
             "d2h_s_sum": float(sum(st.get("time_d2h_s", 0.0) for st in per)),
             "finish_s_sum": float(sum(st.get("time_finish_s", 0.0) for st in per)),
@@ -86,7 +91,7 @@ def main():
     ap.add_argument("--weights", default="uniform,shifted")
     ap.add_argument("--loop", type=int, default=16, help="sources of the one-call-per-source row")
     ap.add_argument("--peers", type=int, default=4, help="sources of the scipy and CPU-backend rows")
-    ap.add_argument("--rows", default="many,norename,loop,scipy,cpu")
+    ap.add_argument("--rows", default="many,nobatch,norename,loop,scipy,cpu")
     ap.add_argument("--backend", default="gpu", help="the timed rows' backend (cpu: a smoke test of this script)")
     ap.add_argument("--johnson-max-arcs", type=int, default=2_000_000)
     ap.add_argument("--tree", default=str(ROOT), help="the checkout whose distgraph is timed")
@@ -138,6 +143,21 @@ def main():
                 row["many"] = {"time_s": t, "per_source_ms": 1e3 * t / k, **_stats(r)}
                 print(f"  many: {t:.3f} s, {1e3 * t / k:.3f} ms per source {row['many']['modes']}", flush=True)
                 del r
+            if "nobatch" in rows:
+                from distgraph.runtime.config import config
+
+                before = config.gpu_sssp_batch
+                config.gpu_sssp_batch = 0
+                try:
+                    t0 = time.perf_counter()
+                    r = bellman_ford(g, srcs, backend=args.backend)
+                    t = time.perf_counter() - t0
+                finally:
+                    config.gpu_sssp_batch = before
+                row["nobatch"] = {"time_s": t, "per_source_ms": 1e3 * t / k, **_stats(r),
+                                  "same_as_many": None if ref is None else _equal(r.distance, ref)}
+                print(f"  nobatch: {t:.3f} s, {1e3 * t / k:.3f} ms per source", flush=True)
+                del r
             if "norename" in rows:
                 t0 = time.perf_counter()
                 with BellmanFord(g, backend=args.backend, relabel="none") as bf:
@@ -182,7 +202,7 @@ def main():
             m = row.get("many", {}).get("per_source_ms")
             if m:
                 row["speedup_many_over"] = {key: row[key]["per_source_ms"] / m for key in
-                                            ("norename", "loop", "scipy", "cpu")
+                                            ("nobatch", "norename", "loop", "scipy", "cpu")
                                             if isinstance(row.get(key), dict) and "per_source_ms" in row[key]}
                 print(f"  many is faster by {row['speedup_many_over']}", flush=True)
             res["runs"].append(row)

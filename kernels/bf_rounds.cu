@@ -305,3 +305,122 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Batched rounds: up to 32 sources at once on one PE (RoundsSSSP.run_batch). `dist` holds nb
+// keys per vertex, vertex-major (dist[v * nb + b]: source b's distance at v), so one arc read
+// relaxes every source that needs it and their nb distances at the head share one or two
+// 128-byte lines (one source's rounds touch a 32-byte sector per relaxation for 8 bytes).
+// act[v] / nact[v]: the bits of the sources whose distance at v changed, for this round's
+// frontier / the next; `front` lists this round's vertices once each (*nfp of them), `next`
+// the next round's: whoever sets the first bit of a vertex's nact appends it (warp-aggregated).
+// Rounds are asynchronous: a vertex's arcs are relaxed from its latest keys (__ldcg: L2), so
+// every value read is a walk's weight, at most the Jacobi round's (the same distances; a
+// change made during the round sets the vertex's bit for the next round). A frontier vertex's
+// act is zeroed as it is read (the array is the round after next's nact). count[b] (b < 32):
+// source b's relaxations, added once per warp.
+//
+// Within a warp, the lanes are dealt over (arc, source) pairs of a vertex u with p sources in
+// its mask: 32 / p arcs at once, p lanes each (the p lanes of one arc read its head's p keys
+// side by side). Vertices of `bigdeg` arcs or more are listed in pieces of bigdeg arcs
+// (big[j] = u | piece << 32, bigm[j] = its mask) for distgraph_bf_batch_big_*, a block each.
+template <bool F, typename WT>
+__device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg_i64 end, int lane, int nb,
+                                            const int *__restrict__ indices, const WT *__restrict__ w, int unit,
+                                            dg_i64 *dist, unsigned *nact, int *next, unsigned long long *nnext) {
+    const int p = __popc(m);
+    const int q = 32 / p;  // arcs per step
+    const int slot = lane / p, si = lane - slot * p;
+    const bool valid = slot < q;
+    unsigned mm = m;
+    for (int i = 0; i < si; ++i) mm &= mm - 1;
+    const int b = __ffs(mm) - 1;  // this lane's source: the si-th set bit of m
+    const dg_i64 du = valid ? __ldcg(dist + u * nb + b) : 0;
+    for (dg_i64 k0 = beg; k0 < end; k0 += q) {  // warp-uniform: every lane runs every step
+        const dg_i64 k = k0 + slot;
+        bool app = false;
+        int v = 0;
+        if (valid && k < end) {
+            v = indices[k];
+            const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : dg_rk_wbits(w[k]));
+            dg_i64 *at = dist + (dg_i64)v * nb + b;
+            // a plain read first: it may be stale, but never below the current key
+            if (c < *at && c < atomicMin(at, c)) app = atomicOr(nact + v, 1u << b) == 0u;
+        }
+        const unsigned want = __ballot_sync(0xffffffffu, app);
+        if (want) {
+            const int leader = __ffs(want) - 1;
+            unsigned long long base = 0;
+            if (lane == leader) base = atomicAdd(nnext, (unsigned long long)__popc(want));
+            base = __shfl_sync(0xffffffffu, base, leader);
+            if (app) next[base + __popc(want & ((1u << lane) - 1u))] = v;
+        }
+    }
+}
+
+template <bool F, typename WT>
+__device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
+                            const WT *__restrict__ w, int unit, const int *__restrict__ front,
+                            const unsigned long long *nfp, int nb, dg_i64 *dist, unsigned *act, unsigned *nact,
+                            int *next, unsigned long long *nnext, dg_i64 *big, unsigned *bigm,
+                            unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count) {
+    const int lane = threadIdx.x & 31;
+    const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
+    const dg_i64 nf = (dg_i64)*nfp;
+    unsigned long long mine = 0;  // the relaxations of source `lane` by this warp
+    for (dg_i64 i = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < nf; i += warps) {
+        const dg_i64 u = front[i];
+        const unsigned m = act[u];
+        __syncwarp();
+        if (lane == 0) act[u] = 0u;  // read by every lane: it is the round after next's nact
+        if (!m) continue;
+        const dg_i64 beg = indptr[u], end = indptr[u + 1];
+        if ((m >> lane) & 1u) mine += (unsigned long long)(end - beg);
+        if (end - beg >= bigdeg) {
+            const dg_i64 np = (end - beg + bigdeg - 1) / bigdeg;
+            unsigned long long at = 0;
+            if (lane == 0) at = atomicAdd(nbig, (unsigned long long)np);
+            at = __shfl_sync(0xffffffffu, at, 0);
+            for (dg_i64 p = lane; p < np; p += 32) big[at + p] = u | (p << 32), bigm[at + p] = m;
+            continue;
+        }
+        dg_bk_range<F, WT>(u, m, beg, end, lane, nb, indices, w, unit, dist, nact, next, nnext);
+    }
+    if (mine) atomicAdd(count + lane, mine);
+}
+
+// The listed pieces, a block each; the block's warps split the piece's arcs.
+template <bool F, typename WT>
+__device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
+                          const WT *__restrict__ w, int unit, int nb, dg_i64 *dist, unsigned *nact, int *next,
+                          unsigned long long *nnext, const dg_i64 *__restrict__ big,
+                          const unsigned *__restrict__ bigm, const unsigned long long *nbig, dg_i64 bigdeg) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const unsigned long long total = *nbig;
+    for (unsigned long long j = blockIdx.x; j < total; j += gridDim.x) {
+        const dg_i64 e = big[j], u = e & 0xffffffffLL;
+        const dg_i64 beg = indptr[u] + (e >> 32) * bigdeg, last = indptr[u + 1];
+        const dg_i64 end = beg + bigdeg < last ? beg + bigdeg : last;
+        const dg_i64 per = (end - beg + nw - 1) / nw;
+        const dg_i64 wb = beg + warp * per, we = wb + per < end ? wb + per : end;
+        if (wb < we) dg_bk_range<F, WT>(u, bigm[j], wb, we, lane, nb, indices, w, unit, dist, nact, next, nnext);
+    }
+}
+
+#define DG_BK_ARGS(WT)                                                                                   \
+    const dg_i64 *indptr, const int *indices, const WT *w, int unit, const int *front,                  \
+        const unsigned long long *nfp, int nb, dg_i64 *dist, unsigned *act, unsigned *nact, int *next,  \
+        unsigned long long *nnext, dg_i64 *big, unsigned *bigm, unsigned long long *nbig, dg_i64 bigdeg, \
+        unsigned long long *count
+#define DG_BK_KERNELS(SFX, F, WT)                                                                       \
+    extern "C" __global__ void distgraph_bf_batch_round_##SFX(DG_BK_ARGS(WT)) {                          \
+        dg_bk_round<F, WT>(indptr, indices, w, unit, front, nfp, nb, dist, act, nact, next, nnext, big,   \
+                           bigm, nbig, bigdeg, count);                                                    \
+    }                                                                                                    \
+    extern "C" __global__ void distgraph_bf_batch_big_##SFX(DG_BK_ARGS(WT)) {                            \
+        dg_bk_big<F, WT>(indptr, indices, w, unit, nb, dist, nact, next, nnext, big, bigm, nbig, bigdeg); \
+    }
+DG_BK_KERNELS(i64, false, dg_i64)
+DG_BK_KERNELS(i32, false, int)
+DG_BK_KERNELS(f64, true, double)
+DG_BK_KERNELS(f32, true, float)

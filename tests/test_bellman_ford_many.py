@@ -192,7 +192,21 @@ class _Engine:
         if self.kind == "rounds" and max_rounds is not None and source in _Engine.deep:
             self.last_stats = {"relaxations": 3, "rounds": probe_round, "stopped": "deep"}
             return None
-        return np.full(self.graph.n, source), None, {"mode": "rounds" if self.kind == "rounds" else "async"}, None
+        pred = np.full(self.graph.n, -1) if predecessors else None
+        return np.full(self.graph.n, source), pred, {"mode": "rounds" if self.kind == "rounds" else "async"}, None
+
+    def run_batch(self, sources, outs, *, max_rounds, sink=None):
+        _Engine.log.append(("batch", self.kind, self.relabel, tuple(int(s) for s in sources), max_rounds))
+        if _Engine.batch_error is not None:
+            raise _Engine.batch_error
+        res = []
+        for s, row in zip(sources, outs):
+            if int(s) in _Engine.unsettled:
+                res.append(None)
+            else:
+                row[:] = s
+                res.append({"mode": "rounds", "batch": len(sources)})
+        return res
 
     def close(self):
         self.closed = True
@@ -208,7 +222,11 @@ def engines(monkeypatch):
     monkeypatch.setattr(gbf, "QueueSSSP", lambda *a, **k: _Engine("queue", *a, **k))
     monkeypatch.setattr(_Engine, "log", [])
     monkeypatch.setattr(_Engine, "deep", set(), raising=False)
+    monkeypatch.setattr(_Engine, "unsettled", set(), raising=False)
+    monkeypatch.setattr(_Engine, "batch_error", None, raising=False)
     monkeypatch.setattr(config, "gpu_sssp_relabel_runs", 3)
+    monkeypatch.setattr(config, "gpu_sssp_batch", 0)  # one source at a time, unless a test says so
+    monkeypatch.setattr(gbf, "_batch_fits", lambda g: True)
     return gbf
 
 
@@ -301,6 +319,115 @@ def test_gpu_backend_many_sources_reuse_one_session(engines, monkeypatch):
     r = _bellman_ford(g, [3, 1, 4, 1, 5], backend="gpu")
     assert r.distance[:, 0].tolist() == [3, 1, 4, 1, 5] and left == [(4, True), (3, True), (2, True), (1, True), (0, True)]
     assert sum(e[0] == "make" for e in _Engine.log) == 2  # the caller's ids, then renamed (4 left >= 3)
+
+
+@pytest.fixture
+def batched(engines, monkeypatch):
+    """The GPU backend with stand-in engines and batches of 3 sources."""
+    import distgraph.algorithms.bellman_ford as abf
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(abf, "_resolve_backend", lambda backend, comm: "gpu")
+    monkeypatch.setattr(config, "gpu_sssp_batch", 3)
+    return engines
+
+
+def _runs(kind):
+    return [e[3] for e in _Engine.log if e[0] == kind]
+
+
+def test_many_sources_run_in_batches(batched):
+    """Without predecessors the sources go to RoundsSSSP.run_batch 3 at a time (the last
+    batch shorter; a last single source alone), every row the source's, with the batch's
+    stats; the renaming decided before each batch by the sources left after it."""
+    g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
+    r = _bellman_ford(g, [3, 1, 4, 1, 5, 9, 2, 6], backend="gpu", mode="rounds")
+    assert r.distance[:, 0].tolist() == [3, 1, 4, 1, 5, 9, 2, 6]
+    assert _runs("batch") == [(3, 1, 4), (1, 5, 9), (2, 6)] and _runs("run") == []
+    # the first batch on the caller's ids (nothing settled yet); then 2 + 0 left: below 3
+    assert [e[2] for e in _Engine.log if e[0] == "batch"] == [None, None, None]
+    assert all(st["batch"] in (3, 2) and st["ranks"] == 1 and st["time_s"] >= 0 for st in r.stats["per_source"])
+    assert [e[4] for e in _Engine.log if e[0] == "batch"] == [10] * 3  # max_rounds: the cap, at most n
+    _Engine.log.clear()
+    _bellman_ford(g, [3, 1, 4, 1, 5, 9, 2], backend="gpu", mode="rounds")
+    assert _runs("batch") == [(3, 1, 4), (1, 5, 9)] and _runs("run") == [2]
+
+
+def test_many_sources_batch_renamed_once_settled(batched):
+    g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
+    _bellman_ford(g, list(range(9)), backend="gpu", mode="auto")
+    # batch 1 unrenamed; 3 left after batch 2 (>= 3): renamed from batch 2 on
+    assert [e[2] for e in _Engine.log if e[0] == "batch"] == [None, "degree", "degree"]
+
+
+def test_many_sources_unsettled_batch_sources_run_alone(batched):
+    """A source the batch left unsettled (a negative cycle, a deep graph) runs alone, in its
+    place; after that batch every source runs alone."""
+    _Engine.unsettled = {4}
+    g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
+    r = _bellman_ford(g, [3, 4, 1, 5, 9, 2], backend="gpu", mode="rounds")
+    assert r.distance[:, 0].tolist() == [3, 4, 1, 5, 9, 2]
+    assert _runs("batch") == [(3, 4, 1)] and _runs("run") == [4, 5, 9, 2]
+    assert [st.get("batch") for st in r.stats["per_source"]] == [3, None, 3, None, None, None]
+
+
+def test_many_sources_failing_batch_runs_each_source_alone(batched):
+    """An error in the batch (not distgraph's) warns and runs its sources alone; a
+    DistgraphError (a row's overflow) falls back silently: the single run raises its own."""
+    from distgraph.errors import DistgraphError
+
+    g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
+    _Engine.batch_error = RuntimeError("boom")
+    with pytest.warns(RuntimeWarning, match="batched GPU rounds failed .*boom"):
+        r = _bellman_ford(g, [3, 4, 1, 5], backend="gpu", mode="rounds")
+    assert r.distance[:, 0].tolist() == [3, 4, 1, 5] and _runs("run") == [3, 4, 1, 5]
+    _Engine.log.clear()
+    _Engine.batch_error = DistgraphError("overflow")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = _bellman_ford(g, [3, 4, 1, 5], backend="gpu", mode="rounds")
+    assert _runs("run") == [3, 4, 1, 5]
+
+
+@pytest.mark.parametrize("kw", [{"predecessors": True}, {"mode": "async"}])
+def test_many_sources_not_batched(batched, kw):
+    """Predecessors (and the verifier, which needs them: batch_size(True) is 0) and the queue
+    mode run each source alone."""
+    g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
+    _bellman_ford(g, [3, 4, 1, 5], backend="gpu", **kw)
+    assert _runs("batch") == [] and _runs("run") == [3, 4, 1, 5]
+
+
+def test_session_batch_size(engines, monkeypatch):
+    from mpi4py import MPI
+
+    from distgraph.runtime.config import config
+
+    g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
+    monkeypatch.setattr(config, "gpu_sssp_batch", 100)
+    with engines.Session(g, None, MPI.COMM_SELF, mode="auto") as s:
+        assert s.batch_size() == engines.BATCH_MAX == 32 and s.batch_size(True) == 0
+        s.no_batch = True
+        assert s.batch_size() == 0
+    with engines.Session(g, None, MPI.COMM_SELF, mode="async") as s:
+        assert s.batch_size() == 0
+    monkeypatch.setattr(engines, "_batch_fits", lambda g: False)
+    with engines.Session(g, None, MPI.COMM_SELF, mode="rounds") as s:
+        assert s.batch_size() == 0
+    for k in (0, 1):
+        monkeypatch.setattr(config, "gpu_sssp_batch", k)
+        monkeypatch.setattr(engines, "_batch_fits", lambda g: True)
+        with engines.Session(g, None, MPI.COMM_SELF, mode="rounds") as s:
+            assert s.batch_size() == 0
+
+
+def test_batch_bytes():
+    from distgraph.backends.gpu.bellman_ford import BATCH_BIG_DEGREE, RoundsSSSP
+
+    assert RoundsSSSP.batch_bytes(1000, 256 * 10) == 1000 * (8 * 32 + 16) + (2 * 10 + 2) * 12
+    assert BATCH_BIG_DEGREE == 256
 
 
 # --------------------------------------------------------------------------- the CLI

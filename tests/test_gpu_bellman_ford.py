@@ -577,3 +577,102 @@ def test_many_sources_large_rows_through_the_sink():
         r = bellman_ford(gg, srcs, backend="gpu")
         for i in (0, 3, 5):
             np.testing.assert_array_equal(r.distance[i], bellman_ford(gg, srcs[i], backend="gpu").distance)
+
+
+# --------------------------------------------------------------------------- batched rounds
+def _batched(g, srcs, **kw):
+    """bellman_ford(g, srcs) on the GPU without predecessors (batched rounds) and the CPU
+    backend's rows; asserts they are equal and returns the GPU result."""
+    r = bellman_ford(g, srcs, backend="gpu", **kw)
+    ref = bellman_ford(g, srcs, backend="cpu")
+    assert r.distance.dtype == ref.distance.dtype
+    np.testing.assert_array_equal(r.distance, ref.distance)
+    return r
+
+
+@pytest.mark.parametrize("directed", [True, False])
+@pytest.mark.parametrize("mode", ["auto", "rounds"])
+def test_batched_rounds_equal_cpu(mode, directed):
+    """RoundsSSSP.run_batch: 40 sources (a batch of 32, one of 8) of Kronecker 11 with shifted
+    (negative) weights in every dtype and unweighted, directed and undirected (the hub, an
+    isolated vertex, repeats), equal to the CPU backend; the per-source stats say which batch."""
+    base = potential_shift(uniform_weights(kronecker(11, seed=4, directed=directed), seed=4), seed=3)
+    deg = np.diff(base.indptr)
+    rng = np.random.default_rng(7)
+    srcs = [int(np.argmax(deg)), int(np.flatnonzero(deg == 0)[0]) if (deg == 0).any() else 1, 5, 5]
+    srcs += [int(x) for x in rng.integers(0, base.n, 36)]
+    for dtype in DTYPES + [None]:
+        if dtype is None:
+            g = Graph(base.indptr, base.indices, None, directed=base.directed)
+        elif np.dtype(dtype).kind == "i":
+            g = Graph(base.indptr, base.indices, base.weights.astype(dtype), directed=base.directed)
+        else:
+            g = Graph(base.indptr, base.indices, (base.weights / 4).astype(dtype), directed=base.directed)
+        r = _batched(g, srcs, mode=mode)
+        per = r.stats["per_source"]
+        assert [st.get("batch") for st in per] == [32] * 32 + [8] * 8, (dtype, [st.get("batch") for st in per])
+        assert all(st["relaxations"] >= 0 for st in per) and per[0]["relaxations"] > 0
+
+
+def test_batched_rounds_hubs_in_pieces():
+    """A vertex of 20000 arcs (pieces of BATCH_BIG_DEGREE, a block each) among sources whose
+    masks differ (the hub reached from some sources in round 1, from others later), and a
+    batch of 5 sources (not a power of two: 6 arcs per warp step for a full mask)."""
+    rng = np.random.default_rng(3)
+    n = 30000
+    hub = np.zeros(20000, np.int64)
+    src = np.concatenate([hub, rng.integers(0, n, 60000)])
+    dst = np.concatenate([rng.integers(0, n, 20000), rng.integers(0, n, 60000)])
+    w = rng.integers(-3, 50, src.size).astype(np.int64)
+    g = Graph.from_edges(src, dst, np.abs(w), n=n)
+    srcs = [0, 1, 2, 3, 4, 0, 17, 999] + [int(x) for x in rng.integers(0, n, 30)]
+    _batched(g, srcs)
+    _batched(g, srcs[:5])
+    # negative weights without a negative cycle: a potential shift
+    gs = potential_shift(g, seed=5)
+    _batched(gs, srcs)
+
+
+def test_batched_rounds_renamed_after_the_first_batch(monkeypatch):
+    """The first batch on the caller's ids (nothing settled yet), the later ones renamed by
+    degree (70 sources, threshold 3): the same rows."""
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(config, "gpu_sssp_relabel_runs", 3)
+    g = potential_shift(uniform_weights(kronecker(12, seed=6), seed=6), seed=4)
+    srcs = [int(x) for x in np.random.default_rng(1).integers(0, g.n, 70)]
+    r = _batched(g, srcs)
+    per = r.stats["per_source"]
+    assert [st.get("relabel") for st in per] == [None] * 32 + ["degree"] * 38
+    assert [st.get("batch") for st in per] == [32] * 64 + [6] * 6
+
+
+def test_batched_rounds_negative_cycle_and_deep_graph_fall_back(data_dir):
+    """Sources that reach a negative cycle leave the batch unsettled: they run alone, which
+    names the first (the rows of the others before it come from the batch); on road-NY (deep:
+    not settled in 64 rounds) the batch's sources run alone (the queue kernel)."""
+    g = Graph.from_edges([0, 0, 1, 2, 4, 5, 6], [1, 2, 3, 1, 5, 6, 5], np.array([4, 1, 2, -2, 3, 1, -2]), n=8)
+    with pytest.raises(NegativeCycleError) as ei:
+        bellman_ford(g, [0, 2, 7, 4, 5, 1], backend="gpu")
+    assert ei.value.source == 4 and sorted(ei.value.cycle) == [5, 6]
+    r = _batched(g, [0, 2, 7, 1, 3])
+    assert all(st.get("batch") == 5 for st in r.stats["per_source"])
+    road = potential_shift(_read(data_dir, "road-NY.gr.xz"), seed=1)
+    r = _batched(road, [0, 1000, 200000, 5])
+    per = r.stats["per_source"]
+    assert all("batch" not in st and st["auto"]["chose"] == "async" for st in per), per
+
+
+def test_batched_rounds_int32_overflow_raises_as_a_single_run():
+    """int32 rows whose distances pass int32's range: the batch's conversion raises, and the
+    source run alone raises the same error (GraphValueError naming int64 weights)."""
+    from distgraph.errors import GraphValueError
+
+    n = 6
+    w = np.full(n - 1, 2 ** 30, np.int32)
+    g = Graph.from_edges(np.arange(n - 1), np.arange(1, n), w, n=n)
+    with pytest.raises(GraphValueError, match="overflow"):
+        bellman_ford(g, [0, 1, 2], backend="gpu")
+    r = bellman_ford(g, [4, 5, 4], backend="gpu")
+    top = np.iinfo(np.int32).max
+    assert r.distance[0].tolist() == [top] * 4 + [0, 2 ** 30] and r.stats["per_source"][0]["batch"] == 3

@@ -555,22 +555,55 @@ class BellmanFord:
         # not need those, converted to the row's int32 / float32 on the device
         direct = self.backend == "gpu" and (self.w is None or self.w.dtype.itemsize == 8
                                             or not (predecessors or verify))
+        mine = list(mine)
         with Progress(total=len(mine), desc="sssp sources", rank=rank, enabled=progress) as bar:
-            for j, i in enumerate(mine):
-                try:
-                    r = self._run(int(src[i]), predecessors, verify, run_comm, scope, len(mine) - 1 - j + after,
-                                  out=dist[i] if direct else None)
-                except Exception as e:  # noqa: BLE001 - raised on every rank below
-                    if split != "sources":
-                        raise  # raised on every rank together (the run is collective)
-                    fail = (i, e)
-                    break
-                if not np.shares_memory(r.distance, dist[i]):  # else filled by the GPU rounds (see _flush)
-                    dist[i] = r.distance
-                if predecessors:
-                    pred[i] = r.predecessor
-                per[i] = r.stats
-                bar.update()
+            j = 0
+            while j < len(mine) and fail is None:
+                # several sources' rounds together when the GPU session can (one rank per
+                # source, no predecessors); a source they left unsettled runs alone below
+                nb = self._session(scope, run_comm, 0).batch_size(predecessors or verify) \
+                    if direct and self.backend == "gpu" and run_comm.Get_size() == 1 else 0
+                chunk = mine[j:j + nb] if nb > 1 and len(mine) - j > 1 else mine[j:j + 1]
+                done = [None] * len(chunk)
+                if len(chunk) > 1:
+                    t1 = time.perf_counter()
+                    session = self._sessions[scope]
+                    try:
+                        done = session.run_batch(src[chunk], [dist[i] for i in chunk],
+                                                 runs_left=len(mine) - j - len(chunk) + after)
+                    except Exception as e:  # noqa: BLE001 - each source again alone, which raises its own error
+                        import warnings
+
+                        from ..errors import DistgraphError
+
+                        if not isinstance(e, DistgraphError):  # e.g. a row's overflow: the single run's
+                            warnings.warn(f"bellman_ford: the batched GPU rounds failed ({type(e).__name__}: {e}); "
+                                          "running the sources one at a time", RuntimeWarning, stacklevel=2)
+                        session.no_batch = True
+                        done = [None] * len(chunk)
+                    for i, st in zip(chunk, done):
+                        if st is not None:
+                            st.update(time_s=(time.perf_counter() - t1) / len(chunk), ranks=1)
+                            per[i] = st
+                            bar.update()
+                for c, i in enumerate(chunk):
+                    if done[c] is not None:
+                        continue
+                    try:
+                        r = self._run(int(src[i]), predecessors, verify, run_comm, scope,
+                                      len(mine) - 1 - (j + c) + after, out=dist[i] if direct else None)
+                    except Exception as e:  # noqa: BLE001 - raised on every rank below
+                        if split != "sources":
+                            raise  # raised on every rank together (the run is collective)
+                        fail = (i, e)
+                        break
+                    if not np.shares_memory(r.distance, dist[i]):  # else filled by the GPU rounds (see _flush)
+                        dist[i] = r.distance
+                    if predecessors:
+                        pred[i] = r.predecessor
+                    per[i] = r.stats
+                    bar.update()
+                j += len(chunk)
         if split == "sources":
             try:
                 self._flush()

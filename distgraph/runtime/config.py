@@ -166,6 +166,11 @@ class Config:
     #: many runs are left (on one H200 the renaming's set-up was 245-423 sources' gain on
     #: Kronecker 20-22, benchmarks/results/session19/); 0: never.
     gpu_sssp_relabel_runs: int = 512
+    #: The GPU Bellman-Ford from many sources on one rank (``bellman_ford(graph, sources)``
+    #: without predecessors, rounds or auto mode): this many sources' rounds run together, each
+    #: arc read relaxing all of them (``RoundsSSSP.run_batch``, at most 32); 0 or 1: one source
+    #: at a time.
+    gpu_sssp_batch: int = 32
 
 
 def _convert(name: str, typ, raw: str):

@@ -1274,6 +1274,11 @@ def _round_loop(cp, relax, n, source, inf, dt, lo, hi, *, bound, track_pred, max
     return dist, pred, info
 
 
+#: Most sources RoundsSSSP.run_batch runs together (a bit each in a vertex's 32-bit mask).
+BATCH_MAX = 32
+#: The batched rounds' hubs: vertices of this many arcs or more, relaxed in pieces of as many
+#: arcs, a block each (each arc is up to 32 relaxations there).
+BATCH_BIG_DEGREE = 256
 BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more, relaxed in pieces of as many
 #                    arcs by a block each (kernels/bf_rounds.cu)
 
@@ -1960,7 +1965,7 @@ class RoundsSSSP:
     def close(self):
         """Free the exchange's symmetric arrays (collective on several PEs) and the pinned
         buffer of :func:`_to_host`."""
-        self._stage = None
+        self._stage = self._batch = None
         if self.exchange is not None:
             self.exchange.close()
             self.exchange = None
@@ -2105,6 +2110,127 @@ class RoundsSSSP:
         return d, p, stats, None
 
 
+    def run_batch(self, sources, outs, *, max_rounds, sink=None):
+        """Distances from several sources at once (at most :data:`BATCH_MAX`; one PE, the
+        kernel engine): the batched round kernels of ``kernels/bf_rounds.cu`` keep each
+        vertex's distances from all the sources side by side, so one read of an arc relaxes it
+        for every source that needs it. ``outs[b]``: a host row of n items (the work dtype, or
+        its int32 / float32) that receives ``sources[b]``'s distances if its rounds settle
+        within ``max_rounds`` rounds, through ``sink`` (a :class:`_RowSink`: read the rows
+        after its flush) or, without one, at once. Returns a list: each source's stats, or None
+        where its rounds had not settled (a negative cycle, or a graph deeper than
+        ``max_rounds``: the caller runs that source alone, which finds the cycle or goes on).
+        No predecessors, no negative-cycle bound: the rounds stop when no distance changed."""
+        from ..cpu.bellman_ford import to_output_dtype
+        from .loader import get_module
+
+        cp, n = self.cp, self.graph.n
+        src = np.asarray(sources, dtype=np.int64).reshape(-1)
+        nb = int(src.size)
+        assert 1 <= nb <= BATCH_MAX and len(outs) == nb, (nb, len(outs))
+        assert not self.distributed and self.engine == "kernel" and self.block.lo == 0 and self.block.hi == n
+        t0 = time.perf_counter()
+        block = self.block
+        st = self._batch_arrays(nb)
+        renamed = self.new_id is not None
+        ids = self.new_id[src] if renamed else src  # the rounds' ids of the sources
+        inf = int(np.float64(np.inf).view(np.int64)) if block.isf else np.iinfo(np.int64).max
+        dist = st["dist"][:n * nb]
+        dist.fill(inf)
+        act, nact, front, nxt, cnt = st["act"], st["nact"], st["front"], st["next"], st["cnt"]
+        cnt.fill(0)
+        st["count"].fill(0)
+        uniq, inv = np.unique(ids, return_inverse=True)
+        masks = np.zeros(uniq.size, np.uint32)
+        np.bitwise_or.at(masks, inv.reshape(-1), (np.uint32(1) << np.arange(nb, dtype=np.uint32)))
+        d_ids = cp.asarray(ids)
+        dist[d_ids * nb + cp.arange(nb)] = 0  # the key of 0 (and of 0.0)
+        act[cp.asarray(uniq)] = cp.asarray(masks)
+        front[:uniq.size] = cp.asarray(uniq, dtype=cp.int32)
+        cnt[0] = uniq.size
+        mod = get_module("bf_rounds")
+        fn = mod.get_function(f"distgraph_bf_batch_round_{block.suffix}")
+        fn_big = mod.get_function(f"distgraph_bf_batch_big_{block.suffix}")
+        sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+        unit = block.w is None
+        w = block.indptr if unit else block.w  # unit weights: a placeholder pointer, never read
+        hubs = block.max_degree() >= BATCH_BIG_DEGREE
+        nf, rounds = uniq.size, 0
+        while nf and rounds < max_rounds:
+            a, b = rounds & 1, (rounds & 1) ^ 1
+            cnt[b:b + 1].fill(0)
+            st["nbig"].fill(0)
+            args = (block.indptr, block.indices, w, np.int32(unit), front, cnt[a:a + 1], np.int32(nb), dist, act,
+                    nact, nxt, cnt[b:b + 1], st["big"], st["bigm"], st["nbig"], np.int64(BATCH_BIG_DEGREE),
+                    st["count"])
+            fn((int(min(-(-nf // 8), 32 * sms)),), (256,), args)  # a warp per frontier vertex, 8 per block
+            if hubs:
+                fn_big((4 * sms,), (256,), args)  # a block per piece of a hub's arcs
+            nf = int(cnt[b].get())
+            front, nxt, act, nact = nxt, front, nact, act
+            rounds += 1
+        left = 0  # the sources some frontier vertex still holds: not settled
+        if nf:
+            left = int(np.bitwise_or.reduce(act[front[:nf].astype(cp.int64)].get()))
+            st["act"].fill(0)
+            st["nact"].fill(0)
+        counts = st["count"].get()
+        cp.cuda.Device().synchronize()
+        t_run = time.perf_counter() - t0
+        view = dist.reshape(n, nb)
+        out_stats = []
+        t1 = time.perf_counter()
+        for j in range(nb):
+            if (left >> j) & 1:
+                out_stats.append(None)
+                continue
+            col = view[:, j]
+            dev = col[self.d_new_id] if renamed else cp.ascontiguousarray(col)
+            if block.isf:  # keys back to doubles
+                dev = cp.where(dev < 0, dev ^ _FLIP, dev).view(cp.float64)
+            row = outs[j]
+            if row.dtype != dev.dtype:
+                dev = to_output_dtype(dev, row.dtype, xp=cp)
+            if sink is not None:
+                sink.put(dev, row)
+            else:
+                _to_host(dev, self, out=row)
+            out_stats.append({"mode": "rounds", "backend": "gpu", "engine": "kernel", "order": "async",
+                              "batch": nb, "rounds": rounds, "relaxations": int(counts[j]),
+                              "distributed": False, "exchange": None, "tails_rerun": False,
+                              "relabel": self.relabel, "time_setup_s": self.setup_s, "time_run_s": t_run / nb,
+                              "time_batch_run_s": t_run})
+            if renamed:
+                out_stats[-1]["time_relabel_s"] = self.relabel_s
+        t_out = time.perf_counter() - t1
+        for x in out_stats:
+            if x is not None:
+                x["time_d2h_s"] = t_out / nb
+        self.last_batch = {"sources": nb, "rounds": rounds, "unsettled": bin(left).count("1"),
+                           "relaxations": int(counts[:nb].sum()), "time_run_s": t_run, "time_out_s": t_out}
+        return out_stats
+
+    def _batch_arrays(self, nb):
+        """The batched rounds' device arrays, kept for the next batch (the distances for
+        :data:`BATCH_MAX` sources, n * 256 bytes)."""
+        st = getattr(self, "_batch", None)
+        if st is None:
+            cp, n, m = self.cp, self.graph.n, int(self.block.indices.shape[0])
+            cap = 2 * (m // BATCH_BIG_DEGREE) + 2  # pieces of a round's hubs (see rounds_kernel's big)
+            st = self._batch = {
+                "dist": cp.empty(n * BATCH_MAX, cp.int64), "act": cp.zeros(max(n, 1), cp.uint32),
+                "nact": cp.zeros(max(n, 1), cp.uint32), "front": cp.empty(max(n, 1), cp.int32),
+                "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(2, cp.uint64),
+                "nbig": cp.zeros(1, cp.uint64), "big": cp.empty(cap, cp.int64), "bigm": cp.empty(cap, cp.uint32),
+                "count": cp.zeros(32, cp.uint64)}
+        return st
+
+    @staticmethod
+    def batch_bytes(n, m):
+        """Device bytes :meth:`run_batch` allocates for a graph of n vertices and m arcs."""
+        return n * (8 * BATCH_MAX + 16) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
+
+
 def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
     """:class:`RoundsSSSP` for one source (collective; its exchange freed after)."""
     with Session(graph, weights, comm, mode="rounds") as s:
@@ -2123,6 +2249,15 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
     with Session(graph, weights, comm, mode="auto", queue=queue, remote=remote, delta=delta,
                  max_rounds=max_rounds) as s:
         return s.run(source, confirm, predecessors)
+
+
+def _batch_fits(graph) -> bool:
+    """Whether the batched rounds' arrays (:meth:`RoundsSSSP.batch_bytes`) take at most half
+    the device's free memory (else the sources run one at a time)."""
+    from .loader import import_cupy
+
+    free = import_cupy().cuda.runtime.memGetInfo()[0]
+    return RoundsSSSP.batch_bytes(graph.n, graph.m) <= free // 2
 
 
 class Session:
@@ -2167,6 +2302,8 @@ class Session:
         self.sink = None  # the rows the rounds fill in the background (run's defer)
         self.sticky = None  # auto: the stats of the first run the rounds left to the queue kernel
         self.settled = False  # some run settled in the rounds (renaming by degree may pay off)
+        self.no_batch = False  # a batch left a source unsettled: one source at a time from then on
+        self._batch_fits = None  # the batched rounds' arrays fit in half the free device memory
 
     def __enter__(self):
         return self
@@ -2218,6 +2355,40 @@ class Session:
             self.queue = QueueSSSP(self.graph, self.w, self.comm, queue=self.queue_kind, remote=self.remote,
                                    delta=self.delta, block=block)
         return self.queue
+
+    def batch_size(self, predecessors=False):
+        """How many sources :meth:`run_batch` takes at once now: 0 when it would not run
+        (predecessors, the queue mode, a deep graph or a batch that left a source unsettled,
+        several PEs per source, ``config.gpu_sssp_batch`` under 2, or too little device memory
+        for the batch's arrays)."""
+        from ...runtime.config import config
+
+        k = min(int(config.gpu_sssp_batch), BATCH_MAX)
+        if k < 2 or predecessors or self.mode == "async" or self.sticky is not None or self.no_batch \
+                or self.comm.Get_size() > 1:
+            return 0
+        if self._batch_fits is None:
+            self._batch_fits = _batch_fits(self.graph)
+        return k if self._batch_fits else 0
+
+    def run_batch(self, sources, outs, runs_left=0):
+        """Distances from ``sources`` (at most :meth:`batch_size`) at once
+        (:meth:`RoundsSSSP.run_batch`) into the host rows ``outs``, filled in the background
+        (read them after :meth:`flush`). Returns each source's stats, or None for a source
+        whose rounds had not settled within ``max_rounds`` (the caller runs it by :meth:`run`);
+        after such a batch the session runs one source at a time."""
+        if self.sink is None:
+            self.sink = _RowSink(threads=4 if self.job_ranks == 1 else 1)
+        r = self._rounds(runs_left)
+        res = r.run_batch(sources, outs, max_rounds=min(self.cap, self.graph.n), sink=self.sink)
+        if any(x is None for x in res):
+            self.no_batch = True  # a negative cycle or a deep graph: the single runs see to it
+        if any(x is not None for x in res):
+            self.settled = True
+        for x in res:
+            if x is not None and self.mode == "auto":
+                x["auto"] = {"max_rounds": self.cap, "chose": "rounds"}
+        return res
 
     def run(self, source, confirm, predecessors=False, runs_left=0, out=None, defer=False):
         """``(dist, pred, stats, cycle)`` from ``source``; ``runs_left``: the runs the caller
