@@ -6,6 +6,8 @@ the result), side by side, on the same graph and sources in the same run, with
 * ``norename``: the same call with ``BellmanFord(relabel="none")`` (the renaming's share);
 * ``nobatch``: the same call one source at a time (``DISTGRAPH_GPU_SSSP_BATCH=0``: session
   19's path; the default runs up to 32 sources' rounds together, ``RoundsSSSP.run_batch``);
+  ``bK`` (``b8``, ``b16``): batches of K sources; ``noskip``: the batched rounds without
+  skipping sources already relaxed from their key (``BATCH_SKIP = False``);
 * ``loop``: ``bellman_ford(graph, s)`` called once per source (the first ``--loop`` sources;
   what a user of the single-source API pays: the upload every time);
 * ``scipy``: ``scipy.sparse.csgraph.dijkstra(A, indices=...)`` (uniform weights) or
@@ -107,6 +109,7 @@ def main():
     from distgraph.generators import kronecker, uniform_weights
 
     rows = set(args.rows.split(","))
+    variants = [x for x in args.rows.split(",") if x in ("nobatch", "noskip") or (x[:1] == "b" and x[1:].isdigit())]
     out_dir = Path(args.outdir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path_out = out_dir / (f"sssp_many_{args.label}.json" if args.label else "sssp_many.json")
@@ -143,20 +146,26 @@ def main():
                 row["many"] = {"time_s": t, "per_source_ms": 1e3 * t / k, **_stats(r)}
                 print(f"  many: {t:.3f} s, {1e3 * t / k:.3f} ms per source {row['many']['modes']}", flush=True)
                 del r
-            if "nobatch" in rows:
+            for name in variants:  # the same call with one setting changed
+                from distgraph.backends.gpu import bellman_ford as gbf
                 from distgraph.runtime.config import config
 
-                before = config.gpu_sssp_batch
-                config.gpu_sssp_batch = 0
+                batch, skip = config.gpu_sssp_batch, getattr(gbf, "BATCH_SKIP", None)
+                if name == "nobatch":
+                    config.gpu_sssp_batch = 0
+                elif name == "noskip":
+                    gbf.BATCH_SKIP = False
+                else:  # bK
+                    config.gpu_sssp_batch = int(name[1:])
                 try:
                     t0 = time.perf_counter()
                     r = bellman_ford(g, srcs, backend=args.backend)
                     t = time.perf_counter() - t0
                 finally:
-                    config.gpu_sssp_batch = before
-                row["nobatch"] = {"time_s": t, "per_source_ms": 1e3 * t / k, **_stats(r),
-                                  "same_as_many": None if ref is None else _equal(r.distance, ref)}
-                print(f"  nobatch: {t:.3f} s, {1e3 * t / k:.3f} ms per source", flush=True)
+                    config.gpu_sssp_batch, gbf.BATCH_SKIP = batch, skip
+                row[name] = {"time_s": t, "per_source_ms": 1e3 * t / k, **_stats(r),
+                             "same_as_many": None if ref is None else _equal(r.distance, ref)}
+                print(f"  {name}: {t:.3f} s, {1e3 * t / k:.3f} ms per source", flush=True)
                 del r
             if "norename" in rows:
                 t0 = time.perf_counter()
@@ -202,7 +211,7 @@ def main():
             m = row.get("many", {}).get("per_source_ms")
             if m:
                 row["speedup_many_over"] = {key: row[key]["per_source_ms"] / m for key in
-                                            ("nobatch", "norename", "loop", "scipy", "cpu")
+                                            tuple(variants) + ("norename", "loop", "scipy", "cpu")
                                             if isinstance(row.get(key), dict) and "per_source_ms" in row[key]}
                 print(f"  many is faster by {row['speedup_many_over']}", flush=True)
             res["runs"].append(row)

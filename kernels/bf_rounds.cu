@@ -318,7 +318,10 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 // every value read is a walk's weight, at most the Jacobi round's (the same distances; a
 // change made during the round sets the vertex's bit for the next round). A frontier vertex's
 // act is zeroed as it is read (the array is the round after next's nact). count[b] (b < 32):
-// source b's relaxations, added once per warp.
+// source b's relaxations, added once per warp. rel (n * nb keys, or null: off) keeps the key
+// each (vertex, source) had when its arcs were last relaxed: a frontier vertex's source whose
+// key is still that one is dropped from its mask (its arcs gave all they can; as RoundsSSSP's
+// asynchronous rounds do for one source). rel must start as the key of +inf.
 //
 // Within a warp, the lanes are dealt over (arc, source) pairs of a vertex u with p sources in
 // its mask: 32 / p arcs at once, p lanes each (the p lanes of one arc read its head's p keys
@@ -363,16 +366,25 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                             const WT *__restrict__ w, int unit, const int *__restrict__ front,
                             const unsigned long long *nfp, int nb, dg_i64 *dist, unsigned *act, unsigned *nact,
                             int *next, unsigned long long *nnext, dg_i64 *big, unsigned *bigm,
-                            unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count) {
+                            unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count, dg_i64 *rel) {
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nf = (dg_i64)*nfp;
     unsigned long long mine = 0;  // the relaxations of source `lane` by this warp
     for (dg_i64 i = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < nf; i += warps) {
         const dg_i64 u = front[i];
-        const unsigned m = act[u];
+        unsigned m = act[u];
         __syncwarp();
         if (lane == 0) act[u] = 0u;  // read by every lane: it is the round after next's nact
+        if (rel && m) {  // lane b: source b's key at u, skipped if u's arcs were relaxed from it already
+            bool live = false;
+            if ((m >> lane) & 1u) {
+                const dg_i64 x = __ldcg(dist + u * nb + lane);
+                live = x != rel[u * nb + lane];
+                if (live) rel[u * nb + lane] = x;
+            }
+            m = __ballot_sync(0xffffffffu, live);
+        }
         if (!m) continue;
         const dg_i64 beg = indptr[u], end = indptr[u + 1];
         if ((m >> lane) & 1u) mine += (unsigned long long)(end - beg);
@@ -411,11 +423,11 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
     const dg_i64 *indptr, const int *indices, const WT *w, int unit, const int *front,                  \
         const unsigned long long *nfp, int nb, dg_i64 *dist, unsigned *act, unsigned *nact, int *next,  \
         unsigned long long *nnext, dg_i64 *big, unsigned *bigm, unsigned long long *nbig, dg_i64 bigdeg, \
-        unsigned long long *count
+        unsigned long long *count, dg_i64 *rel
 #define DG_BK_KERNELS(SFX, F, WT)                                                                       \
     extern "C" __global__ void distgraph_bf_batch_round_##SFX(DG_BK_ARGS(WT)) {                          \
         dg_bk_round<F, WT>(indptr, indices, w, unit, front, nfp, nb, dist, act, nact, next, nnext, big,   \
-                           bigm, nbig, bigdeg, count);                                                    \
+                           bigm, nbig, bigdeg, count, rel);                                               \
     }                                                                                                    \
     extern "C" __global__ void distgraph_bf_batch_big_##SFX(DG_BK_ARGS(WT)) {                            \
         dg_bk_big<F, WT>(indptr, indices, w, unit, nb, dist, nact, next, nnext, big, bigm, nbig, bigdeg); \

@@ -426,7 +426,7 @@ def test_session_batch_size(engines, monkeypatch):
 def test_batch_bytes():
     from distgraph.backends.gpu.bellman_ford import BATCH_BIG_DEGREE, RoundsSSSP
 
-    assert RoundsSSSP.batch_bytes(1000, 256 * 10) == 1000 * (8 * 32 + 16) + (2 * 10 + 2) * 12
+    assert RoundsSSSP.batch_bytes(1000, 256 * 10) == 1000 * (2 * 8 * 32 + 16) + (2 * 10 + 2) * 12
     assert BATCH_BIG_DEGREE == 256
 
 
@@ -684,3 +684,27 @@ def test_row_sink_fills_every_row_through_two_pinned_buffers(monkeypatch, thread
         sink.flush()
     sink.close()
     assert len(parts) == 2 * sink.threads  # a part per thread (as many as there are CPUs, at most `threads`)
+
+
+def test_row_sink_buffers_in_turn_within_max_bytes(monkeypatch):
+    """_RowSink(buffers=k): the rows go to k pinned buffers in turn (a batch's rows copied out
+    while the next batch runs), as many as fit in max_bytes for the row's size, two at least."""
+    import sys
+
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    made = []
+
+    def pinned(n, dt):
+        made.append(n)
+        return np.empty(n, dt)
+
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=pinned))
+    for max_bytes, want in ((1 << 30, 5), (3 * 800, 3), (100, 2)):
+        made.clear()
+        sink = gbf._RowSink(threads=2, buffers=5, max_bytes=max_bytes)
+        rows = np.zeros((7, 100), np.int64)
+        for i in range(7):
+            sink.put(np.full(100, i, np.int64).view(_Dev), rows[i])
+        sink.close()
+        assert rows[:, 0].tolist() == list(range(7)) and len(made) == want, (max_bytes, made)

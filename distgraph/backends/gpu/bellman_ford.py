@@ -516,17 +516,23 @@ def _to_host(a, holder, out=None):
 
 class _RowSink:
     """Host rows filled while the GPU goes on (``bellman_ford(graph, sources)`` without
-    predecessors): :meth:`put` copies a device vector into one of two pinned buffers (the fast
-    copy; on one H200 the gather to the caller's ids, the narrowing to int32 and this copy took
-    1.0 ms a source on Kronecker 22's 16 MB rows, benchmarks/results/session19/) and hands the
-    copy from there into the caller's row to up to ``threads`` threads (a part each; NumPy drops
-    the GIL), which also fault the row's pages in; the next source's rounds run meanwhile. A
-    buffer is reused once its last row is done. :meth:`flush` waits for every row (and raises a
-    thread's error); :meth:`close` too, then frees the threads and buffers."""
+    predecessors): :meth:`put` copies a device vector into one of ``buffers`` pinned buffers
+    (the fast copy; on one H200 the gather to the caller's ids, the narrowing to int32 and this
+    copy took 1.0 ms a source on Kronecker 22's 16 MB rows, benchmarks/results/session19/) and
+    hands the copy from there into the caller's row to up to ``threads`` threads (a part each;
+    NumPy drops the GIL), which also fault the row's pages in; the next source's rounds run
+    meanwhile. Buffers are used in turn, and one is reused once its last row is done: a batch of
+    sources' rows (:meth:`RoundsSSSP.run_batch`) needs a buffer each, or the puts wait for the
+    host's copies instead of the next batch's rounds running beside them; the buffers beyond two
+    are made only while all of them together stay within ``max_bytes``. :meth:`flush` waits for
+    every row (and raises a thread's error); :meth:`close` too, then frees the threads and
+    buffers."""
 
-    def __init__(self, threads=4):
+    def __init__(self, threads=4, buffers=2, max_bytes=1 << 30):
         self.threads = max(1, min(int(threads), _cpus()))
-        self._bufs, self._jobs, self._next, self._pool = [None, None], [[], []], 0, None
+        self.max_bytes = int(max_bytes)
+        k = max(2, int(buffers))
+        self._bufs, self._jobs, self._next, self._pool = [None] * k, [[] for _ in range(k)], 0, None
         self.wait_s = 0.0  # how long put() waited for a buffer's previous row
 
     def _wait(self, j):
@@ -543,12 +549,16 @@ class _RowSink:
 
         import cupyx
 
-        j, self._next = self._next, self._next ^ 1
-        self._wait(j)
         flat = dev.reshape(-1)
         nb = int(flat.nbytes)
+        # the buffers in use: all those within max_bytes for rows of this size, two at least
+        k = max(2, min(len(self._bufs), self.max_bytes // max(nb, 1)))
+        j = self._next % k
+        self._next = j + 1
+        self._wait(j)
         buf = self._bufs[j]
         if buf is None or buf.nbytes < nb:
+            buf = self._bufs[j] = None  # the old one freed first
             buf = self._bufs[j] = cupyx.empty_pinned(max(nb, 1), np.uint8)
         view = buf[:nb].view(flat.dtype)
         flat.get(out=view)  # waits for the GPU
@@ -556,12 +566,12 @@ class _RowSink:
         assert dst.shape == view.shape and dst.dtype == view.dtype, (dst.shape, dst.dtype, view.shape, view.dtype)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.threads)
-        k = max(1, min(self.threads, nb >> 22))  # a part of 4 MB at least
-        cuts = np.linspace(0, dst.shape[0], k + 1).astype(np.int64)
+        parts = max(1, min(self.threads, nb >> 22))  # a part of 4 MB at least
+        cuts = np.linspace(0, dst.shape[0], parts + 1).astype(np.int64)
         self._jobs[j] = [self._pool.submit(np.copyto, dst[a:b], view[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
 
     def flush(self):
-        for j in (0, 1):
+        for j in range(len(self._bufs)):
             self._wait(j)
 
     def close(self):
@@ -570,7 +580,7 @@ class _RowSink:
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
-            self._pool, self._bufs = None, [None, None]
+            self._pool, self._bufs = None, [None] * len(self._bufs)
 
 
 def _finish_device(block, graph, w, comm, part, source, dist_local, predecessors, whole=False, renamed=None):
@@ -1279,6 +1289,10 @@ BATCH_MAX = 32
 #: The batched rounds' hubs: vertices of this many arcs or more, relaxed in pieces of as many
 #: arcs, a block each (each arc is up to 32 relaxations there).
 BATCH_BIG_DEGREE = 256
+#: The batched rounds skip a frontier vertex's source whose arcs were relaxed from its current
+#: key already (kernels/bf_rounds.cu's rel; False: every bit of the mask relaxed, n * 256 bytes
+#: less device memory).
+BATCH_SKIP = True
 BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more, relaxed in pieces of as many
 #                    arcs by a block each (kernels/bf_rounds.cu)
 
@@ -2137,6 +2151,9 @@ class RoundsSSSP:
         inf = int(np.float64(np.inf).view(np.int64)) if block.isf else np.iinfo(np.int64).max
         dist = st["dist"][:n * nb]
         dist.fill(inf)
+        rel = st["rel"][:n * nb] if BATCH_SKIP else None
+        if rel is not None:
+            rel.fill(inf)
         act, nact, front, nxt, cnt = st["act"], st["nact"], st["front"], st["next"], st["cnt"]
         cnt.fill(0)
         st["count"].fill(0)
@@ -2162,7 +2179,7 @@ class RoundsSSSP:
             st["nbig"].fill(0)
             args = (block.indptr, block.indices, w, np.int32(unit), front, cnt[a:a + 1], np.int32(nb), dist, act,
                     nact, nxt, cnt[b:b + 1], st["big"], st["bigm"], st["nbig"], np.int64(BATCH_BIG_DEGREE),
-                    st["count"])
+                    st["count"], np.uint64(0) if rel is None else rel)
             fn((int(min(-(-nf // 8), 32 * sms)),), (256,), args)  # a warp per frontier vertex, 8 per block
             if hubs:
                 fn_big((4 * sms,), (256,), args)  # a block per piece of a hub's arcs
@@ -2212,7 +2229,8 @@ class RoundsSSSP:
 
     def _batch_arrays(self, nb):
         """The batched rounds' device arrays, kept for the next batch (the distances for
-        :data:`BATCH_MAX` sources, n * 256 bytes)."""
+        :data:`BATCH_MAX` sources and, with :data:`BATCH_SKIP`, the keys their arcs were last
+        relaxed from: n * 512 bytes)."""
         st = getattr(self, "_batch", None)
         if st is None:
             cp, n, m = self.cp, self.graph.n, int(self.block.indices.shape[0])
@@ -2222,13 +2240,14 @@ class RoundsSSSP:
                 "nact": cp.zeros(max(n, 1), cp.uint32), "front": cp.empty(max(n, 1), cp.int32),
                 "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(2, cp.uint64),
                 "nbig": cp.zeros(1, cp.uint64), "big": cp.empty(cap, cp.int64), "bigm": cp.empty(cap, cp.uint32),
-                "count": cp.zeros(32, cp.uint64)}
+                "count": cp.zeros(32, cp.uint64),
+                "rel": cp.empty(n * BATCH_MAX, cp.int64) if BATCH_SKIP else None}
         return st
 
     @staticmethod
     def batch_bytes(n, m):
         """Device bytes :meth:`run_batch` allocates for a graph of n vertices and m arcs."""
-        return n * (8 * BATCH_MAX + 16) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
+        return n * (8 * BATCH_MAX * (2 if BATCH_SKIP else 1) + 16) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
 
 
 def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
@@ -2356,6 +2375,11 @@ class Session:
                                    delta=self.delta, block=block)
         return self.queue
 
+    def _sink_threads(self, one):
+        """The threads copying rows to the host: ``one`` when this rank runs alone, one for
+        each of several ranks (split="sources")."""
+        return one if self.job_ranks == 1 else 1
+
     def batch_size(self, predecessors=False):
         """How many sources :meth:`run_batch` takes at once now: 0 when it would not run
         (predecessors, the queue mode, a deep graph or a batch that left a source unsettled,
@@ -2377,8 +2401,12 @@ class Session:
         (read them after :meth:`flush`). Returns each source's stats, or None for a source
         whose rounds had not settled within ``max_rounds`` (the caller runs it by :meth:`run`);
         after such a batch the session runs one source at a time."""
-        if self.sink is None:
-            self.sink = _RowSink(threads=4 if self.job_ranks == 1 else 1)
+        if self.sink is None or len(self.sink._bufs) < len(sources):
+            if self.sink is not None:
+                self.sink.close()
+            # a pinned buffer per row of a batch (up to 1 GiB in all): the host copies the rows
+            # out while the next batch's rounds run
+            self.sink = _RowSink(threads=self._sink_threads(8), buffers=BATCH_MAX)
         r = self._rounds(runs_left)
         res = r.run_batch(sources, outs, max_rounds=min(self.cap, self.graph.n), sink=self.sink)
         if any(x is None for x in res):
@@ -2399,7 +2427,7 @@ class Session:
         sink = None
         if defer and out is not None and not predecessors:
             if self.sink is None:
-                self.sink = _RowSink(threads=4 if self.job_ranks == 1 else 1)
+                self.sink = _RowSink(threads=self._sink_threads(4))
             sink = self.sink
         if self.mode == "async":
             return self._queue().run(source, confirm, predecessors)
