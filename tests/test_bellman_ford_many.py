@@ -426,7 +426,7 @@ def test_session_batch_size(engines, monkeypatch):
 def test_batch_bytes():
     from distgraph.backends.gpu.bellman_ford import BATCH_BIG_DEGREE, RoundsSSSP
 
-    assert RoundsSSSP.batch_bytes(1000, 256 * 10) == 1000 * (2 * 8 * 32 + 16) + (2 * 10 + 2) * 12
+    assert RoundsSSSP.batch_bytes(1000, 256 * 10) == 1000 * (3 * 8 * 32 + 16) + (2 * 10 + 2) * 12
     assert BATCH_BIG_DEGREE == 256
 
 
@@ -633,32 +633,72 @@ def test_mpi_split_sources_error_on_one_rank_raised_on_all(comm, monkeypatch):
 
 
 class _Dev(np.ndarray):
-    """A "device" array: ``get(out=)`` copies, as CuPy's does."""
-
-    def get(self, out):
-        out[...] = np.asarray(self)
+    """A "device" array (what _RowSink reads of it: shape, dtype, nbytes, slices)."""
 
 
-@pytest.mark.parametrize("threads", [1, 3])
-def test_row_sink_fills_every_row_through_two_pinned_buffers(monkeypatch, threads):
-    """_RowSink: each vector copied into one of two "pinned" buffers, then into its row by the
-    threads (several parts for rows of 4 MB or more); a buffer is reused only after its last
-    row is done, so every row ends right after flush(); a thread's error is raised there."""
+class _Copy:
+    """Stands in for _RowSink._copy's CUDA event: the pinned view is written only when the
+    copy is waited for (or once ``done`` is set by the test), as an asynchronous copy would."""
+
+    made: list = []
+
+    def __init__(self, dev, view):
+        self.dev, self.view, self._done = dev, view, False
+        _Copy.made.append(self)
+
+    @property
+    def done(self):
+        return self._done
+
+    def synchronize(self):
+        if not self._done:
+            self.view[...] = np.asarray(self.dev)
+            self._done = True
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
     import sys
 
     from distgraph.backends.gpu import bellman_ford as gbf
 
-    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=lambda n, dt: np.empty(n, dt)))
+    pinned = []
+
+    def empty_pinned(n, dt):
+        pinned.append(n)
+        return np.empty(n, dt)
+
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=empty_pinned))
+    monkeypatch.setattr(gbf._RowSink, "_copy", lambda self, dev, view: _Copy(dev, view))
+    monkeypatch.setattr(_Copy, "made", [])
+    return pinned
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_row_sink_fills_every_row_in_the_background(fake_cuda, monkeypatch, threads):
+    """_RowSink: each row's copy queued (nothing written yet), then copied into its row by the
+    threads (several parts for rows of 4 MB or more) once done; a pinned buffer is reused
+    only after its rows are done, so every row ends right after flush(); a thread's error is
+    raised there."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
     sink = gbf._RowSink(threads=threads)
     n = (17 << 20) // 8 + 3  # 17 MB of int64: one part, or a part per thread (4 MB or more each)
     rows = np.zeros((6, n), np.int64)
-    for i in range(6):
+    for i in range(3):
         sink.put(np.arange(i, i + n, dtype=np.int64).view(_Dev), rows[i])
+    assert not rows[:3].any()  # queued: no copy done yet
+    for i in range(3, 6):  # slots 3, 0, 1: the first two rows' buffers waited for
+        sink.put(np.arange(i, i + n, dtype=np.int64).view(_Dev), rows[i])
+    assert len(fake_cuda) == 4 and rows[0, 5] == 5 and rows[1, 5] == 6  # four buffers, reused
     sink.flush()
     assert all(np.array_equal(rows[i], np.arange(i, i + n)) for i in range(6))
     small = np.zeros((2, 5), np.float32)
     for i in range(2):
         sink.put(np.full(5, i + 0.5, np.float32).view(_Dev), small[i])
+    _Copy.made[-2]._done = True
+    _Copy.made[-2].view[...] = 0.5
+    sink.poll()  # the first one is done: its row handed to the threads; the second one waits
     sink.close()
     assert small.tolist() == [[0.5] * 5, [1.5] * 5]
     bad = gbf._RowSink(threads=threads)
@@ -686,25 +726,17 @@ def test_row_sink_fills_every_row_through_two_pinned_buffers(monkeypatch, thread
     assert len(parts) == 2 * sink.threads  # a part per thread (as many as there are CPUs, at most `threads`)
 
 
-def test_row_sink_buffers_in_turn_within_max_bytes(monkeypatch):
-    """_RowSink(buffers=k): the rows go to k pinned buffers in turn (a batch's rows copied out
-    while the next batch runs), as many as fit in max_bytes for the row's size, two at least."""
-    import sys
-
+def test_row_sink_rows_in_pieces(fake_cuda):
+    """put_rows: a batch's rows in pieces of at most piece_bytes (a row at least), a pinned
+    buffer each in turn; the device piece is kept until its copy is done."""
     from distgraph.backends.gpu import bellman_ford as gbf
 
-    made = []
-
-    def pinned(n, dt):
-        made.append(n)
-        return np.empty(n, dt)
-
-    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=pinned))
-    for max_bytes, want in ((1 << 30, 5), (3 * 800, 3), (100, 2)):
-        made.clear()
-        sink = gbf._RowSink(threads=2, buffers=5, max_bytes=max_bytes)
+    dev = np.arange(7 * 100, dtype=np.int64).reshape(7, 100).view(_Dev)
+    for piece, sizes in ((1 << 30, [5600]), (3 * 800, [2400, 2400, 800]), (100, [800] * 4)):
+        fake_cuda.clear()
+        sink = gbf._RowSink(threads=2, slots=4, piece_bytes=piece)
         rows = np.zeros((7, 100), np.int64)
-        for i in range(7):
-            sink.put(np.full(100, i, np.int64).view(_Dev), rows[i])
+        sink.put_rows(dev, list(rows))
+        assert all(p[2].base is not None for p in sink._pending)  # the device pieces held
         sink.close()
-        assert rows[:, 0].tolist() == list(range(7)) and len(made) == want, (max_bytes, made)
+        assert np.array_equal(rows, np.asarray(dev)) and fake_cuda == sizes, (piece, fake_cuda)

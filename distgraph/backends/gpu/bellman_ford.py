@@ -516,27 +516,48 @@ def _to_host(a, holder, out=None):
 
 class _RowSink:
     """Host rows filled while the GPU goes on (``bellman_ford(graph, sources)`` without
-    predecessors): :meth:`put` copies a device vector into one of ``buffers`` pinned buffers
-    (the fast copy; on one H200 the gather to the caller's ids, the narrowing to int32 and this
-    copy took 1.0 ms a source on Kronecker 22's 16 MB rows, benchmarks/results/session19/) and
-    hands the copy from there into the caller's row to up to ``threads`` threads (a part each;
-    NumPy drops the GIL), which also fault the row's pages in; the next source's rounds run
-    meanwhile. Buffers are used in turn, and one is reused once its last row is done: a batch of
-    sources' rows (:meth:`RoundsSSSP.run_batch`) needs a buffer each, or the puts wait for the
-    host's copies instead of the next batch's rounds running beside them; the buffers beyond two
-    are made only while all of them together stay within ``max_bytes``. :meth:`flush` waits for
-    every row (and raises a thread's error); :meth:`close` too, then frees the threads and
-    buffers."""
+    predecessors). :meth:`put_rows` (and :meth:`put`, one row) queues the copy of device rows
+    into a pinned buffer on the sink's own CUDA stream, after the work queued so far on the
+    current stream, and returns at once: the next source's (or batch's) rounds run while the
+    rows cross the bus. Once a copy is done (:meth:`poll`, called at each put and by the rounds
+    between kernels, or :meth:`flush`), up to ``threads`` threads copy the rows from the pinned
+    buffer into the caller's rows (a part of 4 MB or more each; NumPy drops the GIL), which also
+    faults their pages in. The rows go in pieces of at most ``piece_bytes`` (one row at least)
+    into ``slots`` pinned buffers used in turn; a buffer is reused once its rows are done (on one
+    H200, session 19, the gather to the caller's ids, the narrowing to int32 and a blocking copy
+    took 1.0 ms a source on Kronecker 22's 16 MB rows: benchmarks/results/session19/).
+    :meth:`flush` waits for every row (and raises a thread's error); :meth:`close` too, then
+    frees the threads, the stream and the buffers."""
 
-    def __init__(self, threads=4, buffers=2, max_bytes=1 << 30):
+    def __init__(self, threads=4, slots=4, piece_bytes=256 << 20):
         self.threads = max(1, min(int(threads), _cpus()))
-        self.max_bytes = int(max_bytes)
-        k = max(2, int(buffers))
+        self.piece = max(int(piece_bytes), 1)
+        k = max(2, int(slots))
         self._bufs, self._jobs, self._next, self._pool = [None] * k, [[] for _ in range(k)], 0, None
-        self.wait_s = 0.0  # how long put() waited for a buffer's previous row
+        self._pending = []  # (slot, done, device piece kept alive, pinned view, rows), oldest first
+        self._stream = None
+        self.wait_s = 0.0  # how long puts waited for a buffer's previous rows
+
+    def _copy(self, dev, view):
+        """Start copying the contiguous device array ``dev`` into the pinned ``view`` on the
+        sink's stream, after the current stream's queued work; returns the copy's event."""
+        import cupy as cp
+
+        if self._stream is None:
+            self._stream = cp.cuda.Stream(non_blocking=True)
+        ready = cp.cuda.Event(disable_timing=True)
+        ready.record()
+        self._stream.wait_event(ready)
+        cp.cuda.runtime.memcpyAsync(view.ctypes.data, dev.data.ptr, view.nbytes,
+                                    cp.cuda.runtime.memcpyDeviceToHost, self._stream.ptr)
+        done = cp.cuda.Event(disable_timing=True)
+        done.record(self._stream)
+        return done
 
     def _wait(self, j):
         t0 = time.perf_counter()
+        if any(p[0] == j for p in self._pending):
+            self.poll(wait=True)
         jobs, self._jobs[j] = self._jobs[j], []
         for f in jobs:
             f.result()
@@ -544,33 +565,51 @@ class _RowSink:
 
     def put(self, dev, row):
         """Fill the host ``row`` (C-contiguous, ``dev``'s size and dtype) from the device
-        vector ``dev``, in the background after the copy to pinned memory."""
+        vector ``dev`` in the background."""
+        self.put_rows(dev.reshape(1, -1), [row])
+
+    def put_rows(self, dev, rows):
+        """Fill the host rows ``rows[i]`` (C-contiguous, each ``dev.shape[1]`` items of
+        ``dev``'s dtype) from the rows of the C-contiguous 2-D device array ``dev`` in the
+        background (``dev`` is kept until its copy is done)."""
+        k, n = dev.shape
+        assert len(rows) == k, (len(rows), k)
+        per = max(1, self.piece // max(n * dev.dtype.itemsize, 1))
+        for a in range(0, k, per):
+            part = dev[a:a + per]
+            j, self._next = self._next, (self._next + 1) % len(self._bufs)
+            self._wait(j)
+            nb = int(part.nbytes)
+            buf = self._bufs[j]
+            if buf is None or buf.nbytes < nb:
+                import cupyx
+
+                buf = self._bufs[j] = None  # the old one freed first
+                buf = self._bufs[j] = cupyx.empty_pinned(max(nb, 1), np.uint8)
+            view = buf[:nb].view(dev.dtype).reshape(part.shape)
+            mine = [r.reshape(-1) for r in rows[a:a + per]]
+            for r in mine:
+                assert r.shape == (n,) and r.dtype == view.dtype, (r.shape, r.dtype, view.shape, view.dtype)
+            self._pending.append((j, self._copy(part, view), part, view, mine))
+        self.poll()
+
+    def poll(self, wait=False):
+        """Hand the rows whose copy from the device is done (all of them: ``wait``) to the threads."""
         from concurrent.futures import ThreadPoolExecutor
 
-        import cupyx
-
-        flat = dev.reshape(-1)
-        nb = int(flat.nbytes)
-        # the buffers in use: all those within max_bytes for rows of this size, two at least
-        k = max(2, min(len(self._bufs), self.max_bytes // max(nb, 1)))
-        j = self._next % k
-        self._next = j + 1
-        self._wait(j)
-        buf = self._bufs[j]
-        if buf is None or buf.nbytes < nb:
-            buf = self._bufs[j] = None  # the old one freed first
-            buf = self._bufs[j] = cupyx.empty_pinned(max(nb, 1), np.uint8)
-        view = buf[:nb].view(flat.dtype)
-        flat.get(out=view)  # waits for the GPU
-        dst = row.reshape(-1)
-        assert dst.shape == view.shape and dst.dtype == view.dtype, (dst.shape, dst.dtype, view.shape, view.dtype)
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.threads)
-        parts = max(1, min(self.threads, nb >> 22))  # a part of 4 MB at least
-        cuts = np.linspace(0, dst.shape[0], parts + 1).astype(np.int64)
-        self._jobs[j] = [self._pool.submit(np.copyto, dst[a:b], view[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+        while self._pending and (wait or self._pending[0][1].done):
+            j, done, _, view, rows = self._pending.pop(0)
+            done.synchronize()
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads)
+            for src, dst in zip(view, rows):
+                parts = max(1, min(self.threads, int(dst.nbytes) >> 22))  # a part of 4 MB at least
+                cuts = np.linspace(0, dst.shape[0], parts + 1).astype(np.int64)
+                self._jobs[j] += [self._pool.submit(np.copyto, dst[x:y], src[x:y])
+                                  for x, y in zip(cuts[:-1], cuts[1:])]
 
     def flush(self):
+        self.poll(wait=True)
         for j in range(len(self._bufs)):
             self._wait(j)
 
@@ -578,9 +617,10 @@ class _RowSink:
         try:
             self.flush()
         finally:
+            self._pending = []
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
-            self._pool, self._bufs = None, [None] * len(self._bufs)
+            self._pool, self._bufs, self._stream = None, [None] * len(self._bufs), None
 
 
 def _finish_device(block, graph, w, comm, part, source, dist_local, predecessors, whole=False, renamed=None):
@@ -1290,9 +1330,10 @@ BATCH_MAX = 32
 #: arcs, a block each (each arc is up to 32 relaxations there).
 BATCH_BIG_DEGREE = 256
 #: The batched rounds skip a frontier vertex's source whose arcs were relaxed from its current
-#: key already (kernels/bf_rounds.cu's rel; False: every bit of the mask relaxed, n * 256 bytes
-#: less device memory).
-BATCH_SKIP = True
+#: key already (kernels/bf_rounds.cu's rel; n * 256 more bytes of device memory). Off: on one
+#: H200 it saved 2-4% of the relaxations but not time (Kronecker 20 / 22, 1024 sources, 0.92-1.04x
+#: the time without it: benchmarks/results/session20/, call 2).
+BATCH_SKIP = False
 BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more, relaxed in pieces of as many
 #                    arcs by a block each (kernels/bf_rounds.cu)
 
@@ -2186,6 +2227,8 @@ class RoundsSSSP:
             nf = int(cnt[b].get())
             front, nxt, act, nact = nxt, front, nact, act
             rounds += 1
+            if sink is not None:  # the last batch's rows, once on the host, to the threads
+                sink.poll()
         left = 0  # the sources some frontier vertex still holds: not settled
         if nf:
             left = int(np.bitwise_or.reduce(act[front[:nf].astype(cp.int64)].get()))
@@ -2194,35 +2237,42 @@ class RoundsSSSP:
         counts = st["count"].get()
         cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
-        view = dist.reshape(n, nb)
+        settled = [j for j in range(nb) if not (left >> j) & 1]
         out_stats = []
         t1 = time.perf_counter()
+        if settled:
+            # the settled sources' rows, in the caller's ids, as one (k, n) block: a gather of
+            # the columns, the keys back to doubles, the narrowing to the rows' dtype (one range
+            # check for all: an overflow is raised here, and the source run alone names it)
+            view = dist.reshape(n, nb).T
+            cols = view[settled] if len(settled) < nb else view
+            blk = cols[:, self.d_new_id] if renamed else cp.ascontiguousarray(cols)
+            del cols
+            if block.isf:  # keys back to doubles
+                blk = cp.where(blk < 0, blk ^ _FLIP, blk).view(cp.float64)
+            dt = outs[settled[0]].dtype
+            assert all(outs[j].dtype == dt for j in settled)
+            if blk.dtype != dt:
+                blk = to_output_dtype(blk, dt, xp=cp)
+            rows = [outs[j] for j in settled]
+            if sink is not None:
+                sink.put_rows(blk, rows)
+            else:
+                for j, row in enumerate(rows):
+                    _to_host(blk[j], self, out=row)
+            del blk
+        t_out = time.perf_counter() - t1
         for j in range(nb):
             if (left >> j) & 1:
                 out_stats.append(None)
                 continue
-            col = view[:, j]
-            dev = col[self.d_new_id] if renamed else cp.ascontiguousarray(col)
-            if block.isf:  # keys back to doubles
-                dev = cp.where(dev < 0, dev ^ _FLIP, dev).view(cp.float64)
-            row = outs[j]
-            if row.dtype != dev.dtype:
-                dev = to_output_dtype(dev, row.dtype, xp=cp)
-            if sink is not None:
-                sink.put(dev, row)
-            else:
-                _to_host(dev, self, out=row)
             out_stats.append({"mode": "rounds", "backend": "gpu", "engine": "kernel", "order": "async",
                               "batch": nb, "rounds": rounds, "relaxations": int(counts[j]),
                               "distributed": False, "exchange": None, "tails_rerun": False,
                               "relabel": self.relabel, "time_setup_s": self.setup_s, "time_run_s": t_run / nb,
-                              "time_batch_run_s": t_run})
+                              "time_batch_run_s": t_run, "time_d2h_s": t_out / nb})
             if renamed:
                 out_stats[-1]["time_relabel_s"] = self.relabel_s
-        t_out = time.perf_counter() - t1
-        for x in out_stats:
-            if x is not None:
-                x["time_d2h_s"] = t_out / nb
         self.last_batch = {"sources": nb, "rounds": rounds, "unsettled": bin(left).count("1"),
                            "relaxations": int(counts[:nb].sum()), "time_run_s": t_run, "time_out_s": t_out}
         return out_stats
@@ -2246,8 +2296,9 @@ class RoundsSSSP:
 
     @staticmethod
     def batch_bytes(n, m):
-        """Device bytes :meth:`run_batch` allocates for a graph of n vertices and m arcs."""
-        return n * (8 * BATCH_MAX * (2 if BATCH_SKIP else 1) + 16) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
+        """Device bytes :meth:`run_batch` needs for a graph of n vertices and m arcs: its
+        arrays (kept) and, at most, two blocks of rows at the end of a batch."""
+        return n * (8 * BATCH_MAX * (4 if BATCH_SKIP else 3) + 16) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
 
 
 def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
@@ -2401,12 +2452,8 @@ class Session:
         (read them after :meth:`flush`). Returns each source's stats, or None for a source
         whose rounds had not settled within ``max_rounds`` (the caller runs it by :meth:`run`);
         after such a batch the session runs one source at a time."""
-        if self.sink is None or len(self.sink._bufs) < len(sources):
-            if self.sink is not None:
-                self.sink.close()
-            # a pinned buffer per row of a batch (up to 1 GiB in all): the host copies the rows
-            # out while the next batch's rounds run
-            self.sink = _RowSink(threads=self._sink_threads(8), buffers=BATCH_MAX)
+        if self.sink is None:
+            self.sink = _RowSink(threads=self._sink_threads(8))
         r = self._rounds(runs_left)
         res = r.run_batch(sources, outs, max_rounds=min(self.cap, self.graph.n), sink=self.sink)
         if any(x is None for x in res):
