@@ -6,8 +6,9 @@ the result), side by side, on the same graph and sources in the same run, with
 * ``norename``: the same call with ``BellmanFord(relabel="none")`` (the renaming's share);
 * ``nobatch``: the same call one source at a time (``DISTGRAPH_GPU_SSSP_BATCH=0``: session
   19's path; the default runs up to 32 sources' rounds together, ``RoundsSSSP.run_batch``);
-  ``bK`` (``b8``, ``b16``): batches of K sources; ``noskip``: the batched rounds without
-  skipping sources already relaxed from their key (``BATCH_SKIP = False``);
+  ``bK`` (``b8``, ``b16``): batches of K sources; ``skip``: the batched rounds skipping
+  sources already relaxed from their key (``BATCH_SKIP = True``); ``k64``: 8-byte keys for
+  integer weights too (``BATCH_KEYS32 = False``);
 * ``loop``: ``bellman_ford(graph, s)`` called once per source (the first ``--loop`` sources;
   what a user of the single-source API pays: the upload every time);
 * ``scipy``: ``scipy.sparse.csgraph.dijkstra(A, indices=...)`` (uniform weights) or
@@ -109,7 +110,7 @@ def main():
     from distgraph.generators import kronecker, uniform_weights
 
     rows = set(args.rows.split(","))
-    variants = [x for x in args.rows.split(",") if x in ("nobatch", "noskip") or (x[:1] == "b" and x[1:].isdigit())]
+    variants = [x for x in args.rows.split(",") if x in ("nobatch", "skip", "k64") or (x[:1] == "b" and x[1:].isdigit())]
     out_dir = Path(args.outdir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path_out = out_dir / (f"sssp_many_{args.label}.json" if args.label else "sssp_many.json")
@@ -150,11 +151,14 @@ def main():
                 from distgraph.backends.gpu import bellman_ford as gbf
                 from distgraph.runtime.config import config
 
-                batch, skip = config.gpu_sssp_batch, getattr(gbf, "BATCH_SKIP", None)
+                batch, skip, k32 = config.gpu_sssp_batch, getattr(gbf, "BATCH_SKIP", None), \
+                    getattr(gbf, "BATCH_KEYS32", None)
                 if name == "nobatch":
                     config.gpu_sssp_batch = 0
-                elif name == "noskip":
-                    gbf.BATCH_SKIP = False
+                elif name == "skip":
+                    gbf.BATCH_SKIP = True
+                elif name == "k64":
+                    gbf.BATCH_KEYS32 = False
                 else:  # bK
                     config.gpu_sssp_batch = int(name[1:])
                 try:
@@ -162,7 +166,7 @@ def main():
                     r = bellman_ford(g, srcs, backend=args.backend)
                     t = time.perf_counter() - t0
                 finally:
-                    config.gpu_sssp_batch, gbf.BATCH_SKIP = batch, skip
+                    config.gpu_sssp_batch, gbf.BATCH_SKIP, gbf.BATCH_KEYS32 = batch, skip, k32
                 row[name] = {"time_s": t, "per_source_ms": 1e3 * t / k, **_stats(r),
                              "same_as_many": None if ref is None else _equal(r.distance, ref)}
                 print(f"  {name}: {t:.3f} s, {1e3 * t / k:.3f} ms per source", flush=True)

@@ -327,10 +327,25 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 // its mask: 32 / p arcs at once, p lanes each (the p lanes of one arc read its head's p keys
 // side by side). Vertices of `bigdeg` arcs or more are listed in pieces of bigdeg arcs
 // (big[j] = u | piece << 32, bigm[j] = its mask) for distgraph_bf_batch_big_*, a block each.
-template <bool F, typename WT>
+// K: the keys' type, dg_i64 (as above) or, for integer weights, int (4 bytes a key: a
+// vertex's 32 keys fill one 128-byte line; INT_MAX is +inf). With int keys a sum is formed in
+// 64 bits and one outside [INT_MIN, INT_MAX) is not stored: *ovf is set, and the host runs the
+// batch again with 64-bit keys.
+template <typename K>
+__device__ __forceinline__ bool dg_bk_fits(dg_i64 c, unsigned *ovf) {
+    if (sizeof(K) == 8) return true;
+    if (c >= 0x7fffffffLL || c < -0x80000000LL) {
+        *ovf = 1u;
+        return false;
+    }
+    return true;
+}
+
+template <bool F, typename WT, typename K>
 __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg_i64 end, int lane, int nb,
                                             const int *__restrict__ indices, const WT *__restrict__ w, int unit,
-                                            dg_i64 *dist, unsigned *nact, int *next, unsigned long long *nnext) {
+                                            K *dist, unsigned *nact, int *next, unsigned long long *nnext,
+                                            unsigned *ovf) {
     const int p = __popc(m);
     const int q = 32 / p;  // arcs per step
     const int slot = lane / p, si = lane - slot * p;
@@ -338,7 +353,7 @@ __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg
     unsigned mm = m;
     for (int i = 0; i < si; ++i) mm &= mm - 1;
     const int b = __ffs(mm) - 1;  // this lane's source: the si-th set bit of m
-    const dg_i64 du = valid ? __ldcg(dist + u * nb + b) : 0;
+    const dg_i64 du = valid ? (dg_i64)__ldcg(dist + u * nb + b) : 0;
     for (dg_i64 k0 = beg; k0 < end; k0 += q) {  // warp-uniform: every lane runs every step
         const dg_i64 k = k0 + slot;
         bool app = false;
@@ -346,9 +361,11 @@ __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg
         if (valid && k < end) {
             v = indices[k];
             const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : dg_rk_wbits(w[k]));
-            dg_i64 *at = dist + (dg_i64)v * nb + b;
+            K *at = dist + (dg_i64)v * nb + b;
             // a plain read first: it may be stale, but never below the current key
-            if (c < *at && c < atomicMin(at, c)) app = atomicOr(nact + v, 1u << b) == 0u;
+            // (the range first: a sum past INT_MAX must not read as "not below +inf")
+            if (dg_bk_fits<K>(c, ovf) && c < (dg_i64)*at && (K)c < atomicMin(at, (K)c))
+                app = atomicOr(nact + v, 1u << b) == 0u;
         }
         const unsigned want = __ballot_sync(0xffffffffu, app);
         if (want) {
@@ -361,12 +378,13 @@ __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg
     }
 }
 
-template <bool F, typename WT>
+template <bool F, typename WT, typename K>
 __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
                             const WT *__restrict__ w, int unit, const int *__restrict__ front,
-                            const unsigned long long *nfp, int nb, dg_i64 *dist, unsigned *act, unsigned *nact,
+                            const unsigned long long *nfp, int nb, K *dist, unsigned *act, unsigned *nact,
                             int *next, unsigned long long *nnext, dg_i64 *big, unsigned *bigm,
-                            unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count, dg_i64 *rel) {
+                            unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count, K *rel,
+                            unsigned *ovf) {
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nf = (dg_i64)*nfp;
@@ -379,7 +397,7 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
         if (rel && m) {  // lane b: source b's key at u, skipped if u's arcs were relaxed from it already
             bool live = false;
             if ((m >> lane) & 1u) {
-                const dg_i64 x = __ldcg(dist + u * nb + lane);
+                const K x = __ldcg(dist + u * nb + lane);
                 live = x != rel[u * nb + lane];
                 if (live) rel[u * nb + lane] = x;
             }
@@ -396,17 +414,18 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
             for (dg_i64 p = lane; p < np; p += 32) big[at + p] = u | (p << 32), bigm[at + p] = m;
             continue;
         }
-        dg_bk_range<F, WT>(u, m, beg, end, lane, nb, indices, w, unit, dist, nact, next, nnext);
+        dg_bk_range<F, WT, K>(u, m, beg, end, lane, nb, indices, w, unit, dist, nact, next, nnext, ovf);
     }
     if (mine) atomicAdd(count + lane, mine);
 }
 
 // The listed pieces, a block each; the block's warps split the piece's arcs.
-template <bool F, typename WT>
+template <bool F, typename WT, typename K>
 __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
-                          const WT *__restrict__ w, int unit, int nb, dg_i64 *dist, unsigned *nact, int *next,
+                          const WT *__restrict__ w, int unit, int nb, K *dist, unsigned *nact, int *next,
                           unsigned long long *nnext, const dg_i64 *__restrict__ big,
-                          const unsigned *__restrict__ bigm, const unsigned long long *nbig, dg_i64 bigdeg) {
+                          const unsigned *__restrict__ bigm, const unsigned long long *nbig, dg_i64 bigdeg,
+                          unsigned *ovf) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const unsigned long long total = *nbig;
     for (unsigned long long j = blockIdx.x; j < total; j += gridDim.x) {
@@ -415,24 +434,29 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
         const dg_i64 end = beg + bigdeg < last ? beg + bigdeg : last;
         const dg_i64 per = (end - beg + nw - 1) / nw;
         const dg_i64 wb = beg + warp * per, we = wb + per < end ? wb + per : end;
-        if (wb < we) dg_bk_range<F, WT>(u, bigm[j], wb, we, lane, nb, indices, w, unit, dist, nact, next, nnext);
+        if (wb < we)
+            dg_bk_range<F, WT, K>(u, bigm[j], wb, we, lane, nb, indices, w, unit, dist, nact, next, nnext, ovf);
     }
 }
 
-#define DG_BK_ARGS(WT)                                                                                   \
+#define DG_BK_ARGS(WT, K)                                                                                \
     const dg_i64 *indptr, const int *indices, const WT *w, int unit, const int *front,                  \
-        const unsigned long long *nfp, int nb, dg_i64 *dist, unsigned *act, unsigned *nact, int *next,  \
+        const unsigned long long *nfp, int nb, K *dist, unsigned *act, unsigned *nact, int *next,       \
         unsigned long long *nnext, dg_i64 *big, unsigned *bigm, unsigned long long *nbig, dg_i64 bigdeg, \
-        unsigned long long *count, dg_i64 *rel
-#define DG_BK_KERNELS(SFX, F, WT)                                                                       \
-    extern "C" __global__ void distgraph_bf_batch_round_##SFX(DG_BK_ARGS(WT)) {                          \
-        dg_bk_round<F, WT>(indptr, indices, w, unit, front, nfp, nb, dist, act, nact, next, nnext, big,   \
-                           bigm, nbig, bigdeg, count, rel);                                               \
+        unsigned long long *count, K *rel, unsigned *ovf
+#define DG_BK_KERNELS(SFX, F, WT, K)                                                                    \
+    extern "C" __global__ void distgraph_bf_batch_round_##SFX(DG_BK_ARGS(WT, K)) {                       \
+        dg_bk_round<F, WT, K>(indptr, indices, w, unit, front, nfp, nb, dist, act, nact, next, nnext, big, \
+                              bigm, nbig, bigdeg, count, rel, ovf);                                      \
     }                                                                                                    \
-    extern "C" __global__ void distgraph_bf_batch_big_##SFX(DG_BK_ARGS(WT)) {                            \
-        dg_bk_big<F, WT>(indptr, indices, w, unit, nb, dist, nact, next, nnext, big, bigm, nbig, bigdeg); \
+    extern "C" __global__ void distgraph_bf_batch_big_##SFX(DG_BK_ARGS(WT, K)) {                         \
+        dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, nact, next, nnext, big, bigm, nbig,      \
+                            bigdeg, ovf);                                                                \
     }
-DG_BK_KERNELS(i64, false, dg_i64)
-DG_BK_KERNELS(i32, false, int)
-DG_BK_KERNELS(f64, true, double)
-DG_BK_KERNELS(f32, true, float)
+// named by the weights' dtype as stored and, for 4-byte keys, _k32
+DG_BK_KERNELS(i64, false, dg_i64, dg_i64)
+DG_BK_KERNELS(i32, false, int, dg_i64)
+DG_BK_KERNELS(f64, true, double, dg_i64)
+DG_BK_KERNELS(f32, true, float, dg_i64)
+DG_BK_KERNELS(i64_k32, false, dg_i64, int)
+DG_BK_KERNELS(i32_k32, false, int, int)

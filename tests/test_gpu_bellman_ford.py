@@ -676,3 +676,31 @@ def test_batched_rounds_int32_overflow_raises_as_a_single_run():
     r = bellman_ford(g, [4, 5, 4], backend="gpu")
     top = np.iinfo(np.int32).max
     assert r.distance[0].tolist() == [top] * 4 + [0, 2 ** 30] and r.stats["per_source"][0]["batch"] == 3
+
+
+def test_batched_rounds_keys_of_four_bytes_and_their_overflow(monkeypatch):
+    """Integer weights run on 4-byte keys ("keys": 4), floats on 8; sums past int32's range
+    (int64 weights of 2**29, paths of 5+ arcs) run the batch again, and the later ones, on
+    8-byte keys, with the CPU backend's rows; the same with the skip of relaxed sources."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    g = uniform_weights(kronecker(10, seed=2), seed=2)
+    r = _batched(g, list(range(40)))
+    assert {st["keys"] for st in r.stats["per_source"]} == {4}
+    r = _batched(Graph(g.indptr, g.indices, g.weights.astype(np.float32) / 3, directed=g.directed), list(range(5)))
+    assert {st["keys"] for st in r.stats["per_source"]} == {8}
+    rng = np.random.default_rng(5)
+    n = 400
+    src, dst = np.arange(n - 1), np.arange(1, n)  # a path, and random shortcuts
+    src = np.concatenate([src, rng.integers(0, n, 300)])
+    dst = np.concatenate([dst, rng.integers(0, n, 300)])
+    w = np.concatenate([np.full(n - 1, 2 ** 29), rng.integers(2 ** 28, 2 ** 30, 300)]).astype(np.int64)
+    big = Graph.from_edges(src, dst, w, n=n)
+    for skip in (False, True):
+        monkeypatch.setattr(gbf, "BATCH_SKIP", skip)
+        r = _batched(big, list(range(0, 400, 9)))
+        assert [st["keys"] for st in r.stats["per_source"]] == [8] * 45
+        assert r.distance[r.distance < np.iinfo(np.int64).max].max() > 2 ** 31
+    path = Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.full(n - 1, 2 ** 29, np.int64), n=n)
+    r = _batched(path, [n - 4, n - 2, n - 1])  # paths of 3 arcs at most: int32 keys suffice
+    assert [st["keys"] for st in r.stats["per_source"]] == [4] * 3 and r.distance[0, -1] == 3 * 2 ** 29

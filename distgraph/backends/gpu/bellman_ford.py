@@ -1334,6 +1334,10 @@ BATCH_BIG_DEGREE = 256
 #: H200 it saved 2-4% of the relaxations but not time (Kronecker 20 / 22, 1024 sources, 0.92-1.04x
 #: the time without it: benchmarks/results/session20/, call 2).
 BATCH_SKIP = False
+#: The batched rounds keep integer weights' distances as 4-byte keys (a vertex's 32 in one
+#: 128-byte line) while they fit; a sum outside int32's range runs the batch again, and the
+#: later ones, with 8-byte keys.
+BATCH_KEYS32 = True
 BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more, relaxed in pieces of as many
 #                    arcs by a block each (kernels/bf_rounds.cu)
 
@@ -2189,12 +2193,18 @@ class RoundsSSSP:
         st = self._batch_arrays(nb)
         renamed = self.new_id is not None
         ids = self.new_id[src] if renamed else src  # the rounds' ids of the sources
-        inf = int(np.float64(np.inf).view(np.int64)) if block.isf else np.iinfo(np.int64).max
-        dist = st["dist"][:n * nb]
+        # 4-byte keys for integer weights until a sum leaves their range (then 8 from here on)
+        k32 = not block.isf and BATCH_KEYS32 and not getattr(self, "_batch_wide", False)
+        kdt = cp.int32 if k32 else cp.int64
+        inf = np.iinfo(np.int32).max if k32 else (int(np.float64(np.inf).view(np.int64)) if block.isf
+                                                  else np.iinfo(np.int64).max)
+        dist = st["dist"].view(kdt)[:n * nb]
         dist.fill(inf)
-        rel = st["rel"][:n * nb] if BATCH_SKIP else None
+        rel = st["rel"].view(kdt)[:n * nb] if BATCH_SKIP else None
         if rel is not None:
             rel.fill(inf)
+        ovf = st["ovf"]
+        ovf.fill(0)
         act, nact, front, nxt, cnt = st["act"], st["nact"], st["front"], st["next"], st["cnt"]
         cnt.fill(0)
         st["count"].fill(0)
@@ -2207,8 +2217,9 @@ class RoundsSSSP:
         front[:uniq.size] = cp.asarray(uniq, dtype=cp.int32)
         cnt[0] = uniq.size
         mod = get_module("bf_rounds")
-        fn = mod.get_function(f"distgraph_bf_batch_round_{block.suffix}")
-        fn_big = mod.get_function(f"distgraph_bf_batch_big_{block.suffix}")
+        sfx = block.suffix + ("_k32" if k32 else "")
+        fn = mod.get_function(f"distgraph_bf_batch_round_{sfx}")
+        fn_big = mod.get_function(f"distgraph_bf_batch_big_{sfx}")
         sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
         unit = block.w is None
         w = block.indptr if unit else block.w  # unit weights: a placeholder pointer, never read
@@ -2220,7 +2231,7 @@ class RoundsSSSP:
             st["nbig"].fill(0)
             args = (block.indptr, block.indices, w, np.int32(unit), front, cnt[a:a + 1], np.int32(nb), dist, act,
                     nact, nxt, cnt[b:b + 1], st["big"], st["bigm"], st["nbig"], np.int64(BATCH_BIG_DEGREE),
-                    st["count"], np.uint64(0) if rel is None else rel)
+                    st["count"], np.uint64(0) if rel is None else rel, ovf)
             fn((int(min(-(-nf // 8), 32 * sms)),), (256,), args)  # a warp per frontier vertex, 8 per block
             if hubs:
                 fn_big((4 * sms,), (256,), args)  # a block per piece of a hub's arcs
@@ -2235,6 +2246,11 @@ class RoundsSSSP:
             st["act"].fill(0)
             st["nact"].fill(0)
         counts = st["count"].get()
+        if k32 and int(ovf.get()[0]):  # a sum past int32's range: the batch again with 8-byte keys
+            st["act"].fill(0)
+            st["nact"].fill(0)
+            self._batch_wide = True
+            return self.run_batch(sources, outs, max_rounds=max_rounds, sink=sink)
         cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
         settled = [j for j in range(nb) if not (left >> j) & 1]
@@ -2251,6 +2267,8 @@ class RoundsSSSP:
             if block.isf:  # keys back to doubles
                 blk = cp.where(blk < 0, blk ^ _FLIP, blk).view(cp.float64)
             dt = outs[settled[0]].dtype
+            if k32 and dt != np.int32:  # +inf as the int64 one, for the rows' dtype below
+                blk = cp.where(blk == inf, np.iinfo(np.int64).max, blk.astype(cp.int64))
             assert all(outs[j].dtype == dt for j in settled)
             if blk.dtype != dt:
                 blk = to_output_dtype(blk, dt, xp=cp)
@@ -2269,6 +2287,7 @@ class RoundsSSSP:
             out_stats.append({"mode": "rounds", "backend": "gpu", "engine": "kernel", "order": "async",
                               "batch": nb, "rounds": rounds, "relaxations": int(counts[j]),
                               "distributed": False, "exchange": None, "tails_rerun": False,
+                              "keys": 4 if k32 else 8,
                               "relabel": self.relabel, "time_setup_s": self.setup_s, "time_run_s": t_run / nb,
                               "time_batch_run_s": t_run, "time_d2h_s": t_out / nb})
             if renamed:
@@ -2290,7 +2309,7 @@ class RoundsSSSP:
                 "nact": cp.zeros(max(n, 1), cp.uint32), "front": cp.empty(max(n, 1), cp.int32),
                 "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(2, cp.uint64),
                 "nbig": cp.zeros(1, cp.uint64), "big": cp.empty(cap, cp.int64), "bigm": cp.empty(cap, cp.uint32),
-                "count": cp.zeros(32, cp.uint64),
+                "count": cp.zeros(32, cp.uint64), "ovf": cp.zeros(1, cp.uint32),
                 "rel": cp.empty(n * BATCH_MAX, cp.int64) if BATCH_SKIP else None}
         return st
 
