@@ -70,6 +70,7 @@ def _stats(r):
     return {"modes": modes, "relaxations": r.stats["relaxations"],
             "batched_sources": len(batched),
             "batch_rounds": sorted(set(st["rounds"] for st in batched)),
+            "batch_keys": sorted(set(st.get("keys", 8) for st in batched)),
             "run_s_sum": float(sum(st.get("time_run_s", 0.0) for st in per)),
             "d2h_s_sum": float(sum(st.get("time_d2h_s", 0.0) for st in per)),
             "finish_s_sum": float(sum(st.get("time_finish_s", 0.0) for st in per)),
