@@ -669,7 +669,7 @@ def fake_cuda(monkeypatch):
         return np.empty(n, dt)
 
     monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=empty_pinned))
-    monkeypatch.setattr(gbf._RowSink, "_copy", lambda self, dev, view: _Copy(dev, view))
+    monkeypatch.setattr(gbf._RowSink, "_copy", lambda self, dev, view, fresh: _Copy(dev, view))
     monkeypatch.setattr(_Copy, "made", [])
     return pinned
 

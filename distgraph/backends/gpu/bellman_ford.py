@@ -538,9 +538,11 @@ class _RowSink:
         self._stream = None
         self.wait_s = 0.0  # how long puts waited for a buffer's previous rows
 
-    def _copy(self, dev, view):
+    def _copy(self, dev, view, fresh):
         """Start copying the contiguous device array ``dev`` into the pinned ``view`` on the
-        sink's stream, after the current stream's queued work; returns the copy's event."""
+        sink's stream, after the current stream's queued work; returns the copy's event.
+        Unless ``fresh`` (``dev`` is the caller's alone, and kept here until copied), the
+        current stream's later work waits for the copy: it may write ``dev`` again."""
         import cupy as cp
 
         if self._stream is None:
@@ -552,6 +554,8 @@ class _RowSink:
                                     cp.cuda.runtime.memcpyDeviceToHost, self._stream.ptr)
         done = cp.cuda.Event(disable_timing=True)
         done.record(self._stream)
+        if not fresh:
+            cp.cuda.get_current_stream().wait_event(done)
         return done
 
     def _wait(self, j):
@@ -563,15 +567,17 @@ class _RowSink:
             f.result()
         self.wait_s += time.perf_counter() - t0
 
-    def put(self, dev, row):
+    def put(self, dev, row, fresh=False):
         """Fill the host ``row`` (C-contiguous, ``dev``'s size and dtype) from the device
         vector ``dev`` in the background."""
-        self.put_rows(dev.reshape(1, -1), [row])
+        self.put_rows(dev.reshape(1, -1), [row], fresh)
 
-    def put_rows(self, dev, rows):
+    def put_rows(self, dev, rows, fresh=False):
         """Fill the host rows ``rows[i]`` (C-contiguous, each ``dev.shape[1]`` items of
         ``dev``'s dtype) from the rows of the C-contiguous 2-D device array ``dev`` in the
-        background (``dev`` is kept until its copy is done)."""
+        background (``dev`` is kept until its copy is done). ``fresh``: no later GPU work
+        writes ``dev`` (an array made for these rows), so that work need not wait for the
+        copy; else it does (the rounds' own arrays, reused by the next source)."""
         k, n = dev.shape
         assert len(rows) == k, (len(rows), k)
         per = max(1, self.piece // max(n * dev.dtype.itemsize, 1))
@@ -590,7 +596,7 @@ class _RowSink:
             mine = [r.reshape(-1) for r in rows[a:a + per]]
             for r in mine:
                 assert r.shape == (n,) and r.dtype == view.dtype, (r.shape, r.dtype, view.shape, view.dtype)
-            self._pending.append((j, self._copy(part, view), part, view, mine))
+            self._pending.append((j, self._copy(part, view, fresh), part, view, mine))
         self.poll()
 
     def poll(self, wait=False):
@@ -2155,7 +2161,7 @@ class RoundsSSSP:
         if pre.given and host.dtype != dev.dtype:  # the caller's narrower dtype, made on the device
             dev = to_output_dtype(dev, host.dtype, xp=self.cp)
         if sink is not None:  # into pinned memory now, into the row in the background
-            sink.put(dev, host)
+            sink.put(dev, host, fresh=dev is not dist)  # the rounds' own array: the next run waits for its copy
             d = host
         else:
             d = _to_host(dev, self, out=host)
@@ -2274,7 +2280,7 @@ class RoundsSSSP:
                 blk = to_output_dtype(blk, dt, xp=cp)
             rows = [outs[j] for j in settled]
             if sink is not None:
-                sink.put_rows(blk, rows)
+                sink.put_rows(blk, rows, fresh=True)  # made here: the next batch runs during its copy
             else:
                 for j, row in enumerate(rows):
                     _to_host(blk[j], self, out=row)
@@ -2462,6 +2468,7 @@ class Session:
                 or self.comm.Get_size() > 1:
             return 0
         if self._batch_fits is None:
+            self._rounds(0)  # the engine first (the graph on the device), then the free memory
             self._batch_fits = _batch_fits(self.graph)
         return k if self._batch_fits else 0
 
