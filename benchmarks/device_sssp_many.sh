@@ -4,7 +4,8 @@
 #   1. tests/test_gpu_bellman_ford.py, the whole file -> OUTDIR/gt/pytest-gpu-bf.log;
 #   2. tests/test_nvshmem_bellman_ford.py -k MANY_TEST_K (default "many_sources or distributed_rounds")
 #      on 2 and 4 PEs (several PEs share a GPU when there are fewer) -> OUTDIR/gt/pytest-nvshmem-bf-np{2,4}.log;
-#   3. benchmarks/sssp_many.py (MANY_GRAPHS, MANY_WEIGHTS, MANY_ARGS) -> OUTDIR/sssp_many.json;
+#   3. benchmarks/sssp_many.py (MANY_GRAPHS, MANY_WEIGHTS, MANY_ARGS) -> OUTDIR/sssp_many.json
+#      (MANY_TESTS=0 skips 1-2, MANY_BENCH=0 skips 3);
 #      with MANY_BASE=TREE (an older checkout) also its "many" rows -> OUTDIR/sssp_many_base.json.
 # Needs the wheels of benchmarks/fetch_device_wheels.sh (.whl/) and, for the tests on the shared
 # graphs, .cache/k2data (carry both).
@@ -25,10 +26,12 @@ if [ "${MANY_TESTS:-1}" = 1 ]; then
     echo "nvshmem tests on $n PEs: $(tail -1 "$OUTDIR/gt/pytest-nvshmem-bf-np$n.log")"
   done
 fi
-# shellcheck disable=SC2086
-timeout "${MANY_BENCH_S:-900}" "$PY" benchmarks/sssp_many.py --outdir "$OUTDIR" --graphs "$GRAPHS" --weights "$WEIGHTS" \
-  ${MANY_ARGS:-} > "$OUTDIR/sssp_many.out" 2>&1
-echo "benchmark: $(tail -1 "$OUTDIR/sssp_many.out")"
+if [ "${MANY_BENCH:-1}" = 1 ]; then
+  # shellcheck disable=SC2086
+  timeout "${MANY_BENCH_S:-900}" "$PY" benchmarks/sssp_many.py --outdir "$OUTDIR" --graphs "$GRAPHS" --weights "$WEIGHTS" \
+    ${MANY_ARGS:-} > "$OUTDIR/sssp_many.out" 2>&1
+  echo "benchmark: $(tail -1 "$OUTDIR/sssp_many.out")"
+fi
 if [ -n "${MANY_BASE:-}" ]; then
   # shellcheck disable=SC2086
   timeout "${MANY_BENCH_S:-900}" "$PY" benchmarks/sssp_many.py --outdir "$OUTDIR" --graphs "$GRAPHS" \

@@ -577,6 +577,13 @@ def test_many_sources_split_graph_or_sources(pg, split, monkeypatch):
                 and r.stats["split"] == split and all(st["backend"] == "gpu" for st in per))
         if split == "graph":  # the rounds (Kronecker settles) on all PEs, renamed from the second source
             good &= [st.get("relabel") for st in per] == [None] + ["degree"] * 4
+        # distances only, 5 sources per PE or more: split="sources" runs each PE's in one batch
+        many = srcs * 4 * comm.Get_size()
+        r2 = bellman_ford(g, many, backend="gpu", comm=comm, split=split)
+        ref2 = np.tile(ref.distance, (4 * comm.Get_size(), 1))
+        good &= np.array_equal(r2.distance, ref2)
+        if split == "sources":
+            good &= all(st.get("batch") == 20 for st in r2.stats["per_source"])
         info.append((name, good, [st.get("relabel") for st in per]))
         ok &= good
     assert _all(comm, ok), info
