@@ -317,7 +317,7 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 // Rounds are asynchronous: a vertex's arcs are relaxed from its latest keys (__ldcg: L2), so
 // every value read is a walk's weight, at most the Jacobi round's (the same distances; a
 // change made during the round sets the vertex's bit for the next round). A frontier vertex's
-// act is zeroed as it is read (the array is the round after next's nact). count[b] (b < 32):
+// act is zeroed as it is read (after the swap the array is the next round's nact). count[b] (b < 32):
 // source b's relaxations, added once per warp. rel (n * nb keys, or null: off) keeps the key
 // each (vertex, source) had when its arcs were last relaxed: a frontier vertex's source whose
 // key is still that one is dropped from its mask (its arcs gave all they can; as RoundsSSSP's
@@ -329,16 +329,20 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 // (big[j] = u | piece << 32, bigm[j] = its mask) for distgraph_bf_batch_big_*, a block each.
 // K: the keys' type, dg_i64 (as above) or, for integer weights, int (4 bytes a key: a
 // vertex's 32 keys fill one 128-byte line; INT_MAX is +inf). With int keys a sum is formed in
-// 64 bits and one outside [INT_MIN, INT_MAX) is not stored: *ovf is set, and the host runs the
-// batch again with 64-bit keys.
+// 64 bits and one outside [INT_MIN, INT_MAX) is not stored: *ovf is set (dg_bk_lower), and
+// the host runs the batch again with 64-bit keys.
+// A candidate c against the head's key `cur` as read (maybe stale: never below the current
+// key): whether to try the atomicMin. With int keys a sum that does not fit sets *ovf where it
+// might matter: below INT_MIN, or at INT_MAX or more against an unreached head (a reached head
+// holds a smaller key than any such sum).
 template <typename K>
-__device__ __forceinline__ bool dg_bk_fits(dg_i64 c, unsigned *ovf) {
-    if (sizeof(K) == 8) return true;
-    if (c >= 0x7fffffffLL || c < -0x80000000LL) {
+__device__ __forceinline__ bool dg_bk_lower(dg_i64 c, dg_i64 cur, unsigned *ovf) {
+    if (sizeof(K) == 8) return c < cur;
+    if (c < -0x80000000LL || (c >= 0x7fffffffLL && cur == 0x7fffffffLL)) {
         *ovf = 1u;
         return false;
     }
-    return true;
+    return c < cur;
 }
 
 template <bool F, typename WT, typename K>
@@ -363,8 +367,7 @@ __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg
             const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : dg_rk_wbits(w[k]));
             K *at = dist + (dg_i64)v * nb + b;
             // a plain read first: it may be stale, but never below the current key
-            // (the range first: a sum past INT_MAX must not read as "not below +inf")
-            if (dg_bk_fits<K>(c, ovf) && c < (dg_i64)*at && (K)c < atomicMin(at, (K)c))
+            if (dg_bk_lower<K>(c, (dg_i64)*at, ovf) && (K)c < atomicMin(at, (K)c))
                 app = atomicOr(nact + v, 1u << b) == 0u;
         }
         const unsigned want = __ballot_sync(0xffffffffu, app);
@@ -393,7 +396,7 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
         const dg_i64 u = front[i];
         unsigned m = act[u];
         __syncwarp();
-        if (lane == 0) act[u] = 0u;  // read by every lane: it is the round after next's nact
+        if (lane == 0) act[u] = 0u;  // read by every lane: it is the next round's nact
         if (rel && m) {  // lane b: source b's key at u, skipped if u's arcs were relaxed from it already
             bool live = false;
             if ((m >> lane) & 1u) {

@@ -195,8 +195,9 @@ class _Engine:
         pred = np.full(self.graph.n, -1) if predecessors else None
         return np.full(self.graph.n, source), pred, {"mode": "rounds" if self.kind == "rounds" else "async"}, None
 
-    def run_batch(self, sources, outs, *, max_rounds, sink=None):
-        _Engine.log.append(("batch", self.kind, self.relabel, tuple(int(s) for s in sources), max_rounds))
+    def run_batch(self, sources, outs, *, max_rounds, sink=None, wide=False):
+        _Engine.log.append(("batch", self.kind, self.relabel, tuple(int(s) for s in sources), max_rounds, wide))
+        self.last_batch = {"keys": 8 if _Engine.wide_after is not None and sources[0] >= _Engine.wide_after else 4}
         if _Engine.batch_error is not None:
             raise _Engine.batch_error
         res = []
@@ -224,6 +225,7 @@ def engines(monkeypatch):
     monkeypatch.setattr(_Engine, "deep", set(), raising=False)
     monkeypatch.setattr(_Engine, "unsettled", set(), raising=False)
     monkeypatch.setattr(_Engine, "batch_error", None, raising=False)
+    monkeypatch.setattr(_Engine, "wide_after", None, raising=False)
     monkeypatch.setattr(config, "gpu_sssp_relabel_runs", 3)
     monkeypatch.setattr(config, "gpu_sssp_batch", 0)  # one source at a time, unless a test says so
     monkeypatch.setattr(gbf, "_batch_fits", lambda g: True)
@@ -353,6 +355,15 @@ def test_many_sources_run_in_batches(batched):
     assert _runs("batch") == [(3, 1, 4), (1, 5, 9)] and _runs("run") == [2]
 
 
+def test_many_sources_batch_keys_wide_for_the_session(batched):
+    """Once a batch ran on 8-byte keys (its sums left int32's range), the session's later
+    batches start on them (the renamed engine too)."""
+    _Engine.wide_after = 4
+    g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
+    _bellman_ford(g, [1, 2, 3, 4, 5, 6, 7, 8, 9], backend="gpu", mode="rounds")
+    assert [e[5] for e in _Engine.log if e[0] == "batch"] == [False, False, True]
+
+
 def test_many_sources_batch_renamed_once_settled(batched):
     g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
     _bellman_ford(g, list(range(9)), backend="gpu", mode="auto")
@@ -372,9 +383,9 @@ def test_many_sources_unsettled_batch_sources_run_alone(batched):
 
 
 def test_many_sources_failing_batch_runs_each_source_alone(batched):
-    """An error in the batch (not distgraph's) warns and runs its sources alone; a
-    DistgraphError (a row's overflow) falls back silently: the single run raises its own."""
-    from distgraph.errors import DistgraphError
+    """An error in the batch warns and runs its sources alone; a GraphValueError (a row's
+    overflow) falls back silently: the single run raises its own."""
+    from distgraph.errors import GraphValueError
 
     g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
     _Engine.batch_error = RuntimeError("boom")
@@ -382,7 +393,7 @@ def test_many_sources_failing_batch_runs_each_source_alone(batched):
         r = _bellman_ford(g, [3, 4, 1, 5], backend="gpu", mode="rounds")
     assert r.distance[:, 0].tolist() == [3, 4, 1, 5] and _runs("run") == [3, 4, 1, 5]
     _Engine.log.clear()
-    _Engine.batch_error = DistgraphError("overflow")
+    _Engine.batch_error = GraphValueError("overflow")
     import warnings
 
     with warnings.catch_warnings():
@@ -426,7 +437,9 @@ def test_session_batch_size(engines, monkeypatch):
 def test_batch_bytes():
     from distgraph.backends.gpu.bellman_ford import BATCH_BIG_DEGREE, RoundsSSSP
 
-    assert RoundsSSSP.batch_bytes(1000, 256 * 10) == 1000 * (3 * 8 * 32 + 16) + (2 * 10 + 2) * 12
+    # the keys (8 bytes x 32 sources), the rows' peak (24 + 8 bytes x 32), masks and frontiers
+    # (16 bytes a vertex), the hub pieces (12 bytes each)
+    assert RoundsSSSP.batch_bytes(1000, 256 * 10) == 1000 * (8 * 32 + 32 * 32 + 16) + (2 * 10 + 2) * 12
     assert BATCH_BIG_DEGREE == 256
 
 
@@ -740,3 +753,69 @@ def test_row_sink_rows_in_pieces(fake_cuda):
         assert all(p[2].base is not None for p in sink._pending)  # the device pieces held
         sink.close()
         assert np.array_equal(rows, np.asarray(dev)) and fake_cuda == sizes, (piece, fake_cuda)
+
+
+def test_row_sink_copy_orders_the_streams(monkeypatch):
+    """_RowSink._copy: the sink's stream waits for the current stream's work, copies, records
+    its event; the current stream then waits for that event unless the rows are ``fresh``."""
+    import sys
+
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    calls = []
+
+    class Event:
+        def __init__(self, disable_timing=False):
+            self.id = len([c for c in calls if c[0] == "event"])
+            calls.append(("event", self.id))
+
+        def record(self, stream=None):
+            calls.append(("record", self.id, "sink" if stream is not None else "current"))
+
+    class Stream:
+        def __init__(self, name):
+            self.name, self.ptr = name, 7
+
+        def wait_event(self, ev):
+            calls.append(("wait", self.name, ev.id))
+
+    current = Stream("current")
+    runtime = types.SimpleNamespace(memcpyDeviceToHost=2,
+                                    memcpyAsync=lambda dst, src, nb, kind, s: calls.append(("copy", nb, kind, s)))
+    cuda = types.SimpleNamespace(Event=Event, Stream=lambda non_blocking: Stream("sink"), runtime=runtime,
+                                 get_current_stream=lambda: current)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
+    dev = types.SimpleNamespace(data=types.SimpleNamespace(ptr=1234))
+    view = np.zeros(4, np.int64)
+    for fresh in (True, False):
+        calls.clear()
+        sink = gbf._RowSink()
+        sink._copy(dev, view, fresh)
+        assert calls[:5] == [("event", 0), ("record", 0, "current"), ("wait", "sink", 0), ("copy", 32, 2, 7),
+                             ("event", 1)]
+        assert calls[5] == ("record", 1, "sink")
+        assert calls[6:] == ([] if fresh else [("wait", "current", 1)])
+
+
+def test_row_sink_failed_copy_raised_at_flush_even_if_caught(fake_cuda, monkeypatch):
+    """A row whose host copy failed is not lost when a put's wait raised it and the caller
+    caught that (the batch's fallback): flush raises it again, once."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    real = np.copyto
+
+    def copyto(dst, src):
+        if dst.shape[0] == 3:
+            raise OSError("made up: row 0")
+        real(dst, src)
+
+    monkeypatch.setattr(np, "copyto", copyto)
+    sink = gbf._RowSink(threads=1, slots=2)
+    rows = np.zeros((4, 3), np.int64)
+    with pytest.raises(OSError, match="row 0"):
+        for i in range(4):
+            sink.put(np.full(3, i, np.int64).view(_Dev), rows[i])
+    with pytest.raises(OSError, match="row 0"):
+        sink.flush()
+    sink.flush()  # raised once: cleared
+    sink.close()

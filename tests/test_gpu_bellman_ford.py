@@ -614,7 +614,7 @@ def test_batched_rounds_equal_cpu(mode, directed):
         assert all(st["relaxations"] >= 0 for st in per) and per[0]["relaxations"] > 0
 
 
-def test_batched_rounds_hubs_in_pieces():
+def test_batched_rounds_hubs_in_pieces(monkeypatch):
     """A vertex of 20000 arcs (pieces of BATCH_BIG_DEGREE, a block each) among sources whose
     masks differ (the hub reached from some sources in round 1, from others later), and a
     batch of 5 sources (not a power of two: 6 arcs per warp step for a full mask)."""
@@ -631,6 +631,11 @@ def test_batched_rounds_hubs_in_pieces():
     # negative weights without a negative cycle: a potential shift
     gs = potential_shift(g, seed=5)
     _batched(gs, srcs)
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    monkeypatch.setattr(gbf, "BATCH_SKIP", True)  # the skip of relaxed sources, hubs in pieces too
+    _batched(gs, srcs)
+    _batched(g, srcs[:5])
 
 
 def test_batched_rounds_renamed_after_the_first_batch(monkeypatch):
@@ -704,3 +709,39 @@ def test_batched_rounds_keys_of_four_bytes_and_their_overflow(monkeypatch):
     path = Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.full(n - 1, 2 ** 29, np.int64), n=n)
     r = _batched(path, [n - 4, n - 2, n - 1])  # paths of 3 arcs at most: int32 keys suffice
     assert [st["keys"] for st in r.stats["per_source"]] == [4] * 3 and r.distance[0, -1] == 3 * 2 ** 29
+
+
+@pytest.mark.parametrize("relabel", [None, "degree"])
+def test_batched_rounds_partly_settled_batch_and_the_next_one(relabel):
+    """Session.run_batch where some sources reach a negative cycle: those come back None
+    (unsettled within the cap), the others' rows (the settled columns gathered, renamed by
+    degree or not) equal the CPU backend's; the next batch on the same engine is right."""
+    from mpi4py import MPI
+
+    from distgraph.backends.gpu.bellman_ford import Session
+
+    k = uniform_weights(kronecker(10, seed=3), seed=3)
+    n0 = k.n
+    src = np.repeat(np.arange(n0), np.diff(k.indptr))
+    # a negative cycle n0 -> n0+1 -> n0+2 -> n0 (weight -3), entered from n0+3 and from vertex 5
+    s2 = np.concatenate([src, [n0, n0 + 1, n0 + 2, n0 + 3, 5]])
+    d2 = np.concatenate([k.indices, [n0 + 1, n0 + 2, n0, n0, n0]])
+    w2 = np.concatenate([k.weights, [1, 1, -5, 1, 1]]).astype(np.int32)
+    g = Graph.from_edges(s2, d2, w2, n=n0 + 4, directed=True)
+    first = [0, n0 + 3, 1, 5, 2, n0, 3, 1]  # n0 + 3, 5 and n0 reach the cycle
+    rows = np.empty((len(first), g.n), np.int32)
+    with Session(g, g.weights, MPI.COMM_SELF, mode="rounds", relabel=relabel) as s:
+        res = s.run_batch(np.array(first), list(rows))
+        s.flush()
+        assert [r is None for r in res] == [False, True, False, True, False, True, False, False]
+        for i, v in enumerate(first):
+            if res[i] is not None:
+                np.testing.assert_array_equal(rows[i], bellman_ford(g, v, backend="cpu").distance)
+                assert res[i]["relabel"] == relabel and res[i]["keys"] == 4
+        nxt = [7, 8, 0, 9]
+        rows2 = np.empty((4, g.n), np.int32)
+        res = s.run_batch(np.array(nxt), list(rows2))
+        s.flush()
+        assert all(r is not None for r in res)
+        for i, v in enumerate(nxt):
+            np.testing.assert_array_equal(rows2[i], bellman_ford(g, v, backend="cpu").distance)

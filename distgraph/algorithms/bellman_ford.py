@@ -255,7 +255,9 @@ def bellman_ford(graph: Graph, source, *, weights=None, predecessors: bool = Fal
         Source vertex, in ``[0, n)``; or several (any order, repeats allowed), as scipy's
         ``indices``: then ``distance`` and ``predecessor`` have a row per source, shape
         ``(len(source), n)``, and what does not depend on the source (on GPUs: the upload, and
-        for many sources the renaming by degree) is done once (:class:`BellmanFord`).
+        for many sources the renaming by degree) is done once (:class:`BellmanFord`). On a
+        GPU, without predecessors, up to 32 sources' rounds run together
+        (``DISTGRAPH_GPU_SSSP_BATCH``): one read of an arc relaxes it for all of them.
     weights : array_like, shape (m,), optional
         Arc weights aligned with ``graph.indices``; default ``graph.weights``, and unit
         weights for an unweighted graph. int32, int64, float32 or float64; ``+inf``
@@ -412,10 +414,16 @@ class BellmanFord:
     :meth:`run_many`, once the rounds settled a source and at least
     ``DISTGRAPH_GPU_SSSP_RELABEL_RUNS`` (512) sources are left. Results never depend on it.
 
-    On one H200, ``bellman_ford(graph, sources)`` took 3.4-3.5 ms per source on Kronecker 20
-    and 7.5-7.7 ms on Kronecker 22 (1024 sources, everything included), 13-25x less than one
-    ``bellman_ford(graph, s)`` call per source and 253-617x less than scipy's Dijkstra;
-    road-FLA 44-47 ms, 1.4-1.5x less than one call per source (session19, call 4).
+    Batches (GPU backend, rounds or auto mode, one rank per source, no predecessors or
+    verifier): :meth:`run_many` hands up to ``DISTGRAPH_GPU_SSSP_BATCH`` (32) sources at a time
+    to the batched round kernels (``RoundsSSSP.run_batch``), which keep each vertex's
+    distances from all of them side by side (4-byte keys for integer weights while they fit),
+    so one read of an arc relaxes it for every source that needs it, and copy the batch's rows
+    to the host while the next batch runs. A source whose rounds have not settled within
+    ``DISTGRAPH_GPU_SSSP_AUTO_ROUNDS`` (a negative cycle, a road network) runs alone, as
+    before, and so do the later ones. Results never depend on it.
+
+    Timings on one H200: see the README's "Many sources" and benchmarks/results/session20/.
     """
 
     def __init__(self, graph: Graph, *, weights=None, mode: str = "auto", queue: str = "bq",
@@ -574,9 +582,9 @@ class BellmanFord:
                     except Exception as e:  # noqa: BLE001 - each source again alone, which raises its own error
                         import warnings
 
-                        from ..errors import DistgraphError
+                        from ..errors import GraphValueError
 
-                        if not isinstance(e, DistgraphError):  # e.g. a row's overflow: the single run's
+                        if not isinstance(e, GraphValueError):  # a row's overflow: the single run raises it
                             warnings.warn(f"bellman_ford: the batched GPU rounds failed ({type(e).__name__}: {e}); "
                                           "running the sources one at a time", RuntimeWarning, stacklevel=2)
                         session.no_batch = True

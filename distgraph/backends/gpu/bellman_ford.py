@@ -519,8 +519,8 @@ class _RowSink:
     predecessors). :meth:`put_rows` (and :meth:`put`, one row) queues the copy of device rows
     into a pinned buffer on the sink's own CUDA stream, after the work queued so far on the
     current stream, and returns at once: the next source's (or batch's) rounds run while the
-    rows cross the bus. Once a copy is done (:meth:`poll`, called at each put and by the rounds
-    between kernels, or :meth:`flush`), up to ``threads`` threads copy the rows from the pinned
+    rows cross the bus. Once a copy is done (:meth:`poll`, called at each put and by the batched
+    rounds between rounds, or :meth:`flush`), up to ``threads`` threads copy the rows from the pinned
     buffer into the caller's rows (a part of 4 MB or more each; NumPy drops the GIL), which also
     faults their pages in. The rows go in pieces of at most ``piece_bytes`` (one row at least)
     into ``slots`` pinned buffers used in turn; a buffer is reused once its rows are done (on one
@@ -536,6 +536,7 @@ class _RowSink:
         self._bufs, self._jobs, self._next, self._pool = [None] * k, [[] for _ in range(k)], 0, None
         self._pending = []  # (slot, done, device piece kept alive, pinned view, rows), oldest first
         self._stream = None
+        self.failed = None  # the first copy into a row that failed: raised by every wait from then on
         self.wait_s = 0.0  # how long puts waited for a buffer's previous rows
 
     def _copy(self, dev, view, fresh):
@@ -563,9 +564,16 @@ class _RowSink:
         if any(p[0] == j for p in self._pending):
             self.poll(wait=True)
         jobs, self._jobs[j] = self._jobs[j], []
-        for f in jobs:
-            f.result()
-        self.wait_s += time.perf_counter() - t0
+        try:
+            for f in jobs:
+                try:
+                    f.result()
+                except Exception as e:  # noqa: BLE001 - kept: flush raises it again (a caller may catch this one)
+                    self.failed = self.failed or e
+            if self.failed is not None:
+                raise self.failed
+        finally:
+            self.wait_s += time.perf_counter() - t0
 
     def put(self, dev, row, fresh=False):
         """Fill the host ``row`` (C-contiguous, ``dev``'s size and dtype) from the device
@@ -615,9 +623,18 @@ class _RowSink:
                                   for x, y in zip(cuts[:-1], cuts[1:])]
 
     def flush(self):
-        self.poll(wait=True)
-        for j in range(len(self._bufs)):
-            self._wait(j)
+        """Wait for every row; raise the first failed copy (once: it is then cleared)."""
+        try:
+            self.poll(wait=True)
+            for j in range(len(self._bufs)):
+                try:
+                    self._wait(j)
+                except Exception:  # noqa: BLE001 - self.failed, raised below once every row is waited for
+                    pass
+            if self.failed is not None:
+                raise self.failed
+        finally:
+            self.failed = None
 
     def close(self):
         try:
@@ -2161,7 +2178,7 @@ class RoundsSSSP:
         if pre.given and host.dtype != dev.dtype:  # the caller's narrower dtype, made on the device
             dev = to_output_dtype(dev, host.dtype, xp=self.cp)
         if sink is not None:  # into pinned memory now, into the row in the background
-            sink.put(dev, host, fresh=dev is not dist)  # the rounds' own array: the next run waits for its copy
+            sink.put(dev, host, fresh=True)  # the rounds' result is a new array each run (no later write)
             d = host
         else:
             d = _to_host(dev, self, out=host)
@@ -2175,7 +2192,7 @@ class RoundsSSSP:
         return d, p, stats, None
 
 
-    def run_batch(self, sources, outs, *, max_rounds, sink=None):
+    def run_batch(self, sources, outs, *, max_rounds, sink=None, wide=False):
         """Distances from several sources at once (at most :data:`BATCH_MAX`; one PE, the
         kernel engine): the batched round kernels of ``kernels/bf_rounds.cu`` keep each
         vertex's distances from all the sources side by side, so one read of an arc relaxes it
@@ -2185,7 +2202,10 @@ class RoundsSSSP:
         after its flush) or, without one, at once. Returns a list: each source's stats, or None
         where its rounds had not settled (a negative cycle, or a graph deeper than
         ``max_rounds``: the caller runs that source alone, which finds the cycle or goes on).
-        No predecessors, no negative-cycle bound: the rounds stop when no distance changed."""
+        No predecessors, no negative-cycle bound: the rounds stop when no distance changed.
+        Integer weights run on 4-byte keys unless ``wide`` (or :data:`BATCH_KEYS32` is off); a
+        sum outside their range runs the batch again on 8-byte keys (``self.last_batch["keys"]``
+        says which)."""
         from ..cpu.bellman_ford import to_output_dtype
         from .loader import get_module
 
@@ -2194,13 +2214,18 @@ class RoundsSSSP:
         nb = int(src.size)
         assert 1 <= nb <= BATCH_MAX and len(outs) == nb, (nb, len(outs))
         assert not self.distributed and self.engine == "kernel" and self.block.lo == 0 and self.block.hi == n
+        ok = (self.wdt, _NARROW[self.wdt.kind])
+        for row in outs:
+            expect(isinstance(row, np.ndarray) and row.shape == (n,) and row.dtype in ok and row.flags.c_contiguous
+                   and row.dtype == outs[0].dtype, "outs",
+                   f"C-contiguous ({n},) host rows, all of {' or '.join(map(str, ok))}", getattr(row, "shape", row))
         t0 = time.perf_counter()
         block = self.block
         st = self._batch_arrays(nb)
         renamed = self.new_id is not None
         ids = self.new_id[src] if renamed else src  # the rounds' ids of the sources
         # 4-byte keys for integer weights until a sum leaves their range (then 8 from here on)
-        k32 = not block.isf and BATCH_KEYS32 and not getattr(self, "_batch_wide", False)
+        k32 = not block.isf and BATCH_KEYS32 and not wide
         kdt = cp.int32 if k32 else cp.int64
         inf = np.iinfo(np.int32).max if k32 else (int(np.float64(np.inf).view(np.int64)) if block.isf
                                                   else np.iinfo(np.int64).max)
@@ -2209,10 +2234,11 @@ class RoundsSSSP:
         rel = st["rel"].view(kdt)[:n * nb] if BATCH_SKIP else None
         if rel is not None:
             rel.fill(inf)
-        ovf = st["ovf"]
-        ovf.fill(0)
         act, nact, front, nxt, cnt = st["act"], st["nact"], st["front"], st["next"], st["cnt"]
-        cnt.fill(0)
+        act.fill(0)  # (a batch stopped by an error or an interrupt may have left bits)
+        nact.fill(0)
+        cnt.fill(0)  # the two frontiers' lengths and, in cnt[2], the overflow flag of 4-byte keys
+        ovf = cnt[2:3].view(cp.uint32)[:1]
         st["count"].fill(0)
         uniq, inv = np.unique(ids, return_inverse=True)
         masks = np.zeros(uniq.size, np.uint32)
@@ -2241,22 +2267,22 @@ class RoundsSSSP:
             fn((int(min(-(-nf // 8), 32 * sms)),), (256,), args)  # a warp per frontier vertex, 8 per block
             if hubs:
                 fn_big((4 * sms,), (256,), args)  # a block per piece of a hub's arcs
-            nf = int(cnt[b].get())
+            got = cnt.get()
+            nf = int(got[b])
             front, nxt, act, nact = nxt, front, nact, act
             rounds += 1
+            if k32 and got[2]:
+                break  # a sum past int32's range: run again on 8-byte keys (below)
             if sink is not None:  # the last batch's rows, once on the host, to the threads
                 sink.poll()
+        if k32 and int(cnt[2].get()):  # a sum past int32's range: the batch again with 8-byte keys
+            return self.run_batch(sources, outs, max_rounds=max_rounds, sink=sink, wide=True)
         left = 0  # the sources some frontier vertex still holds: not settled
         if nf:
             left = int(np.bitwise_or.reduce(act[front[:nf].astype(cp.int64)].get()))
             st["act"].fill(0)
             st["nact"].fill(0)
         counts = st["count"].get()
-        if k32 and int(ovf.get()[0]):  # a sum past int32's range: the batch again with 8-byte keys
-            st["act"].fill(0)
-            st["nact"].fill(0)
-            self._batch_wide = True
-            return self.run_batch(sources, outs, max_rounds=max_rounds, sink=sink)
         cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
         settled = [j for j in range(nb) if not (left >> j) & 1]
@@ -2270,6 +2296,9 @@ class RoundsSSSP:
             cols = view[settled] if len(settled) < nb else view
             blk = cols[:, self.d_new_id] if renamed else cp.ascontiguousarray(cols)
             del cols
+            lo = st["dist"].data.ptr
+            if lo <= blk.data.ptr < lo + st["dist"].nbytes:  # a view of the keys (n or nb of 1): a copy
+                blk = blk.copy()
             if block.isf:  # keys back to doubles
                 blk = cp.where(blk < 0, blk ^ _FLIP, blk).view(cp.float64)
             dt = outs[settled[0]].dtype
@@ -2298,7 +2327,7 @@ class RoundsSSSP:
                               "time_batch_run_s": t_run, "time_d2h_s": t_out / nb})
             if renamed:
                 out_stats[-1]["time_relabel_s"] = self.relabel_s
-        self.last_batch = {"sources": nb, "rounds": rounds, "unsettled": bin(left).count("1"),
+        self.last_batch = {"sources": nb, "rounds": rounds, "unsettled": bin(left).count("1"), "keys": 4 if k32 else 8,
                            "relaxations": int(counts[:nb].sum()), "time_run_s": t_run, "time_out_s": t_out}
         return out_stats
 
@@ -2313,17 +2342,21 @@ class RoundsSSSP:
             st = self._batch = {
                 "dist": cp.empty(n * BATCH_MAX, cp.int64), "act": cp.zeros(max(n, 1), cp.uint32),
                 "nact": cp.zeros(max(n, 1), cp.uint32), "front": cp.empty(max(n, 1), cp.int32),
-                "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(2, cp.uint64),
+                "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(3, cp.uint64),
                 "nbig": cp.zeros(1, cp.uint64), "big": cp.empty(cap, cp.int64), "bigm": cp.empty(cap, cp.uint32),
-                "count": cp.zeros(32, cp.uint64), "ovf": cp.zeros(1, cp.uint32),
+                "count": cp.zeros(32, cp.uint64),
                 "rel": cp.empty(n * BATCH_MAX, cp.int64) if BATCH_SKIP else None}
         return st
 
     @staticmethod
     def batch_bytes(n, m):
-        """Device bytes :meth:`run_batch` needs for a graph of n vertices and m arcs: its
-        arrays (kept) and, at most, two blocks of rows at the end of a batch."""
-        return n * (8 * BATCH_MAX * (4 if BATCH_SKIP else 3) + 16) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
+        """Device bytes :meth:`run_batch` needs for a graph of n vertices and m arcs, an upper
+        bound: its arrays (kept: the keys, the skip's, the masks and frontiers, the hub
+        pieces) and the rows at the end of a batch (the gather, the conversion to the rows'
+        dtype, up to 24 bytes a distance at its peak) with the last batch's rows still being
+        copied to the host (8 bytes a distance at most)."""
+        keys = 8 * BATCH_MAX * (2 if BATCH_SKIP else 1)
+        return n * (keys + 32 * BATCH_MAX + 16) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
 
 
 def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
@@ -2348,10 +2381,13 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
 
 def _batch_fits(graph) -> bool:
     """Whether the batched rounds' arrays (:meth:`RoundsSSSP.batch_bytes`) take at most half
-    the device's free memory (else the sources run one at a time)."""
+    the device's free memory, CuPy's pool's cached blocks included (else the sources run one
+    at a time). Ranks sharing a GPU each measure alone: with ``split="sources"`` give each
+    rank its own GPU (the launchers do)."""
     from .loader import import_cupy
 
-    free = import_cupy().cuda.runtime.memGetInfo()[0]
+    cp = import_cupy()
+    free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
     return RoundsSSSP.batch_bytes(graph.n, graph.m) <= free // 2
 
 
@@ -2398,6 +2434,7 @@ class Session:
         self.sticky = None  # auto: the stats of the first run the rounds left to the queue kernel
         self.settled = False  # some run settled in the rounds (renaming by degree may pay off)
         self.no_batch = False  # a batch left a source unsettled: one source at a time from then on
+        self.batch_wide = False  # a batch's sums left int32's range: 8-byte keys from then on
         self._batch_fits = None  # the batched rounds' arrays fit in half the free device memory
 
     def __enter__(self):
@@ -2481,7 +2518,9 @@ class Session:
         if self.sink is None:
             self.sink = _RowSink(threads=self._sink_threads(8))
         r = self._rounds(runs_left)
-        res = r.run_batch(sources, outs, max_rounds=min(self.cap, self.graph.n), sink=self.sink)
+        res = r.run_batch(sources, outs, max_rounds=min(self.cap, self.graph.n), sink=self.sink,
+                          wide=self.batch_wide)
+        self.batch_wide = r.last_batch["keys"] == 8  # a sum past int32's range: 8-byte keys from now on
         if any(x is None for x in res):
             self.no_batch = True  # a negative cycle or a deep graph: the single runs see to it
         if any(x is not None for x in res):
