@@ -723,12 +723,15 @@ def test_batched_rounds_partly_settled_batch_and_the_next_one(relabel):
     k = uniform_weights(kronecker(10, seed=3), seed=3)
     n0 = k.n
     src = np.repeat(np.arange(n0), np.diff(k.indptr))
-    # a negative cycle n0 -> n0+1 -> n0+2 -> n0 (weight -3), entered from n0+3 and from vertex 5
-    s2 = np.concatenate([src, [n0, n0 + 1, n0 + 2, n0 + 3, 5]])
+    # a negative cycle n0 -> n0+1 -> n0+2 -> n0 (weight -3), entered from n0+3 and from an
+    # isolated vertex of the Kronecker graph (which no other vertex reaches)
+    iso = int(np.flatnonzero(np.diff(k.indptr) == 0)[0])
+    s2 = np.concatenate([src, [n0, n0 + 1, n0 + 2, n0 + 3, iso]])
     d2 = np.concatenate([k.indices, [n0 + 1, n0 + 2, n0, n0, n0]])
     w2 = np.concatenate([k.weights, [1, 1, -5, 1, 1]]).astype(np.int32)
     g = Graph.from_edges(s2, d2, w2, n=n0 + 4, directed=True)
-    first = [0, n0 + 3, 1, 5, 2, n0, 3, 1]  # n0 + 3, 5 and n0 reach the cycle
+    a, b, c, d = [int(x) for x in np.flatnonzero(np.diff(k.indptr) > 0)[:4]]
+    first = [a, n0 + 3, b, iso, c, n0, d, b]  # n0 + 3, iso and n0 reach the cycle
     rows = np.empty((len(first), g.n), np.int32)
     with Session(g, g.weights, MPI.COMM_SELF, mode="rounds", relabel=relabel) as s:
         res = s.run_batch(np.array(first), list(rows))
@@ -738,7 +741,7 @@ def test_batched_rounds_partly_settled_batch_and_the_next_one(relabel):
             if res[i] is not None:
                 np.testing.assert_array_equal(rows[i], bellman_ford(g, v, backend="cpu").distance)
                 assert res[i]["relabel"] == relabel and res[i]["keys"] == 4
-        nxt = [7, 8, 0, 9]
+        nxt = [d, c, a, b]
         rows2 = np.empty((4, g.n), np.int32)
         res = s.run_batch(np.array(nxt), list(rows2))
         s.flush()
