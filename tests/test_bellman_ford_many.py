@@ -364,11 +364,18 @@ def test_many_sources_batch_keys_wide_for_the_session(batched):
     assert [e[5] for e in _Engine.log if e[0] == "batch"] == [False, False, True]
 
 
-def test_many_sources_batch_renamed_once_settled(batched):
+def test_many_sources_batches_renamed_only_when_asked(batched, monkeypatch):
+    """Batches keep the caller's ids under relabel=None (3 sources left after batch 2 would
+    reach the threshold 3 of single runs); relabel="degree" renames from the first batch."""
+    import distgraph.algorithms.bellman_ford as abf
+
     g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
     _bellman_ford(g, list(range(9)), backend="gpu", mode="auto")
-    # batch 1 unrenamed; 3 left after batch 2 (>= 3): renamed from batch 2 on
-    assert [e[2] for e in _Engine.log if e[0] == "batch"] == [None, "degree", "degree"]
+    assert [e[2] for e in _Engine.log if e[0] == "batch"] == [None, None, None]
+    _Engine.log.clear()
+    with abf.BellmanFord(g, backend="gpu", relabel="degree") as bf:
+        bf.run_many(list(range(9)))
+    assert [e[2] for e in _Engine.log if e[0] == "batch"] == ["degree"] * 3
 
 
 def test_many_sources_unsettled_batch_sources_run_alone(batched):

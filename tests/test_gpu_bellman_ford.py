@@ -638,9 +638,10 @@ def test_batched_rounds_hubs_in_pieces(monkeypatch):
     _batched(g, srcs[:5])
 
 
-def test_batched_rounds_renamed_after_the_first_batch(monkeypatch):
-    """The first batch on the caller's ids (nothing settled yet), the later ones renamed by
-    degree (70 sources, threshold 3): the same rows."""
+def test_batched_rounds_renamed_only_when_asked(monkeypatch):
+    """Batches keep the caller's ids by default (even with many sources left and the threshold
+    lowered to 3); BellmanFord(relabel="degree") runs every batch renamed: the same rows."""
+    from distgraph.algorithms.bellman_ford import BellmanFord
     from distgraph.runtime.config import config
 
     monkeypatch.setattr(config, "gpu_sssp_relabel_runs", 3)
@@ -648,8 +649,12 @@ def test_batched_rounds_renamed_after_the_first_batch(monkeypatch):
     srcs = [int(x) for x in np.random.default_rng(1).integers(0, g.n, 70)]
     r = _batched(g, srcs)
     per = r.stats["per_source"]
-    assert [st.get("relabel") for st in per] == [None] * 32 + ["degree"] * 38
+    assert [st.get("relabel") for st in per] == [None] * 70
     assert [st.get("batch") for st in per] == [32] * 64 + [6] * 6
+    with BellmanFord(g, backend="gpu", relabel="degree") as bf:
+        r2 = bf.run_many(srcs)
+    np.testing.assert_array_equal(r2.distance, r.distance)
+    assert [st.get("relabel") for st in r2.stats["per_source"]] == ["degree"] * 70
 
 
 def test_batched_rounds_negative_cycle_and_deep_graph_fall_back(data_dir):

@@ -2289,13 +2289,16 @@ class RoundsSSSP:
         out_stats = []
         t1 = time.perf_counter()
         if settled:
-            # the settled sources' rows, in the caller's ids, as one (k, n) block: a gather of
-            # the columns, the keys back to doubles, the narrowing to the rows' dtype (one range
+            # the settled sources' rows, in the caller's ids, as one (k, n) block: the vertices'
+            # lines gathered (renamed: 4 or 8 bytes per source, side by side), the settled
+            # columns, the keys back to doubles, the narrowing to the rows' dtype (one range
             # check for all: an overflow is raised here, and the source run alone names it)
-            view = dist.reshape(n, nb).T
-            cols = view[settled] if len(settled) < nb else view
-            blk = cols[:, self.d_new_id] if renamed else cp.ascontiguousarray(cols)
-            del cols
+            mat = dist.reshape(n, nb)
+            if renamed:
+                mat = mat[self.d_new_id]
+            cols = mat.T[settled] if len(settled) < nb else mat.T
+            blk = cp.ascontiguousarray(cols)
+            del cols, mat
             lo = st["dist"].data.ptr
             if lo <= blk.data.ptr < lo + st["dist"].nbytes:  # a view of the keys (n or nb of 1): a copy
                 blk = blk.copy()
@@ -2413,7 +2416,8 @@ class Session:
     ``relabel``: ``"degree"`` runs the rounds on the graph renamed by degree
     (``RoundsSSSP(relabel="degree")``); ``"none"`` never; None renames once the rounds settled a
     run and the caller announced (``runs_left`` of :meth:`run`) at least
-    ``config.gpu_sssp_relabel_runs`` more runs, which repay the renaming's set-up.
+    ``config.gpu_sssp_relabel_runs`` more runs, which repay the renaming's set-up, unless the
+    session runs batches (:meth:`run_batch`): their rounds ran no faster renamed.
     """
 
     def __init__(self, graph, weights, comm, *, mode="auto", queue="bq", remote="atomic", delta=None,
@@ -2435,6 +2439,7 @@ class Session:
         self.settled = False  # some run settled in the rounds (renaming by degree may pay off)
         self.no_batch = False  # a batch left a source unsettled: one source at a time from then on
         self.batch_wide = False  # a batch's sums left int32's range: 8-byte keys from then on
+        self.batching = False  # run_batch was called: no renaming by degree unless asked for
         self._batch_fits = None  # the batched rounds' arrays fit in half the free device memory
 
     def __enter__(self):
@@ -2465,7 +2470,10 @@ class Session:
         from ...runtime.config import config
 
         k = int(config.gpu_sssp_relabel_runs)  # 0 (or less): never
-        want = self.relabel == "degree" or (self.relabel is None and k > 0 and self.settled and runs_left >= k)
+        # not for batches (the default): their rounds ran no faster renamed (a vertex's keys
+        # share lines already), benchmarks/results/session20/ call 6
+        want = self.relabel == "degree" or (self.relabel is None and k > 0 and self.settled and runs_left >= k
+                                            and not self.batching)
         if self.rounds is not None and want and self.rounds.relabel is None:
             self.rounds.close()  # collective: runs_left and settled are the same on every rank
             self.rounds = None
@@ -2517,6 +2525,7 @@ class Session:
         after such a batch the session runs one source at a time."""
         if self.sink is None:
             self.sink = _RowSink(threads=self._sink_threads(8))
+        self.batching = True
         r = self._rounds(runs_left)
         res = r.run_batch(sources, outs, max_rounds=min(self.cap, self.graph.n), sink=self.sink,
                           wide=self.batch_wide)
