@@ -166,10 +166,13 @@ class Config:
     #: many runs are left (on one H200 the renaming's set-up was 245-423 sources' gain on
     #: Kronecker 20-22, benchmarks/results/session19/); 0: never.
     gpu_sssp_relabel_runs: int = 512
-    #: The GPU Bellman-Ford from many sources on one rank (``bellman_ford(graph, sources)``
-    #: without predecessors, rounds or auto mode): this many sources' rounds run together, each
-    #: arc read relaxing all of them (``RoundsSSSP.run_batch``, at most 32); 0 or 1: one source
-    #: at a time.
+    #: The GPU Bellman-Ford from many sources (``bellman_ford(graph, sources)`` without
+    #: predecessors or verify, rounds or auto mode, each source on one rank: one rank, or
+    #: ``split="sources"``): this many sources' rounds run together, each arc read relaxing all
+    #: of them (``RoundsSSSP.run_batch``, at most 32); 0 or 1: one source at a time. On one H200
+    #: with 1024 sources, 32 took 3.3-4.6x less time per source than one at a time on Kronecker
+    #: 20 and 1.7-1.9x on Kronecker 22 (benchmarks/results/session20/, call 7; 16 and 8 were
+    #: 1.1-1.3x and 1.4-1.7x slower than 32 in call 2).
     gpu_sssp_batch: int = 32
 
 
