@@ -1354,7 +1354,7 @@ BATCH_MAX = 32
 BATCH_BIG_DEGREE = 256
 #: The batched rounds skip a frontier vertex's source whose arcs were relaxed from its current
 #: key already (kernels/bf_rounds.cu's rel; n * 256 more bytes of device memory). Off: on one
-#: H200 it saved 2-4% of the relaxations but not time (Kronecker 20 / 22, 1024 sources, 0.92-1.04x
+#: H200 it saved 2-4% of the relaxations but not time (Kronecker 20 / 22, 1024 sources, 0.96-1.09x
 #: the time without it: benchmarks/results/session20/, call 2).
 BATCH_SKIP = False
 #: The batched rounds keep integer weights' distances as 4-byte keys (a vertex's 32 in one
