@@ -111,7 +111,8 @@ def main():
     from distgraph.generators import kronecker, uniform_weights
 
     rows = set(args.rows.split(","))
-    variants = [x for x in args.rows.split(",") if x in ("nobatch", "skip", "k64") or (x[:1] == "b" and x[1:].isdigit())]
+    variants = [x for x in args.rows.split(",")
+                if x in ("nobatch", "skip", "k64") or (x[:1] == "b" and x[1:].isdigit())]
     out_dir = Path(args.outdir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path_out = out_dir / (f"sssp_many_{args.label}.json" if args.label else "sssp_many.json")

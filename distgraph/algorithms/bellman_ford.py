@@ -411,9 +411,9 @@ class BellmanFord:
     renamed by degree (``RoundsSSSP(relabel="degree")``; from 1024 sources on one H200 the
     rounds ran 1.16-1.27x faster on Kronecker 20-22 for 0.11-0.66 s of set-up, 245-423
     sources' gain: benchmarks/results/session19/); ``"none"``: never; None (default): only in
-    :meth:`run_many` for sources run one at a time (with predecessors, say), once the rounds settled a source
-    and at least ``DISTGRAPH_GPU_SSSP_RELABEL_RUNS`` (512) sources are left; never for batches
-    (below), whose rounds ran no faster renamed. Results never depend on it.
+    :meth:`run_many` for sources run one at a time (with predecessors, say), once the rounds
+    settled a source and at least ``DISTGRAPH_GPU_SSSP_RELABEL_RUNS`` (512) sources are left;
+    never for batches (below), whose rounds ran no faster renamed. Results never depend on it.
 
     Batches (GPU backend, rounds or auto mode, one rank per source, no predecessors or
     verifier): :meth:`run_many` hands up to ``DISTGRAPH_GPU_SSSP_BATCH`` (32) sources at a time
