@@ -322,6 +322,11 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 // each (vertex, source) had when its arcs were last relaxed: a frontier vertex's source whose
 // key is still that one is dropped from its mask (its arcs gave all they can; as RoundsSSSP's
 // asynchronous rounds do for one source). rel must start as the key of +inf.
+// The host queues many rounds without reading anything back (deep graphs: thousands of rounds),
+// so each round kernel resets the counters the round after it appends to: *zero (the frontier
+// length the next round's kernels append to; the host rotates three) and *zbig (the next
+// round's hub pieces; two), and counts itself in *nrounds if its frontier was not empty. A
+// round with an empty frontier does nothing else.
 //
 // Within a warp, the lanes are dealt over (arc, source) pairs of a vertex u with p sources in
 // its mask: 32 / p arcs at once, p lanes each (the p lanes of one arc read its head's p keys
@@ -387,10 +392,16 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                             const unsigned long long *nfp, int nb, K *dist, unsigned *act, unsigned *nact,
                             int *next, unsigned long long *nnext, dg_i64 *big, unsigned *bigm,
                             unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count, K *rel,
-                            unsigned *ovf) {
+                            unsigned *ovf, unsigned long long *zero, unsigned long long *zbig,
+                            unsigned long long *nrounds) {
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nf = (dg_i64)*nfp;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {  // the next round's counters (no host memset between rounds)
+        *zero = 0ull;
+        *zbig = 0ull;
+        if (nf) *nrounds += 1ull;
+    }
     unsigned long long mine = 0;  // the relaxations of source `lane` by this warp
     for (dg_i64 i = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < nf; i += warps) {
         const dg_i64 u = front[i];
@@ -446,11 +457,12 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
     const dg_i64 *indptr, const int *indices, const WT *w, int unit, const int *front,                  \
         const unsigned long long *nfp, int nb, K *dist, unsigned *act, unsigned *nact, int *next,       \
         unsigned long long *nnext, dg_i64 *big, unsigned *bigm, unsigned long long *nbig, dg_i64 bigdeg, \
-        unsigned long long *count, K *rel, unsigned *ovf
+        unsigned long long *count, K *rel, unsigned *ovf, unsigned long long *zero, unsigned long long *zbig,   \
+        unsigned long long *nrounds
 #define DG_BK_KERNELS(SFX, F, WT, K)                                                                    \
     extern "C" __global__ void distgraph_bf_batch_round_##SFX(DG_BK_ARGS(WT, K)) {                       \
         dg_bk_round<F, WT, K>(indptr, indices, w, unit, front, nfp, nb, dist, act, nact, next, nnext, big, \
-                              bigm, nbig, bigdeg, count, rel, ovf);                                      \
+                              bigm, nbig, bigdeg, count, rel, ovf, zero, zbig, nrounds);                 \
     }                                                                                                    \
     extern "C" __global__ void distgraph_bf_batch_big_##SFX(DG_BK_ARGS(WT, K)) {                         \
         dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, nact, next, nnext, big, bigm, nbig,      \

@@ -338,10 +338,12 @@ def _runs(kind):
     return [e[3] for e in _Engine.log if e[0] == kind]
 
 
-def test_many_sources_run_in_batches(batched):
+def test_many_sources_run_in_batches(batched, monkeypatch):
     """Without predecessors the sources go to RoundsSSSP.run_batch 3 at a time (the last
     batch shorter; a last single source alone), every row the source's, with the batch's
     stats; the renaming decided before each batch by the sources left after it."""
+    from distgraph.runtime.config import config
+
     g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
     r = _bellman_ford(g, [3, 1, 4, 1, 5, 9, 2, 6], backend="gpu", mode="rounds")
     assert r.distance[:, 0].tolist() == [3, 1, 4, 1, 5, 9, 2, 6]
@@ -353,6 +355,11 @@ def test_many_sources_run_in_batches(batched):
     _Engine.log.clear()
     _bellman_ford(g, [3, 1, 4, 1, 5, 9, 2], backend="gpu", mode="rounds")
     assert _runs("batch") == [(3, 1, 4), (1, 5, 9)] and _runs("run") == [2]
+    for cap, want in ((7, 7), (0, 1)):  # DISTGRAPH_GPU_SSSP_BATCH_ROUNDS, at least 1
+        _Engine.log.clear()
+        monkeypatch.setattr(config, "gpu_sssp_batch_rounds", cap)
+        _bellman_ford(g, [3, 1, 4], backend="gpu", mode="auto")
+        assert [e[4] for e in _Engine.log if e[0] == "batch"] == [want]
 
 
 def test_many_sources_batch_keys_wide_for_the_session(batched):

@@ -657,10 +657,13 @@ def test_batched_rounds_renamed_only_when_asked(monkeypatch):
     assert [st.get("relabel") for st in r2.stats["per_source"]] == ["degree"] * 70
 
 
-def test_batched_rounds_negative_cycle_and_deep_graph_fall_back(data_dir):
+def test_batched_rounds_negative_cycle_and_deep_graph_fall_back(data_dir, monkeypatch):
     """Sources that reach a negative cycle leave the batch unsettled: they run alone, which
-    names the first (the rows of the others before it come from the batch); on road-NY (deep:
-    not settled in 64 rounds) the batch's sources run alone (the queue kernel)."""
+    names the first (the rows of the others before it come from the batch). road-NY (deep:
+    hundreds of rounds, queued unread after the first 16) settles in the batch; with the
+    batches' rounds capped at 64 its sources run alone (the queue kernel)."""
+    from distgraph.runtime.config import config
+
     g = Graph.from_edges([0, 0, 1, 2, 4, 5, 6], [1, 2, 3, 1, 5, 6, 5], np.array([4, 1, 2, -2, 3, 1, -2]), n=8)
     with pytest.raises(NegativeCycleError) as ei:
         bellman_ford(g, [0, 2, 7, 4, 5, 1], backend="gpu")
@@ -668,9 +671,42 @@ def test_batched_rounds_negative_cycle_and_deep_graph_fall_back(data_dir):
     r = _batched(g, [0, 2, 7, 1, 3])
     assert all(st.get("batch") == 5 for st in r.stats["per_source"])
     road = potential_shift(_read(data_dir, "road-NY.gr.xz"), seed=1)
-    r = _batched(road, [0, 1000, 200000, 5])
+    srcs = [0, 1000, 200000, 5]
+    r = _batched(road, srcs)
+    per = r.stats["per_source"]
+    assert all(st.get("batch") == 4 and st["rounds"] > 64 for st in per), per
+    monkeypatch.setattr(config, "gpu_sssp_batch_rounds", 64)
+    r = _batched(road, srcs)
     per = r.stats["per_source"]
     assert all("batch" not in st and st["auto"]["chose"] == "async" for st in per), per
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float64])
+def test_batched_rounds_queued_unread_stop_at_the_cap(monkeypatch, dtype):
+    """A path of 300 vertices (and a shortcut): from vertex 0 the rounds with work are exactly
+    300 (past the first 16, rounds are queued 32 at a time without reading back; those past
+    the end do nothing and are not counted). A cap of 300 rounds settles the batch; 299 leaves
+    source 0 unsettled (it runs alone) while the others settle; the next call, after a batch
+    left a source unsettled, runs one source at a time."""
+    from distgraph.backends.gpu.bellman_ford import BATCH_EXACT
+    from distgraph.runtime.config import config
+
+    n = 300
+    src = np.concatenate([np.arange(n - 1), [250]])
+    dst = np.concatenate([np.arange(1, n), [10]])
+    w = np.concatenate([np.arange(1, n) % 7 + 1, [1]]).astype(dtype)
+    g = Graph.from_edges(src, dst, w, n=n)
+    srcs = [0, 200, 290, 299]
+    r = _batched(g, srcs)
+    assert [st["rounds"] for st in r.stats["per_source"]] == [n] * 4 and n > BATCH_EXACT
+    monkeypatch.setattr(config, "gpu_sssp_batch_rounds", n)
+    r = _batched(g, srcs)
+    assert [st.get("batch") for st in r.stats["per_source"]] == [4] * 4
+    monkeypatch.setattr(config, "gpu_sssp_batch_rounds", n - 1)
+    r = _batched(g, srcs)
+    assert [st.get("batch") for st in r.stats["per_source"]] == [None, 4, 4, 4]
+    r = _batched(g, srcs[1:] + srcs[1:])
+    assert [st.get("batch") for st in r.stats["per_source"]] == [6] * 6
 
 
 def test_batched_rounds_int32_overflow_raises_as_a_single_run():

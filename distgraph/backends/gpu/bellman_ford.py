@@ -1361,6 +1361,12 @@ BATCH_SKIP = False
 #: 128-byte line) while they fit; a sum outside int32's range runs the batch again, and the
 #: later ones, with 8-byte keys.
 BATCH_KEYS32 = True
+#: The batched rounds read their frontier's length back after each of the first this many
+#: rounds (a low-diameter graph settles in them: Kronecker 20-22 in 11-12), then after every
+#: :data:`BATCH_CHECK` rounds queued without a host read (a deep graph: road networks need
+#: thousands of rounds; a round with an empty frontier does nothing).
+BATCH_EXACT = 16
+BATCH_CHECK = 32
 BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more, relaxed in pieces of as many
 #                    arcs by a block each (kernels/bf_rounds.cu)
 
@@ -2237,8 +2243,12 @@ class RoundsSSSP:
         act, nact, front, nxt, cnt = st["act"], st["nact"], st["front"], st["next"], st["cnt"]
         act.fill(0)  # (a batch stopped by an error or an interrupt may have left bits)
         nact.fill(0)
-        cnt.fill(0)  # the two frontiers' lengths and, in cnt[2], the overflow flag of 4-byte keys
-        ovf = cnt[2:3].view(cp.uint32)[:1]
+        # cnt: the frontiers' lengths (three in turn: round r reads cnt[r % 3], appends to
+        # cnt[(r + 1) % 3] and zeroes cnt[(r + 2) % 3]), in cnt[3] the overflow flag of 4-byte
+        # keys, in cnt[4] the rounds whose frontier was not empty
+        cnt.fill(0)
+        ovf = cnt[3:4].view(cp.uint32)[:1]
+        st["nbig"].fill(0)
         st["count"].fill(0)
         uniq, inv = np.unique(ids, return_inverse=True)
         masks = np.zeros(uniq.size, np.uint32)
@@ -2256,32 +2266,37 @@ class RoundsSSSP:
         unit = block.w is None
         w = block.indptr if unit else block.w  # unit weights: a placeholder pointer, never read
         hubs = block.max_degree() >= BATCH_BIG_DEGREE
-        nf, rounds = uniq.size, 0
+        fronts, acts, nbig = (front, nxt), (act, nact), st["nbig"]
+        phases = [(block.indptr, block.indices, w, np.int32(unit), fronts[r % 2], cnt[r % 3:r % 3 + 1], np.int32(nb),
+                   dist, acts[r % 2], acts[1 - r % 2], fronts[1 - r % 2], cnt[(r + 1) % 3:(r + 1) % 3 + 1],
+                   st["big"], st["bigm"], nbig[r % 2:r % 2 + 1], np.int64(BATCH_BIG_DEGREE), st["count"],
+                   np.uint64(0) if rel is None else rel, ovf, cnt[(r + 2) % 3:(r + 2) % 3 + 1],
+                   nbig[1 - r % 2:2 - r % 2], cnt[4:5]) for r in range(6)]  # the rounds' arguments, r % 6
+        nf, rounds, got = uniq.size, 0, None
         while nf and rounds < max_rounds:
-            a, b = rounds & 1, (rounds & 1) ^ 1
-            cnt[b:b + 1].fill(0)
-            st["nbig"].fill(0)
-            args = (block.indptr, block.indices, w, np.int32(unit), front, cnt[a:a + 1], np.int32(nb), dist, act,
-                    nact, nxt, cnt[b:b + 1], st["big"], st["bigm"], st["nbig"], np.int64(BATCH_BIG_DEGREE),
-                    st["count"], np.uint64(0) if rel is None else rel, ovf)
-            fn((int(min(-(-nf // 8), 32 * sms)),), (256,), args)  # a warp per frontier vertex, 8 per block
-            if hubs:
-                fn_big((4 * sms,), (256,), args)  # a block per piece of a hub's arcs
+            if rounds < BATCH_EXACT:  # one round, its frontier's length known: a warp per vertex, 8 per block
+                step, grid = 1, int(min(-(-nf // 8), 32 * sms))
+            else:  # rounds queued unread: a grid for twice the last length read (the kernel strides)
+                step, grid = min(BATCH_CHECK, max_rounds - rounds), int(min(max(-(-nf // 4), 2 * sms), 32 * sms))
+            for r in range(rounds, rounds + step):
+                args = phases[r % 6]
+                fn((grid,), (256,), args)
+                if hubs:
+                    fn_big((4 * sms,), (256,), args)  # a block per piece of a hub's arcs
+            rounds += step
             got = cnt.get()
-            nf = int(got[b])
-            front, nxt, act, nact = nxt, front, nact, act
-            rounds += 1
-            if k32 and got[2]:
+            nf = int(got[rounds % 3])
+            if k32 and got[3]:
                 break  # a sum past int32's range: run again on 8-byte keys (below)
             if sink is not None:  # the last batch's rows, once on the host, to the threads
                 sink.poll()
-        if k32 and int(cnt[2].get()):  # a sum past int32's range: the batch again with 8-byte keys
+        if k32 and got is not None and got[3]:  # a sum past int32's range: the batch again with 8-byte keys
             return self.run_batch(sources, outs, max_rounds=max_rounds, sink=sink, wide=True)
+        front, act = fronts[rounds % 2], acts[rounds % 2]
+        rounds = int(got[4]) if got is not None else 0  # the rounds that had work
         left = 0  # the sources some frontier vertex still holds: not settled
         if nf:
             left = int(np.bitwise_or.reduce(act[front[:nf].astype(cp.int64)].get()))
-            st["act"].fill(0)
-            st["nact"].fill(0)
         counts = st["count"].get()
         cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
@@ -2345,8 +2360,8 @@ class RoundsSSSP:
             st = self._batch = {
                 "dist": cp.empty(n * BATCH_MAX, cp.int64), "act": cp.zeros(max(n, 1), cp.uint32),
                 "nact": cp.zeros(max(n, 1), cp.uint32), "front": cp.empty(max(n, 1), cp.int32),
-                "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(3, cp.uint64),
-                "nbig": cp.zeros(1, cp.uint64), "big": cp.empty(cap, cp.int64), "bigm": cp.empty(cap, cp.uint32),
+                "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(5, cp.uint64),
+                "nbig": cp.zeros(2, cp.uint64), "big": cp.empty(cap, cp.int64), "bigm": cp.empty(cap, cp.uint32),
                 "count": cp.zeros(32, cp.uint64),
                 "rel": cp.empty(n * BATCH_MAX, cp.int64) if BATCH_SKIP else None}
         return st
@@ -2517,6 +2532,14 @@ class Session:
             self._batch_fits = _batch_fits(self.graph)
         return k if self._batch_fits else 0
 
+    def batch_rounds(self):
+        """The rounds a batch may run before its unsettled sources run alone
+        (``config.gpu_sssp_batch_rounds``, at most n: a source's rounds settle within n - 1
+        unless it reaches a negative cycle)."""
+        from ...runtime.config import config
+
+        return max(1, min(int(config.gpu_sssp_batch_rounds), self.graph.n))
+
     def run_batch(self, sources, outs, runs_left=0):
         """Distances from ``sources`` (at most :meth:`batch_size`) at once
         (:meth:`RoundsSSSP.run_batch`) into the host rows ``outs``, filled in the background
@@ -2527,7 +2550,7 @@ class Session:
             self.sink = _RowSink(threads=self._sink_threads(8))
         self.batching = True
         r = self._rounds(runs_left)
-        res = r.run_batch(sources, outs, max_rounds=min(self.cap, self.graph.n), sink=self.sink,
+        res = r.run_batch(sources, outs, max_rounds=self.batch_rounds(), sink=self.sink,
                           wide=self.batch_wide)
         self.batch_wide = r.last_batch["keys"] == 8  # a sum past int32's range: 8-byte keys from now on
         if any(x is None for x in res):
@@ -2536,7 +2559,7 @@ class Session:
             self.settled = True
         for x in res:
             if x is not None and self.mode == "auto":
-                x["auto"] = {"max_rounds": self.cap, "chose": "rounds"}
+                x["auto"] = {"max_rounds": self.batch_rounds(), "chose": "rounds"}
         return res
 
     def run(self, source, confirm, predecessors=False, runs_left=0, out=None, defer=False):
