@@ -8,7 +8,8 @@ the result), side by side, on the same graph and sources in the same run, with
   19's path; the default runs up to 32 sources' rounds together, ``RoundsSSSP.run_batch``);
   ``bK`` (``b8``, ``b16``): batches of K sources; ``skip``: the batched rounds skipping
   sources already relaxed from their key (``BATCH_SKIP = True``); ``k64``: 8-byte keys for
-  integer weights too (``BATCH_KEYS32 = False``);
+  integer weights too (``BATCH_KEYS32 = False``); ``thinK``: the batched rounds' thin
+  vertices up to K (arcs times sources; ``BATCH_THIN``, 0: every vertex by a warp);
 * ``loop``: ``bellman_ford(graph, s)`` called once per source (the first ``--loop`` sources;
   what a user of the single-source API pays: the upload every time);
 * ``scipy``: ``scipy.sparse.csgraph.dijkstra(A, indices=...)`` (uniform weights) or
@@ -112,7 +113,8 @@ def main():
 
     rows = set(args.rows.split(","))
     variants = [x for x in args.rows.split(",")
-                if x in ("nobatch", "skip", "k64") or (x[:1] == "b" and x[1:].isdigit())]
+                if x in ("nobatch", "skip", "k64") or (x[:1] == "b" and x[1:].isdigit())
+                or (x[:4] == "thin" and x[4:].isdigit())]
     out_dir = Path(args.outdir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path_out = out_dir / (f"sssp_many_{args.label}.json" if args.label else "sssp_many.json")
@@ -153,9 +155,11 @@ def main():
                 from distgraph.backends.gpu import bellman_ford as gbf
                 from distgraph.runtime.config import config
 
-                batch, skip, k32 = config.gpu_sssp_batch, getattr(gbf, "BATCH_SKIP", None), \
-                    getattr(gbf, "BATCH_KEYS32", None)
-                if name == "nobatch":
+                batch, skip, k32, thin = config.gpu_sssp_batch, getattr(gbf, "BATCH_SKIP", None), \
+                    getattr(gbf, "BATCH_KEYS32", None), getattr(gbf, "BATCH_THIN", None)
+                if name.startswith("thin"):
+                    gbf.BATCH_THIN = int(name[4:])
+                elif name == "nobatch":
                     config.gpu_sssp_batch = 0
                 elif name == "skip":
                     gbf.BATCH_SKIP = True
@@ -168,7 +172,7 @@ def main():
                     r = bellman_ford(g, srcs, backend=args.backend)
                     t = time.perf_counter() - t0
                 finally:
-                    config.gpu_sssp_batch, gbf.BATCH_SKIP, gbf.BATCH_KEYS32 = batch, skip, k32
+                    config.gpu_sssp_batch, gbf.BATCH_SKIP, gbf.BATCH_KEYS32, gbf.BATCH_THIN = batch, skip, k32, thin
                 row[name] = {"time_s": t, "per_source_ms": 1e3 * t / k, **_stats(r),
                              "same_as_many": None if ref is None else _equal(r.distance, ref)}
                 print(f"  {name}: {t:.3f} s, {1e3 * t / k:.3f} ms per source", flush=True)

@@ -350,6 +350,18 @@ __device__ __forceinline__ bool dg_bk_lower(dg_i64 c, dg_i64 cur, unsigned *ovf)
     return c < cur;
 }
 
+// Appends v (where app) to the next frontier, one atomicAdd per warp.
+__device__ __forceinline__ void dg_bk_append(bool app, int v, int lane, int *next, unsigned long long *nnext) {
+    const unsigned want = __ballot_sync(0xffffffffu, app);
+    if (want) {
+        const int leader = __ffs(want) - 1;
+        unsigned long long base = 0;
+        if (lane == leader) base = atomicAdd(nnext, (unsigned long long)__popc(want));
+        base = __shfl_sync(0xffffffffu, base, leader);
+        if (app) next[base + __popc(want & ((1u << lane) - 1u))] = v;
+    }
+}
+
 template <bool F, typename WT, typename K>
 __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg_i64 end, int lane, int nb,
                                             const int *__restrict__ indices, const WT *__restrict__ w, int unit,
@@ -375,17 +387,15 @@ __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg
             if (dg_bk_lower<K>(c, (dg_i64)*at, ovf) && (K)c < atomicMin(at, (K)c))
                 app = atomicOr(nact + v, 1u << b) == 0u;
         }
-        const unsigned want = __ballot_sync(0xffffffffu, app);
-        if (want) {
-            const int leader = __ffs(want) - 1;
-            unsigned long long base = 0;
-            if (lane == leader) base = atomicAdd(nnext, (unsigned long long)__popc(want));
-            base = __shfl_sync(0xffffffffu, base, leader);
-            if (app) next[base + __popc(want & ((1u << lane) - 1u))] = v;
-        }
+        dg_bk_append(app, v, lane, next, nnext);
     }
 }
 
+// A round. A warp takes 32 frontier vertices at once, a lane each. A thin vertex (its arcs times
+// its mask's sources at most `thin`: a road network's, whose sources' wavefronts seldom meet)
+// is relaxed by its lane alone, source by source and arc by arc, the warp's lanes in step (one
+// append per step); the others, one after another, by the whole warp (dg_bk_range), or listed
+// in pieces for distgraph_bf_batch_big_* (hubs). thin = 0: every vertex by the whole warp.
 template <bool F, typename WT, typename K>
 __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
                             const WT *__restrict__ w, int unit, const int *__restrict__ front,
@@ -393,55 +403,111 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                             int *next, unsigned long long *nnext, dg_i64 *big, unsigned *bigm,
                             unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count, K *rel,
                             unsigned *ovf, unsigned long long *zero, unsigned long long *zbig,
-                            unsigned long long *nrounds) {
+                            unsigned long long *nrounds, int thin, int *mid, unsigned *midm) {
+    __shared__ unsigned long long relax[32];
+    unsigned long long *nmid = nbig + 1;  // this block's relaxations per source
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nf = (dg_i64)*nfp;
+    if (threadIdx.x < 32) relax[threadIdx.x] = 0ull;
     if (blockIdx.x == 0 && threadIdx.x == 0) {  // the next round's counters (no host memset between rounds)
         *zero = 0ull;
-        *zbig = 0ull;
+        zbig[0] = 0ull;
+        zbig[1] = 0ull;
         if (nf) *nrounds += 1ull;
     }
-    unsigned long long mine = 0;  // the relaxations of source `lane` by this warp
-    for (dg_i64 i = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; i < nf; i += warps) {
-        const dg_i64 u = front[i];
-        unsigned m = act[u];
-        __syncwarp();
-        if (lane == 0) act[u] = 0u;  // read by every lane: it is the next round's nact
-        if (rel && m) {  // lane b: source b's key at u, skipped if u's arcs were relaxed from it already
-            bool live = false;
-            if ((m >> lane) & 1u) {
-                const K x = __ldcg(dist + u * nb + lane);
-                live = x != rel[u * nb + lane];
-                if (live) rel[u * nb + lane] = x;
+    __syncthreads();
+    for (dg_i64 i0 = (((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 32; i0 < nf; i0 += warps * 32) {
+        const dg_i64 i = i0 + lane;
+        dg_i64 u = 0, beg = 0, end = 0;
+        unsigned m = 0;
+        if (i < nf) {
+            u = front[i];
+            m = act[u];
+            act[u] = 0u;  // (front lists a vertex once: this lane alone reads it; the next round's nact)
+            if (rel && m) {  // skip the sources whose key at u its arcs were relaxed from already
+                for (unsigned mm = m; mm; mm &= mm - 1) {
+                    const int b = __ffs(mm) - 1;
+                    const K x = __ldcg(dist + u * nb + b);
+                    if (x == rel[u * nb + b]) m &= ~(1u << b);
+                    else rel[u * nb + b] = x;
+                }
             }
-            m = __ballot_sync(0xffffffffu, live);
+            if (m) {
+                beg = indptr[u];
+                end = indptr[u + 1];
+                for (unsigned mm = m; mm; mm &= mm - 1) atomicAdd(relax + (__ffs(mm) - 1), (unsigned long long)(end - beg));
+            }
         }
-        if (!m) continue;
-        const dg_i64 beg = indptr[u], end = indptr[u + 1];
-        if ((m >> lane) & 1u) mine += (unsigned long long)(end - beg);
-        if (end - beg >= bigdeg) {
+        const int p = __popc(m);
+        const bool heavy = m && (end - beg) * p > thin;
+        // thin vertices: step t relaxes the lane's t-th (source, arc) pair
+        const unsigned work = heavy ? 0u : (unsigned)((end - beg) * p);
+        const unsigned steps = __reduce_max_sync(0xffffffffu, work);
+        unsigned mm = m;
+        int b = mm ? __ffs(mm) - 1 : 0;
+        dg_i64 k = beg, du = work ? (dg_i64)__ldcg(dist + u * nb + b) : 0;
+        for (unsigned t = 0; t < steps; ++t) {
+            bool app = false;
+            int v = 0;
+            if (t < work) {
+                if (k == end) {  // the next source of the lane's vertex
+                    mm &= mm - 1;
+                    b = __ffs(mm) - 1;
+                    k = beg;
+                    du = (dg_i64)__ldcg(dist + u * nb + b);
+                }
+                v = indices[k];
+                const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : dg_rk_wbits(w[k]));
+                K *at = dist + (dg_i64)v * nb + b;
+                if (dg_bk_lower<K>(c, (dg_i64)*at, ovf) && (K)c < atomicMin(at, (K)c))
+                    app = atomicOr(nact + v, 1u << b) == 0u;
+                ++k;
+            }
+            dg_bk_append(app, v, lane, next, nnext);
+        }
+        // the others for distgraph_bf_batch_big_*: a hub in pieces, the rest in the mid list
+        const bool hub = heavy && end - beg >= bigdeg;
+        if (hub) {
             const dg_i64 np = (end - beg + bigdeg - 1) / bigdeg;
-            unsigned long long at = 0;
-            if (lane == 0) at = atomicAdd(nbig, (unsigned long long)np);
-            at = __shfl_sync(0xffffffffu, at, 0);
-            for (dg_i64 p = lane; p < np; p += 32) big[at + p] = u | (p << 32), bigm[at + p] = m;
-            continue;
+            const unsigned long long at = atomicAdd(nbig, (unsigned long long)np);
+            for (dg_i64 q = 0; q < np; ++q) big[at + q] = u | (q << 32), bigm[at + q] = m;
         }
-        dg_bk_range<F, WT, K>(u, m, beg, end, lane, nb, indices, w, unit, dist, nact, next, nnext, ovf);
+        const bool md = heavy && !hub;
+        const unsigned want = __ballot_sync(0xffffffffu, md);
+        if (want) {
+            const int leader = __ffs(want) - 1;
+            unsigned long long base = 0;
+            if (lane == leader) base = atomicAdd(nmid, (unsigned long long)__popc(want));
+            base = __shfl_sync(0xffffffffu, base, leader);
+            if (md) {
+                const unsigned long long j = base + __popc(want & ((1u << lane) - 1u));
+                mid[j] = (int)u;
+                midm[j] = m;
+            }
+        }
     }
-    if (mine) atomicAdd(count + lane, mine);
+    __syncthreads();
+    if (threadIdx.x < 32 && relax[threadIdx.x]) atomicAdd(count + threadIdx.x, relax[threadIdx.x]);
 }
 
-// The listed pieces, a block each; the block's warps split the piece's arcs.
+// The round's second pass: the mid list's vertices, a warp each (dg_bk_range), then the listed
+// pieces of hubs, a block each, the block's warps splitting the piece's arcs.
 template <bool F, typename WT, typename K>
 __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
                           const WT *__restrict__ w, int unit, int nb, K *dist, unsigned *nact, int *next,
                           unsigned long long *nnext, const dg_i64 *__restrict__ big,
                           const unsigned *__restrict__ bigm, const unsigned long long *nbig, dg_i64 bigdeg,
-                          unsigned *ovf) {
+                          unsigned *ovf, const int *__restrict__ mid, const unsigned *__restrict__ midm) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    const unsigned long long total = *nbig;
+    const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
+    const dg_i64 nmid = (dg_i64)nbig[1];
+    for (dg_i64 j = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; j < nmid; j += warps) {
+        const dg_i64 u = mid[j];
+        dg_bk_range<F, WT, K>(u, midm[j], indptr[u], indptr[u + 1], lane, nb, indices, w, unit, dist, nact, next,
+                              nnext, ovf);
+    }
+    const unsigned long long total = nbig[0];
     for (unsigned long long j = blockIdx.x; j < total; j += gridDim.x) {
         const dg_i64 e = big[j], u = e & 0xffffffffLL;
         const dg_i64 beg = indptr[u] + (e >> 32) * bigdeg, last = indptr[u + 1];
@@ -458,15 +524,15 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
         const unsigned long long *nfp, int nb, K *dist, unsigned *act, unsigned *nact, int *next,       \
         unsigned long long *nnext, dg_i64 *big, unsigned *bigm, unsigned long long *nbig, dg_i64 bigdeg, \
         unsigned long long *count, K *rel, unsigned *ovf, unsigned long long *zero, unsigned long long *zbig,   \
-        unsigned long long *nrounds
+        unsigned long long *nrounds, int thin, int *mid, unsigned *midm
 #define DG_BK_KERNELS(SFX, F, WT, K)                                                                    \
     extern "C" __global__ void distgraph_bf_batch_round_##SFX(DG_BK_ARGS(WT, K)) {                       \
         dg_bk_round<F, WT, K>(indptr, indices, w, unit, front, nfp, nb, dist, act, nact, next, nnext, big, \
-                              bigm, nbig, bigdeg, count, rel, ovf, zero, zbig, nrounds);                 \
+                              bigm, nbig, bigdeg, count, rel, ovf, zero, zbig, nrounds, thin, mid, midm); \
     }                                                                                                    \
     extern "C" __global__ void distgraph_bf_batch_big_##SFX(DG_BK_ARGS(WT, K)) {                         \
         dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, nact, next, nnext, big, bigm, nbig,      \
-                            bigdeg, ovf);                                                                \
+                            bigdeg, ovf, mid, midm);                                                     \
     }
 // named by the weights' dtype as stored and, for 4-byte keys, _k32
 DG_BK_KERNELS(i64, false, dg_i64, dg_i64)

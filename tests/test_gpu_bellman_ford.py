@@ -614,6 +614,31 @@ def test_batched_rounds_equal_cpu(mode, directed):
         assert all(st["relaxations"] >= 0 for st in per) and per[0]["relaxations"] > 0
 
 
+@pytest.mark.parametrize("thin", [0, 1, 8, 32])
+def test_batched_rounds_thin_vertices(monkeypatch, thin):
+    """BATCH_THIN: vertices of at most `thin` (arc, source) pairs relaxed by one thread, 32 to
+    a warp, the others by a warp each (the mid list) or in pieces (hubs); every split gives
+    the CPU backend's rows: Kronecker 11 shifted (int32, float64; directed and not) and a
+    grid-like graph of low degree (a road network's shape), 40 sources."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    monkeypatch.setattr(gbf, "BATCH_THIN", thin)
+    rng = np.random.default_rng(thin)
+    for directed in (True, False):
+        k = potential_shift(uniform_weights(kronecker(11, seed=8, directed=directed), seed=8), seed=9)
+        srcs = [int(x) for x in rng.integers(0, k.n, 40)]
+        _batched(k, srcs)
+        _batched(Graph(k.indptr, k.indices, (k.weights / 3).astype(np.float64), directed=k.directed), srcs)
+    side = 60  # a 60 x 60 grid, arcs both ways, weights in [1, 20]
+    v = np.arange(side * side).reshape(side, side)
+    a = np.concatenate([v[:, :-1].ravel(), v[:-1, :].ravel()])
+    b = np.concatenate([v[:, 1:].ravel(), v[1:, :].ravel()])
+    grid = Graph.from_edges(np.concatenate([a, b]), np.concatenate([b, a]),
+                            rng.integers(1, 21, 2 * a.size).astype(np.int32), n=side * side)
+    r = _batched(grid, [int(x) for x in rng.integers(0, grid.n, 40)])
+    assert min(st["rounds"] for st in r.stats["per_source"]) > 16  # past the rounds read one by one
+
+
 def test_batched_rounds_hubs_in_pieces(monkeypatch):
     """A vertex of 20000 arcs (pieces of BATCH_BIG_DEGREE, a block each) among sources whose
     masks differ (the hub reached from some sources in round 1, from others later), and a

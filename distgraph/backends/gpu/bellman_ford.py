@@ -1367,6 +1367,11 @@ BATCH_KEYS32 = True
 #: thousands of rounds; a round with an empty frontier does nothing).
 BATCH_EXACT = 16
 BATCH_CHECK = 32
+#: The batched rounds relax a frontier vertex whose arcs times its sources in the round are at
+#: most this many by one thread (a road network's: its sources' wavefronts seldom meet), 32 such
+#: vertices to a warp; the others by a warp each (kernels/bf_rounds.cu, dg_bk_round); 0: every
+#: vertex by a warp.
+BATCH_THIN = 8
 BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more, relaxed in pieces of as many
 #                    arcs by a block each (kernels/bf_rounds.cu)
 
@@ -2266,23 +2271,27 @@ class RoundsSSSP:
         unit = block.w is None
         w = block.indptr if unit else block.w  # unit weights: a placeholder pointer, never read
         hubs = block.max_degree() >= BATCH_BIG_DEGREE
-        fronts, acts, nbig = (front, nxt), (act, nact), st["nbig"]
+        fronts, acts, nbig = (front, nxt), (act, nact), st["nbig"]  # nbig: (pieces, mid) of even, odd rounds
         phases = [(block.indptr, block.indices, w, np.int32(unit), fronts[r % 2], cnt[r % 3:r % 3 + 1], np.int32(nb),
                    dist, acts[r % 2], acts[1 - r % 2], fronts[1 - r % 2], cnt[(r + 1) % 3:(r + 1) % 3 + 1],
-                   st["big"], st["bigm"], nbig[r % 2:r % 2 + 1], np.int64(BATCH_BIG_DEGREE), st["count"],
+                   st["big"], st["bigm"], nbig[2 * (r % 2):2 * (r % 2) + 2], np.int64(BATCH_BIG_DEGREE), st["count"],
                    np.uint64(0) if rel is None else rel, ovf, cnt[(r + 2) % 3:(r + 2) % 3 + 1],
-                   nbig[1 - r % 2:2 - r % 2], cnt[4:5]) for r in range(6)]  # the rounds' arguments, r % 6
+                   nbig[2 - 2 * (r % 2):4 - 2 * (r % 2)], cnt[4:5], np.int32(BATCH_THIN), st["mid"], st["midm"])
+                  for r in range(6)]  # the rounds' arguments, r % 6
         nf, rounds, got = uniq.size, 0, None
         while nf and rounds < max_rounds:
-            if rounds < BATCH_EXACT:  # one round, its frontier's length known: a warp per vertex, 8 per block
-                step, grid = 1, int(min(-(-nf // 8), 32 * sms))
-            else:  # rounds queued unread: a grid for twice the last length read (the kernel strides)
-                step, grid = min(BATCH_CHECK, max_rounds - rounds), int(min(max(-(-nf // 4), 2 * sms), 32 * sms))
+            if rounds < BATCH_EXACT:  # one round, its frontier's length known
+                step, est = 1, nf
+            else:  # rounds queued unread: grids for twice the last length read (the kernels stride)
+                step, est = min(BATCH_CHECK, max_rounds - rounds), 2 * nf
+            # the first pass: 32 vertices a warp, 8 warps a block; the second (the mid list's
+            # vertices, a warp each, and the hubs' pieces, a block each): a warp per vertex
+            grid = int(min(max(-(-est // 256), 1 if step == 1 else sms), 32 * sms))
+            grid2 = int(min(max(-(-est // 8), 4 * sms if hubs else 1), 32 * sms))
             for r in range(rounds, rounds + step):
                 args = phases[r % 6]
                 fn((grid,), (256,), args)
-                if hubs:
-                    fn_big((4 * sms,), (256,), args)  # a block per piece of a hub's arcs
+                fn_big((grid2,), (256,), args)
             rounds += step
             got = cnt.get()
             nf = int(got[rounds % 3])
@@ -2361,7 +2370,8 @@ class RoundsSSSP:
                 "dist": cp.empty(n * BATCH_MAX, cp.int64), "act": cp.zeros(max(n, 1), cp.uint32),
                 "nact": cp.zeros(max(n, 1), cp.uint32), "front": cp.empty(max(n, 1), cp.int32),
                 "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(5, cp.uint64),
-                "nbig": cp.zeros(2, cp.uint64), "big": cp.empty(cap, cp.int64), "bigm": cp.empty(cap, cp.uint32),
+                "nbig": cp.zeros(4, cp.uint64), "mid": cp.empty(max(n, 1), cp.int32),
+                "midm": cp.empty(max(n, 1), cp.uint32), "big": cp.empty(cap, cp.int64), "bigm": cp.empty(cap, cp.uint32),
                 "count": cp.zeros(32, cp.uint64),
                 "rel": cp.empty(n * BATCH_MAX, cp.int64) if BATCH_SKIP else None}
         return st
@@ -2369,12 +2379,12 @@ class RoundsSSSP:
     @staticmethod
     def batch_bytes(n, m):
         """Device bytes :meth:`run_batch` needs for a graph of n vertices and m arcs, an upper
-        bound: its arrays (kept: the keys, the skip's, the masks and frontiers, the hub
+        bound: its arrays (kept: the keys, the skip's, the masks, frontiers and mid list, the hub
         pieces) and the rows at the end of a batch (the gather, the conversion to the rows'
         dtype, up to 24 bytes a distance at its peak) with the last batch's rows still being
         copied to the host (8 bytes a distance at most)."""
         keys = 8 * BATCH_MAX * (2 if BATCH_SKIP else 1)
-        return n * (keys + 32 * BATCH_MAX + 16) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
+        return n * (keys + 32 * BATCH_MAX + 24) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
 
 
 def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
