@@ -10,6 +10,8 @@ the result), side by side, on the same graph and sources in the same run, with
   sources already relaxed from their key (``BATCH_SKIP = True``); ``k64``: 8-byte keys for
   integer weights too (``BATCH_KEYS32 = False``); ``thinK``: the batched rounds' thin
   vertices up to K (arcs times sources; ``BATCH_THIN``, 0: every vertex by a warp);
+  ``nfoff`` / ``nfdeep`` / ``nfalways``: the batched rounds' near-far order (``BATCH_NEAR_FAR``);
+  ``dK``: its delta K times the mean weight (``BATCH_DELTA_FACTOR``);
 * ``loop``: ``bellman_ford(graph, s)`` called once per source (the first ``--loop`` sources;
   what a user of the single-source API pays: the upload every time);
 * ``scipy``: ``scipy.sparse.csgraph.dijkstra(A, indices=...)`` (uniform weights) or
@@ -72,6 +74,7 @@ def _stats(r):
             "batched_sources": len(batched),
             "batch_rounds": sorted(set(st["rounds"] for st in batched)),
             "batch_keys": sorted(set(st.get("keys", 8) for st in batched)),
+            "batch_phases": sorted(set(st.get("phases", 0) for st in batched)),
             "run_s_sum": float(sum(st.get("time_run_s", 0.0) for st in per)),
             "d2h_s_sum": float(sum(st.get("time_d2h_s", 0.0) for st in per)),
             "finish_s_sum": float(sum(st.get("time_finish_s", 0.0) for st in per)),
@@ -114,7 +117,8 @@ def main():
     rows = set(args.rows.split(","))
     variants = [x for x in args.rows.split(",")
                 if x in ("nobatch", "skip", "k64") or (x[:1] == "b" and x[1:].isdigit())
-                or (x[:4] == "thin" and x[4:].isdigit())]
+                or (x[:4] == "thin" and x[4:].isdigit()) or x in ("nfoff", "nfdeep", "nfalways")
+                or (x[:1] == "d" and x[1:].replace(".", "", 1).isdigit())]
     out_dir = Path(args.outdir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path_out = out_dir / (f"sssp_many_{args.label}.json" if args.label else "sssp_many.json")
@@ -157,7 +161,12 @@ def main():
 
                 batch, skip, k32, thin = config.gpu_sssp_batch, getattr(gbf, "BATCH_SKIP", None), \
                     getattr(gbf, "BATCH_KEYS32", None), getattr(gbf, "BATCH_THIN", None)
-                if name.startswith("thin"):
+                nfar, dfac = getattr(gbf, "BATCH_NEAR_FAR", None), getattr(gbf, "BATCH_DELTA_FACTOR", None)
+                if name.startswith("nf"):
+                    gbf.BATCH_NEAR_FAR = name[2:]
+                elif name[:1] == "d" and name != "d":
+                    gbf.BATCH_DELTA_FACTOR = float(name[1:])
+                elif name.startswith("thin"):
                     gbf.BATCH_THIN = int(name[4:])
                 elif name == "nobatch":
                     config.gpu_sssp_batch = 0
@@ -173,6 +182,7 @@ def main():
                     t = time.perf_counter() - t0
                 finally:
                     config.gpu_sssp_batch, gbf.BATCH_SKIP, gbf.BATCH_KEYS32, gbf.BATCH_THIN = batch, skip, k32, thin
+                    gbf.BATCH_NEAR_FAR, gbf.BATCH_DELTA_FACTOR = nfar, dfac
                 row[name] = {"time_s": t, "per_source_ms": 1e3 * t / k, **_stats(r),
                              "same_as_many": None if ref is None else _equal(r.distance, ref)}
                 print(f"  {name}: {t:.3f} s, {1e3 * t / k:.3f} ms per source", flush=True)

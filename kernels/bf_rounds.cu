@@ -350,6 +350,19 @@ __device__ __forceinline__ bool dg_bk_lower(dg_i64 c, dg_i64 cur, unsigned *ovf)
     return c < cur;
 }
 
+// The batched rounds' near-far state ph[] (int64): the threshold key (INT64_MAX: off), the far
+// list appended to (0 or 1), whether this round reads the other far list (a far round), the
+// two lists' lengths and smallest keys, the second pass's finished blocks, delta (the weights'
+// addend: the int64 value or the float64's bits), the phases begun.
+#define DG_BK_THR 0
+#define DG_BK_FSEL 1
+#define DG_BK_FROUND 2
+#define DG_BK_NFAR 3
+#define DG_BK_FMIN 5
+#define DG_BK_DONE 7
+#define DG_BK_DELTA 8
+#define DG_BK_PHASES 9
+
 // Appends v (where app) to the next frontier, one atomicAdd per warp.
 __device__ __forceinline__ void dg_bk_append(bool app, int v, int lane, int *next, unsigned long long *nnext) {
     const unsigned want = __ballot_sync(0xffffffffu, app);
@@ -403,9 +416,18 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                             int *next, unsigned long long *nnext, dg_i64 *big, unsigned *bigm,
                             unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count, K *rel,
                             unsigned *ovf, unsigned long long *zero, unsigned long long *zbig,
-                            unsigned long long *nrounds, int thin, int *mid, unsigned *midm) {
+                            unsigned long long *nrounds, int thin, int *mid, unsigned *midm, dg_i64 *ph,
+                            int *far0, int *far1, unsigned *farm) {
     __shared__ unsigned long long relax[32];
-    unsigned long long *nmid = nbig + 1;  // this block's relaxations per source
+    unsigned long long *nmid = nbig + 1;
+    // near-far (ph: DG_BK_*): this round reads the far list of the last phase when the last
+    // round left no frontier; a source's key at or past the threshold goes far
+    const bool fround = ph[DG_BK_FROUND] != 0;
+    const int fs = (int)ph[DG_BK_FSEL];
+    const dg_i64 thr = ph[DG_BK_THR];
+    int *const fapp = fs ? far1 : far0;  // the far list this round appends to
+    const int *const src = fround ? (fs ? far0 : far1) : front;  // (a far round: the other one)
+    unsigned long long *const nfar = (unsigned long long *)(ph + DG_BK_NFAR + fs);  // this block's relaxations per source
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nf = (dg_i64)*nfp;
@@ -421,10 +443,29 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
         const dg_i64 i = i0 + lane;
         dg_i64 u = 0, beg = 0, end = 0;
         unsigned m = 0;
+        unsigned fm = 0;  // the lane's far sources
+        dg_i64 fmin = 0x7fffffffffffffffLL;
         if (i < nf) {
-            u = front[i];
-            m = act[u];
-            act[u] = 0u;  // (front lists a vertex once: this lane alone reads it; the next round's nact)
+            u = src[i];
+            // (a list holds a vertex once: this lane alone reads and clears its mask)
+            if (fround) {
+                m = farm[u];
+                farm[u] = 0u;
+            } else {
+                m = act[u];
+                act[u] = 0u;  // (the next round's nact)
+            }
+            if (thr != 0x7fffffffffffffffLL) {
+                for (unsigned mm = m; mm; mm &= mm - 1) {
+                    const int b = __ffs(mm) - 1;
+                    const dg_i64 x = (dg_i64)__ldcg(dist + u * nb + b);
+                    if (x >= thr) {
+                        fm |= 1u << b;
+                        fmin = x < fmin ? x : fmin;
+                    }
+                }
+                m &= ~fm;
+            }
             if (rel && m) {  // skip the sources whose key at u its arcs were relaxed from already
                 for (unsigned mm = m; mm; mm &= mm - 1) {
                     const int b = __ffs(mm) - 1;
@@ -439,6 +480,14 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                 for (unsigned mm = m; mm; mm &= mm - 1) atomicAdd(relax + (__ffs(mm) - 1), (unsigned long long)(end - beg));
             }
         }
+        // the far sources: into u's far mask, u into the far list once (whoever sets its first bit)
+        const bool fapp1 = fm && atomicOr(farm + u, fm) == 0u;
+        dg_bk_append(fapp1, (int)u, lane, fapp, nfar);
+        for (int o = 16; o; o >>= 1) {
+            const dg_i64 y = __shfl_xor_sync(0xffffffffu, fmin, o);
+            fmin = y < fmin ? y : fmin;
+        }
+        if (lane == 0 && fmin != 0x7fffffffffffffffLL) atomicMin(ph + DG_BK_FMIN + fs, fmin);
         const int p = __popc(m);
         const bool heavy = m && (end - beg) * p > thin;
         // thin vertices: step t relaxes the lane's t-th (source, arc) pair
@@ -498,7 +547,8 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
                           const WT *__restrict__ w, int unit, int nb, K *dist, unsigned *nact, int *next,
                           unsigned long long *nnext, const dg_i64 *__restrict__ big,
                           const unsigned *__restrict__ bigm, const unsigned long long *nbig, dg_i64 bigdeg,
-                          unsigned *ovf, const int *__restrict__ mid, const unsigned *__restrict__ midm) {
+                          unsigned *ovf, const int *__restrict__ mid, const unsigned *__restrict__ midm,
+                          dg_i64 *ph) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nmid = (dg_i64)nbig[1];
@@ -517,6 +567,35 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
         if (wb < we)
             dg_bk_range<F, WT, K>(u, bigm[j], wb, we, lane, nb, indices, w, unit, dist, nact, next, nnext, ovf);
     }
+    // the last block to finish: the round's appends are all in. No next frontier but a far
+    // list: the next round reads that list (a far round), the threshold moves past its
+    // smallest key by delta, and later rounds append to the other list (emptied by now).
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd((unsigned long long *)(ph + DG_BK_DONE), 1ull) == gridDim.x - 1) {
+            __threadfence();
+            ph[DG_BK_DONE] = 0;
+            const int fs = (int)ph[DG_BK_FSEL];
+            const unsigned long long nfar = *(volatile unsigned long long *)(ph + DG_BK_NFAR + fs);
+            if (*(volatile unsigned long long *)nnext == 0ull && nfar) {
+                const dg_i64 thr = ph[DG_BK_THR], fmin = *(volatile dg_i64 *)(ph + DG_BK_FMIN + fs);
+                const dg_i64 base = thr > fmin ? thr : fmin, d = ph[DG_BK_DELTA];
+                dg_i64 nt;
+                if (F) nt = dg_rk_relax<true>(base, d);
+                else nt = base > 0x7fffffffffffffffLL - d ? 0x7fffffffffffffffLL : base + d;
+                ph[DG_BK_THR] = nt > base ? nt : base + 1;
+                *nnext = nfar;
+                ph[DG_BK_FSEL] = fs ^ 1;
+                ph[DG_BK_NFAR + (fs ^ 1)] = 0;  // (read by the far round before this one)
+                ph[DG_BK_FMIN + (fs ^ 1)] = 0x7fffffffffffffffLL;
+                ph[DG_BK_FROUND] = 1;
+                ph[DG_BK_PHASES] += 1;
+            } else {
+                ph[DG_BK_FROUND] = 0;
+            }
+        }
+    }
 }
 
 #define DG_BK_ARGS(WT, K)                                                                                \
@@ -524,15 +603,17 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
         const unsigned long long *nfp, int nb, K *dist, unsigned *act, unsigned *nact, int *next,       \
         unsigned long long *nnext, dg_i64 *big, unsigned *bigm, unsigned long long *nbig, dg_i64 bigdeg, \
         unsigned long long *count, K *rel, unsigned *ovf, unsigned long long *zero, unsigned long long *zbig,   \
-        unsigned long long *nrounds, int thin, int *mid, unsigned *midm
+        unsigned long long *nrounds, int thin, int *mid, unsigned *midm, dg_i64 *ph, int *far0, int *far1,      \
+        unsigned *farm
 #define DG_BK_KERNELS(SFX, F, WT, K)                                                                    \
     extern "C" __global__ void distgraph_bf_batch_round_##SFX(DG_BK_ARGS(WT, K)) {                       \
         dg_bk_round<F, WT, K>(indptr, indices, w, unit, front, nfp, nb, dist, act, nact, next, nnext, big, \
-                              bigm, nbig, bigdeg, count, rel, ovf, zero, zbig, nrounds, thin, mid, midm); \
+                              bigm, nbig, bigdeg, count, rel, ovf, zero, zbig, nrounds, thin, mid, midm, ph, far0,  \
+                              far1, farm);                                                               \
     }                                                                                                    \
     extern "C" __global__ void distgraph_bf_batch_big_##SFX(DG_BK_ARGS(WT, K)) {                         \
         dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, nact, next, nnext, big, bigm, nbig,      \
-                            bigdeg, ovf, mid, midm);                                                     \
+                            bigdeg, ovf, mid, midm, ph);                                                 \
     }
 // named by the weights' dtype as stored and, for 4-byte keys, _k32
 DG_BK_KERNELS(i64, false, dg_i64, dg_i64)

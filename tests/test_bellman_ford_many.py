@@ -452,8 +452,8 @@ def test_batch_bytes():
     from distgraph.backends.gpu.bellman_ford import BATCH_BIG_DEGREE, RoundsSSSP
 
     # the keys (8 bytes x 32 sources), the rows' peak (24 + 8 bytes x 32), masks and frontiers
-    # (16 bytes a vertex), the hub pieces (12 bytes each)
-    assert RoundsSSSP.batch_bytes(1000, 256 * 10) == 1000 * (8 * 32 + 32 * 32 + 16) + (2 * 10 + 2) * 12
+    # (16 bytes a vertex), the mid list (8), the far lists and masks (12), the hub pieces (12 bytes each)
+    assert RoundsSSSP.batch_bytes(1000, 256 * 10) == 1000 * (8 * 32 + 32 * 32 + 16 + 8 + 12) + (2 * 10 + 2) * 12
     assert BATCH_BIG_DEGREE == 256
 
 

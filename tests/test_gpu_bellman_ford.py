@@ -629,14 +629,51 @@ def test_batched_rounds_thin_vertices(monkeypatch, thin):
         srcs = [int(x) for x in rng.integers(0, k.n, 40)]
         _batched(k, srcs)
         _batched(Graph(k.indptr, k.indices, (k.weights / 3).astype(np.float64), directed=k.directed), srcs)
-    side = 60  # a 60 x 60 grid, arcs both ways, weights in [1, 20]
+    grid = _grid_graph(60, rng)
+    r = _batched(grid, [int(x) for x in rng.integers(0, grid.n, 40)])
+    assert min(st["rounds"] for st in r.stats["per_source"]) > 16  # past the rounds read one by one
+
+
+def _grid_graph(side, rng, dtype=np.int32):
+    """A side x side grid, arcs both ways, weights in [1, 20] (a road network's shape: deep)."""
     v = np.arange(side * side).reshape(side, side)
     a = np.concatenate([v[:, :-1].ravel(), v[:-1, :].ravel()])
     b = np.concatenate([v[:, 1:].ravel(), v[1:, :].ravel()])
-    grid = Graph.from_edges(np.concatenate([a, b]), np.concatenate([b, a]),
-                            rng.integers(1, 21, 2 * a.size).astype(np.int32), n=side * side)
-    r = _batched(grid, [int(x) for x in rng.integers(0, grid.n, 40)])
-    assert min(st["rounds"] for st in r.stats["per_source"]) > 16  # past the rounds read one by one
+    return Graph.from_edges(np.concatenate([a, b]), np.concatenate([b, a]),
+                            rng.integers(1, 21, 2 * a.size).astype(dtype), n=side * side)
+
+
+@pytest.mark.parametrize("mode", ["off", "deep", "always"])
+@pytest.mark.parametrize("factor", [0.05, 4.0, 1000.0])
+def test_batched_rounds_near_far(monkeypatch, mode, factor):
+    """BATCH_NEAR_FAR with deltas from a twentieth of the mean weight (a phase per few keys:
+    many far rounds) to 1000 times it: the CPU backend's rows on a deep grid (int32, float32,
+    potential-shifted: negative keys stay near), Kronecker 11 (settled before round 16: "deep"
+    never starts) and a negative cycle (unsettled sources, far bits included, run alone);
+    phases counted where near-far ran."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    monkeypatch.setattr(gbf, "BATCH_NEAR_FAR", mode)
+    monkeypatch.setattr(gbf, "BATCH_DELTA_FACTOR", factor)
+    rng = np.random.default_rng(11)
+    g = _grid_graph(50, rng)
+    srcs = [int(x) for x in rng.integers(0, g.n, 37)]
+    r = _batched(g, srcs)
+    phases = [st["phases"] for st in r.stats["per_source"]]
+    if mode == "off":
+        assert set(phases) == {0}
+    elif factor < 1:
+        assert min(phases) > 10, phases
+    _batched(Graph(g.indptr, g.indices, (g.weights / 7).astype(np.float32), directed=g.directed), srcs)
+    _batched(potential_shift(g, seed=2), srcs)
+    k = potential_shift(uniform_weights(kronecker(11, seed=5), seed=5), seed=6)
+    r = _batched(k, [int(x) for x in rng.integers(0, k.n, 33)])
+    if mode != "always":
+        assert {st["phases"] for st in r.stats["per_source"]} == {0}
+    cyc = Graph.from_edges([0, 0, 1, 2, 4, 5, 6], [1, 2, 3, 1, 5, 6, 5], np.array([4, 1, 2, -2, 3, 1, -2]), n=8)
+    with pytest.raises(NegativeCycleError) as ei:
+        bellman_ford(cyc, [0, 2, 7, 4, 5, 1], backend="gpu")
+    assert ei.value.source == 4
 
 
 def test_batched_rounds_hubs_in_pieces(monkeypatch):

@@ -1372,6 +1372,15 @@ BATCH_CHECK = 32
 #: vertices to a warp; the others by a warp each (kernels/bf_rounds.cu, dg_bk_round); 0: every
 #: vertex by a warp.
 BATCH_THIN = 8
+#: Near-far order in the batched rounds (kernels/bf_rounds.cu, ph): a frontier vertex's source
+#: whose key there is at or past a threshold waits in a far list; when no frontier is left the
+#: threshold moves to the list's smallest key plus delta and a round takes the list. "deep":
+#: from round :data:`BATCH_EXACT` on (a graph not settled by then); "always"; "off".
+BATCH_NEAR_FAR = "deep"
+#: ... its delta: this many times the mean arc weight (the mean of |w|; 1 for unit weights).
+BATCH_DELTA_FACTOR = 4.0
+#: ph's slots (kernels/bf_rounds.cu, DG_BK_*)
+_PH_THR, _PH_FROUND, _PH_DELTA, _PH_PHASES, _PH_LEN = 0, 2, 8, 9, 10
 BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more, relaxed in pieces of as many
 #                    arcs by a block each (kernels/bf_rounds.cu)
 
@@ -2248,6 +2257,15 @@ class RoundsSSSP:
         act, nact, front, nxt, cnt = st["act"], st["nact"], st["front"], st["next"], st["cnt"]
         act.fill(0)  # (a batch stopped by an error or an interrupt may have left bits)
         nact.fill(0)
+        st["farm"].fill(0)
+        # near-far: off until the threshold is set (at once, or once the graph proves deep)
+        mode, dbits = BATCH_NEAR_FAR, self._batch_delta()
+        expect(mode in ("off", "deep", "always"), "BATCH_NEAR_FAR", "'off', 'deep' or 'always'", mode)
+        top = np.iinfo(np.int64).max
+        thr0 = top if dbits is None or mode == "off" else dbits[1]
+        ph = st["ph"]
+        ph.set(np.array([top if mode != "always" else thr0, 0, 0, 0, 0, top, top, 0,
+                         0 if dbits is None else dbits[0], 0], np.int64))
         # cnt: the frontiers' lengths (three in turn: round r reads cnt[r % 3], appends to
         # cnt[(r + 1) % 3] and zeroes cnt[(r + 2) % 3]), in cnt[3] the overflow flag of 4-byte
         # keys, in cnt[4] the rounds whose frontier was not empty
@@ -2276,14 +2294,16 @@ class RoundsSSSP:
                    dist, acts[r % 2], acts[1 - r % 2], fronts[1 - r % 2], cnt[(r + 1) % 3:(r + 1) % 3 + 1],
                    st["big"], st["bigm"], nbig[2 * (r % 2):2 * (r % 2) + 2], np.int64(BATCH_BIG_DEGREE), st["count"],
                    np.uint64(0) if rel is None else rel, ovf, cnt[(r + 2) % 3:(r + 2) % 3 + 1],
-                   nbig[2 - 2 * (r % 2):4 - 2 * (r % 2)], cnt[4:5], np.int32(BATCH_THIN), st["mid"], st["midm"])
-                  for r in range(6)]  # the rounds' arguments, r % 6
+                   nbig[2 - 2 * (r % 2):4 - 2 * (r % 2)], cnt[4:5], np.int32(BATCH_THIN), st["mid"], st["midm"],
+                   ph, st["far0"], st["far1"], st["farm"]) for r in range(6)]  # the rounds' arguments, r % 6
         nf, rounds, got = uniq.size, 0, None
         while nf and rounds < max_rounds:
             if rounds < BATCH_EXACT:  # one round, its frontier's length known
                 step, est = 1, nf
             else:  # rounds queued unread: grids for twice the last length read (the kernels stride)
                 step, est = min(BATCH_CHECK, max_rounds - rounds), 2 * nf
+                if rounds == BATCH_EXACT and mode == "deep" and thr0 != top:
+                    ph[_PH_THR:_PH_THR + 1].fill(thr0)  # a deep graph: near-far from here on
             # the first pass: 32 vertices a warp, 8 warps a block; the second (the mid list's
             # vertices, a warp each, and the hubs' pieces, a block each): a warp per vertex
             grid = int(min(max(-(-est // 256), 1 if step == 1 else sms), 32 * sms))
@@ -2301,11 +2321,11 @@ class RoundsSSSP:
                 sink.poll()
         if k32 and got is not None and got[3]:  # a sum past int32's range: the batch again with 8-byte keys
             return self.run_batch(sources, outs, max_rounds=max_rounds, sink=sink, wide=True)
-        front, act = fronts[rounds % 2], acts[rounds % 2]
         rounds = int(got[4]) if got is not None else 0  # the rounds that had work
-        left = 0  # the sources some frontier vertex still holds: not settled
+        phases = int(ph[_PH_PHASES].get())
+        left = 0  # the sources some frontier vertex (or far list) still holds: not settled
         if nf:
-            left = int(np.bitwise_or.reduce(act[front[:nf].astype(cp.int64)].get()))
+            left = int(cp.bitwise_or.reduce(acts[0] | acts[1] | st["farm"]).get())
         counts = st["count"].get()
         cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
@@ -2349,14 +2369,38 @@ class RoundsSSSP:
             out_stats.append({"mode": "rounds", "backend": "gpu", "engine": "kernel", "order": "async",
                               "batch": nb, "rounds": rounds, "relaxations": int(counts[j]),
                               "distributed": False, "exchange": None, "tails_rerun": False,
-                              "keys": 4 if k32 else 8,
+                              "keys": 4 if k32 else 8, "phases": phases,
                               "relabel": self.relabel, "time_setup_s": self.setup_s, "time_run_s": t_run / nb,
                               "time_batch_run_s": t_run, "time_d2h_s": t_out / nb})
             if renamed:
                 out_stats[-1]["time_relabel_s"] = self.relabel_s
-        self.last_batch = {"sources": nb, "rounds": rounds, "unsettled": bin(left).count("1"), "keys": 4 if k32 else 8,
+        self.last_batch = {"sources": nb, "rounds": rounds, "phases": phases, "unsettled": bin(left).count("1"),
+                           "keys": 4 if k32 else 8,
                            "relaxations": int(counts[:nb].sum()), "time_run_s": t_run, "time_out_s": t_out}
         return out_stats
+
+    def _batch_delta(self):
+        """The batched rounds' near-far delta as ``(addend, threshold key)``: the int64 value
+        (integer weights) or the float64's bits and key (floats), :data:`BATCH_DELTA_FACTOR`
+        times the mean |w| of a strided sample (unit weights: 1); None when off (no arcs, or
+        a delta that does not fit)."""
+        block, cp = self.block, self.cp
+        m = int(block.indices.shape[0])
+        if BATCH_DELTA_FACTOR <= 0 or m == 0:
+            return None
+        if block.w is None:
+            mean = 1.0
+        else:
+            a = cp.abs(block.w[::max(1, m // (1 << 20))].astype(cp.float64))
+            mean = float(a.mean())
+        d = BATCH_DELTA_FACTOR * mean
+        if block.isf:
+            if not np.isfinite(d) or d <= 0:
+                return None
+            bits = int(np.float64(d).view(np.int64))
+            return bits, int(to_keys(np.array([d], np.float64))[0])
+        v = _int_delta(max(d, 1.0))
+        return (v, v) if v else None
 
     def _batch_arrays(self, nb):
         """The batched rounds' device arrays, kept for the next batch (the distances for
@@ -2371,7 +2415,9 @@ class RoundsSSSP:
                 "nact": cp.zeros(max(n, 1), cp.uint32), "front": cp.empty(max(n, 1), cp.int32),
                 "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(5, cp.uint64),
                 "nbig": cp.zeros(4, cp.uint64), "mid": cp.empty(max(n, 1), cp.int32),
-                "midm": cp.empty(max(n, 1), cp.uint32), "big": cp.empty(cap, cp.int64), "bigm": cp.empty(cap, cp.uint32),
+                "midm": cp.empty(max(n, 1), cp.uint32), "far0": cp.empty(max(n, 1), cp.int32),
+                "far1": cp.empty(max(n, 1), cp.int32), "farm": cp.zeros(max(n, 1), cp.uint32),
+                "ph": cp.zeros(_PH_LEN, cp.int64), "big": cp.empty(cap, cp.int64), "bigm": cp.empty(cap, cp.uint32),
                 "count": cp.zeros(32, cp.uint64),
                 "rel": cp.empty(n * BATCH_MAX, cp.int64) if BATCH_SKIP else None}
         return st
@@ -2379,12 +2425,12 @@ class RoundsSSSP:
     @staticmethod
     def batch_bytes(n, m):
         """Device bytes :meth:`run_batch` needs for a graph of n vertices and m arcs, an upper
-        bound: its arrays (kept: the keys, the skip's, the masks, frontiers and mid list, the hub
+        bound: its arrays (kept: the keys, the skip's, the masks, frontiers, mid and far lists, the hub
         pieces) and the rows at the end of a batch (the gather, the conversion to the rows'
         dtype, up to 24 bytes a distance at its peak) with the last batch's rows still being
         copied to the host (8 bytes a distance at most)."""
         keys = 8 * BATCH_MAX * (2 if BATCH_SKIP else 1)
-        return n * (keys + 32 * BATCH_MAX + 24) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
+        return n * (keys + 32 * BATCH_MAX + 36) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
 
 
 def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
