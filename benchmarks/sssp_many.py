@@ -11,7 +11,8 @@ the result), side by side, on the same graph and sources in the same run, with
   integer weights too (``BATCH_KEYS32 = False``); ``thinK``: the batched rounds' thin
   vertices up to K (arcs times sources; ``BATCH_THIN``, 0: every vertex by a warp);
   ``nfoff`` / ``nfdeep`` / ``nfalways``: the batched rounds' near-far order (``BATCH_NEAR_FAR``);
-  ``dK``: its delta K times the mean weight (``BATCH_DELTA_FACTOR``);
+  ``dK``: its delta K times the mean weight (``BATCH_DELTA_FACTOR``); ``nographs``: the
+  queued rounds launched one by one, not as CUDA graphs (``BATCH_GRAPHS = False``);
 * ``loop``: ``bellman_ford(graph, s)`` called once per source (the first ``--loop`` sources;
   what a user of the single-source API pays: the upload every time);
 * ``scipy``: ``scipy.sparse.csgraph.dijkstra(A, indices=...)`` (uniform weights) or
@@ -117,7 +118,7 @@ def main():
     rows = set(args.rows.split(","))
     variants = [x for x in args.rows.split(",")
                 if x in ("nobatch", "skip", "k64") or (x[:1] == "b" and x[1:].isdigit())
-                or (x[:4] == "thin" and x[4:].isdigit()) or x in ("nfoff", "nfdeep", "nfalways")
+                or (x[:4] == "thin" and x[4:].isdigit()) or x in ("nfoff", "nfdeep", "nfalways", "nographs")
                 or (x[:1] == "d" and x[1:].replace(".", "", 1).isdigit())]
     out_dir = Path(args.outdir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -162,7 +163,10 @@ def main():
                 batch, skip, k32, thin = config.gpu_sssp_batch, getattr(gbf, "BATCH_SKIP", None), \
                     getattr(gbf, "BATCH_KEYS32", None), getattr(gbf, "BATCH_THIN", None)
                 nfar, dfac = getattr(gbf, "BATCH_NEAR_FAR", None), getattr(gbf, "BATCH_DELTA_FACTOR", None)
-                if name.startswith("nf"):
+                cgraphs = getattr(gbf, "BATCH_GRAPHS", None)
+                if name == "nographs":
+                    gbf.BATCH_GRAPHS = False
+                elif name.startswith("nf"):
                     gbf.BATCH_NEAR_FAR = name[2:]
                 elif name[:1] == "d" and name != "d":
                     gbf.BATCH_DELTA_FACTOR = float(name[1:])
@@ -182,7 +186,7 @@ def main():
                     t = time.perf_counter() - t0
                 finally:
                     config.gpu_sssp_batch, gbf.BATCH_SKIP, gbf.BATCH_KEYS32, gbf.BATCH_THIN = batch, skip, k32, thin
-                    gbf.BATCH_NEAR_FAR, gbf.BATCH_DELTA_FACTOR = nfar, dfac
+                    gbf.BATCH_NEAR_FAR, gbf.BATCH_DELTA_FACTOR, gbf.BATCH_GRAPHS = nfar, dfac, cgraphs
                 row[name] = {"time_s": t, "per_source_ms": 1e3 * t / k, **_stats(r),
                              "same_as_many": None if ref is None else _equal(r.distance, ref)}
                 print(f"  {name}: {t:.3f} s, {1e3 * t / k:.3f} ms per source", flush=True)

@@ -351,7 +351,7 @@ def test_many_sources_run_in_batches(batched, monkeypatch):
     # the first batch on the caller's ids (nothing settled yet); then 2 + 0 left: below 3
     assert [e[2] for e in _Engine.log if e[0] == "batch"] == [None, None, None]
     assert all(st["batch"] in (3, 2) and st["ranks"] == 1 and st["time_s"] >= 0 for st in r.stats["per_source"])
-    assert [e[4] for e in _Engine.log if e[0] == "batch"] == [10] * 3  # max_rounds: the cap, at most n
+    assert [e[4] for e in _Engine.log if e[0] == "batch"] == [1024] * 3  # max_rounds: the cap, at most max(4n, 1024)
     _Engine.log.clear()
     _bellman_ford(g, [3, 1, 4, 1, 5, 9, 2], backend="gpu", mode="rounds")
     assert _runs("batch") == [(3, 1, 4), (1, 5, 9)] and _runs("run") == [2]

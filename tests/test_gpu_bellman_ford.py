@@ -743,15 +743,20 @@ def test_batched_rounds_negative_cycle_and_deep_graph_fall_back(data_dir, monkey
     assert all("batch" not in st and st["auto"]["chose"] == "async" for st in per), per
 
 
+@pytest.mark.parametrize("graphs", [True, False])
 @pytest.mark.parametrize("dtype", [np.int32, np.float64])
-def test_batched_rounds_queued_unread_stop_at_the_cap(monkeypatch, dtype):
+def test_batched_rounds_queued_unread_stop_at_the_cap(monkeypatch, dtype, graphs):
     """A path of 300 vertices (and a shortcut): from vertex 0 the rounds with work are exactly
-    300 (past the first 16, rounds are queued 32 at a time without reading back; those past
-    the end do nothing and are not counted). A cap of 300 rounds settles the batch; 299 leaves
-    source 0 unsettled (it runs alone) while the others settle; the next call, after a batch
-    left a source unsettled, runs one source at a time."""
+    300 (past the first 16, rounds are queued 30 at a time without reading back, as CUDA
+    graphs of 6 or one by one; those past the end do nothing and are not counted). A cap of
+    300 rounds settles the batch; 299 leaves source 0 unsettled (it runs alone) while the
+    others settle; a new call batches again. Near-far off (its far rounds would add rounds)."""
+    from distgraph.backends.gpu import bellman_ford as gbf
     from distgraph.backends.gpu.bellman_ford import BATCH_EXACT
     from distgraph.runtime.config import config
+
+    monkeypatch.setattr(gbf, "BATCH_NEAR_FAR", "off")
+    monkeypatch.setattr(gbf, "BATCH_GRAPHS", graphs)
 
     n = 300
     src = np.concatenate([np.arange(n - 1), [250]])

@@ -1366,7 +1366,10 @@ BATCH_KEYS32 = True
 #: :data:`BATCH_CHECK` rounds queued without a host read (a deep graph: road networks need
 #: thousands of rounds; a round with an empty frontier does nothing).
 BATCH_EXACT = 16
-BATCH_CHECK = 32
+BATCH_CHECK = 30
+#: ... those queued rounds go as CUDA graphs of 6 rounds (12 kernels, one launch; the grids
+#: rounded up to powers of two, a graph kept per grid), not 12 launches from Python.
+BATCH_GRAPHS = True
 #: The batched rounds relax a frontier vertex whose arcs times its sources in the round are at
 #: most this many by one thread (a road network's: its sources' wavefronts seldom meet), 32 such
 #: vertices to a warp; the others by a warp each (kernels/bf_rounds.cu, dg_bk_round); 0: every
@@ -2306,12 +2309,23 @@ class RoundsSSSP:
                     ph[_PH_THR:_PH_THR + 1].fill(thr0)  # a deep graph: near-far from here on
             # the first pass: 32 vertices a warp, 8 warps a block; the second (the mid list's
             # vertices, a warp each, and the hubs' pieces, a block each): a warp per vertex
-            grid = int(min(max(-(-est // 256), 1 if step == 1 else sms), 32 * sms))
-            grid2 = int(min(max(-(-est // 8), 4 * sms if hubs else 1), 32 * sms))
-            for r in range(rounds, rounds + step):
+            grid = max(-(-est // 256), 1 if step == 1 else sms)
+            grid2 = max(-(-est // 8), 4 * sms if hubs else 1)
+            graphs = BATCH_GRAPHS and step >= 6
+            if graphs:
+                grid, grid2 = 1 << (grid - 1).bit_length(), 1 << (grid2 - 1).bit_length()
+            grid, grid2 = int(min(grid, 32 * sms)), int(min(grid2, 32 * sms))
+            r = rounds
+            while r < rounds + step:
+                if graphs and rounds + step - r >= 6:
+                    key = (sfx, nb, r % 6, grid, grid2, BATCH_THIN, rel is None)
+                    self._batch_graph(st, key, fn, fn_big, phases, grid, grid2).launch()
+                    r += 6
+                    continue
                 args = phases[r % 6]
                 fn((grid,), (256,), args)
                 fn_big((grid2,), (256,), args)
+                r += 1
             rounds += step
             got = cnt.get()
             nf = int(got[rounds % 3])
@@ -2325,7 +2339,8 @@ class RoundsSSSP:
         phases = int(ph[_PH_PHASES].get())
         left = 0  # the sources some frontier vertex (or far list) still holds: not settled
         if nf:
-            left = int(cp.bitwise_or.reduce(acts[0] | acts[1] | st["farm"]).get())
+            bits = acts[0] | acts[1] | st["farm"]
+            left = int(np.bitwise_or.reduce(bits[bits != 0].get(), initial=np.uint32(0)))
         counts = st["count"].get()
         cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
@@ -2378,6 +2393,29 @@ class RoundsSSSP:
                            "keys": 4 if k32 else 8,
                            "relaxations": int(counts[:nb].sum()), "time_run_s": t_run, "time_out_s": t_out}
         return out_stats
+
+    @staticmethod
+    def _batch_graph(st, key, fn, fn_big, phases, grid, grid2):
+        """The CUDA graph of 6 batched rounds from phase ``key[2]`` (captured once per key
+        on a stream of its own; the arguments are the batch arrays, kept across batches)."""
+        from .loader import import_cupy
+
+        gs = st.setdefault("graphs", {})
+        g = gs.get(key)
+        if g is None:
+            cp = import_cupy()
+            stream = cp.cuda.Stream(non_blocking=True)
+            with stream:
+                stream.begin_capture()
+                try:
+                    for j in range(6):
+                        args = phases[(key[2] + j) % 6]
+                        fn((grid,), (256,), args)
+                        fn_big((grid2,), (256,), args)
+                finally:
+                    g = stream.end_capture()
+            gs[key] = g
+        return g
 
     def _batch_delta(self):
         """The batched rounds' near-far delta as ``(addend, threshold key)``: the int64 value
@@ -2590,11 +2628,11 @@ class Session:
 
     def batch_rounds(self):
         """The rounds a batch may run before its unsettled sources run alone
-        (``config.gpu_sssp_batch_rounds``, at most n: a source's rounds settle within n - 1
-        unless it reaches a negative cycle)."""
+        (``config.gpu_sssp_batch_rounds``, at most max(4n, 1024): a source's rounds settle
+        within n unless it reaches a negative cycle, and near-far's far rounds add some)."""
         from ...runtime.config import config
 
-        return max(1, min(int(config.gpu_sssp_batch_rounds), self.graph.n))
+        return max(1, min(int(config.gpu_sssp_batch_rounds), max(4 * self.graph.n, 1024)))
 
     def run_batch(self, sources, outs, runs_left=0):
         """Distances from ``sources`` (at most :meth:`batch_size`) at once
