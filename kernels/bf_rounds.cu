@@ -352,14 +352,13 @@ __device__ __forceinline__ bool dg_bk_lower(dg_i64 c, dg_i64 cur, unsigned *ovf)
 
 // The batched rounds' near-far state ph[] (int64): the threshold key (INT64_MAX: off), the far
 // list appended to (0 or 1), whether this round reads the other far list (a far round), the
-// two lists' lengths and smallest keys, the second pass's finished blocks, delta (the weights'
-// addend: the int64 value or the float64's bits), the phases begun.
+// two lists' lengths and smallest keys, (7: unused), delta (the weights' addend: the int64
+// value or the float64's bits), the phases begun.
 #define DG_BK_THR 0
 #define DG_BK_FSEL 1
 #define DG_BK_FROUND 2
 #define DG_BK_NFAR 3
 #define DG_BK_FMIN 5
-#define DG_BK_DONE 7
 #define DG_BK_DELTA 8
 #define DG_BK_PHASES 9
 
@@ -547,8 +546,7 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
                           const WT *__restrict__ w, int unit, int nb, K *dist, unsigned *nact, int *next,
                           unsigned long long *nnext, const dg_i64 *__restrict__ big,
                           const unsigned *__restrict__ bigm, const unsigned long long *nbig, dg_i64 bigdeg,
-                          unsigned *ovf, const int *__restrict__ mid, const unsigned *__restrict__ midm,
-                          dg_i64 *ph) {
+                          unsigned *ovf, const int *__restrict__ mid, const unsigned *__restrict__ midm) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nmid = (dg_i64)nbig[1];
@@ -567,35 +565,39 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
         if (wb < we)
             dg_bk_range<F, WT, K>(u, bigm[j], wb, we, lane, nb, indices, w, unit, dist, nact, next, nnext, ovf);
     }
-    // the last block to finish: the round's appends are all in. No next frontier but a far
-    // list: the next round reads that list (a far round), the threshold moves past its
-    // smallest key by delta, and later rounds append to the other list (emptied by now).
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd((unsigned long long *)(ph + DG_BK_DONE), 1ull) == gridDim.x - 1) {
-            __threadfence();
-            ph[DG_BK_DONE] = 0;
-            const int fs = (int)ph[DG_BK_FSEL];
-            const unsigned long long nfar = *(volatile unsigned long long *)(ph + DG_BK_NFAR + fs);
-            if (*(volatile unsigned long long *)nnext == 0ull && nfar) {
-                const dg_i64 thr = ph[DG_BK_THR], fmin = *(volatile dg_i64 *)(ph + DG_BK_FMIN + fs);
-                const dg_i64 base = thr > fmin ? thr : fmin, d = ph[DG_BK_DELTA];
-                dg_i64 nt;
-                if (F) nt = dg_rk_relax<true>(base, d);
-                else nt = base > 0x7fffffffffffffffLL - d ? 0x7fffffffffffffffLL : base + d;
-                ph[DG_BK_THR] = nt > base ? nt : base + 1;
-                *nnext = nfar;
-                ph[DG_BK_FSEL] = fs ^ 1;
-                ph[DG_BK_NFAR + (fs ^ 1)] = 0;  // (read by the far round before this one)
-                ph[DG_BK_FMIN + (fs ^ 1)] = 0x7fffffffffffffffLL;
-                ph[DG_BK_FROUND] = 1;
-                ph[DG_BK_PHASES] += 1;
-            } else {
-                ph[DG_BK_FROUND] = 0;
-            }
-        }
+}
+
+// After a round's two passes (one thread): no next frontier but a far list: the next round
+// reads that list (a far round), the threshold moves past its smallest key by delta, and later
+// rounds append to the other list (emptied by now). (A kernel of its own: the passes' blocks
+// counting themselves out on one word cost more than the round on a road network.)
+template <bool F>
+__device__ void dg_bk_advance(unsigned long long *nnext, dg_i64 *ph) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const int fs = (int)ph[DG_BK_FSEL];
+    const unsigned long long nfar = (unsigned long long)ph[DG_BK_NFAR + fs];
+    if (*nnext == 0ull && nfar) {
+        const dg_i64 thr = ph[DG_BK_THR], fmin = ph[DG_BK_FMIN + fs];
+        const dg_i64 base = thr > fmin ? thr : fmin, d = ph[DG_BK_DELTA];
+        dg_i64 nt;
+        if (F) nt = dg_rk_relax<true>(base, d);
+        else nt = base > 0x7fffffffffffffffLL - d ? 0x7fffffffffffffffLL : base + d;
+        ph[DG_BK_THR] = nt > base ? nt : base + 1;
+        *nnext = nfar;
+        ph[DG_BK_FSEL] = fs ^ 1;
+        ph[DG_BK_NFAR + (fs ^ 1)] = 0;  // (read by the far round before this one)
+        ph[DG_BK_FMIN + (fs ^ 1)] = 0x7fffffffffffffffLL;
+        ph[DG_BK_FROUND] = 1;
+        ph[DG_BK_PHASES] += 1;
+    } else {
+        ph[DG_BK_FROUND] = 0;
     }
+}
+extern "C" __global__ void distgraph_bf_batch_advance_int(unsigned long long *nnext, dg_i64 *ph) {
+    dg_bk_advance<false>(nnext, ph);
+}
+extern "C" __global__ void distgraph_bf_batch_advance_float(unsigned long long *nnext, dg_i64 *ph) {
+    dg_bk_advance<true>(nnext, ph);
 }
 
 #define DG_BK_ARGS(WT, K)                                                                                \
@@ -613,7 +615,7 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
     }                                                                                                    \
     extern "C" __global__ void distgraph_bf_batch_big_##SFX(DG_BK_ARGS(WT, K)) {                         \
         dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, nact, next, nnext, big, bigm, nbig,      \
-                            bigdeg, ovf, mid, midm, ph);                                                 \
+                            bigdeg, ovf, mid, midm);                                                     \
     }
 // named by the weights' dtype as stored and, for 4-byte keys, _k32
 DG_BK_KERNELS(i64, false, dg_i64, dg_i64)

@@ -668,8 +668,8 @@ def test_batched_rounds_near_far(monkeypatch, mode, factor):
     _batched(potential_shift(g, seed=2), srcs)
     k = potential_shift(uniform_weights(kronecker(11, seed=5), seed=5), seed=6)
     r = _batched(k, [int(x) for x in rng.integers(0, k.n, 33)])
-    if mode != "always":
-        assert {st["phases"] for st in r.stats["per_source"]} == {0}
+    if mode != "always":  # (the 33rd source runs alone)
+        assert {st.get("phases", 0) for st in r.stats["per_source"]} == {0}
     cyc = Graph.from_edges([0, 0, 1, 2, 4, 5, 6], [1, 2, 3, 1, 5, 6, 5], np.array([4, 1, 2, -2, 3, 1, -2]), n=8)
     with pytest.raises(NegativeCycleError) as ei:
         bellman_ford(cyc, [0, 2, 7, 4, 5, 1], backend="gpu")

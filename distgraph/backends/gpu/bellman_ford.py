@@ -2288,6 +2288,7 @@ class RoundsSSSP:
         sfx = block.suffix + ("_k32" if k32 else "")
         fn = mod.get_function(f"distgraph_bf_batch_round_{sfx}")
         fn_big = mod.get_function(f"distgraph_bf_batch_big_{sfx}")
+        fn_adv = mod.get_function("distgraph_bf_batch_advance_" + ("float" if block.isf else "int"))
         sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
         unit = block.w is None
         w = block.indptr if unit else block.w  # unit weights: a placeholder pointer, never read
@@ -2299,6 +2300,7 @@ class RoundsSSSP:
                    np.uint64(0) if rel is None else rel, ovf, cnt[(r + 2) % 3:(r + 2) % 3 + 1],
                    nbig[2 - 2 * (r % 2):4 - 2 * (r % 2)], cnt[4:5], np.int32(BATCH_THIN), st["mid"], st["midm"],
                    ph, st["far0"], st["far1"], st["farm"]) for r in range(6)]  # the rounds' arguments, r % 6
+        fns = (fn, fn_big, fn_adv)
         nf, rounds, got = uniq.size, 0, None
         while nf and rounds < max_rounds:
             if rounds < BATCH_EXACT:  # one round, its frontier's length known
@@ -2319,12 +2321,10 @@ class RoundsSSSP:
             while r < rounds + step:
                 if graphs and rounds + step - r >= 6:
                     key = (sfx, nb, r % 6, grid, grid2, BATCH_THIN, rel is None)
-                    self._batch_graph(st, key, fn, fn_big, phases, grid, grid2).launch()
+                    self._batch_graph(st, key, fns, phases, grid, grid2).launch()
                     r += 6
                     continue
-                args = phases[r % 6]
-                fn((grid,), (256,), args)
-                fn_big((grid2,), (256,), args)
+                _batch_round(fns, phases[r % 6], grid, grid2)
                 r += 1
             rounds += step
             got = cnt.get()
@@ -2395,7 +2395,7 @@ class RoundsSSSP:
         return out_stats
 
     @staticmethod
-    def _batch_graph(st, key, fn, fn_big, phases, grid, grid2):
+    def _batch_graph(st, key, fns, phases, grid, grid2):
         """The CUDA graph of 6 batched rounds from phase ``key[2]`` (captured once per key
         on a stream of its own; the arguments are the batch arrays, kept across batches)."""
         from .loader import import_cupy
@@ -2409,9 +2409,7 @@ class RoundsSSSP:
                 stream.begin_capture()
                 try:
                     for j in range(6):
-                        args = phases[(key[2] + j) % 6]
-                        fn((grid,), (256,), args)
-                        fn_big((grid2,), (256,), args)
+                        _batch_round(fns, phases[(key[2] + j) % 6], grid, grid2)
                 finally:
                     g = stream.end_capture()
             gs[key] = g
@@ -2469,6 +2467,14 @@ class RoundsSSSP:
         copied to the host (8 bytes a distance at most)."""
         keys = 8 * BATCH_MAX * (2 if BATCH_SKIP else 1)
         return n * (keys + 32 * BATCH_MAX + 36) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
+
+
+def _batch_round(fns, args, grid, grid2):
+    """One batched round's launches: the first pass, the second (mid list, hubs' pieces),
+    near-far's advance (one thread; args[11] is the next frontier's length, args[25] ph)."""
+    fns[0]((grid,), (256,), args)
+    fns[1]((grid2,), (256,), args)
+    fns[2]((1,), (32,), (args[11], args[25]))
 
 
 def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
