@@ -1381,7 +1381,7 @@ BATCH_THIN = 8
 #: from round :data:`BATCH_EXACT` on (a graph not settled by then); "always"; "off".
 BATCH_NEAR_FAR = "deep"
 #: ... its delta: this many times the mean arc weight (the mean of |w|; 1 for unit weights).
-BATCH_DELTA_FACTOR = 4.0
+BATCH_DELTA_FACTOR = 16.0
 #: ph's slots (kernels/bf_rounds.cu, DG_BK_*)
 _PH_THR, _PH_FROUND, _PH_DELTA, _PH_PHASES, _PH_LEN = 0, 2, 8, 9, 10
 BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more, relaxed in pieces of as many
@@ -2311,8 +2311,10 @@ class RoundsSSSP:
                     ph[_PH_THR:_PH_THR + 1].fill(thr0)  # a deep graph: near-far from here on
             # the first pass: 32 vertices a warp, 8 warps a block; the second (the mid list's
             # vertices, a warp each, and the hubs' pieces, a block each): a warp per vertex
+            # (queued: at most 2 blocks an SM for the second pass, whose list is short on a deep
+            # graph and whose empty blocks would cost more than its work)
             grid = max(-(-est // 256), 1 if step == 1 else sms)
-            grid2 = max(-(-est // 8), 4 * sms if hubs else 1)
+            grid2 = max(-(-est // 8) if step == 1 else min(-(-est // 8), 2 * sms), 4 * sms if hubs else 1)
             graphs = BATCH_GRAPHS and step >= 6
             if graphs:
                 grid, grid2 = 1 << (grid - 1).bit_length(), 1 << (grid2 - 1).bit_length()
