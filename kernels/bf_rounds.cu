@@ -403,11 +403,11 @@ __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg
     }
 }
 
-// A round. A warp takes 32 frontier vertices at once, a lane each. A thin vertex (its arcs times
-// its mask's sources at most `thin`: a road network's, whose sources' wavefronts seldom meet)
-// is relaxed by its lane alone, source by source and arc by arc, the warp's lanes in step (one
-// append per step); the others, one after another, by the whole warp (dg_bk_range), or listed
-// in pieces for distgraph_bf_batch_big_* (hubs). thin = 0: every vertex by the whole warp.
+// A round. A warp takes 32 frontier vertices at once, a lane each. The (source, arc) pairs of
+// its thin vertices (arcs times mask's sources at most `thin`: a road network's, whose sources'
+// wavefronts seldom meet) are dealt over the warp's lanes, 32 at a time; the others go to the
+// mid list (distgraph_bf_batch_big_*: a warp each, dg_bk_range) or, hubs, in pieces to the
+// big list (a block each). thin = 0: every vertex by a warp of the second pass.
 template <bool F, typename WT, typename K>
 __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
                             const WT *__restrict__ w, int unit, const int *__restrict__ front,
@@ -489,28 +489,39 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
         if (lane == 0 && fmin != 0x7fffffffffffffffLL) atomicMin(ph + DG_BK_FMIN + fs, fmin);
         const int p = __popc(m);
         const bool heavy = m && (end - beg) * p > thin;
-        // thin vertices: step t relaxes the lane's t-th (source, arc) pair
+        // thin vertices: the warp's (vertex, source, arc) triples dealt over its lanes, 32 at a
+        // time (a lane's triple: the owner lane whose running sum of work passes its index)
         const unsigned work = heavy ? 0u : (unsigned)((end - beg) * p);
-        const unsigned steps = __reduce_max_sync(0xffffffffu, work);
-        unsigned mm = m;
-        int b = mm ? __ffs(mm) - 1 : 0;
-        dg_i64 k = beg, du = work ? (dg_i64)__ldcg(dist + u * nb + b) : 0;
-        for (unsigned t = 0; t < steps; ++t) {
+        unsigned incl = work;
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned y = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= o) incl += y;
+        }
+        const unsigned total = __shfl_sync(0xffffffffu, incl, 31), excl = incl - work;
+        const int deg = (int)(end - beg);
+        for (unsigned t0 = 0; t0 < total; t0 += 32) {
+            const unsigned t = t0 + lane;
+            int o = 0;  // the lanes whose running sum is at most t
+            for (int step = 16; step; step >>= 1)
+                if (__shfl_sync(0xffffffffu, incl, o + step - 1) <= t) o += step;
+            const int ou = __shfl_sync(0xffffffffu, (int)u, o), od = __shfl_sync(0xffffffffu, deg, o);
+            const dg_i64 ob = __shfl_sync(0xffffffffu, beg, o);
+            const unsigned om = __shfl_sync(0xffffffffu, m, o), oe = __shfl_sync(0xffffffffu, excl, o);
             bool app = false;
             int v = 0;
-            if (t < work) {
-                if (k == end) {  // the next source of the lane's vertex
-                    mm &= mm - 1;
-                    b = __ffs(mm) - 1;
-                    k = beg;
-                    du = (dg_i64)__ldcg(dist + u * nb + b);
-                }
+            if (t < total) {
+                const unsigned idx = t - oe;
+                const unsigned si = idx / (unsigned)od;  // the owner's si-th source, its arc idx % od
+                const dg_i64 k = ob + (idx - si * (unsigned)od);
+                unsigned mm = om;
+                for (unsigned q = 0; q < si; ++q) mm &= mm - 1;
+                const int b = __ffs(mm) - 1;
+                const dg_i64 du = (dg_i64)__ldcg(dist + (dg_i64)ou * nb + b);
                 v = indices[k];
                 const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : dg_rk_wbits(w[k]));
                 K *at = dist + (dg_i64)v * nb + b;
                 if (dg_bk_lower<K>(c, (dg_i64)*at, ovf) && (K)c < atomicMin(at, (K)c))
                     app = atomicOr(nact + v, 1u << b) == 0u;
-                ++k;
             }
             dg_bk_append(app, v, lane, next, nnext);
         }

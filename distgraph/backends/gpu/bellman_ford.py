@@ -1370,11 +1370,11 @@ BATCH_CHECK = 30
 #: ... those queued rounds go as CUDA graphs of 6 rounds (12 kernels, one launch; the grids
 #: rounded up to powers of two, a graph kept per grid), not 12 launches from Python.
 BATCH_GRAPHS = True
-#: The batched rounds relax a frontier vertex whose arcs times its sources in the round are at
-#: most this many by one thread (a road network's: its sources' wavefronts seldom meet), 32 such
-#: vertices to a warp; the others by a warp each (kernels/bf_rounds.cu, dg_bk_round); 0: every
-#: vertex by a warp.
-BATCH_THIN = 8
+#: The batched rounds' thin frontier vertices: at most this many (source, arc) pairs (arcs
+#: times its sources in the round: a road network's, whose sources' wavefronts seldom meet).
+#: A warp takes 32 frontier vertices and deals their thin pairs over its lanes; the others go
+#: to a second pass, a warp each (kernels/bf_rounds.cu, dg_bk_round); 0: every vertex there.
+BATCH_THIN = 16
 #: Near-far order in the batched rounds (kernels/bf_rounds.cu, ph): a frontier vertex's source
 #: whose key there is at or past a threshold waits in a far list; when no frontier is left the
 #: threshold moves to the list's smallest key plus delta and a round takes the list. "deep":
