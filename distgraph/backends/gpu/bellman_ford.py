@@ -1374,7 +1374,7 @@ BATCH_GRAPHS = True
 #: times its sources in the round: a road network's, whose sources' wavefronts seldom meet).
 #: A warp takes 32 frontier vertices and deals their thin pairs over its lanes; the others go
 #: to a second pass, a warp each (kernels/bf_rounds.cu, dg_bk_round); 0: every vertex there.
-BATCH_THIN = 16
+BATCH_THIN = 32
 #: Near-far order in the batched rounds (kernels/bf_rounds.cu, ph): a frontier vertex's source
 #: whose key there is at or past a threshold waits in a far list; when no frontier is left the
 #: threshold moves to the list's smallest key plus delta and a round takes the list. "deep":
@@ -2311,10 +2311,8 @@ class RoundsSSSP:
                     ph[_PH_THR:_PH_THR + 1].fill(thr0)  # a deep graph: near-far from here on
             # the first pass: 32 vertices a warp, 8 warps a block; the second (the mid list's
             # vertices, a warp each, and the hubs' pieces, a block each): a warp per vertex
-            # (queued: at most 2 blocks an SM for the second pass, whose list is short on a deep
-            # graph and whose empty blocks would cost more than its work)
             grid = max(-(-est // 256), 1 if step == 1 else sms)
-            grid2 = max(-(-est // 8) if step == 1 else min(-(-est // 8), 2 * sms), 4 * sms if hubs else 1)
+            grid2 = max(-(-est // 8), 4 * sms if hubs else 1)
             graphs = BATCH_GRAPHS and step >= 6
             if graphs:
                 grid, grid2 = 1 << (grid - 1).bit_length(), 1 << (grid2 - 1).bit_length()
