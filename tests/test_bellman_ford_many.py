@@ -833,3 +833,81 @@ def test_row_sink_failed_copy_raised_at_flush_even_if_caught(fake_cuda, monkeypa
         sink.flush()
     sink.flush()  # raised once: cleared
     sink.close()
+
+
+def test_batch_delta_near_far():
+    """RoundsSSSP._batch_delta: BATCH_DELTA_FACTOR times the mean |w| (a strided sample), as
+    (addend, threshold key): integers rounded up, floats as the double's bits and its key;
+    unit weights: the factor; none without arcs or with the factor at 0."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    def delta(w, isf=False, m=None):
+        m = len(w) if m is None else m
+        block = types.SimpleNamespace(indices=np.zeros(m, np.int32), w=w, isf=isf)
+        return gbf.RoundsSSSP._batch_delta(types.SimpleNamespace(block=block, cp=np))
+
+    f = gbf.BATCH_DELTA_FACTOR
+    assert f > 0
+    assert delta(np.array([3, -5, 10, 2], np.int32)) == (int(np.ceil(f * 5)),) * 2
+    bits, key = delta(np.array([0.5, -1.5], np.float64), isf=True)
+    assert np.int64(bits).view(np.float64) == f * 1.0 and key == gbf.to_keys(np.array([f]))[0]
+    assert delta(None, m=7) == (int(f),) * 2  # unit weights: the mean is 1
+    assert delta(None, m=0) is None
+    old = gbf.BATCH_DELTA_FACTOR
+    try:
+        gbf.BATCH_DELTA_FACTOR = 0.0
+        assert delta(np.array([3], np.int32)) is None
+    finally:
+        gbf.BATCH_DELTA_FACTOR = old
+
+
+def test_batch_round_launches_and_graph_fallback(monkeypatch):
+    """_batch_round: the two passes on the round's arguments, then the advance (one block of 32
+    threads) on its own; _batch_graph: a capture that fails gives None and marks the arrays
+    no_graphs (the rounds then go one by one), a captured one is kept per key."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.backends.gpu import loader
+
+    log = []
+
+    def fn(name):
+        return lambda grid, block, args: log.append((name, grid, block, args))
+
+    fns = (fn("pass1"), fn("pass2"), fn("advance"))
+    gbf._batch_round(fns, (("a",), ("n", "ph")), 7, 9)
+    assert log == [("pass1", (7,), (256,), ("a",)), ("pass2", (9,), (256,), ("a",)),
+                   ("advance", (1,), (32,), ("n", "ph"))]
+
+    class Stream:
+        fail = True
+
+        def __init__(self, non_blocking=False):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def begin_capture(self):
+            if Stream.fail:
+                raise RuntimeError("capture not supported")
+
+        def end_capture(self):
+            return ("graph", len(log))
+
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Stream=Stream))
+    monkeypatch.setattr(loader, "import_cupy", lambda: fake)
+    phases = [((r,), ("n", "ph")) for r in range(6)]
+    st = {}
+    log.clear()
+    assert gbf.RoundsSSSP._batch_graph(st, ("i32", 5, 2), fns, phases, 1, 1) is None and st["no_graphs"]
+    Stream.fail = False
+    st = {}
+    g = gbf.RoundsSSSP._batch_graph(st, ("i32", 5, 2), fns, phases, 1, 1)
+    assert [e[3] for e in log if e[0] == "pass1"] == [(r % 6,) for r in range(2, 8)]  # 6 rounds from phase 2
+    assert gbf.RoundsSSSP._batch_graph(st, ("i32", 5, 2), fns, phases, 1, 1) is g and len(log) == 18
+    bad = [((r,), ("n", "ph")) for r in range(5)]  # a launch failing while capturing: raised
+    with pytest.raises(IndexError):
+        gbf.RoundsSSSP._batch_graph({}, ("i32", 5, 3), fns, bad, 1, 1)

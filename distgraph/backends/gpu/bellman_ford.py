@@ -2299,7 +2299,8 @@ class RoundsSSSP:
                    st["big"], st["bigm"], nbig[2 * (r % 2):2 * (r % 2) + 2], np.int64(BATCH_BIG_DEGREE), st["count"],
                    np.uint64(0) if rel is None else rel, ovf, cnt[(r + 2) % 3:(r + 2) % 3 + 1],
                    nbig[2 - 2 * (r % 2):4 - 2 * (r % 2)], cnt[4:5], np.int32(BATCH_THIN), st["mid"], st["midm"],
-                   ph, st["far0"], st["far1"], st["farm"]) for r in range(6)]  # the rounds' arguments, r % 6
+                   ph, st["far0"], st["far1"], st["farm"]) for r in range(6)]  # the passes' arguments, r % 6
+        phases = [(a, (a[11], ph)) for a in phases]  # and the advance's: the next frontier's length, ph
         fns = (fn, fn_big, fn_adv)
         nf, rounds, got = uniq.size, 0, None
         while nf and rounds < max_rounds:
@@ -2313,7 +2314,7 @@ class RoundsSSSP:
             # vertices, a warp each, and the hubs' pieces, a block each): a warp per vertex
             grid = max(-(-est // 256), 1 if step == 1 else sms)
             grid2 = max(-(-est // 8), 4 * sms if hubs else 1)
-            graphs = BATCH_GRAPHS and step >= 6
+            graphs = BATCH_GRAPHS and step >= 6 and not st.get("no_graphs")
             if graphs:
                 grid, grid2 = 1 << (grid - 1).bit_length(), 1 << (grid2 - 1).bit_length()
             grid, grid2 = int(min(grid, 32 * sms)), int(min(grid2, 32 * sms))
@@ -2321,9 +2322,11 @@ class RoundsSSSP:
             while r < rounds + step:
                 if graphs and rounds + step - r >= 6:
                     key = (sfx, nb, r % 6, grid, grid2, BATCH_THIN, rel is None)
-                    self._batch_graph(st, key, fns, phases, grid, grid2).launch()
-                    r += 6
-                    continue
+                    g = self._batch_graph(st, key, fns, phases, grid, grid2)
+                    if g is not None:
+                        g.launch()
+                        r += 6
+                        continue
                 _batch_round(fns, phases[r % 6], grid, grid2)
                 r += 1
             rounds += step
@@ -2397,7 +2400,9 @@ class RoundsSSSP:
     @staticmethod
     def _batch_graph(st, key, fns, phases, grid, grid2):
         """The CUDA graph of 6 batched rounds from phase ``key[2]`` (captured once per key
-        on a stream of its own; the arguments are the batch arrays, kept across batches)."""
+        on a stream of its own; the arguments are the batch arrays, kept across batches), or
+        None where a capture cannot begin (an old CuPy or driver: the rounds go one by one from
+        then on, ``st["no_graphs"]``; an error once capturing is raised)."""
         from .loader import import_cupy
 
         gs = st.setdefault("graphs", {})
@@ -2405,8 +2410,13 @@ class RoundsSSSP:
         if g is None:
             cp = import_cupy()
             stream = cp.cuda.Stream(non_blocking=True)
+            try:
+                with stream:
+                    stream.begin_capture()
+            except Exception:  # noqa: BLE001 - launched one by one instead (the same rounds)
+                st["no_graphs"] = True
+                return None
             with stream:
-                stream.begin_capture()
                 try:
                     for j in range(6):
                         _batch_round(fns, phases[(key[2] + j) % 6], grid, grid2)
@@ -2470,11 +2480,11 @@ class RoundsSSSP:
 
 
 def _batch_round(fns, args, grid, grid2):
-    """One batched round's launches: the first pass, the second (mid list, hubs' pieces),
-    near-far's advance (one thread; args[11] is the next frontier's length, args[25] ph)."""
-    fns[0]((grid,), (256,), args)
-    fns[1]((grid2,), (256,), args)
-    fns[2]((1,), (32,), (args[11], args[25]))
+    """One batched round's launches: the first pass and the second (mid list, hubs' pieces)
+    on ``args[0]``, near-far's advance (one thread) on ``args[1]``."""
+    fns[0]((grid,), (256,), args[0])
+    fns[1]((grid2,), (256,), args[0])
+    fns[2]((1,), (32,), args[1])
 
 
 def run_rounds(graph, weights, source, comm, confirm, predecessors=False):
