@@ -318,20 +318,28 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 // every value read is a walk's weight, at most the Jacobi round's (the same distances; a
 // change made during the round sets the vertex's bit for the next round). A frontier vertex's
 // act is zeroed as it is read (after the swap the array is the next round's nact). count[b] (b < 32):
-// source b's relaxations, added once per warp. rel (n * nb keys, or null: off) keeps the key
+// source b's relaxations, summed per block. rel (n * nb keys, or null: off) keeps the key
 // each (vertex, source) had when its arcs were last relaxed: a frontier vertex's source whose
 // key is still that one is dropped from its mask (its arcs gave all they can; as RoundsSSSP's
 // asynchronous rounds do for one source). rel must start as the key of +inf.
 // The host queues many rounds without reading anything back (deep graphs: thousands of rounds),
-// so each round kernel resets the counters the round after it appends to: *zero (the frontier
-// length the next round's kernels append to; the host rotates three) and *zbig (the next
-// round's hub pieces; two), and counts itself in *nrounds if its frontier was not empty. A
-// round with an empty frontier does nothing else.
+// so each round's first kernel resets the counters the round after it appends to: *zero (the
+// frontier length the next round's kernels append to; the host rotates three) and zbig[0..1]
+// (the next round's hub pieces and mid list; two pairs), and counts itself in *nrounds if its
+// frontier was not empty. A round with an empty frontier does nothing else.
 //
-// Within a warp, the lanes are dealt over (arc, source) pairs of a vertex u with p sources in
-// its mask: 32 / p arcs at once, p lanes each (the p lanes of one arc read its head's p keys
-// side by side). Vertices of `bigdeg` arcs or more are listed in pieces of bigdeg arcs
-// (big[j] = u | piece << 32, bigm[j] = its mask) for distgraph_bf_batch_big_*, a block each.
+// A round is two passes and the advance. The first (dg_bk_round) takes 32 frontier vertices a
+// warp and deals the (source, arc) pairs of the thin ones over the lanes; it lists the others
+// for the second (dg_bk_big): in the mid list (a warp each, dg_bk_range: the lanes dealt over
+// (arc, source) pairs of a vertex u with p sources in its mask, 32 / p arcs at once, p lanes
+// each reading the head's p keys side by side) or, for vertices of `bigdeg` arcs or more, in
+// pieces of bigdeg arcs (big[j] = u | piece << 32, bigm[j] = its mask), a block each.
+// Near-far (ph, far0 / far1, farm; off while the threshold is INT64_MAX): a frontier vertex's
+// source whose key is at or past the threshold waits: its bit goes to farm[u], and u to the far
+// list of the phase (once). When a round leaves no frontier, dg_bk_advance makes the next
+// round a far round: it reads that list, with the masks in farm, and the threshold moves to the
+// list's smallest key plus delta; later rounds append to the other list. Every deferred source
+// is relaxed later, so the distances are the same; a road network's relaxations fell 8-10x.
 // K: the keys' type, dg_i64 (as above) or, for integer weights, int (4 bytes a key: a
 // vertex's 32 keys fill one 128-byte line; INT_MAX is +inf). With int keys a sum is formed in
 // 64 bits and one outside [INT_MIN, INT_MAX) is not stored: *ovf is set (dg_bk_lower), and

@@ -2294,13 +2294,13 @@ class RoundsSSSP:
         w = block.indptr if unit else block.w  # unit weights: a placeholder pointer, never read
         hubs = block.max_degree() >= BATCH_BIG_DEGREE
         fronts, acts, nbig = (front, nxt), (act, nact), st["nbig"]  # nbig: (pieces, mid) of even, odd rounds
-        phases = [(block.indptr, block.indices, w, np.int32(unit), fronts[r % 2], cnt[r % 3:r % 3 + 1], np.int32(nb),
-                   dist, acts[r % 2], acts[1 - r % 2], fronts[1 - r % 2], cnt[(r + 1) % 3:(r + 1) % 3 + 1],
-                   st["big"], st["bigm"], nbig[2 * (r % 2):2 * (r % 2) + 2], np.int64(BATCH_BIG_DEGREE), st["count"],
-                   np.uint64(0) if rel is None else rel, ovf, cnt[(r + 2) % 3:(r + 2) % 3 + 1],
-                   nbig[2 - 2 * (r % 2):4 - 2 * (r % 2)], cnt[4:5], np.int32(BATCH_THIN), st["mid"], st["midm"],
-                   ph, st["far0"], st["far1"], st["farm"]) for r in range(6)]  # the passes' arguments, r % 6
-        phases = [(a, (a[11], ph)) for a in phases]  # and the advance's: the next frontier's length, ph
+        rargs = [(block.indptr, block.indices, w, np.int32(unit), fronts[r % 2], cnt[r % 3:r % 3 + 1], np.int32(nb),
+                  dist, acts[r % 2], acts[1 - r % 2], fronts[1 - r % 2], cnt[(r + 1) % 3:(r + 1) % 3 + 1],
+                  st["big"], st["bigm"], nbig[2 * (r % 2):2 * (r % 2) + 2], np.int64(BATCH_BIG_DEGREE), st["count"],
+                  np.uint64(0) if rel is None else rel, ovf, cnt[(r + 2) % 3:(r + 2) % 3 + 1],
+                  nbig[2 - 2 * (r % 2):4 - 2 * (r % 2)], cnt[4:5], np.int32(BATCH_THIN), st["mid"], st["midm"],
+                  ph, st["far0"], st["far1"], st["farm"]) for r in range(6)]  # the passes' arguments, r % 6
+        rargs = [(a, (a[11], ph)) for a in rargs]  # and the advance's: the next frontier's length, ph
         fns = (fn, fn_big, fn_adv)
         nf, rounds, got = uniq.size, 0, None
         while nf and rounds < max_rounds:
@@ -2322,12 +2322,12 @@ class RoundsSSSP:
             while r < rounds + step:
                 if graphs and rounds + step - r >= 6:
                     key = (sfx, nb, r % 6, grid, grid2, BATCH_THIN, rel is None)
-                    g = self._batch_graph(st, key, fns, phases, grid, grid2)
+                    g = self._batch_graph(st, key, fns, rargs, grid, grid2)
                     if g is not None:
                         g.launch()
                         r += 6
                         continue
-                _batch_round(fns, phases[r % 6], grid, grid2)
+                _batch_round(fns, rargs[r % 6], grid, grid2)
                 r += 1
             rounds += step
             got = cnt.get()
