@@ -317,7 +317,7 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 // Rounds are asynchronous: a vertex's arcs are relaxed from its latest keys (__ldcg: L2), so
 // every value read is a walk's weight, at most the Jacobi round's (the same distances; a
 // change made during the round sets the vertex's bit for the next round). A frontier vertex's
-// act is zeroed as it is read (after the swap the array is the next round's nact). count[b] (b < 32):
+// act is zeroed as it is read (by parity the array is the next round's nact). count[b] (b < 32):
 // source b's relaxations, summed per block. rel (n * nb keys, or null: off) keeps the key
 // each (vertex, source) had when its arcs were last relaxed: a frontier vertex's source whose
 // key is still that one is dropped from its mask (its arcs gave all they can; as RoundsSSSP's
@@ -326,7 +326,8 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 // so each round's first kernel resets the counters the round after it appends to: *zero (the
 // frontier length the next round's kernels append to; the host rotates three) and zbig[0..1]
 // (the next round's hub pieces and mid list; two pairs), and counts itself in *nrounds if its
-// frontier was not empty. A round with an empty frontier does nothing else.
+// frontier was not empty. A round with an empty frontier does nothing else (its advance finds
+// no far list either).
 //
 // A round is two passes and the advance. The first (dg_bk_round) takes 32 frontier vertices a
 // warp and deals the (source, arc) pairs of the thin ones over the lanes; it lists the others
@@ -345,11 +346,20 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 // 64 bits and one outside [INT_MIN, INT_MAX) is not stored: *ovf is set (dg_bk_lower), and
 // the host runs the batch again with 64-bit keys.
 // A candidate c against the head's key `cur` as read (maybe stale: never below the current
-// key): whether to try the atomicMin. With int keys a sum that does not fit sets *ovf where it
+// key): whether to try the atomicMin. A key below `bound` (ph's; with negative weights -B - 1,
+// B the sum of their magnitudes, as the single-source rounds' bound; INT64_MIN without) is a
+// walk's weight that no walk without a negative cycle reaches (-inf, or a key that wrapped
+// around, included): source b's bit goes to *cyc, the host runs it alone, which finds the cycle.
+// With int keys a sum that does not fit sets *ovf where it
 // might matter: below INT_MIN, or at INT_MAX or more against an unreached head (a reached head
 // holds a smaller key than any such sum).
 template <typename K>
-__device__ __forceinline__ bool dg_bk_lower(dg_i64 c, dg_i64 cur, unsigned *ovf) {
+__device__ __forceinline__ bool dg_bk_lower(dg_i64 c, dg_i64 cur, unsigned *ovf, dg_i64 bound,
+                                            unsigned long long *cyc, int b) {
+    if (c < bound) {  // the weight of a walk through a negative cycle: source b is not settled
+        atomicOr(cyc, 1ull << b);
+        return false;
+    }
     if (sizeof(K) == 8) return c < cur;
     if (c < -0x80000000LL || (c >= 0x7fffffffLL && cur == 0x7fffffffLL)) {
         *ovf = 1u;
@@ -360,15 +370,18 @@ __device__ __forceinline__ bool dg_bk_lower(dg_i64 c, dg_i64 cur, unsigned *ovf)
 
 // The batched rounds' near-far state ph[] (int64): the threshold key (INT64_MAX: off), the far
 // list appended to (0 or 1), whether this round reads the other far list (a far round), the
-// two lists' lengths and smallest keys, (7: unused), delta (the weights' addend: the int64
-// value or the float64's bits), the phases begun.
+// two lists' lengths and smallest keys, the negative-cycle bound key (dg_bk_lower), delta (the
+// weights' addend: the int64 value or the float64's bits), the phases begun, the bits of the
+// sources that went below the bound.
 #define DG_BK_THR 0
 #define DG_BK_FSEL 1
 #define DG_BK_FROUND 2
 #define DG_BK_NFAR 3
 #define DG_BK_FMIN 5
+#define DG_BK_BOUND 7
 #define DG_BK_DELTA 8
 #define DG_BK_PHASES 9
+#define DG_BK_CYCLE 10
 
 // Appends v (where app) to the next frontier, one atomicAdd per warp.
 __device__ __forceinline__ void dg_bk_append(bool app, int v, int lane, int *next, unsigned long long *nnext) {
@@ -386,7 +399,7 @@ template <bool F, typename WT, typename K>
 __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg_i64 end, int lane, int nb,
                                             const int *__restrict__ indices, const WT *__restrict__ w, int unit,
                                             K *dist, unsigned *nact, int *next, unsigned long long *nnext,
-                                            unsigned *ovf) {
+                                            unsigned *ovf, dg_i64 bound, unsigned long long *cyc) {
     const int p = __popc(m);
     const int q = 32 / p;  // arcs per step
     const int slot = lane / p, si = lane - slot * p;
@@ -404,7 +417,7 @@ __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg
             const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : dg_rk_wbits(w[k]));
             K *at = dist + (dg_i64)v * nb + b;
             // a plain read first: it may be stale, but never below the current key
-            if (dg_bk_lower<K>(c, (dg_i64)*at, ovf) && (K)c < atomicMin(at, (K)c))
+            if (dg_bk_lower<K>(c, (dg_i64)*at, ovf, bound, cyc, b) && (K)c < atomicMin(at, (K)c))
                 app = atomicOr(nact + v, 1u << b) == 0u;
         }
         dg_bk_append(app, v, lane, next, nnext);
@@ -425,7 +438,7 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                             unsigned *ovf, unsigned long long *zero, unsigned long long *zbig,
                             unsigned long long *nrounds, int thin, int *mid, unsigned *midm, dg_i64 *ph,
                             int *far0, int *far1, unsigned *farm) {
-    __shared__ unsigned long long relax[32];
+    __shared__ unsigned long long relax[32];  // this block's relaxations per source
     unsigned long long *nmid = nbig + 1;
     // near-far (ph: DG_BK_*): this round reads the far list of the last phase when the last
     // round left no frontier; a source's key at or past the threshold goes far
@@ -434,7 +447,9 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
     const dg_i64 thr = ph[DG_BK_THR];
     int *const fapp = fs ? far1 : far0;  // the far list this round appends to
     const int *const src = fround ? (fs ? far0 : far1) : front;  // (a far round: the other one)
-    unsigned long long *const nfar = (unsigned long long *)(ph + DG_BK_NFAR + fs);  // this block's relaxations per source
+    unsigned long long *const nfar = (unsigned long long *)(ph + DG_BK_NFAR + fs);
+    const dg_i64 bound = ph[DG_BK_BOUND];
+    unsigned long long *const cyc = (unsigned long long *)(ph + DG_BK_CYCLE);
     const int lane = threadIdx.x & 31;
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nf = (dg_i64)*nfp;
@@ -528,7 +543,7 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                 v = indices[k];
                 const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : dg_rk_wbits(w[k]));
                 K *at = dist + (dg_i64)v * nb + b;
-                if (dg_bk_lower<K>(c, (dg_i64)*at, ovf) && (K)c < atomicMin(at, (K)c))
+                if (dg_bk_lower<K>(c, (dg_i64)*at, ovf, bound, cyc, b) && (K)c < atomicMin(at, (K)c))
                     app = atomicOr(nact + v, 1u << b) == 0u;
             }
             dg_bk_append(app, v, lane, next, nnext);
@@ -565,14 +580,17 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
                           const WT *__restrict__ w, int unit, int nb, K *dist, unsigned *nact, int *next,
                           unsigned long long *nnext, const dg_i64 *__restrict__ big,
                           const unsigned *__restrict__ bigm, const unsigned long long *nbig, dg_i64 bigdeg,
-                          unsigned *ovf, const int *__restrict__ mid, const unsigned *__restrict__ midm) {
+                          unsigned *ovf, const int *__restrict__ mid, const unsigned *__restrict__ midm,
+                          dg_i64 *ph) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const dg_i64 bound = ph[DG_BK_BOUND];
+    unsigned long long *const cyc = (unsigned long long *)(ph + DG_BK_CYCLE);
     const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
     const dg_i64 nmid = (dg_i64)nbig[1];
     for (dg_i64 j = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; j < nmid; j += warps) {
         const dg_i64 u = mid[j];
         dg_bk_range<F, WT, K>(u, midm[j], indptr[u], indptr[u + 1], lane, nb, indices, w, unit, dist, nact, next,
-                              nnext, ovf);
+                              nnext, ovf, bound, cyc);
     }
     const unsigned long long total = nbig[0];
     for (unsigned long long j = blockIdx.x; j < total; j += gridDim.x) {
@@ -582,7 +600,8 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
         const dg_i64 per = (end - beg + nw - 1) / nw;
         const dg_i64 wb = beg + warp * per, we = wb + per < end ? wb + per : end;
         if (wb < we)
-            dg_bk_range<F, WT, K>(u, bigm[j], wb, we, lane, nb, indices, w, unit, dist, nact, next, nnext, ovf);
+            dg_bk_range<F, WT, K>(u, bigm[j], wb, we, lane, nb, indices, w, unit, dist, nact, next, nnext, ovf,
+                                  bound, cyc);
     }
 }
 
@@ -634,7 +653,7 @@ extern "C" __global__ void distgraph_bf_batch_advance_float(unsigned long long *
     }                                                                                                    \
     extern "C" __global__ void distgraph_bf_batch_big_##SFX(DG_BK_ARGS(WT, K)) {                         \
         dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, nact, next, nnext, big, bigm, nbig,      \
-                            bigdeg, ovf, mid, midm);                                                     \
+                            bigdeg, ovf, mid, midm, ph);                                                 \
     }
 // named by the weights' dtype as stored and, for 4-byte keys, _k32
 DG_BK_KERNELS(i64, false, dg_i64, dg_i64)

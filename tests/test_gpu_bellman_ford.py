@@ -616,8 +616,8 @@ def test_batched_rounds_equal_cpu(mode, directed):
 
 @pytest.mark.parametrize("thin", [0, 1, 8, 32])
 def test_batched_rounds_thin_vertices(monkeypatch, thin):
-    """BATCH_THIN: vertices of at most `thin` (arc, source) pairs relaxed by one thread, 32 to
-    a warp, the others by a warp each (the mid list) or in pieces (hubs); every split gives
+    """BATCH_THIN: the (source, arc) pairs of vertices of at most `thin` of them dealt over a
+    warp's lanes, the others by a warp each (the mid list) or in pieces (hubs); every split gives
     the CPU backend's rows: Kronecker 11 shifted (int32, float64; directed and not) and a
     grid-like graph of low degree (a road network's shape), 40 sources."""
     from distgraph.backends.gpu import bellman_ford as gbf
@@ -674,6 +674,51 @@ def test_batched_rounds_near_far(monkeypatch, mode, factor):
     with pytest.raises(NegativeCycleError) as ei:
         bellman_ford(cyc, [0, 2, 7, 4, 5, 1], backend="gpu")
     assert ei.value.source == 4
+
+
+def test_batched_rounds_far_bits_left_unsettled(monkeypatch):
+    """A batch stopped by its cap while a source waits in the far list: that source is not
+    settled (its far bit counts), runs alone, and its row is right. The path 0 -> 1 -> 2
+    (weights 1, 100), near-far from round 0 with delta 1, a cap of 2 rounds: round 1 defers
+    vertex 1 (key 1, the threshold 1)."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(gbf, "BATCH_NEAR_FAR", "always")
+    monkeypatch.setattr(gbf, "BATCH_DELTA_FACTOR", 0.01)
+    monkeypatch.setattr(config, "gpu_sssp_batch_rounds", 2)
+    g = Graph.from_edges([0, 1], [1, 2], np.array([1, 100], np.int32), n=3)
+    r = _batched(g, [0, 2])
+    assert [st.get("batch") for st in r.stats["per_source"]] == [None, 2]
+    assert r.distance[0].tolist() == [0, 1, 101]
+
+
+@pytest.mark.parametrize("kind", ["float64", "int64"])
+def test_batched_rounds_negative_cycle_below_the_bound(kind):
+    """A negative cycle whose keys would reach -inf (float64 weights of 1e306: -inf + w is no
+    longer lower, the frontier would empty) or wrap around (int64 weights of 2**59) within the
+    batch's cap: the key below the bound -B - 1 marks the source unsettled, it runs alone and
+    raises NegativeCycleError; the source before it keeps its batched row."""
+    big = 1e306 if kind == "float64" else 2 ** 59
+    w = np.array([4, 1, 2, -2, 3, 1, -2], np.float64 if kind == "float64" else np.int64) * big
+    g = Graph.from_edges([0, 0, 1, 2, 4, 5, 6], [1, 2, 3, 1, 5, 6, 5], w, n=8)
+    with pytest.raises(NegativeCycleError) as ei:
+        bellman_ford(g, [0, 4, 5], backend="gpu", mode="rounds")
+    assert ei.value.source == 4 and sorted(ei.value.cycle) == [5, 6]
+    r = bellman_ford(g, [0, 1], backend="gpu")
+    np.testing.assert_array_equal(r.distance, bellman_ford(g, [0, 1], backend="cpu").distance)
+    assert [st.get("batch") for st in r.stats["per_source"]] == [2, 2]
+
+
+def test_batched_rounds_graphs_replayed_by_the_next_batch():
+    """Three batches of 32 on a deep grid: the CUDA graphs of 6 rounds captured by the first
+    are replayed by the next ones (the counters, lists and near-far state reset through the
+    pointers baked into them): the CPU backend's rows."""
+    rng = np.random.default_rng(21)
+    g = _grid_graph(60, rng)
+    r = _batched(g, [int(x) for x in rng.integers(0, g.n, 96)])
+    per = r.stats["per_source"]
+    assert [st.get("batch") for st in per] == [32] * 96 and min(st["rounds"] for st in per) > 40
 
 
 def test_batched_rounds_hubs_in_pieces(monkeypatch):

@@ -174,10 +174,11 @@ class Config:
     #: 20 and 1.7-1.9x on Kronecker 22 (benchmarks/results/session20/, call 7; 16 and 8 were
     #: 1.1-1.3x and 1.4-1.7x slower than 32 in call 2).
     gpu_sssp_batch: int = 32
-    #: ... and a batch's rounds stop after this many, its unsettled sources then running alone
-    #: (a negative cycle, or a graph deeper than this: the later sources run alone too). The
-    #: rounds are queued without reading anything back after the first 16, so a deep graph's
-    #: batch costs little per round (road-FLA's sources need about 2000 rounds each).
+    #: ... and a batch's rounds stop after this many (at most max(4n, 1024)), its unsettled
+    #: sources then running alone (a negative cycle, or a graph deeper than this: the later
+    #: sources run alone too). Past round 16 the rounds are read back every 30 only, queued as
+    #: CUDA graphs, in near-far order, so a deep graph's batch costs little per round: road-FLA's
+    #: batches of 32 need about 3800 (benchmarks/results/session21/).
     gpu_sssp_batch_rounds: int = 16384
 
 

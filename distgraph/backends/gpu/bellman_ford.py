@@ -1367,7 +1367,7 @@ BATCH_KEYS32 = True
 #: thousands of rounds; a round with an empty frontier does nothing).
 BATCH_EXACT = 16
 BATCH_CHECK = 30
-#: ... those queued rounds go as CUDA graphs of 6 rounds (12 kernels, one launch; the grids
+#: ... those queued rounds go as CUDA graphs of 6 rounds (18 kernels, one launch; the grids
 #: rounded up to powers of two, a graph kept per grid), not 12 launches from Python.
 BATCH_GRAPHS = True
 #: The batched rounds' thin frontier vertices: at most this many (source, arc) pairs (arcs
@@ -1383,7 +1383,7 @@ BATCH_NEAR_FAR = "deep"
 #: ... its delta: this many times the mean arc weight (the mean of |w|; 1 for unit weights).
 BATCH_DELTA_FACTOR = 16.0
 #: ph's slots (kernels/bf_rounds.cu, DG_BK_*)
-_PH_THR, _PH_FROUND, _PH_DELTA, _PH_PHASES, _PH_LEN = 0, 2, 8, 9, 10
+_PH_THR, _PH_FROUND, _PH_BOUND, _PH_DELTA, _PH_PHASES, _PH_CYCLE, _PH_LEN = 0, 2, 7, 8, 9, 10, 11
 BIG_DEGREE = 2048  # the round kernels' hubs: vertices of this many arcs or more, relaxed in pieces of as many
 #                    arcs by a block each (kernels/bf_rounds.cu)
 
@@ -2262,13 +2262,15 @@ class RoundsSSSP:
         nact.fill(0)
         st["farm"].fill(0)
         # near-far: off until the threshold is set (at once, or once the graph proves deep)
-        mode, dbits = BATCH_NEAR_FAR, self._batch_delta()
+        mode, dbits = BATCH_NEAR_FAR, self._batch_delta(st)
         expect(mode in ("off", "deep", "always"), "BATCH_NEAR_FAR", "'off', 'deep' or 'always'", mode)
         top = np.iinfo(np.int64).max
         thr0 = top if dbits is None or mode == "off" else dbits[1]
         ph = st["ph"]
-        ph.set(np.array([top if mode != "always" else thr0, 0, 0, 0, 0, top, top, 0,
-                         0 if dbits is None else dbits[0], 0], np.int64))
+        # the negative-cycle bound (a key below it: the source's rounds run alone, see dg_bk_lower)
+        bound = self.bound_key if self.has_neg else np.iinfo(np.int64).min
+        ph.set(np.array([top if mode != "always" else thr0, 0, 0, 0, 0, top, top, bound,
+                         0 if dbits is None else dbits[0], 0, 0], np.int64))
         # cnt: the frontiers' lengths (three in turn: round r reads cnt[r % 3], appends to
         # cnt[(r + 1) % 3] and zeroes cnt[(r + 2) % 3]), in cnt[3] the overflow flag of 4-byte
         # keys, in cnt[4] the rounds whose frontier was not empty
@@ -2294,11 +2296,12 @@ class RoundsSSSP:
         w = block.indptr if unit else block.w  # unit weights: a placeholder pointer, never read
         hubs = block.max_degree() >= BATCH_BIG_DEGREE
         fronts, acts, nbig = (front, nxt), (act, nact), st["nbig"]  # nbig: (pieces, mid) of even, odd rounds
+        thin = np.int32(min(max(int(BATCH_THIN), 0), 1024))  # (pairs summed over a warp in 32 bits)
         rargs = [(block.indptr, block.indices, w, np.int32(unit), fronts[r % 2], cnt[r % 3:r % 3 + 1], np.int32(nb),
                   dist, acts[r % 2], acts[1 - r % 2], fronts[1 - r % 2], cnt[(r + 1) % 3:(r + 1) % 3 + 1],
                   st["big"], st["bigm"], nbig[2 * (r % 2):2 * (r % 2) + 2], np.int64(BATCH_BIG_DEGREE), st["count"],
                   np.uint64(0) if rel is None else rel, ovf, cnt[(r + 2) % 3:(r + 2) % 3 + 1],
-                  nbig[2 - 2 * (r % 2):4 - 2 * (r % 2)], cnt[4:5], np.int32(BATCH_THIN), st["mid"], st["midm"],
+                  nbig[2 - 2 * (r % 2):4 - 2 * (r % 2)], cnt[4:5], thin, st["mid"], st["midm"],
                   ph, st["far0"], st["far1"], st["farm"]) for r in range(6)]  # the passes' arguments, r % 6
         rargs = [(a, (a[11], ph)) for a in rargs]  # and the advance's: the next frontier's length, ph
         fns = (fn, fn_big, fn_adv)
@@ -2321,7 +2324,7 @@ class RoundsSSSP:
             r = rounds
             while r < rounds + step:
                 if graphs and rounds + step - r >= 6:
-                    key = (sfx, nb, r % 6, grid, grid2, BATCH_THIN, rel is None)
+                    key = (sfx, nb, r % 6, grid, grid2, int(thin), rel is None, BATCH_BIG_DEGREE)
                     g = self._batch_graph(st, key, fns, rargs, grid, grid2)
                     if g is not None:
                         g.launch()
@@ -2339,11 +2342,14 @@ class RoundsSSSP:
         if k32 and got is not None and got[3]:  # a sum past int32's range: the batch again with 8-byte keys
             return self.run_batch(sources, outs, max_rounds=max_rounds, sink=sink, wide=True)
         rounds = int(got[4]) if got is not None else 0  # the rounds that had work
-        phases = int(ph[_PH_PHASES].get())
-        left = 0  # the sources some frontier vertex (or far list) still holds: not settled
+        phv = ph.get()
+        phases = int(phv[_PH_PHASES])
+        # not settled: the sources that went below the negative-cycle bound, and those some
+        # frontier vertex (or far list) still holds
+        left = int(phv[_PH_CYCLE]) & ((1 << nb) - 1)
         if nf:
             bits = acts[0] | acts[1] | st["farm"]
-            left = int(np.bitwise_or.reduce(bits[bits != 0].get(), initial=np.uint32(0)))
+            left |= int(np.bitwise_or.reduce(bits[bits != 0].get(), initial=np.uint32(0)))
         counts = st["count"].get()
         cp.cuda.Device().synchronize()
         t_run = time.perf_counter() - t0
@@ -2420,16 +2426,26 @@ class RoundsSSSP:
                 try:
                     for j in range(6):
                         _batch_round(fns, phases[(key[2] + j) % 6], grid, grid2)
-                finally:
-                    g = stream.end_capture()
+                except BaseException:
+                    try:
+                        stream.end_capture()  # (invalidated by the error: its own error would hide it)
+                    except Exception:  # noqa: BLE001
+                        pass
+                    raise
+                g = stream.end_capture()
             gs[key] = g
         return g
 
-    def _batch_delta(self):
+    def _batch_delta(self, st=None):
         """The batched rounds' near-far delta as ``(addend, threshold key)``: the int64 value
         (integer weights) or the float64's bits and key (floats), :data:`BATCH_DELTA_FACTOR`
         times the mean |w| of a strided sample (unit weights: 1); None when off (no arcs, or
-        a delta that does not fit)."""
+        a delta that does not fit). Kept in ``st`` (the batch arrays) for the next batch."""
+        if st is not None:
+            got = st.get("delta")
+            if got is None or got[0] != BATCH_DELTA_FACTOR:
+                got = st["delta"] = (BATCH_DELTA_FACTOR, self._batch_delta())
+            return got[1]
         block, cp = self.block, self.cp
         m = int(block.indices.shape[0])
         if BATCH_DELTA_FACTOR <= 0 or m == 0:
@@ -2451,7 +2467,8 @@ class RoundsSSSP:
     def _batch_arrays(self, nb):
         """The batched rounds' device arrays, kept for the next batch (the distances for
         :data:`BATCH_MAX` sources and, with :data:`BATCH_SKIP`, the keys their arcs were last
-        relaxed from: n * 512 bytes)."""
+        relaxed from: n * 512 bytes; the masks, frontiers, mid and far lists: n * 36).
+        :meth:`batch_bytes` bounds them."""
         st = getattr(self, "_batch", None)
         if st is None:
             cp, n, m = self.cp, self.graph.n, int(self.block.indices.shape[0])
@@ -2644,8 +2661,9 @@ class Session:
 
     def batch_rounds(self):
         """The rounds a batch may run before its unsettled sources run alone
-        (``config.gpu_sssp_batch_rounds``, at most max(4n, 1024): a source's rounds settle
-        within n unless it reaches a negative cycle, and near-far's far rounds add some)."""
+        (``config.gpu_sssp_batch_rounds``, at most max(4n, 1024): a heuristic, no bound. Without
+        near-far a source's rounds settle within n unless it reaches a negative cycle, which the
+        kernels' bound key may flag sooner; near-far's far rounds add some)."""
         from ...runtime.config import config
 
         return max(1, min(int(config.gpu_sssp_batch_rounds), max(4 * self.graph.n, 1024)))
