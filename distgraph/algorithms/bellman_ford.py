@@ -420,11 +420,13 @@ class BellmanFord:
     to the batched round kernels (``RoundsSSSP.run_batch``), which keep each vertex's
     distances from all of them side by side (4-byte keys for integer weights while they fit),
     so one read of an arc relaxes it for every source that needs it, and copy the batch's rows
-    to the host while the next batch runs. A source whose rounds have not settled within
-    ``DISTGRAPH_GPU_SSSP_AUTO_ROUNDS`` (a negative cycle, a road network) runs alone, as
-    before, and so do the later ones. Results never depend on it.
+    to the host while the next batch runs. Deep graphs (road networks) batch too: past round
+    16 the rounds run in near-far order, queued as CUDA graphs. A source whose rounds have not
+    settled within ``DISTGRAPH_GPU_SSSP_BATCH_ROUNDS`` (16384, at most max(4n, 1024)), or
+    whose keys fell below the negative-cycle bound, runs alone, as before, and so do the later
+    ones. Results never depend on it.
 
-    Timings on one H200: see the README's "Many sources" and benchmarks/results/session20/.
+    Timings on one H200: see the README's "Many sources" and benchmarks/results/session21/.
     """
 
     def __init__(self, graph: Graph, *, weights=None, mode: str = "auto", queue: str = "bq",

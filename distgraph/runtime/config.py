@@ -170,9 +170,10 @@ class Config:
     #: predecessors or verify, rounds or auto mode, each source on one rank: one rank, or
     #: ``split="sources"``): this many sources' rounds run together, each arc read relaxing all
     #: of them (``RoundsSSSP.run_batch``, at most 32); 0 or 1: one source at a time. On one H200
-    #: with 1024 sources, 32 took 3.3-4.6x less time per source than one at a time on Kronecker
-    #: 20 and 1.7-1.9x on Kronecker 22 (benchmarks/results/session20/, call 7; 16 and 8 were
-    #: 1.1-1.3x and 1.4-1.7x slower than 32 in call 2).
+    #: with 1024 sources, 32 took 3.6-5.3x less time per source than one at a time on Kronecker
+    #: 20, 2.7x on Kronecker 22 and, with 256 sources, 9.8-16x on road-FLA
+    #: (benchmarks/results/session21/, call 10; session 20's call 2: 16 and 8 were 1.1-1.3x and
+    #: 1.4-1.7x slower than 32 on Kronecker).
     gpu_sssp_batch: int = 32
     #: ... and a batch's rounds stop after this many (at most max(4n, 1024)), its unsettled
     #: sources then running alone (a negative cycle, or a graph deeper than this: the later
