@@ -322,8 +322,8 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 // each (vertex, source) had when its arcs were last relaxed: a frontier vertex's source whose
 // key is still that one is dropped from its mask (its arcs gave all they can; as RoundsSSSP's
 // asynchronous rounds do for one source). rel must start as the key of +inf.
-// The host queues many rounds without reading anything back (deep graphs: thousands of rounds),
-// so each round's first kernel resets the counters the round after it appends to: *zero (the
+// Past the first rounds the host queues rounds without reading anything back between them (30
+// at a time, as CUDA graphs: deep graphs need thousands), so each round's first kernel resets the counters the round after it appends to: *zero (the
 // frontier length the next round's kernels append to; the host rotates three) and zbig[0..1]
 // (the next round's hub pieces and mid list; two pairs), and counts itself in *nrounds if its
 // frontier was not empty. A round with an empty frontier does nothing else (its advance finds

@@ -1368,7 +1368,7 @@ BATCH_KEYS32 = True
 BATCH_EXACT = 16
 BATCH_CHECK = 30
 #: ... those queued rounds go as CUDA graphs of 6 rounds (18 kernels, one launch; the grids
-#: rounded up to powers of two, a graph kept per grid), not 12 launches from Python.
+#: rounded up to powers of two, a graph kept per grid), not 18 launches from Python.
 BATCH_GRAPHS = True
 #: The batched rounds' thin frontier vertices: at most this many (source, arc) pairs (arcs
 #: times its sources in the round: a road network's, whose sources' wavefronts seldom meet).
