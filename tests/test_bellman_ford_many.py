@@ -452,9 +452,29 @@ def test_batch_bytes():
     from distgraph.backends.gpu.bellman_ford import BATCH_BIG_DEGREE, RoundsSSSP
 
     # the keys (8 bytes x 32 sources), the rows' peak (24 + 8 bytes x 32), masks and frontiers
-    # (16 bytes a vertex), the mid list (8), the far lists and masks (12), the hub pieces (12 bytes each)
-    assert RoundsSSSP.batch_bytes(1000, 256 * 10) == 1000 * (8 * 32 + 32 * 32 + 16 + 8 + 12) + (2 * 10 + 2) * 12
+    # (16 bytes a vertex), the mid list (8), the far lists and masks (12), the hub pieces (12 bytes
+    # each), the counters (1 KB)
+    assert RoundsSSSP.batch_bytes(1000, 256 * 10) == 1000 * (8 * 32 + 32 * 32 + 16 + 8 + 12) + (2 * 10 + 2) * 12 \
+        + 1024
     assert BATCH_BIG_DEGREE == 256
+    # the arrays _batch_arrays allocates (numpy standing in for CuPy) plus the rows' peak: within
+    # the bound, and short of it by less than its 1 KB for the counters (a new array not counted
+    # fails here)
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    for skip in (False, True):
+        old = gbf.BATCH_SKIP
+        try:
+            gbf.BATCH_SKIP = skip
+            n, m = 1000, 256 * 10
+            eng = types.SimpleNamespace(cp=np, graph=types.SimpleNamespace(n=n),
+                                        block=types.SimpleNamespace(indices=np.zeros(m, np.int32)))
+            st = RoundsSSSP._batch_arrays(eng, 32)
+            used = sum(a.nbytes for a in st.values() if isinstance(a, np.ndarray)) + 32 * gbf.BATCH_MAX * n
+            bound = RoundsSSSP.batch_bytes(n, m)
+            assert bound - 1024 <= used <= bound, (skip, used, bound)
+        finally:
+            gbf.BATCH_SKIP = old
 
 
 # --------------------------------------------------------------------------- the CLI

@@ -2488,12 +2488,12 @@ class RoundsSSSP:
     @staticmethod
     def batch_bytes(n, m):
         """Device bytes :meth:`run_batch` needs for a graph of n vertices and m arcs, an upper
-        bound: its arrays (kept: the keys, the skip's, the masks, frontiers, mid and far lists, the hub
-        pieces) and the rows at the end of a batch (the gather, the conversion to the rows'
-        dtype, up to 24 bytes a distance at its peak) with the last batch's rows still being
-        copied to the host (8 bytes a distance at most)."""
+        bound: its arrays (kept: the keys, the skip's, the masks, frontiers, mid and far lists,
+        the hub pieces, 1 KB for the counters) and the rows at the end of a batch (the gather, the
+        conversion to the rows' dtype, up to 24 bytes a distance at its peak) with the last
+        batch's rows still being copied to the host (8 bytes a distance at most)."""
         keys = 8 * BATCH_MAX * (2 if BATCH_SKIP else 1)
-        return n * (keys + 32 * BATCH_MAX + 36) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
+        return n * (keys + 32 * BATCH_MAX + 36) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12 + 1024
 
 
 def _batch_round(fns, args, grid, grid2):
