@@ -661,9 +661,22 @@ def test_mpi_cli_checkpoint_stop_on_one_rank_and_resume(comm, tmp_path_factory, 
 
 
 @pytest.mark.mpi
-def test_mpi_split_sources_error_on_one_rank_raised_on_all(comm, monkeypatch):
-    """A failure in one rank's own source (split="sources") reaches every rank, none hangs."""
-    real = BellmanFord._run
+@pytest.mark.parametrize("batch", [0, 32])
+def test_mpi_split_sources_error_on_one_rank_raised_on_all(comm, monkeypatch, batch):
+    """A failure in one rank's own source (split="sources") reaches every rank, none hangs:
+    one source at a time, or in CPU batches whose failure sends the sources alone."""
+    from distgraph.backends.cpu import bellman_ford as cpu
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(config, "cpu_sssp_batch", batch)
+    real, real_batch = BellmanFord._run, cpu.run_batch
+    if batch:
+        def run_batch(graph, w, sources, outs, **kw):
+            if 3 in list(sources):
+                raise MemoryError("made up: no room for a batch with source 3")
+            return real_batch(graph, w, sources, outs, **kw)
+
+        monkeypatch.setattr(cpu, "run_batch", run_batch)
 
     def run(self, source, *a, **kw):
         if source == 3:
@@ -931,3 +944,80 @@ def test_batch_round_launches_and_graph_fallback(monkeypatch):
     bad = [((r,), ("n", "ph")) for r in range(5)]  # a launch failing while capturing: raised
     with pytest.raises(IndexError):
         gbf.RoundsSSSP._batch_graph({}, ("i32", 5, 3), fns, bad, 1, 1)
+
+
+# --------------------------------------------------------------------------- CPU batches
+@pytest.mark.parametrize("directed", [True, False])
+def test_cpu_batches_equal_single_runs_and_scipy(directed, monkeypatch):
+    """The CPU backend's batched rounds (cpu.run_batch: 32 sources, then 8): every dtype and
+    unweighted, potential-shifted negative weights, repeats and an isolated source, equal to
+    one source at a time (DISTGRAPH_CPU_SSSP_BATCH=0) and to scipy's Bellman-Ford rows; the
+    stats say which batch, its rounds and relaxations."""
+    from distgraph.runtime.config import config
+
+    base = potential_shift(uniform_weights(kronecker(9, seed=5, directed=directed), seed=5), seed=6)
+    deg = np.diff(base.indptr)
+    srcs = [int(np.argmax(deg)), int(np.flatnonzero(deg == 0)[0]) if (deg == 0).any() else 1, 7, 7]
+    srcs += [int(x) for x in np.random.default_rng(3).integers(0, base.n, 36)]
+    for dtype in (np.int32, np.int64, np.float32, np.float64, None):
+        if dtype is None:
+            g = Graph(base.indptr, base.indices, None, directed=base.directed)
+        elif np.dtype(dtype).kind == "i":
+            g = Graph(base.indptr, base.indices, base.weights.astype(dtype), directed=base.directed)
+        else:
+            g = Graph(base.indptr, base.indices, (base.weights / 4).astype(dtype), directed=base.directed)
+        r = _bellman_ford(g, srcs, backend="cpu")
+        per = r.stats["per_source"]
+        assert [st.get("batch") for st in per] == [32] * 32 + [8] * 8, dtype
+        assert all(st["rounds"] >= 1 and st["relaxations"] >= 0 for st in per) and per[0]["relaxations"] > 0
+        monkeypatch.setattr(config, "cpu_sssp_batch", 0)
+        one = _bellman_ford(g, srcs, backend="cpu")
+        monkeypatch.setattr(config, "cpu_sssp_batch", 32)
+        assert "batch" not in one.stats["per_source"][0]
+        np.testing.assert_array_equal(r.distance, one.distance)
+        if dtype in (np.int32, None):
+            A = g.to_scipy() if hasattr(g, "to_scipy") else None
+            if A is not None:
+                ref = csg.bellman_ford(A, indices=srcs)
+                np.testing.assert_array_equal(np.where(r.distance == unreachable(r.distance.dtype), np.inf,
+                                                       r.distance), ref)
+
+
+def test_cpu_batches_fall_back_on_cycles_deep_graphs_and_errors(monkeypatch):
+    """A source that reaches a negative cycle (below the bound, or unsettled at the cap) runs
+    alone and is named by the error; a path deeper than the cap (32 rounds) sends its batch's
+    unsettled sources, and the later ones, alone; an int32 overflow in a batch's row is raised
+    as for a single run."""
+    from distgraph.errors import GraphValueError
+    from distgraph.runtime.config import config
+
+    g = Graph.from_edges([0, 0, 1, 2, 4, 5, 6], [1, 2, 3, 1, 5, 6, 5], np.array([4, 1, 2, -2, 3, 1, -2]), n=8)
+    with pytest.raises(NegativeCycleError) as ei:
+        _bellman_ford(g, [0, 2, 7, 4, 5, 1], backend="cpu")
+    assert ei.value.source == 4 and sorted(ei.value.cycle) == [5, 6]
+    r = _bellman_ford(g, [0, 2, 7, 1, 3], backend="cpu")
+    assert [st.get("batch") for st in r.stats["per_source"]] == [5] * 5
+    n = 100  # a path: source 0 needs 100 rounds, source 90 ten
+    path = Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.arange(1, n), n=n)
+    r = _bellman_ford(path, [90, 0, 95, 50, 99], backend="cpu")
+    assert [st.get("batch") for st in r.stats["per_source"]] == [5, None, 5, None, 5]
+    assert r.distance[1, -1] == (n - 1) * n // 2 and r.distance[0, 95] == sum(range(91, 96))
+    monkeypatch.setattr(config, "cpu_sssp_batch_rounds", 200)
+    r = _bellman_ford(path, [90, 0, 95], backend="cpu")
+    assert [st.get("batch") for st in r.stats["per_source"]] == [3] * 3
+    big = Graph.from_edges(np.arange(5), np.arange(1, 6), np.full(5, 2 ** 30, np.int32), n=6)
+    with pytest.raises(GraphValueError, match="overflow"):
+        _bellman_ford(big, [0, 1, 2], backend="cpu")
+
+
+def test_cpu_run_batch_unsettled_bits():
+    """cpu.run_batch directly: a cap of 3 rounds on a path leaves the far sources unsettled
+    (None, their rows untouched) and settles the near ones."""
+    from distgraph.backends.cpu import bellman_ford as cpu
+
+    n = 10
+    path = Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.ones(n - 1, np.int64), n=n)
+    outs = [np.full(n, -7, np.int64) for _ in range(3)]
+    res = cpu.run_batch(path, path.weights, [0, 8, 9], outs, max_rounds=3)
+    assert res[0] is None and outs[0].tolist() == [-7] * n
+    assert outs[1].tolist()[8:] == [0, 1] and outs[2].tolist()[9] == 0 and res[1]["batch"] == 3

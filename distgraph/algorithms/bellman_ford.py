@@ -424,7 +424,10 @@ class BellmanFord:
     16 the rounds run in near-far order, queued as CUDA graphs. A source whose rounds have not
     settled within ``DISTGRAPH_GPU_SSSP_BATCH_ROUNDS`` (16384, at most max(4n, 1024)), or
     whose keys fell below the negative-cycle bound, runs alone, as before, and so do the later
-    ones. Results never depend on it.
+    ones. Results never depend on it. The CPU backend batches on one rank the same way
+    (``DISTGRAPH_CPU_SSSP_BATCH``, :func:`~distgraph.backends.cpu.bellman_ford.run_batch`) for
+    at most ``DISTGRAPH_CPU_SSSP_BATCH_ROUNDS`` (32) rounds; a batch not settled by then sends
+    its unsettled sources, and the later ones, alone.
 
     Timings on one H200: see the README's "Many sources" and benchmarks/results/session21/.
     """
@@ -453,6 +456,7 @@ class BellmanFord:
         self.w = _arc_weights(graph, weights)
         self.out_dtype = np.dtype(np.int64) if self.w is None else self.w.dtype
         self._sessions: dict = {}  # GPU engines by scope ("all": comm, "self": this rank alone)
+        self._cpu_no_batch = False  # a CPU batch left a source unsettled: one source at a time from then on
 
     def __enter__(self):
         return self
@@ -495,6 +499,38 @@ class BellmanFord:
                                                     remote=self.remote, delta=self.delta, relabel=self.relabel,
                                                     job_ranks=self.comm.Get_size())
         return s
+
+    def _batch_size(self, scope, comm, want, direct):
+        """How many sources :meth:`run_many` runs at once on ``comm`` now: the GPU session's
+        batch size (rows copied straight in); on the CPU ``DISTGRAPH_CPU_SSSP_BATCH`` (at most 32)
+        unless a batch left a source unsettled; 0 with predecessors or the verifier, several
+        ranks per source, or the queue mode."""
+        from ..runtime.config import config
+
+        if comm.Get_size() != 1 or want:
+            return 0
+        if self.backend == "gpu":
+            return self._session(scope, comm, 0).batch_size(want) if direct else 0
+        k = min(int(config.cpu_sssp_batch), 32)
+        return k if k >= 2 and self.mode != "async" and not self._cpu_no_batch else 0
+
+    def _cpu_batch(self, sources, outs):
+        """The CPU backend's batched rounds (:func:`~distgraph.backends.cpu.bellman_ford.
+        run_batch`) for at most ``DISTGRAPH_CPU_SSSP_BATCH_ROUNDS`` rounds: each source's stats,
+        or None where they had not settled (a negative cycle, a deep graph: it runs alone, and
+        so do the later sources: on a road network the rounds relax far more than the
+        single-source worklist)."""
+        from ..backends.cpu import bellman_ford as cpu
+        from ..runtime.config import config
+
+        res = cpu.run_batch(self.graph, self.w, sources, outs,
+                            max_rounds=max(1, min(int(config.cpu_sssp_batch_rounds), self.graph.n)))
+        if any(r is None for r in res):
+            self._cpu_no_batch = True
+        for r in res:
+            if r is not None and self.mode == "auto":
+                r["auto"] = {"chose": "rounds"}
+        return res
 
     def _run(self, source, predecessors, verify, comm, scope, runs_left, out=None) -> SSSPResult:
         """One source on ``comm`` (all ranks, or this rank alone: ``scope``); ``runs_left``:
@@ -572,25 +608,30 @@ class BellmanFord:
             while j < len(mine) and fail is None:
                 # several sources' rounds together when the GPU session can (one rank per
                 # source, no predecessors); a source they left unsettled runs alone below
-                nb = self._session(scope, run_comm, 0).batch_size(predecessors or verify) \
-                    if direct and self.backend == "gpu" and run_comm.Get_size() == 1 else 0
+                nb = self._batch_size(scope, run_comm, predecessors or verify, direct)
                 chunk = mine[j:j + nb] if nb > 1 and len(mine) - j > 1 else mine[j:j + 1]
                 done = [None] * len(chunk)
                 if len(chunk) > 1:
                     t1 = time.perf_counter()
-                    session = self._sessions[scope]
+                    session = self._sessions.get(scope)
                     try:
-                        done = session.run_batch(src[chunk], [dist[i] for i in chunk],
-                                                 runs_left=len(mine) - j - len(chunk) + after)
+                        if self.backend == "gpu":
+                            done = session.run_batch(src[chunk], [dist[i] for i in chunk],
+                                                     runs_left=len(mine) - j - len(chunk) + after)
+                        else:
+                            done = self._cpu_batch(src[chunk], [dist[i] for i in chunk])
                     except Exception as e:  # noqa: BLE001 - each source again alone, which raises its own error
                         import warnings
 
                         from ..errors import GraphValueError
 
                         if not isinstance(e, GraphValueError):  # a row's overflow: the single run raises it
-                            warnings.warn(f"bellman_ford: the batched GPU rounds failed ({type(e).__name__}: {e}); "
-                                          "running the sources one at a time", RuntimeWarning, stacklevel=2)
-                        session.no_batch = True
+                            warnings.warn(f"bellman_ford: the batched {self.backend.upper()} rounds failed "
+                                          f"({type(e).__name__}: {e}); running the sources one at a time",
+                                          RuntimeWarning, stacklevel=2)
+                        if session is not None:
+                            session.no_batch = True
+                        self._cpu_no_batch = True
                         done = [None] * len(chunk)
                     for i, st in zip(chunk, done):
                         if st is not None:

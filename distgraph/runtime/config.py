@@ -181,6 +181,15 @@ class Config:
     #: CUDA graphs, in near-far order, so a deep graph's batch costs little per round: road-FLA's
     #: batches of 32 need about 3800 (benchmarks/results/session21/).
     gpu_sssp_batch_rounds: int = 16384
+    #: The CPU backend from many sources (one rank per source, no predecessors or verifier,
+    #: rounds or auto mode): this many sources' rounds together (at most 32; one read of an arc
+    #: relaxes all of them: ``backends/cpu/bellman_ford.py``, ``run_batch``); 0 or 1: one at a
+    #: time. On Kronecker 16-18 a source cost 1.7-1.9x less than alone (this machine, one core).
+    cpu_sssp_batch: int = 32
+    #: ... for at most this many rounds: a batch not settled by then (a road network, whose rounds
+    #: relax about 8x more than the single-source worklist on road-NY; a negative cycle) runs its
+    #: unsettled sources alone, and the later ones too. Kronecker graphs settle in about 15.
+    cpu_sssp_batch_rounds: int = 32
 
 
 def _convert(name: str, typ, raw: str):

@@ -666,3 +666,107 @@ def _atomic_min(pg, wmin, its, owner, off):
     vals = np.ascontiguousarray(its[:, 1]).view(wmin.dtype)
     old = pg.atomic_min_many(wmin, its[:, 0] - off, vals, owner)
     return its[vals < old]
+
+
+# --------------------------------------------------------------------------- batches
+@njit(cache=True)
+def _batch_rounds(indptr, indices, w, srcs, dist, front, nxt, act, nact, bits, dus, counts, bound, has_neg,
+                  max_rounds):
+    """The batched rounds (one rank): up to 32 sources at once, as the GPU's
+    (kernels/bf_rounds.cu): ``dist[v * nb + b]`` is source b's distance at v (+inf / the
+    integer maximum to start), ``act[v]`` / ``nact[v]`` the bits of the sources whose distance
+    at v changed for this round / the next, ``front`` this round's vertices once each. A
+    vertex's arcs are read once and relax every source in its mask (the keys of v for all
+    sources side by side). Asynchronous: a vertex is relaxed from its keys when its turn
+    comes. A sum below ``bound`` (with negative arcs) is a walk through a negative cycle:
+    its source's bit goes to the returned mask of unsettled sources and is not stored.
+    Returns ``(rounds, unsettled bits, frontier length left)``."""
+    nb = srcs.shape[0]
+    nf = 0
+    for j in range(nb):
+        s = srcs[j]
+        dist[s * nb + j] = 0
+        if act[s] == 0:
+            front[nf] = s
+            nf += 1
+        act[s] |= np.uint32(1) << np.uint32(j)
+    rounds = 0
+    cyc = np.uint32(0)
+    while nf > 0 and rounds < max_rounds:
+        nn = 0
+        for i in range(nf):
+            u = front[i]
+            m = act[u]
+            act[u] = 0
+            p = 0
+            for b in range(nb):
+                if (m >> np.uint32(b)) & np.uint32(1):
+                    bits[p] = b
+                    dus[p] = dist[u * nb + b]
+                    p += 1
+            beg, end = indptr[u], indptr[u + 1]
+            for q in range(p):
+                counts[bits[q]] += end - beg
+            for k in range(beg, end):
+                v = indices[k]
+                wk = w[k]
+                base = v * nb
+                for q in range(p):
+                    b = bits[q]
+                    c = dus[q] + wk
+                    if c < dist[base + b]:
+                        if has_neg and c < bound:
+                            cyc |= np.uint32(1) << np.uint32(b)
+                            continue
+                        dist[base + b] = c
+                        if nact[v] == 0:
+                            nxt[nn] = v
+                            nn += 1
+                        nact[v] |= np.uint32(1) << np.uint32(b)
+        front, nxt = nxt, front
+        act, nact = nact, act
+        nf = nn
+        rounds += 1
+    left = cyc
+    for i in range(nf):
+        left |= act[front[i]]
+        act[front[i]] = 0
+    return rounds, left, nf
+
+
+def run_batch(graph, weights, sources, outs, max_rounds=None):
+    """Distances from several sources at once on one rank (at most 32; no predecessors):
+    :func:`_batch_rounds` into ``outs[b]`` (host rows of n items, the output dtype: converted
+    with :func:`to_output_dtype`, whose overflow error names the int64 weights). Returns a
+    list: each source's stats, or None where its rounds had not settled within ``max_rounds``
+    (default n) or went below the negative-cycle bound (a negative cycle: the caller runs it
+    alone, which finds and names it)."""
+    t0 = time.perf_counter()
+    src = np.asarray(sources, dtype=np.int64).reshape(-1)
+    nb, n = int(src.size), graph.n
+    assert 1 <= nb <= 32 and len(outs) == nb, (nb, len(outs))
+    indptr = np.asarray(graph.indptr, dtype=np.int64)
+    indices = np.asarray(graph.indices)
+    wdt = work_dtype(weights.dtype) if weights is not None else np.dtype(np.int64)
+    w = np.ones(indices.shape[0], wdt) if weights is None else np.asarray(weights).astype(wdt, copy=False)
+    from mpi4py import MPI
+
+    bound, has_neg = neg_bound_of(_neg_magnitude(w, wdt), wdt, MPI.COMM_SELF)
+    dist = np.full(n * nb, INF_OF(wdt), wdt)
+    front, nxt = np.empty(max(n, 1), np.int64), np.empty(max(n, 1), np.int64)
+    act, nact = np.zeros(max(n, 1), np.uint32), np.zeros(max(n, 1), np.uint32)
+    counts = np.zeros(32, np.int64)
+    rounds, left, _ = _batch_rounds(indptr, indices, w, src, dist, front, nxt, act, nact,
+                                    np.empty(32, np.int64), np.empty(32, wdt), counts, bound, has_neg,
+                                    n if max_rounds is None else int(max_rounds))
+    t_run = time.perf_counter() - t0
+    res = []
+    for j in range(nb):
+        if (int(left) >> j) & 1:
+            res.append(None)
+            continue
+        row = dist[j::nb]
+        outs[j][...] = to_output_dtype(row, outs[j].dtype) if outs[j].dtype != row.dtype else row
+        res.append({"mode": "rounds", "backend": "cpu", "order": "async", "batch": nb, "rounds": int(rounds),
+                    "relaxations": int(counts[j]), "time_run_s": t_run / nb, "time_batch_run_s": t_run})
+    return res
