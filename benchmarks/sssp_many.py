@@ -4,9 +4,10 @@ GPU the rounds renamed by degree once 512 or more sources are left, rows copied 
 the result), side by side, on the same graph and sources in the same run, with
 
 * ``norename``: the same call with ``BellmanFord(relabel="none")`` (the renaming's share);
-* ``nobatch``: the same call one source at a time (``DISTGRAPH_GPU_SSSP_BATCH=0``: session
-  19's path; the default runs up to 32 sources' rounds together, ``RoundsSSSP.run_batch``);
-  ``bK`` (``b8``, ``b16``): batches of K sources; ``skip``: the batched rounds skipping
+* ``nobatch``: the same call one source at a time (``DISTGRAPH_GPU_SSSP_BATCH=0`` and
+  ``DISTGRAPH_CPU_SSSP_BATCH=0``: session 19's path; the default runs up to 32 sources' rounds
+  together, ``RoundsSSSP.run_batch`` or the CPU backend's ``run_batch``); ``bK`` (``b8``,
+  ``b16``): batches of K sources; ``skip``: the batched rounds skipping
   sources already relaxed from their key (``BATCH_SKIP = True``); ``k64``: 8-byte keys for
   integer weights too (``BATCH_KEYS32 = False``); ``thinK``: the batched rounds' thin
   vertices up to K (arcs times sources; ``BATCH_THIN``, 0: every vertex by a warp);
@@ -163,7 +164,7 @@ def main():
                 batch, skip, k32, thin = config.gpu_sssp_batch, getattr(gbf, "BATCH_SKIP", None), \
                     getattr(gbf, "BATCH_KEYS32", None), getattr(gbf, "BATCH_THIN", None)
                 nfar, dfac = getattr(gbf, "BATCH_NEAR_FAR", None), getattr(gbf, "BATCH_DELTA_FACTOR", None)
-                cgraphs = getattr(gbf, "BATCH_GRAPHS", None)
+                cgraphs, cbatch = getattr(gbf, "BATCH_GRAPHS", None), config.cpu_sssp_batch
                 if name == "nographs":
                     gbf.BATCH_GRAPHS = False
                 elif name.startswith("nf"):
@@ -173,13 +174,13 @@ def main():
                 elif name.startswith("thin"):
                     gbf.BATCH_THIN = int(name[4:])
                 elif name == "nobatch":
-                    config.gpu_sssp_batch = 0
+                    config.gpu_sssp_batch = config.cpu_sssp_batch = 0
                 elif name == "skip":
                     gbf.BATCH_SKIP = True
                 elif name == "k64":
                     gbf.BATCH_KEYS32 = False
                 else:  # bK
-                    config.gpu_sssp_batch = int(name[1:])
+                    config.gpu_sssp_batch = config.cpu_sssp_batch = int(name[1:])
                 try:
                     t0 = time.perf_counter()
                     r = bellman_ford(g, srcs, backend=args.backend)
@@ -187,6 +188,7 @@ def main():
                 finally:
                     config.gpu_sssp_batch, gbf.BATCH_SKIP, gbf.BATCH_KEYS32, gbf.BATCH_THIN = batch, skip, k32, thin
                     gbf.BATCH_NEAR_FAR, gbf.BATCH_DELTA_FACTOR, gbf.BATCH_GRAPHS = nfar, dfac, cgraphs
+                    config.cpu_sssp_batch = cbatch
                 row[name] = {"time_s": t, "per_source_ms": 1e3 * t / k, **_stats(r),
                              "same_as_many": None if ref is None else _equal(r.distance, ref)}
                 print(f"  {name}: {t:.3f} s, {1e3 * t / k:.3f} ms per source", flush=True)

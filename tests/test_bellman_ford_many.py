@@ -661,6 +661,7 @@ def test_mpi_cli_checkpoint_stop_on_one_rank_and_resume(comm, tmp_path_factory, 
 
 
 @pytest.mark.mpi
+@pytest.mark.filterwarnings("ignore:bellman_ford. the batched CPU rounds failed:RuntimeWarning")
 @pytest.mark.parametrize("batch", [0, 32])
 def test_mpi_split_sources_error_on_one_rank_raised_on_all(comm, monkeypatch, batch):
     """A failure in one rank's own source (split="sources") reaches every rank, none hangs:

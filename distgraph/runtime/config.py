@@ -184,7 +184,8 @@ class Config:
     #: The CPU backend from many sources (one rank per source, no predecessors or verifier,
     #: rounds or auto mode): this many sources' rounds together (at most 32; one read of an arc
     #: relaxes all of them: ``backends/cpu/bellman_ford.py``, ``run_batch``); 0 or 1: one at a
-    #: time. On Kronecker 16-18 a source cost 1.7-1.9x less than alone (this machine, one core).
+    #: time. On one core a source of Kronecker 16-18 cost 1.5-2.1x less than alone
+    #: (benchmarks/results/session21/cpu/).
     cpu_sssp_batch: int = 32
     #: ... for at most this many rounds: a batch not settled by then (a road network, whose rounds
     #: relax about 8x more than the single-source worklist on road-NY; a negative cycle) runs its
