@@ -671,8 +671,10 @@ def test_mpi_split_sources_error_on_one_rank_raised_on_all(comm, monkeypatch, ba
 
     monkeypatch.setattr(config, "cpu_sssp_batch", batch)
     real, real_batch = BellmanFord._run, cpu.run_batch
+    batches = []
     if batch:
         def run_batch(graph, w, sources, outs, **kw):
+            batches.append(len(sources))
             if 3 in list(sources):
                 raise MemoryError("made up: no room for a batch with source 3")
             return real_batch(graph, w, sources, outs, **kw)
@@ -687,10 +689,11 @@ def test_mpi_split_sources_error_on_one_rank_raised_on_all(comm, monkeypatch, ba
     monkeypatch.setattr(BellmanFord, "_run", run)
     got = None
     try:
-        bellman_ford(two_parts(), [0, 1, 2, 3, 1, 0, 2], comm=comm, split="sources")
+        bellman_ford(two_parts(), [0, 1, 2, 3, 1, 0, 2], comm=comm, split="sources", backend="cpu")
     except MemoryError as e:
         got = str(e)
     assert comm.allgather(got) == ["made up: no room for source 3"] * comm.Get_size()
+    assert (sum(comm.allgather(len(batches))) > 0) == bool(batch)  # the batches ran (and fell back)
 
 
 class _Dev(np.ndarray):
@@ -977,11 +980,9 @@ def test_cpu_batches_equal_single_runs_and_scipy(directed, monkeypatch):
         assert "batch" not in one.stats["per_source"][0]
         np.testing.assert_array_equal(r.distance, one.distance)
         if dtype in (np.int32, None):
-            A = g.to_scipy() if hasattr(g, "to_scipy") else None
-            if A is not None:
-                ref = csg.bellman_ford(A, indices=srcs)
-                np.testing.assert_array_equal(np.where(r.distance == unreachable(r.distance.dtype), np.inf,
-                                                       r.distance), ref)
+            ref = csg.bellman_ford(g.to_scipy(), indices=srcs)
+            np.testing.assert_array_equal(np.where(r.distance == unreachable(r.distance.dtype), np.inf,
+                                                   r.distance), ref)
 
 
 def test_cpu_batches_fall_back_on_cycles_deep_graphs_and_errors(monkeypatch):
@@ -1003,6 +1004,10 @@ def test_cpu_batches_fall_back_on_cycles_deep_graphs_and_errors(monkeypatch):
     r = _bellman_ford(path, [90, 0, 95, 50, 99], backend="cpu")
     assert [st.get("batch") for st in r.stats["per_source"]] == [5, None, 5, None, 5]
     assert r.distance[1, -1] == (n - 1) * n // 2 and r.distance[0, 95] == sum(range(91, 96))
+    monkeypatch.setattr(config, "cpu_sssp_batch", 2)  # batches of 2: after the unsettled one, alone
+    r = _bellman_ford(path, [90, 95, 90, 0, 95, 99], backend="cpu")
+    assert [st.get("batch") for st in r.stats["per_source"]] == [2, 2, 2, None, None, None]
+    monkeypatch.setattr(config, "cpu_sssp_batch", 32)
     monkeypatch.setattr(config, "cpu_sssp_batch_rounds", 200)
     r = _bellman_ford(path, [90, 0, 95], backend="cpu")
     assert [st.get("batch") for st in r.stats["per_source"]] == [3] * 3
@@ -1020,5 +1025,38 @@ def test_cpu_run_batch_unsettled_bits():
     path = Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.ones(n - 1, np.int64), n=n)
     outs = [np.full(n, -7, np.int64) for _ in range(3)]
     res = cpu.run_batch(path, path.weights, [0, 8, 9], outs, max_rounds=3)
+    top = np.iinfo(np.int64).max
     assert res[0] is None and outs[0].tolist() == [-7] * n
-    assert outs[1].tolist()[8:] == [0, 1] and outs[2].tolist()[9] == 0 and res[1]["batch"] == 3
+    assert outs[1].tolist() == [top] * 8 + [0, 1] and outs[2].tolist() == [top] * 9 + [0]
+    assert res[1]["batch"] == res[2]["batch"] == 3
+    # a candidate below the bound -B - 1 (B = 5): source 0 unsettled at once (3 rounds, not
+    # the cap's 100), source 2 (not reaching the cycle) settled
+    cyc = Graph.from_edges([0, 1, 2], [1, 0, 3], np.array([-5, 1, 2], np.int64), n=100)
+    outs = [np.zeros(100, np.int64) for _ in range(2)]
+    res = cpu.run_batch(cyc, cyc.weights, [0, 2], outs)
+    assert res[0] is None and res[1] is not None and res[1]["rounds"] < 10
+    assert outs[1][2:4].tolist() == [0, 2]
+
+
+def test_cpu_batch_size_fits_the_host_memory(monkeypatch):
+    """BellmanFord._batch_size on the CPU: DISTGRAPH_CPU_SSSP_BATCH (at most 32), fewer where
+    the batch's arrays of every rank would take more than half the available memory, none
+    when not even 2 fit, with predecessors, or in the queue mode."""
+    import distgraph.runtime.hostmem as hm
+    from distgraph.runtime.config import config
+
+    g = kronecker(8, seed=1)  # n = 256
+    bf = BellmanFord(g, backend="cpu")
+    from mpi4py import MPI
+
+    one = MPI.COMM_SELF
+    monkeypatch.setattr(hm, "available_bytes", lambda *a, **k: 1 << 40)
+    assert bf._batch_size("self", one, False, False) == 32 and bf._batch_size("self", one, True, False) == 0
+    monkeypatch.setattr(config, "cpu_sssp_batch", 100)
+    assert bf._batch_size("self", one, False, False) == 32
+    n, m = g.n, g.m
+    monkeypatch.setattr(hm, "available_bytes", lambda *a, **k: 2 * (8 * m + 24 * n + 8 * n * 5))
+    assert bf._batch_size("self", one, False, False) == 5
+    monkeypatch.setattr(hm, "available_bytes", lambda *a, **k: 2 * (8 * m + 24 * n + 8 * n))
+    assert bf._batch_size("self", one, False, False) == 0
+    assert BellmanFord(g, backend="cpu", mode="async")._batch_size("self", one, False, False) == 0

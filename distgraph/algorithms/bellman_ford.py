@@ -503,16 +503,26 @@ class BellmanFord:
     def _batch_size(self, scope, comm, want, direct):
         """How many sources :meth:`run_many` runs at once on ``comm`` now: the GPU session's
         batch size (rows copied straight in); on the CPU ``DISTGRAPH_CPU_SSSP_BATCH`` (at most 32)
-        unless a batch left a source unsettled; 0 with predecessors or the verifier, several
-        ranks per source, or the queue mode."""
+        unless a batch left a source unsettled, and fewer where the batch's arrays (n * (8k +
+        24) + 8m bytes) of every rank of the job would take more than half the host's
+        available memory; 0 with predecessors or the verifier, several ranks per source, or the
+        queue mode."""
         from ..runtime.config import config
+        from ..runtime.hostmem import available_bytes
 
         if comm.Get_size() != 1 or want:
             return 0
         if self.backend == "gpu":
             return self._session(scope, comm, 0).batch_size(want) if direct else 0
         k = min(int(config.cpu_sssp_batch), 32)
-        return k if k >= 2 and self.mode != "async" and not self._cpu_no_batch else 0
+        if k < 2 or self.mode == "async" or self._cpu_no_batch:
+            return 0
+        avail = available_bytes()
+        if avail is not None:  # (the ranks of the job may share this host: each runs its batch)
+            n, m, ranks = self.graph.n, self.graph.m, self.comm.Get_size()
+            room = avail // (2 * ranks) - 8 * m - 24 * n
+            k = min(k, room // max(8 * n, 1)) if room > 0 else 0
+        return k if k >= 2 else 0
 
     def _cpu_batch(self, sources, outs):
         """The CPU backend's batched rounds (:func:`~distgraph.backends.cpu.bellman_ford.
@@ -631,7 +641,8 @@ class BellmanFord:
                                           RuntimeWarning, stacklevel=2)
                         if session is not None:
                             session.no_batch = True
-                        self._cpu_no_batch = True
+                        elif not isinstance(e, GraphValueError):
+                            self._cpu_no_batch = True
                         done = [None] * len(chunk)
                     for i, st in zip(chunk, done):
                         if st is not None:

@@ -741,10 +741,14 @@ def run_batch(graph, weights, sources, outs, max_rounds=None):
     list: each source's stats, or None where its rounds had not settled within ``max_rounds``
     (default n) or went below the negative-cycle bound (a negative cycle: the caller runs it
     alone, which finds and names it)."""
+    from ...errors import InvalidArgumentError
+
     t0 = time.perf_counter()
     src = np.asarray(sources, dtype=np.int64).reshape(-1)
     nb, n = int(src.size), graph.n
-    assert 1 <= nb <= 32 and len(outs) == nb, (nb, len(outs))
+    if not (1 <= nb <= 32 and len(outs) == nb):
+        raise InvalidArgumentError(f"run_batch takes 1 to 32 sources and a row for each; got {nb} sources "
+                                   f"and {len(outs)} rows")
     indptr = np.asarray(graph.indptr, dtype=np.int64)
     indices = np.asarray(graph.indices)
     wdt = work_dtype(weights.dtype) if weights is not None else np.dtype(np.int64)
