@@ -46,3 +46,21 @@ def run_cli(*args, n: int | None = None, env: dict | None = None, timeout: float
     if n:
         cmd = [mpiexec_path(), "-n", str(n)] + cmd
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=clean_mpi_env(env), cwd=cwd)
+
+
+def weight_variants(base, dtypes=("int32", "int64", "float32", "float64"), unweighted=True):
+    """``(dtype, graph)`` for each of ``dtypes`` and, with ``unweighted``, ``(None, graph)``:
+    ``base``'s arcs with its integer weights cast to each integer dtype, a quarter of them in
+    each float dtype, or none (the tests' sweep over the weight dtypes of the same graph)."""
+    import numpy as np
+
+    from .graph import Graph
+
+    for dt in list(dtypes) + ([None] if unweighted else []):
+        if dt is None:
+            w = None
+        elif np.dtype(dt).kind == "i":
+            w = base.weights.astype(dt)
+        else:
+            w = (base.weights / 4).astype(dt)
+        yield dt, Graph(base.indptr, base.indices, w, directed=base.directed)

@@ -963,13 +963,9 @@ def test_cpu_batches_equal_single_runs_and_scipy(directed, monkeypatch):
     deg = np.diff(base.indptr)
     srcs = [int(np.argmax(deg)), int(np.flatnonzero(deg == 0)[0]) if (deg == 0).any() else 1, 7, 7]
     srcs += [int(x) for x in np.random.default_rng(3).integers(0, base.n, 36)]
-    for dtype in (np.int32, np.int64, np.float32, np.float64, None):
-        if dtype is None:
-            g = Graph(base.indptr, base.indices, None, directed=base.directed)
-        elif np.dtype(dtype).kind == "i":
-            g = Graph(base.indptr, base.indices, base.weights.astype(dtype), directed=base.directed)
-        else:
-            g = Graph(base.indptr, base.indices, (base.weights / 4).astype(dtype), directed=base.directed)
+    from distgraph.testing import weight_variants
+
+    for dtype, g in weight_variants(base):
         r = _bellman_ford(g, srcs, backend="cpu")
         per = r.stats["per_source"]
         assert [st.get("batch") for st in per] == [32] * 32 + [8] * 8, dtype
@@ -979,7 +975,7 @@ def test_cpu_batches_equal_single_runs_and_scipy(directed, monkeypatch):
         monkeypatch.setattr(config, "cpu_sssp_batch", 32)
         assert "batch" not in one.stats["per_source"][0]
         np.testing.assert_array_equal(r.distance, one.distance)
-        if dtype in (np.int32, None):
+        if dtype in ("int32", None):
             ref = csg.bellman_ford(g.to_scipy(), indices=srcs)
             np.testing.assert_array_equal(np.where(r.distance == unreachable(r.distance.dtype), np.inf,
                                                    r.distance), ref)

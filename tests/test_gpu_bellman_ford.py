@@ -601,13 +601,9 @@ def test_batched_rounds_equal_cpu(mode, directed):
     rng = np.random.default_rng(7)
     srcs = [int(np.argmax(deg)), int(np.flatnonzero(deg == 0)[0]) if (deg == 0).any() else 1, 5, 5]
     srcs += [int(x) for x in rng.integers(0, base.n, 36)]
-    for dtype in DTYPES + [None]:
-        if dtype is None:
-            g = Graph(base.indptr, base.indices, None, directed=base.directed)
-        elif np.dtype(dtype).kind == "i":
-            g = Graph(base.indptr, base.indices, base.weights.astype(dtype), directed=base.directed)
-        else:
-            g = Graph(base.indptr, base.indices, (base.weights / 4).astype(dtype), directed=base.directed)
+    from distgraph.testing import weight_variants
+
+    for dtype, g in weight_variants(base, DTYPES):
         r = _batched(g, srcs, mode=mode)
         per = r.stats["per_source"]
         assert [st.get("batch") for st in per] == [32] * 32 + [8] * 8, (dtype, [st.get("batch") for st in per])
