@@ -457,6 +457,7 @@ class BellmanFord:
         self.out_dtype = np.dtype(np.int64) if self.w is None else self.w.dtype
         self._sessions: dict = {}  # GPU engines by scope ("all": comm, "self": this rank alone)
         self._cpu_no_batch = False  # a CPU batch left a source unsettled: one source at a time from then on
+        self._cpu_arrays = None  # backends.cpu.bellman_ford.batch_arrays of the graph, for the CPU batches
 
     def __enter__(self):
         return self
@@ -533,7 +534,9 @@ class BellmanFord:
         from ..backends.cpu import bellman_ford as cpu
         from ..runtime.config import config
 
-        res = cpu.run_batch(self.graph, self.w, sources, outs,
+        if self._cpu_arrays is None:  # the same for every batch of this object
+            self._cpu_arrays = cpu.batch_arrays(self.graph, self.w)
+        res = cpu.run_batch(self.graph, self.w, sources, outs, arrays=self._cpu_arrays,
                             max_rounds=max(1, min(int(config.cpu_sssp_batch_rounds), self.graph.n)))
         if any(r is None for r in res):
             self._cpu_no_batch = True

@@ -188,7 +188,7 @@ class Config:
     #: (benchmarks/results/session21/cpu/).
     cpu_sssp_batch: int = 32
     #: ... for at most this many rounds: a batch not settled by then (a road network, whose rounds
-    #: relax about 8x more than the single-source worklist on road-NY; a negative cycle) runs its
+    #: relax far more than the single-source worklist; a negative cycle) runs its
     #: unsettled sources alone, and the later ones too. Kronecker graphs settle in about 15.
     cpu_sssp_batch_rounds: int = 32
 

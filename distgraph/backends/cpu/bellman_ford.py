@@ -734,13 +734,28 @@ def _batch_rounds(indptr, indices, w, srcs, dist, front, nxt, act, nact, bits, d
     return rounds, left, nf
 
 
-def run_batch(graph, weights, sources, outs, max_rounds=None):
+def batch_arrays(graph, weights):
+    """What :func:`run_batch` needs of the graph, the same for every batch (a caller running
+    several keeps it): int64 row offsets, the heads, the weights in the work dtype (ones when
+    unweighted), and the negative-cycle bound with whether any arc is negative."""
+    from mpi4py import MPI
+
+    indptr = np.asarray(graph.indptr, dtype=np.int64)
+    indices = np.asarray(graph.indices)
+    wdt = work_dtype(weights.dtype) if weights is not None else np.dtype(np.int64)
+    w = np.ones(indices.shape[0], wdt) if weights is None else np.asarray(weights).astype(wdt, copy=False)
+    bound, has_neg = neg_bound_of(_neg_magnitude(w, wdt), wdt, MPI.COMM_SELF)
+    return indptr, indices, w, bound, has_neg
+
+
+def run_batch(graph, weights, sources, outs, max_rounds=None, arrays=None):
     """Distances from several sources at once on one rank (at most 32; no predecessors):
     :func:`_batch_rounds` into ``outs[b]`` (host rows of n items, the output dtype: converted
-    with :func:`to_output_dtype`, whose overflow error names the int64 weights). Returns a
-    list: each source's stats, or None where its rounds had not settled within ``max_rounds``
-    (default n) or went below the negative-cycle bound (a negative cycle: the caller runs it
-    alone, which finds and names it)."""
+    with :func:`to_output_dtype`, whose overflow error names the int64 weights). ``arrays``:
+    :func:`batch_arrays` of the graph (made here when None). Returns a list: each source's
+    stats, or None where its rounds had not settled within ``max_rounds`` (default n) or went
+    below the negative-cycle bound (a negative cycle: the caller runs it alone, which finds
+    and names it)."""
     from ...errors import InvalidArgumentError
 
     t0 = time.perf_counter()
@@ -749,13 +764,8 @@ def run_batch(graph, weights, sources, outs, max_rounds=None):
     if not (1 <= nb <= 32 and len(outs) == nb):
         raise InvalidArgumentError(f"run_batch takes 1 to 32 sources and a row for each; got {nb} sources "
                                    f"and {len(outs)} rows")
-    indptr = np.asarray(graph.indptr, dtype=np.int64)
-    indices = np.asarray(graph.indices)
-    wdt = work_dtype(weights.dtype) if weights is not None else np.dtype(np.int64)
-    w = np.ones(indices.shape[0], wdt) if weights is None else np.asarray(weights).astype(wdt, copy=False)
-    from mpi4py import MPI
-
-    bound, has_neg = neg_bound_of(_neg_magnitude(w, wdt), wdt, MPI.COMM_SELF)
+    indptr, indices, w, bound, has_neg = batch_arrays(graph, weights) if arrays is None else arrays
+    wdt = w.dtype
     dist = np.full(n * nb, INF_OF(wdt), wdt)
     front, nxt = np.empty(max(n, 1), np.int64), np.empty(max(n, 1), np.int64)
     act, nact = np.zeros(max(n, 1), np.uint32), np.zeros(max(n, 1), np.uint32)
@@ -770,7 +780,7 @@ def run_batch(graph, weights, sources, outs, max_rounds=None):
             res.append(None)
             continue
         row = dist[j::nb]
-        outs[j][...] = to_output_dtype(row, outs[j].dtype) if outs[j].dtype != row.dtype else row
+        outs[j][...] = to_output_dtype(row, outs[j].dtype)
         res.append({"mode": "rounds", "backend": "cpu", "order": "async", "batch": nb, "rounds": int(rounds),
                     "relaxations": int(counts[j]), "time_run_s": t_run / nb, "time_batch_run_s": t_run})
     return res
