@@ -53,6 +53,8 @@
 // The same kernel lists the next frontier and starts the next round's arrays on the block, and
 // distgraph_bf_round_settle_chunks on the chunks this PE lowered elsewhere (and clears the next
 // round's flags; one PE runs both too, with no peer).
+#include <cooperative_groups.h>
+
 typedef long long dg_i64;
 
 template <bool F>
@@ -395,6 +397,20 @@ __device__ __forceinline__ void dg_bk_append(bool app, int v, int lane, int *nex
     }
 }
 
+// Arc k relaxed for source b from du (its key at the tail): v is the head; true when this
+// lowered v's key and set the first of v's bits for the next round (whoever does appends v).
+template <bool F, typename WT, typename K>
+__device__ __forceinline__ bool dg_bk_arc(dg_i64 du, dg_i64 k, int b, int nb, const int *__restrict__ indices,
+                                          const WT *__restrict__ w, int unit, K *dist, unsigned *nact, unsigned *ovf,
+                                          dg_i64 bound, unsigned long long *cyc, int &v) {
+    v = indices[k];
+    const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : dg_rk_wbits(w[k]));
+    K *at = dist + (dg_i64)v * nb + b;
+    // a plain read first: it may be stale, but never below the current key
+    return dg_bk_lower<K>(c, (dg_i64)*at, ovf, bound, cyc, b) && (K)c < atomicMin(at, (K)c) &&
+           atomicOr(nact + v, 1u << b) == 0u;
+}
+
 template <bool F, typename WT, typename K>
 __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg_i64 end, int lane, int nb,
                                             const int *__restrict__ indices, const WT *__restrict__ w, int unit,
@@ -410,16 +426,9 @@ __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg
     const dg_i64 du = valid ? (dg_i64)__ldcg(dist + u * nb + b) : 0;
     for (dg_i64 k0 = beg; k0 < end; k0 += q) {  // warp-uniform: every lane runs every step
         const dg_i64 k = k0 + slot;
-        bool app = false;
         int v = 0;
-        if (valid && k < end) {
-            v = indices[k];
-            const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : dg_rk_wbits(w[k]));
-            K *at = dist + (dg_i64)v * nb + b;
-            // a plain read first: it may be stale, but never below the current key
-            if (dg_bk_lower<K>(c, (dg_i64)*at, ovf, bound, cyc, b) && (K)c < atomicMin(at, (K)c))
-                app = atomicOr(nact + v, 1u << b) == 0u;
-        }
+        const bool app = valid && k < end && dg_bk_arc<F, WT, K>(du, k, b, nb, indices, w, unit, dist, nact, ovf,
+                                                                 bound, cyc, v);
         dg_bk_append(app, v, lane, next, nnext);
     }
 }
@@ -431,7 +440,7 @@ __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg
 // big list (a block each). thin = 0: every vertex by a warp of the second pass.
 template <bool F, typename WT, typename K>
 __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
-                            const WT *__restrict__ w, int unit, const int *__restrict__ front,
+                            const WT *__restrict__ w, int unit, const int *front,
                             const unsigned long long *nfp, int nb, K *dist, unsigned *act, unsigned *nact,
                             int *next, unsigned long long *nnext, dg_i64 *big, unsigned *bigm,
                             unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count, K *rel,
@@ -540,11 +549,7 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                 for (unsigned q = 0; q < si; ++q) mm &= mm - 1;
                 const int b = __ffs(mm) - 1;
                 const dg_i64 du = (dg_i64)__ldcg(dist + (dg_i64)ou * nb + b);
-                v = indices[k];
-                const dg_i64 c = dg_rk_relax<F>(du, unit ? 1 : dg_rk_wbits(w[k]));
-                K *at = dist + (dg_i64)v * nb + b;
-                if (dg_bk_lower<K>(c, (dg_i64)*at, ovf, bound, cyc, b) && (K)c < atomicMin(at, (K)c))
-                    app = atomicOr(nact + v, 1u << b) == 0u;
+                app = dg_bk_arc<F, WT, K>(du, k, b, nb, indices, w, unit, dist, nact, ovf, bound, cyc, v);
             }
             dg_bk_append(app, v, lane, next, nnext);
         }
@@ -578,9 +583,9 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
 template <bool F, typename WT, typename K>
 __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
                           const WT *__restrict__ w, int unit, int nb, K *dist, unsigned *nact, int *next,
-                          unsigned long long *nnext, const dg_i64 *__restrict__ big,
-                          const unsigned *__restrict__ bigm, const unsigned long long *nbig, dg_i64 bigdeg,
-                          unsigned *ovf, const int *__restrict__ mid, const unsigned *__restrict__ midm,
+                          unsigned long long *nnext, const dg_i64 *big,
+                          const unsigned *bigm, const unsigned long long *nbig, dg_i64 bigdeg,
+                          unsigned *ovf, const int *mid, const unsigned *midm,
                           dg_i64 *ph) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const dg_i64 bound = ph[DG_BK_BOUND];
@@ -655,6 +660,56 @@ extern "C" __global__ void distgraph_bf_batch_advance_float(unsigned long long *
         dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, nact, next, nnext, big, bigm, nbig,      \
                             bigdeg, ovf, mid, midm, ph);                                                 \
     }
+
+// The same rounds as one cooperative launch (RoundsSSSP.run_batch past its first rounds on a
+// deep graph, BATCH_PERSIST): `steps` rounds from round r0 at most, the two passes and the
+// advance of each separated by grid syncs, so a round costs no launches (with CUDA graphs a
+// road network's round took about 22 us, mostly three kernels' fixed cost). The arrays that
+// alternate (front0/front1, act0/act1, the halves of nbig) and the three frontier lengths in
+// cnt[0..2] rotate by the round's number as the host's rargs do; cnt[3] is the overflow flag of
+// 4-byte keys, cnt[4] the rounds with work. The launch stops after a round that leaves no
+// frontier (no far list either: the advance made it the next frontier) or that overflowed,
+// every block reading the same words after the sync; cnt[5] = the rounds it ran. Every block
+// must be resident (a cooperative launch, a grid of at most the occupancy's blocks). The lists
+// written and read within the launch (front, mid, big) are not __restrict__: no read-only path.
+template <bool F, typename WT, typename K>
+__device__ void dg_bk_persist(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
+                              const WT *__restrict__ w, int unit, int nb, K *dist, int *front0, int *front1,
+                              unsigned *act0, unsigned *act1, unsigned long long *cnt, dg_i64 *big, unsigned *bigm,
+                              unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count, K *rel, int thin,
+                              int *mid, unsigned *midm, dg_i64 *ph, int *far0, int *far1, unsigned *farm, dg_i64 r0,
+                              dg_i64 steps) {
+    cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+    unsigned *const ovf = (unsigned *)(cnt + 3);
+    dg_i64 s = 0;
+    while (s < steps) {
+        const dg_i64 r = r0 + s;
+        const int e = (int)(r & 1), c0 = (int)(r % 3), c1 = (int)((r + 1) % 3), c2 = (int)((r + 2) % 3);
+        int *const fr = e ? front1 : front0, *const nx = e ? front0 : front1;
+        unsigned *const ac = e ? act1 : act0, *const na = e ? act0 : act1;
+        dg_bk_round<F, WT, K>(indptr, indices, w, unit, fr, cnt + c0, nb, dist, ac, na, nx, cnt + c1, big, bigm,
+                              nbig + 2 * e, bigdeg, count, rel, ovf, cnt + c2, nbig + 2 - 2 * e, cnt + 4, thin, mid,
+                              midm, ph, far0, far1, farm);
+        grid.sync();
+        dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, na, nx, cnt + c1, big, bigm, nbig + 2 * e, bigdeg,
+                            ovf, mid, midm, ph);
+        grid.sync();
+        dg_bk_advance<F>(cnt + c1, ph);
+        grid.sync();
+        ++s;
+        if (cnt[c1] == 0ull || *ovf) break;  // (the same words on every block: all stop here)
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) cnt[5] = (unsigned long long)s;
+}
+#define DG_BP_KERNEL(SFX, F, WT, K)                                                                                 \
+    extern "C" __global__ void distgraph_bf_batch_persist_##SFX(                                                  \
+        const dg_i64 *indptr, const int *indices, const WT *w, int unit, int nb, K *dist, int *front0, int *front1,   \
+        unsigned *act0, unsigned *act1, unsigned long long *cnt, dg_i64 *big, unsigned *bigm, unsigned long long *nbig, \
+        dg_i64 bigdeg, unsigned long long *count, K *rel, int thin, int *mid, unsigned *midm, dg_i64 *ph, int *far0,  \
+        int *far1, unsigned *farm, dg_i64 r0, dg_i64 steps) {                                                       \
+        dg_bk_persist<F, WT, K>(indptr, indices, w, unit, nb, dist, front0, front1, act0, act1, cnt, big, bigm, nbig, \
+                                bigdeg, count, rel, thin, mid, midm, ph, far0, far1, farm, r0, steps);              \
+    }
 // named by the weights' dtype as stored and, for 4-byte keys, _k32
 DG_BK_KERNELS(i64, false, dg_i64, dg_i64)
 DG_BK_KERNELS(i32, false, int, dg_i64)
@@ -662,3 +717,9 @@ DG_BK_KERNELS(f64, true, double, dg_i64)
 DG_BK_KERNELS(f32, true, float, dg_i64)
 DG_BK_KERNELS(i64_k32, false, dg_i64, int)
 DG_BK_KERNELS(i32_k32, false, int, int)
+DG_BP_KERNEL(i64, false, dg_i64, dg_i64)
+DG_BP_KERNEL(i32, false, int, dg_i64)
+DG_BP_KERNEL(f64, true, double, dg_i64)
+DG_BP_KERNEL(f32, true, float, dg_i64)
+DG_BP_KERNEL(i64_k32, false, dg_i64, int)
+DG_BP_KERNEL(i32_k32, false, int, int)

@@ -898,6 +898,54 @@ def test_batch_delta_near_far():
         gbf.BATCH_DELTA_FACTOR = old
 
 
+def test_batch_persist_grid_from_the_occupancy(monkeypatch):
+    """_batch_persist: the cooperative module's kernel for the keys' suffix on BATCH_PERSIST
+    blocks an SM, at most the occupancy's (every block resident), kept per (suffix, blocks);
+    None when off, after a refused launch (no_persist) or when no block fits."""
+    import sys
+    import types
+
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.backends.gpu import loader
+
+    occ = {"per_sm": 3}
+    driver = types.SimpleNamespace(occupancyMaxActiveBlocksPerMultiprocessor=lambda ptr, block, smem: (
+        occ["per_sm"] if (ptr, block, smem) == (1234, 256, 0) else -1))
+    fake = types.ModuleType("cupy")
+    fake.cuda = types.ModuleType("cupy.cuda")
+    fake.cuda.driver = driver
+    fake.cuda.Device = lambda: types.SimpleNamespace(attributes={"MultiProcessorCount": 132})
+    for name, mod in (("cupy", fake), ("cupy.cuda", fake.cuda), ("cupy.cuda.driver", driver)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    loaded = []
+
+    class Mod:
+        def get_function(self, name):
+            loaded.append(name)
+            return types.SimpleNamespace(kernel=types.SimpleNamespace(ptr=1234), name=name)
+
+    def get_module(name, defines=None, options=(), *, cooperative=False):
+        assert name == "bf_rounds" and cooperative
+        return Mod()
+
+    monkeypatch.setattr(loader, "get_module", get_module)
+    monkeypatch.setattr(loader, "import_cupy", lambda: fake)
+    st = {}
+    monkeypatch.setattr(gbf, "BATCH_PERSIST", 8)
+    fn, grid = gbf.RoundsSSSP._batch_persist(st, "i32_k32")
+    assert fn.name == "distgraph_bf_batch_persist_i32_k32" and grid == 3 * 132
+    assert gbf.RoundsSSSP._batch_persist(st, "i32_k32")[0] is fn and len(loaded) == 1  # kept
+    monkeypatch.setattr(gbf, "BATCH_PERSIST", 1)
+    assert gbf.RoundsSSSP._batch_persist(st, "i32_k32")[1] == 132
+    occ["per_sm"] = 0
+    assert gbf.RoundsSSSP._batch_persist(st, "f64") is None
+    monkeypatch.setattr(gbf, "BATCH_PERSIST", 0)
+    assert gbf.RoundsSSSP._batch_persist(st, "i32_k32") is None
+    monkeypatch.setattr(gbf, "BATCH_PERSIST", 1)
+    st["no_persist"] = True
+    assert gbf.RoundsSSSP._batch_persist(st, "i32_k32") is None
+
+
 def test_batch_round_launches_and_graph_fallback(monkeypatch):
     """_batch_round: the two passes on the round's arguments, then the advance (one block of 32
     threads) on its own; _batch_graph: a capture that fails gives None and marks the arrays

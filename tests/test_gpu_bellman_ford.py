@@ -639,16 +639,19 @@ def _grid_graph(side, rng, dtype=np.int32):
                             rng.integers(1, 21, 2 * a.size).astype(dtype), n=side * side)
 
 
+@pytest.mark.parametrize("persist", [1, 0])
 @pytest.mark.parametrize("mode", ["off", "deep", "always"])
 @pytest.mark.parametrize("factor", [0.05, 4.0, 1000.0])
-def test_batched_rounds_near_far(monkeypatch, mode, factor):
+def test_batched_rounds_near_far(monkeypatch, mode, factor, persist):
     """BATCH_NEAR_FAR with deltas from a twentieth of the mean weight (a phase per few keys:
     many far rounds) to 1000 times it: the CPU backend's rows on a deep grid (int32, float32,
     potential-shifted: negative keys stay near), Kronecker 11 (settled before round 16: "deep"
     never starts) and a negative cycle (unsettled sources, far bits included, run alone);
-    phases counted where near-far ran."""
+    phases counted where near-far ran. The deep rounds as persistent launches and as CUDA
+    graphs (BATCH_PERSIST 1, 0)."""
     from distgraph.backends.gpu import bellman_ford as gbf
 
+    monkeypatch.setattr(gbf, "BATCH_PERSIST", persist)
     monkeypatch.setattr(gbf, "BATCH_NEAR_FAR", mode)
     monkeypatch.setattr(gbf, "BATCH_DELTA_FACTOR", factor)
     rng = np.random.default_rng(11)
@@ -656,6 +659,7 @@ def test_batched_rounds_near_far(monkeypatch, mode, factor):
     srcs = [int(x) for x in rng.integers(0, g.n, 37)]
     r = _batched(g, srcs)
     phases = [st["phases"] for st in r.stats["per_source"]]
+    assert (min(st["persistent_rounds"] for st in r.stats["per_source"]) > 0) == bool(persist)
     if mode == "off":
         assert set(phases) == {0}
     elif factor < 1:
@@ -706,15 +710,61 @@ def test_batched_rounds_negative_cycle_below_the_bound(kind):
     assert [st.get("batch") for st in r.stats["per_source"]] == [2, 2]
 
 
-def test_batched_rounds_graphs_replayed_by_the_next_batch():
+@pytest.mark.parametrize("persist", [0, 1])
+def test_batched_rounds_graphs_replayed_by_the_next_batch(monkeypatch, persist):
     """Three batches of 32 on a deep grid: the CUDA graphs of 6 rounds captured by the first
     are replayed by the next ones (the counters, lists and near-far state reset through the
-    pointers baked into them): the CPU backend's rows."""
+    pointers baked into them), or (persist) each batch's deep rounds are persistent launches:
+    the CPU backend's rows."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    monkeypatch.setattr(gbf, "BATCH_PERSIST", persist)
     rng = np.random.default_rng(21)
     g = _grid_graph(60, rng)
     r = _batched(g, [int(x) for x in rng.integers(0, g.n, 96)])
     per = r.stats["per_source"]
     assert [st.get("batch") for st in per] == [32] * 96 and min(st["rounds"] for st in per) > 40
+    assert (min(st["persistent_rounds"] for st in per) > 0) == bool(persist)
+    assert (max(st["persistent_rounds"] for st in per) > 0) == bool(persist)
+
+
+@pytest.mark.parametrize("thin", [0, 32])
+@pytest.mark.parametrize("dtype", [np.int32, np.float64])
+def test_batched_rounds_persistent_with_hubs_and_mid_vertices(monkeypatch, thin, dtype):
+    """The persistent rounds (one cooperative launch, grid syncs between a round's passes) on a
+    deep grid with a hub (300 arcs out, 300 in: pieces of BATCH_BIG_DEGREE in the big list) and
+    every vertex through the mid list (thin 0), in launches of 7 rounds (the arrays' rotation
+    across launches) and of 512, on one and on two blocks an SM: the CPU backend's rows."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    monkeypatch.setattr(gbf, "BATCH_THIN", thin)
+    rng = np.random.default_rng(thin + 3)
+    grid = _grid_graph(50, rng, dtype)
+    hub, spokes = grid.n, rng.choice(grid.n, 300, replace=False)
+    src = np.concatenate([np.repeat(np.arange(grid.n), np.diff(grid.indptr)), np.full(300, hub), spokes])
+    dst = np.concatenate([grid.indices, spokes, np.full(300, hub)])
+    w = np.concatenate([grid.weights, rng.integers(200, 400, 600).astype(dtype)])
+    g = Graph.from_edges(src, dst, w, n=grid.n + 1)
+    assert gbf.BATCH_BIG_DEGREE <= 300
+    srcs = [int(x) for x in rng.integers(0, g.n, 40)] + [hub]
+    for step, blocks in ((7, 1), (512, 1), (512, 2)):
+        monkeypatch.setattr(gbf, "BATCH_PERSIST_STEP", step)
+        monkeypatch.setattr(gbf, "BATCH_PERSIST", blocks)
+        r = _batched(g, srcs)
+        per = r.stats["per_source"]
+        assert [st.get("batch") for st in per] == [32] * 32 + [9] * 9
+        assert min(st["persistent_rounds"] for st in per) > 0 and min(st["rounds"] for st in per) > 16
+
+
+def test_batched_rounds_persistent_overflow_of_four_byte_keys():
+    """A path of 300 arcs of 2**26: its sums leave int32's range at arc 32, within the
+    persistent rounds; the batch runs again on 8-byte keys, with the CPU backend's rows."""
+    n = 301
+    g = Graph.from_edges(np.arange(n - 1), np.arange(1, n), np.full(n - 1, 2 ** 26, np.int64), n=n)
+    r = _batched(g, [0, 5, 250])
+    per = r.stats["per_source"]
+    assert [st["keys"] for st in per] == [8] * 3 and min(st["persistent_rounds"] for st in per) > 0
+    assert r.distance[0, -1] == 300 * 2 ** 26
 
 
 def test_batched_rounds_hubs_in_pieces(monkeypatch):
@@ -784,20 +834,22 @@ def test_batched_rounds_negative_cycle_and_deep_graph_fall_back(data_dir, monkey
     assert all("batch" not in st and st["auto"]["chose"] == "async" for st in per), per
 
 
-@pytest.mark.parametrize("graphs", [True, False])
+@pytest.mark.parametrize("way", ["persist", "graphs", "launches"])
 @pytest.mark.parametrize("dtype", [np.int32, np.float64])
-def test_batched_rounds_queued_unread_stop_at_the_cap(monkeypatch, dtype, graphs):
+def test_batched_rounds_queued_unread_stop_at_the_cap(monkeypatch, dtype, way):
     """A path of 300 vertices (and a shortcut): from vertex 0 the rounds with work are exactly
-    300 (past the first 16, rounds are queued 30 at a time without reading back, as CUDA
-    graphs of 6 or one by one; those past the end do nothing and are not counted). A cap of
-    300 rounds settles the batch; 299 leaves source 0 unsettled (it runs alone) while the
-    others settle; a new call batches again. Near-far off (its far rounds would add rounds)."""
+    300 (past the first 16, rounds run in one persistent launch that stops when the frontier
+    empties, or are queued 30 at a time without reading back, as CUDA graphs of 6 or one by
+    one; those past the end do nothing and are not counted). A cap of 300 rounds settles the
+    batch; 299 leaves source 0 unsettled (it runs alone) while the others settle; a new call
+    batches again. Near-far off (its far rounds would add rounds)."""
     from distgraph.backends.gpu import bellman_ford as gbf
     from distgraph.backends.gpu.bellman_ford import BATCH_EXACT
     from distgraph.runtime.config import config
 
     monkeypatch.setattr(gbf, "BATCH_NEAR_FAR", "off")
-    monkeypatch.setattr(gbf, "BATCH_GRAPHS", graphs)
+    monkeypatch.setattr(gbf, "BATCH_GRAPHS", way == "graphs")
+    monkeypatch.setattr(gbf, "BATCH_PERSIST", int(way == "persist"))
 
     n = 300
     src = np.concatenate([np.arange(n - 1), [250]])
@@ -807,6 +859,8 @@ def test_batched_rounds_queued_unread_stop_at_the_cap(monkeypatch, dtype, graphs
     srcs = [0, 200, 290, 299]
     r = _batched(g, srcs)
     assert [st["rounds"] for st in r.stats["per_source"]] == [n] * 4 and n > BATCH_EXACT
+    # (persistent: rounds 16 to 299, the last leaving no frontier)
+    assert {st["persistent_rounds"] for st in r.stats["per_source"]} == {n - BATCH_EXACT if way == "persist" else 0}
     monkeypatch.setattr(config, "gpu_sssp_batch_rounds", n)
     r = _batched(g, srcs)
     assert [st.get("batch") for st in r.stats["per_source"]] == [4] * 4

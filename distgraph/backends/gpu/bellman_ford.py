@@ -1370,6 +1370,12 @@ BATCH_CHECK = 30
 #: ... those queued rounds go as CUDA graphs of 6 rounds (18 kernels, one launch; the grids
 #: rounded up to powers of two, a graph kept per grid), not 18 launches from Python.
 BATCH_GRAPHS = True
+#: ... or, on a deep graph, as one cooperative launch of up to :data:`BATCH_PERSIST_STEP`
+#: rounds (kernels/bf_rounds.cu, dg_bk_persist: grid syncs between a round's passes, no
+#: launches), on this many blocks an SM (at most the occupancy's), while the frontier fits one
+#: stride of that grid (256 vertices a block); 0: off (the CUDA graphs above).
+BATCH_PERSIST = 1
+BATCH_PERSIST_STEP = 512
 #: The batched rounds' thin frontier vertices: at most this many (source, arc) pairs (arcs
 #: times its sources in the round: a road network's, whose sources' wavefronts seldom meet).
 #: A warp takes 32 frontier vertices and deals their thin pairs over its lanes; the others go
@@ -2273,7 +2279,8 @@ class RoundsSSSP:
                          0 if dbits is None else dbits[0], 0, 0], np.int64))
         # cnt: the frontiers' lengths (three in turn: round r reads cnt[r % 3], appends to
         # cnt[(r + 1) % 3] and zeroes cnt[(r + 2) % 3]), in cnt[3] the overflow flag of 4-byte
-        # keys, in cnt[4] the rounds whose frontier was not empty
+        # keys, in cnt[4] the rounds whose frontier was not empty, in cnt[5] the rounds the last
+        # persistent launch ran
         cnt.fill(0)
         ovf = cnt[3:4].view(cp.uint32)[:1]
         st["nbig"].fill(0)
@@ -2305,7 +2312,12 @@ class RoundsSSSP:
                   ph, st["far0"], st["far1"], st["farm"]) for r in range(6)]  # the passes' arguments, r % 6
         rargs = [(a, (a[11], ph)) for a in rargs]  # and the advance's: the next frontier's length, ph
         fns = (fn, fn_big, fn_adv)
-        nf, rounds, got = uniq.size, 0, None
+        # the persistent launch's arguments (the rotating arrays both ways; then r0, steps)
+        pargs = (block.indptr, block.indices, w, np.int32(unit), np.int32(nb), dist, front, nxt, act, nact, cnt,
+                 st["big"], st["bigm"], nbig, np.int64(BATCH_BIG_DEGREE), st["count"],
+                 np.uint64(0) if rel is None else rel, thin, st["mid"], st["midm"], ph, st["far0"], st["far1"],
+                 st["farm"])
+        nf, rounds, got, persisted = uniq.size, 0, None, 0
         while nf and rounds < max_rounds:
             if rounds < BATCH_EXACT:  # one round, its frontier's length known
                 step, est = 1, nf
@@ -2313,6 +2325,23 @@ class RoundsSSSP:
                 step, est = min(BATCH_CHECK, max_rounds - rounds), 2 * nf
                 if rounds == BATCH_EXACT and mode == "deep" and thr0 != top:
                     ph[_PH_THR:_PH_THR + 1].fill(thr0)  # a deep graph: near-far from here on
+                pk = self._batch_persist(st, sfx)
+                if pk is not None and est <= 256 * pk[1]:  # a deep graph's small frontiers: one launch
+                    step = min(int(BATCH_PERSIST_STEP), max_rounds - rounds)
+                    try:
+                        pk[0]((pk[1],), (256,), pargs + (np.int64(rounds), np.int64(step)))
+                    except cp.cuda.driver.CUDADriverError:  # (a cooperative launch refused) the graphs
+                        st["no_persist"] = True
+                    else:
+                        got = cnt.get()
+                        done = int(got[5])  # (fewer than step: it stopped on an empty frontier)
+                        rounds, persisted = rounds + done, persisted + done
+                        nf = int(got[rounds % 3])
+                        if k32 and got[3]:
+                            break
+                        if sink is not None:
+                            sink.poll()
+                        continue
             # the first pass: 32 vertices a warp, 8 warps a block; the second (the mid list's
             # vertices, a warp each, and the hubs' pieces, a block each): a warp per vertex
             grid = max(-(-est // 256), 1 if step == 1 else sms)
@@ -2393,13 +2422,13 @@ class RoundsSSSP:
             out_stats.append({"mode": "rounds", "backend": "gpu", "engine": "kernel", "order": "async",
                               "batch": nb, "rounds": rounds, "relaxations": int(counts[j]),
                               "distributed": False, "exchange": None, "tails_rerun": False,
-                              "keys": 4 if k32 else 8, "phases": phases,
+                              "keys": 4 if k32 else 8, "phases": phases, "persistent_rounds": persisted,
                               "relabel": self.relabel, "time_setup_s": self.setup_s, "time_run_s": t_run / nb,
                               "time_batch_run_s": t_run, "time_d2h_s": t_out / nb})
             if renamed:
                 out_stats[-1]["time_relabel_s"] = self.relabel_s
         self.last_batch = {"sources": nb, "rounds": rounds, "phases": phases, "unsettled": bin(left).count("1"),
-                           "keys": 4 if k32 else 8,
+                           "keys": 4 if k32 else 8, "persistent_rounds": persisted,
                            "relaxations": int(counts[:nb].sum()), "time_run_s": t_run, "time_out_s": t_out}
         return out_stats
 
@@ -2435,6 +2464,27 @@ class RoundsSSSP:
                 g = stream.end_capture()
             gs[key] = g
         return g
+
+    @staticmethod
+    def _batch_persist(st, sfx):
+        """The persistent rounds' kernel for keys ``sfx`` and its grid (:data:`BATCH_PERSIST`
+        blocks an SM, at most the occupancy's: every block resident) as ``(kernel, grid)``, or
+        None (off, refused once, or no block fits); kept in ``st``."""
+        if BATCH_PERSIST <= 0 or st.get("no_persist"):
+            return None
+        key = (sfx, int(BATCH_PERSIST))
+        gs = st.setdefault("persist", {})
+        if key not in gs:
+            from cupy.cuda import driver
+
+            from .loader import get_module, import_cupy
+
+            cp = import_cupy()
+            fn = get_module("bf_rounds", cooperative=True).get_function("distgraph_bf_batch_persist_" + sfx)
+            per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(getattr(fn, "kernel", fn).ptr, 256, 0))
+            sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+            gs[key] = (fn, min(int(BATCH_PERSIST), per_sm) * sms) if per_sm > 0 else None
+        return gs[key]
 
     def _batch_delta(self, st=None):
         """The batched rounds' near-far delta as ``(addend, threshold key)``: the int64 value
@@ -2476,7 +2526,7 @@ class RoundsSSSP:
             st = self._batch = {
                 "dist": cp.empty(n * BATCH_MAX, cp.int64), "act": cp.zeros(max(n, 1), cp.uint32),
                 "nact": cp.zeros(max(n, 1), cp.uint32), "front": cp.empty(max(n, 1), cp.int32),
-                "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(5, cp.uint64),
+                "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(6, cp.uint64),
                 "nbig": cp.zeros(4, cp.uint64), "mid": cp.empty(max(n, 1), cp.int32),
                 "midm": cp.empty(max(n, 1), cp.uint32), "far0": cp.empty(max(n, 1), cp.int32),
                 "far1": cp.empty(max(n, 1), cp.int32), "farm": cp.zeros(max(n, 1), cp.uint32),
