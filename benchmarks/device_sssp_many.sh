@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bellman-Ford from many sources on the GPU machine (issue 7), one call:
 #   DISTGRAPH_COMMIT=$(git rev-parse HEAD) bash benchmarks/device_sssp_many.sh OUTDIR
-#   1. tests/test_gpu_bellman_ford.py, the whole file (or -k MANY_GPU_K) -> OUTDIR/gt/pytest-gpu-bf.log;
+#   1. tests/test_gpu_bellman_ford.py, the whole file (or -k MANY_GPU_K; MANY_TEST_S seconds at most,
+#      420) -> OUTDIR/gt/pytest-gpu-bf.log;
 #   2. tests/test_nvshmem_bellman_ford.py -k MANY_TEST_K (default "many_sources or distributed_rounds")
 #      on 2 and 4 PEs (MANY_NVSHMEM=0: not) (several PEs share a GPU when there are fewer) -> OUTDIR/gt/pytest-nvshmem-bf-np{2,4}.log;
 #   3. benchmarks/sssp_many.py (MANY_GRAPHS, MANY_WEIGHTS, MANY_ARGS) -> OUTDIR/sssp_many.json
@@ -18,7 +19,7 @@ GRAPHS=${MANY_GRAPHS:-kron:20=512,kron:22=300,road-FLA=64}
 WEIGHTS=${MANY_WEIGHTS:-uniform,shifted}
 nvidia-smi > "$OUTDIR/nvidia-smi.txt" 2>&1
 if [ "${MANY_TESTS:-1}" = 1 ]; then
-  timeout 420 "$PY" -m pytest -q -rs tests/test_gpu_bellman_ford.py ${MANY_GPU_K:+-k "$MANY_GPU_K"} \
+  timeout "${MANY_TEST_S:-420}" "$PY" -m pytest -q -rs tests/test_gpu_bellman_ford.py ${MANY_GPU_K:+-k "$MANY_GPU_K"} \
     > "$OUTDIR/gt/pytest-gpu-bf.log" 2>&1
   echo "gpu tests: $(tail -1 "$OUTDIR/gt/pytest-gpu-bf.log")"
   for n in 2 4; do
