@@ -446,7 +446,7 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
                             unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count, K *rel,
                             unsigned *ovf, unsigned long long *zero, unsigned long long *zbig,
                             unsigned long long *nrounds, int thin, int *mid, unsigned *midm, dg_i64 *ph,
-                            int *far0, int *far1, unsigned *farm) {
+                            int *far0, int *far1, unsigned *farm, int bid, int nblk) {
     __shared__ unsigned long long relax[32];  // this block's relaxations per source
     unsigned long long *nmid = nbig + 1;
     // near-far (ph: DG_BK_*): this round reads the far list of the last phase when the last
@@ -460,17 +460,17 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
     const dg_i64 bound = ph[DG_BK_BOUND];
     unsigned long long *const cyc = (unsigned long long *)(ph + DG_BK_CYCLE);
     const int lane = threadIdx.x & 31;
-    const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
+    const dg_i64 warps = ((dg_i64)nblk * blockDim.x) >> 5;
     const dg_i64 nf = (dg_i64)*nfp;
     if (threadIdx.x < 32) relax[threadIdx.x] = 0ull;
-    if (blockIdx.x == 0 && threadIdx.x == 0) {  // the next round's counters (no host memset between rounds)
+    if (bid == 0 && threadIdx.x == 0) {  // the next round's counters (no host memset between rounds)
         *zero = 0ull;
         zbig[0] = 0ull;
         zbig[1] = 0ull;
         if (nf) *nrounds += 1ull;
     }
     __syncthreads();
-    for (dg_i64 i0 = (((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * 32; i0 < nf; i0 += warps * 32) {
+    for (dg_i64 i0 = (((dg_i64)bid * blockDim.x + threadIdx.x) >> 5) * 32; i0 < nf; i0 += warps * 32) {
         const dg_i64 i = i0 + lane;
         dg_i64 u = 0, beg = 0, end = 0;
         unsigned m = 0;
@@ -586,19 +586,19 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
                           unsigned long long *nnext, const dg_i64 *big,
                           const unsigned *bigm, const unsigned long long *nbig, dg_i64 bigdeg,
                           unsigned *ovf, const int *mid, const unsigned *midm,
-                          dg_i64 *ph) {
+                          dg_i64 *ph, int bid, int nblk) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     const dg_i64 bound = ph[DG_BK_BOUND];
     unsigned long long *const cyc = (unsigned long long *)(ph + DG_BK_CYCLE);
-    const dg_i64 warps = ((dg_i64)gridDim.x * blockDim.x) >> 5;
+    const dg_i64 warps = ((dg_i64)nblk * blockDim.x) >> 5;
     const dg_i64 nmid = (dg_i64)nbig[1];
-    for (dg_i64 j = ((dg_i64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; j < nmid; j += warps) {
+    for (dg_i64 j = ((dg_i64)bid * blockDim.x + threadIdx.x) >> 5; j < nmid; j += warps) {
         const dg_i64 u = mid[j];
         dg_bk_range<F, WT, K>(u, midm[j], indptr[u], indptr[u + 1], lane, nb, indices, w, unit, dist, nact, next,
                               nnext, ovf, bound, cyc);
     }
     const unsigned long long total = nbig[0];
-    for (unsigned long long j = blockIdx.x; j < total; j += gridDim.x) {
+    for (unsigned long long j = bid; j < total; j += nblk) {
         const dg_i64 e = big[j], u = e & 0xffffffffLL;
         const dg_i64 beg = indptr[u] + (e >> 32) * bigdeg, last = indptr[u + 1];
         const dg_i64 end = beg + bigdeg < last ? beg + bigdeg : last;
@@ -615,8 +615,8 @@ __device__ void dg_bk_big(const dg_i64 *__restrict__ indptr, const int *__restri
 // rounds append to the other list (emptied by now). (A kernel of its own: the passes' blocks
 // counting themselves out on one word cost more than the round on a road network.)
 template <bool F>
-__device__ void dg_bk_advance(unsigned long long *nnext, dg_i64 *ph) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+__device__ void dg_bk_advance(unsigned long long *nnext, dg_i64 *ph, int bid) {
+    if (bid != 0 || threadIdx.x != 0) return;
     const int fs = (int)ph[DG_BK_FSEL];
     const unsigned long long nfar = (unsigned long long)ph[DG_BK_NFAR + fs];
     if (*nnext == 0ull && nfar) {
@@ -637,10 +637,10 @@ __device__ void dg_bk_advance(unsigned long long *nnext, dg_i64 *ph) {
     }
 }
 extern "C" __global__ void distgraph_bf_batch_advance_int(unsigned long long *nnext, dg_i64 *ph) {
-    dg_bk_advance<false>(nnext, ph);
+    dg_bk_advance<false>(nnext, ph, blockIdx.x);
 }
 extern "C" __global__ void distgraph_bf_batch_advance_float(unsigned long long *nnext, dg_i64 *ph) {
-    dg_bk_advance<true>(nnext, ph);
+    dg_bk_advance<true>(nnext, ph, blockIdx.x);
 }
 
 #define DG_BK_ARGS(WT, K)                                                                                \
@@ -654,61 +654,104 @@ extern "C" __global__ void distgraph_bf_batch_advance_float(unsigned long long *
     extern "C" __global__ void distgraph_bf_batch_round_##SFX(DG_BK_ARGS(WT, K)) {                       \
         dg_bk_round<F, WT, K>(indptr, indices, w, unit, front, nfp, nb, dist, act, nact, next, nnext, big, \
                               bigm, nbig, bigdeg, count, rel, ovf, zero, zbig, nrounds, thin, mid, midm, ph, far0,  \
-                              far1, farm);                                                               \
+                              far1, farm, blockIdx.x, gridDim.x);                                        \
     }                                                                                                    \
     extern "C" __global__ void distgraph_bf_batch_big_##SFX(DG_BK_ARGS(WT, K)) {                         \
         dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, nact, next, nnext, big, bigm, nbig,      \
-                            bigdeg, ovf, mid, midm, ph);                                                 \
+                            bigdeg, ovf, mid, midm, ph, blockIdx.x, gridDim.x);                          \
     }
 
 // The same rounds as one cooperative launch (RoundsSSSP.run_batch past its first rounds on a
-// deep graph, BATCH_PERSIST): `steps` rounds from round r0 at most, the two passes and the
-// advance of each separated by grid syncs, so a round costs no launches (with CUDA graphs a
-// road network's round took about 22 us, mostly three kernels' fixed cost). The arrays that
-// alternate (front0/front1, act0/act1, the halves of nbig) and the three frontier lengths in
-// cnt[0..2] rotate by the round's number as the host's rargs do; cnt[3] is the overflow flag of
-// 4-byte keys, cnt[4] the rounds with work. The launch stops after a round that leaves no
-// frontier (no far list either: the advance made it the next frontier) or that overflowed,
-// every block reading the same words after the sync; cnt[5] = the rounds it ran. Every block
-// must be resident (a cooperative launch, a grid of at most the occupancy's blocks). The lists
-// written and read within the launch (front, mid, big) are not __restrict__: no read-only path.
+// deep graph, BATCH_PERSIST): `steps` rounds from round r0 at most, the passes and the advance
+// of each separated by grid syncs, so a round costs no launches, for `ngroups` batches at once
+// (BATCH_GROUPS: a deep graph's round is bound by its chain of dependent accesses, not by its
+// work, so the groups' rounds share its time and its syncs). The grid is split into ngroups
+// runs of blocks, each group's rounds on its own (bid, nblk: the block's index in its run, the
+// run's length); tab holds each group's DG_BG_LEN words (its arrays' addresses and nb, below).
+// The arrays that alternate (front0/front1, act0/act1, the halves of nbig) and the three
+// frontier lengths in cnt[0..2] rotate by the round's number as the host's rargs do; cnt[3] is
+// the overflow flag of 4-byte keys, cnt[4] the rounds with work. The second pass and its sync
+// are skipped in a round whose first pass listed no mid vertex or hub piece in any group (a road
+// network's usual round). A group leaves `live` (its bit) after a round that leaves it no
+// frontier (no far list either: the advance made that the next frontier) or that overflowed,
+// every block reading the same words after the sync; cnt[5] = the rounds it ran in this launch.
+// The launch ends when no group is live or after `steps` rounds. Every block must be resident
+// (a cooperative launch, at most the occupancy's blocks, at least ngroups). The lists written
+// and read within the launch (front, mid, big) are not __restrict__: no read-only path.
+#define DG_BG_LEN 18  // tab: dist, front0, front1, act0, act1, cnt, big, bigm, nbig, count, rel, mid, midm, ph,
+//                       far0, far1, farm (addresses), nb
 template <bool F, typename WT, typename K>
 __device__ void dg_bk_persist(const dg_i64 *__restrict__ indptr, const int *__restrict__ indices,
-                              const WT *__restrict__ w, int unit, int nb, K *dist, int *front0, int *front1,
-                              unsigned *act0, unsigned *act1, unsigned long long *cnt, dg_i64 *big, unsigned *bigm,
-                              unsigned long long *nbig, dg_i64 bigdeg, unsigned long long *count, K *rel, int thin,
-                              int *mid, unsigned *midm, dg_i64 *ph, int *far0, int *far1, unsigned *farm, dg_i64 r0,
-                              dg_i64 steps) {
+                              const WT *__restrict__ w, int unit, const dg_i64 *__restrict__ tab, int ngroups,
+                              unsigned live, dg_i64 bigdeg, int thin, dg_i64 r0, dg_i64 steps) {
     cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+    const int G = (int)gridDim.x;
+    const int g = (int)(((long long)blockIdx.x * ngroups) / G);  // this block's group
+    const int b0 = (int)(((long long)g * G + ngroups - 1) / ngroups), b1 = (int)(((long long)(g + 1) * G + ngroups - 1) / ngroups);
+    const int bid = (int)blockIdx.x - b0, nblk = b1 - b0;
+    const dg_i64 *t = tab + (dg_i64)g * DG_BG_LEN;
+    K *const dist = (K *)t[0];
+    int *const front0 = (int *)t[1], *const front1 = (int *)t[2];
+    unsigned *const act0 = (unsigned *)t[3], *const act1 = (unsigned *)t[4];
+    unsigned long long *const cnt = (unsigned long long *)t[5];
+    dg_i64 *const big = (dg_i64 *)t[6];
+    unsigned *const bigm = (unsigned *)t[7];
+    unsigned long long *const nbig = (unsigned long long *)t[8], *const count = (unsigned long long *)t[9];
+    K *const rel = (K *)t[10];
+    int *const mid = (int *)t[11];
+    unsigned *const midm = (unsigned *)t[12];
+    dg_i64 *const ph = (dg_i64 *)t[13];
+    int *const far0 = (int *)t[14], *const far1 = (int *)t[15];
+    unsigned *const farm = (unsigned *)t[16];
+    const int nb = (int)t[17];
     unsigned *const ovf = (unsigned *)(cnt + 3);
+    const bool lead = blockIdx.x == 0 && threadIdx.x == 0;
     dg_i64 s = 0;
-    while (s < steps) {
+    while (s < steps && live) {
         const dg_i64 r = r0 + s;
         const int e = (int)(r & 1), c0 = (int)(r % 3), c1 = (int)((r + 1) % 3), c2 = (int)((r + 2) % 3);
+        const bool mine = (live >> g) & 1u;
         int *const fr = e ? front1 : front0, *const nx = e ? front0 : front1;
         unsigned *const ac = e ? act1 : act0, *const na = e ? act0 : act1;
-        dg_bk_round<F, WT, K>(indptr, indices, w, unit, fr, cnt + c0, nb, dist, ac, na, nx, cnt + c1, big, bigm,
-                              nbig + 2 * e, bigdeg, count, rel, ovf, cnt + c2, nbig + 2 - 2 * e, cnt + 4, thin, mid,
-                              midm, ph, far0, far1, farm);
+        if (mine)
+            dg_bk_round<F, WT, K>(indptr, indices, w, unit, fr, cnt + c0, nb, dist, ac, na, nx, cnt + c1, big, bigm,
+                                  nbig + 2 * e, bigdeg, count, rel, ovf, cnt + c2, nbig + 2 - 2 * e, cnt + 4, thin,
+                                  mid, midm, ph, far0, far1, farm, bid, nblk);
         grid.sync();
-        dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, na, nx, cnt + c1, big, bigm, nbig + 2 * e, bigdeg,
-                            ovf, mid, midm, ph);
-        grid.sync();
-        dg_bk_advance<F>(cnt + c1, ph);
+        bool two = false;  // a mid vertex or a hub's piece listed in a live group
+        for (int h = 0; h < ngroups; ++h) {
+            const unsigned long long *nh = (const unsigned long long *)tab[(dg_i64)h * DG_BG_LEN + 8] + 2 * e;
+            if ((live >> h) & 1u && (nh[0] | nh[1])) two = true;
+        }
+        if (two) {
+            if (mine)
+                dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, na, nx, cnt + c1, big, bigm, nbig + 2 * e,
+                                    bigdeg, ovf, mid, midm, ph, bid, nblk);
+            grid.sync();
+        }
+        if (mine) dg_bk_advance<F>(cnt + c1, ph, bid);
         grid.sync();
         ++s;
-        if (cnt[c1] == 0ull || *ovf) break;  // (the same words on every block: all stop here)
+        for (int h = 0; h < ngroups; ++h) {  // (the same words on every block: all agree)
+            unsigned long long *ch = (unsigned long long *)tab[(dg_i64)h * DG_BG_LEN + 5];
+            if ((live >> h) & 1u && (ch[c1] == 0ull || *(const unsigned *)(ch + 3))) {
+                live &= ~(1u << h);
+                if (lead) ch[5] = (unsigned long long)s;
+            }
+        }
     }
-    if (blockIdx.x == 0 && threadIdx.x == 0) cnt[5] = (unsigned long long)s;
+    if (lead)
+        for (int h = 0; h < ngroups; ++h)
+            if ((live >> h) & 1u) ((unsigned long long *)tab[(dg_i64)h * DG_BG_LEN + 5])[5] = (unsigned long long)s;
 }
-#define DG_BP_KERNEL(SFX, F, WT, K)                                                                                 \
-    extern "C" __global__ void distgraph_bf_batch_persist_##SFX(                                                  \
-        const dg_i64 *indptr, const int *indices, const WT *w, int unit, int nb, K *dist, int *front0, int *front1,   \
-        unsigned *act0, unsigned *act1, unsigned long long *cnt, dg_i64 *big, unsigned *bigm, unsigned long long *nbig, \
-        dg_i64 bigdeg, unsigned long long *count, K *rel, int thin, int *mid, unsigned *midm, dg_i64 *ph, int *far0,  \
-        int *far1, unsigned *farm, dg_i64 r0, dg_i64 steps) {                                                       \
-        dg_bk_persist<F, WT, K>(indptr, indices, w, unit, nb, dist, front0, front1, act0, act1, cnt, big, bigm, nbig, \
-                                bigdeg, count, rel, thin, mid, midm, ph, far0, far1, farm, r0, steps);              \
+#ifndef DG_BP_MINB  // (resident blocks an SM asked of the compiler: 4 spills ~300 bytes of a group's addresses to L1)
+#define DG_BP_MINB 4
+#endif
+#define DG_BP_KERNEL(SFX, F, WT, K)                                                                             \
+    extern "C" __global__ void __launch_bounds__(256, DG_BP_MINB) distgraph_bf_batch_persist_##SFX(           \
+        const dg_i64 *indptr, const int *indices, const WT *w, int unit, const dg_i64 *tab, int ngroups,      \
+        unsigned live, dg_i64 bigdeg, int thin, dg_i64 r0, dg_i64 steps) {                                   \
+        dg_bk_persist<F, WT, K>(indptr, indices, w, unit, tab, ngroups, live, bigdeg, thin, r0, steps);        \
     }
 // named by the weights' dtype as stored and, for 4-byte keys, _k32
 DG_BK_KERNELS(i64, false, dg_i64, dg_i64)

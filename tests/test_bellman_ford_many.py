@@ -195,9 +195,11 @@ class _Engine:
         pred = np.full(self.graph.n, -1) if predecessors else None
         return np.full(self.graph.n, source), pred, {"mode": "rounds" if self.kind == "rounds" else "async"}, None
 
-    def run_batch(self, sources, outs, *, max_rounds, sink=None, wide=False):
-        _Engine.log.append(("batch", self.kind, self.relabel, tuple(int(s) for s in sources), max_rounds, wide))
-        self.last_batch = {"keys": 8 if _Engine.wide_after is not None and sources[0] >= _Engine.wide_after else 4}
+    def run_batch(self, sources, outs, *, max_rounds, sink=None, wide=False, group=32):
+        _Engine.log.append(("batch", self.kind, self.relabel, tuple(int(s) for s in sources), max_rounds, wide,
+                            group))
+        self.last_batch = {"keys": 8 if _Engine.wide_after is not None and sources[0] >= _Engine.wide_after else 4,
+                           "persistent_rounds": 5 if _Engine.deep_batches else 0}
         if _Engine.batch_error is not None:
             raise _Engine.batch_error
         res = []
@@ -226,9 +228,10 @@ def engines(monkeypatch):
     monkeypatch.setattr(_Engine, "unsettled", set(), raising=False)
     monkeypatch.setattr(_Engine, "batch_error", None, raising=False)
     monkeypatch.setattr(_Engine, "wide_after", None, raising=False)
+    monkeypatch.setattr(_Engine, "deep_batches", False, raising=False)
     monkeypatch.setattr(config, "gpu_sssp_relabel_runs", 3)
     monkeypatch.setattr(config, "gpu_sssp_batch", 0)  # one source at a time, unless a test says so
-    monkeypatch.setattr(gbf, "_batch_fits", lambda g: True)
+    monkeypatch.setattr(gbf, "_batch_fits", lambda g, groups=1, held=0: True)
     return gbf
 
 
@@ -362,6 +365,34 @@ def test_many_sources_run_in_batches(batched, monkeypatch):
         assert [e[4] for e in _Engine.log if e[0] == "batch"] == [want]
 
 
+@pytest.mark.parametrize("fits", [True, False])
+def test_many_sources_deep_batches_in_groups(batched, monkeypatch, fits):
+    """Once a batch's rounds went persistent (a deep graph), the session's batches take
+    BATCH_GROUPS groups of the batch size (3 here), where their arrays fit (group 0's held);
+    the engine gets the group size."""
+    held = []
+
+    def fit(g, groups=1, held_bytes=0):
+        held.append((groups, held_bytes))
+        return fits or groups == 1
+
+    monkeypatch.setattr(batched, "_batch_fits", lambda g, groups=1, held=0: fit(g, groups, held))
+    monkeypatch.setattr(batched, "BATCH_GROUPS", 2)
+    _Engine.deep_batches = True
+    g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
+    src = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5]
+    r = _bellman_ford(g, src, backend="gpu", mode="rounds")
+    assert r.distance[:, 0].tolist() == src
+    if fits:
+        assert _runs("batch") == [(3, 1, 4), (1, 5, 9, 2, 6, 5), (3, 5)]
+    else:
+        assert _runs("batch") == [(3, 1, 4), (1, 5, 9), (2, 6, 5), (3, 5)]
+    assert {e[6] for e in _Engine.log if e[0] == "batch"} == {3}
+    n, m = g.n, g.m
+    assert held[-1] == (2, batched._group_bytes(n, m))
+    assert len(held) == (2 if fits else 5)  # (batch_size's one group; then after each batch until they fit)
+
+
 def test_many_sources_batch_keys_wide_for_the_session(batched):
     """Once a batch ran on 8-byte keys (its sums left int32's range), the session's later
     batches start on them (the renamed engine too)."""
@@ -438,12 +469,12 @@ def test_session_batch_size(engines, monkeypatch):
         assert s.batch_size() == 0
     with engines.Session(g, None, MPI.COMM_SELF, mode="async") as s:
         assert s.batch_size() == 0
-    monkeypatch.setattr(engines, "_batch_fits", lambda g: False)
+    monkeypatch.setattr(engines, "_batch_fits", lambda g, groups=1, held=0: False)
     with engines.Session(g, None, MPI.COMM_SELF, mode="rounds") as s:
         assert s.batch_size() == 0
     for k in (0, 1):
         monkeypatch.setattr(config, "gpu_sssp_batch", k)
-        monkeypatch.setattr(engines, "_batch_fits", lambda g: True)
+        monkeypatch.setattr(engines, "_batch_fits", lambda g, groups=1, held=0: True)
         with engines.Session(g, None, MPI.COMM_SELF, mode="rounds") as s:
             assert s.batch_size() == 0
 
@@ -469,9 +500,17 @@ def test_batch_bytes():
             n, m = 1000, 256 * 10
             eng = types.SimpleNamespace(cp=np, graph=types.SimpleNamespace(n=n),
                                         block=types.SimpleNamespace(indices=np.zeros(m, np.int32)))
-            st = RoundsSSSP._batch_arrays(eng, 32)
+            st = RoundsSSSP._batch_arrays(eng, 0)
             used = sum(a.nbytes for a in st.values() if isinstance(a, np.ndarray)) + 32 * gbf.BATCH_MAX * n
             bound = RoundsSSSP.batch_bytes(n, m)
+            assert bound - 1024 <= used <= bound, (skip, used, bound)
+            # two groups: two sets of arrays, the rows of one group's gather (24 bytes) and three
+            # groups' copies (8)
+            st1 = RoundsSSSP._batch_arrays(eng, 1)
+            assert st1 is not st and st1["cnt"].base is st["cnt"].base and RoundsSSSP._batch_arrays(eng, 0) is st
+            used = sum(a.nbytes for x in (st, st1) for a in x.values() if isinstance(a, np.ndarray)) \
+                + (24 + 3 * 8) * gbf.BATCH_MAX * n
+            bound = RoundsSSSP.batch_bytes(n, m, 2)
             assert bound - 1024 <= used <= bound, (skip, used, bound)
         finally:
             gbf.BATCH_SKIP = old

@@ -756,6 +756,41 @@ def test_batched_rounds_persistent_with_hubs_and_mid_vertices(monkeypatch, thin,
         assert min(st["persistent_rounds"] for st in per) > 0 and min(st["rounds"] for st in per) > 16
 
 
+@pytest.mark.parametrize("persist", [1, 0])
+@pytest.mark.parametrize("big", [False, True])
+def test_batched_rounds_groups_in_step(monkeypatch, persist, big):
+    """BATCH_GROUPS: after a first batch proved the graph deep (its rounds went persistent), the
+    next batch's 68 sources run as 3 groups in step (23, 23, 22), one launch for all; the third
+    group's sources are on a path of 40 vertices apart from the grid, so it settles first, within
+    the persistent rounds (40 rounds at most), and the others go on (41 or more: near-far off,
+    a round per arc). big: the path's arcs weigh 2**26 (int64), its sums leave int32's range at
+    arc 32 and the whole batch runs again on 8-byte keys. persist 0: no persistent rounds, so
+    one group a batch. Every row the CPU backend's."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    monkeypatch.setattr(gbf, "BATCH_PERSIST", persist)
+    monkeypatch.setattr(gbf, "BATCH_NEAR_FAR", "off")
+    monkeypatch.setattr(gbf, "BATCH_GROUPS", 3)
+    rng = np.random.default_rng(40)
+    grid = _grid_graph(40, rng, np.int64)
+    p = grid.n + np.arange(40)
+    src = np.concatenate([np.repeat(np.arange(grid.n), np.diff(grid.indptr)), p[:-1]])
+    dst = np.concatenate([grid.indices, p[1:]])
+    w = np.concatenate([grid.weights, np.full(39, 2 ** 26 if big else 3, np.int64)])
+    g = Graph.from_edges(src, dst, w, n=grid.n + 40)
+    srcs = [int(x) for x in rng.integers(0, grid.n, 78)] + [int(x) for x in rng.choice(p[:5], 22)]
+    r = _batched(g, srcs)
+    per = r.stats["per_source"]
+    if not persist:
+        assert [st["batch"] for st in per] == [32] * 96 + [4] * 4 and {st["groups"] for st in per} == {1}
+        return
+    assert [st["batch"] for st in per] == [32] * 32 + [23] * 46 + [22] * 22
+    assert [st["groups"] for st in per] == [1] * 32 + [3] * 68
+    assert [st["keys"] for st in per] == [4] * 32 + [8 if big else 4] * 68
+    assert max(st["rounds"] for st in per[78:]) <= 40 < min(st["rounds"] for st in per[32:78])
+    assert min(st["persistent_rounds"] for st in per) > 0
+
+
 def test_batched_rounds_persistent_overflow_of_four_byte_keys():
     """A path of 300 arcs of 2**26: its sums leave int32's range at arc 32, within the
     persistent rounds; the batch runs again on 8-byte keys, with the CPU backend's rows."""

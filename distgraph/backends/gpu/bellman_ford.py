@@ -1376,6 +1376,13 @@ BATCH_GRAPHS = True
 #: stride of that grid (256 vertices a block); 0: off (the CUDA graphs above).
 BATCH_PERSIST = 1
 BATCH_PERSIST_STEP = 512
+#: Groups of up to :data:`BATCH_MAX` sources whose rounds run in step (one launch for all past
+#: the first rounds, each group on its share of the grid): a deep graph's round costs about as
+#: much for one group as for several (a chain of dependent memory accesses), so
+#: :meth:`Session.batch_size` offers this many groups' sources once a batch has proved the graph
+#: deep (its rounds went persistent), where their arrays fit; 1: one group a batch.
+BATCH_GROUPS = 4
+_GROUPS_CAP = 8  # (the groups' counters: rows of one array, kept for the CUDA graphs' pointers)
 #: The batched rounds' thin frontier vertices: at most this many (source, arc) pairs (arcs
 #: times its sources in the round: a road network's, whose sources' wavefronts seldom meet).
 #: A warp takes 32 frontier vertices and deals their thin pairs over its lanes; the others go
@@ -2076,7 +2083,7 @@ class RoundsSSSP:
     def close(self):
         """Free the exchange's symmetric arrays (collective on several PEs) and the pinned
         buffer of :func:`_to_host`."""
-        self._stage = self._batch = None
+        self._stage = self._batches = self._batch_tab = None
         if self.exchange is not None:
             self.exchange.close()
             self.exchange = None
@@ -2221,27 +2228,30 @@ class RoundsSSSP:
         return d, p, stats, None
 
 
-    def run_batch(self, sources, outs, *, max_rounds, sink=None, wide=False):
-        """Distances from several sources at once (at most :data:`BATCH_MAX`; one PE, the
-        kernel engine): the batched round kernels of ``kernels/bf_rounds.cu`` keep each
-        vertex's distances from all the sources side by side, so one read of an arc relaxes it
-        for every source that needs it. ``outs[b]``: a host row of n items (the work dtype, or
-        its int32 / float32) that receives ``sources[b]``'s distances if its rounds settle
-        within ``max_rounds`` rounds, through ``sink`` (a :class:`_RowSink`: read the rows
-        after its flush) or, without one, at once. Returns a list: each source's stats, or None
-        where its rounds had not settled (a negative cycle, or a graph deeper than
-        ``max_rounds``: the caller runs that source alone, which finds the cycle or goes on).
-        No predecessors, no negative-cycle bound: the rounds stop when no distance changed.
-        Integer weights run on 4-byte keys unless ``wide`` (or :data:`BATCH_KEYS32` is off); a
-        sum outside their range runs the batch again on 8-byte keys (``self.last_batch["keys"]``
-        says which)."""
-        from ..cpu.bellman_ford import to_output_dtype
+    def run_batch(self, sources, outs, *, max_rounds, sink=None, wide=False, group=BATCH_MAX):
+        """Distances from several sources at once (in groups of at most ``group`` sources, up
+        to :data:`BATCH_MAX`, and up to 8 groups; one PE, the kernel engine): the batched
+        round kernels of ``kernels/bf_rounds.cu`` keep each vertex's distances from a group's
+        sources side by side, so one read of an arc relaxes it for every source that
+        needs it; the groups (the sources split evenly, each with its own arrays) run their
+        rounds in step, a deep graph's in one persistent launch for all. ``outs[b]``: a host row
+        of n items (the work dtype, or its int32 / float32) that receives ``sources[b]``'s
+        distances if its rounds settle within ``max_rounds`` rounds, through ``sink`` (a
+        :class:`_RowSink`: read the rows after its flush) or, without one, at once. Returns a
+        list: each source's stats, or None where its rounds had not settled (a negative cycle,
+        or a graph deeper than ``max_rounds``: the caller runs that source alone, which finds
+        the cycle or goes on). No predecessors; a key below the negative-cycle bound leaves its
+        source unsettled. Integer weights run on 4-byte keys unless ``wide`` (or
+        :data:`BATCH_KEYS32` is off); a sum outside their range runs the batch again on 8-byte
+        keys (``self.last_batch["keys"]`` says which)."""
         from .loader import get_module
 
         cp, n = self.cp, self.graph.n
         src = np.asarray(sources, dtype=np.int64).reshape(-1)
         nb = int(src.size)
-        assert 1 <= nb <= BATCH_MAX and len(outs) == nb, (nb, len(outs))
+        expect(1 <= int(group) <= BATCH_MAX, "group", f"1 to {BATCH_MAX} sources", group)
+        ng = -(-nb // int(group))  # the groups, of sizes differing by one at most
+        assert 1 <= nb and ng <= _GROUPS_CAP and len(outs) == nb, (nb, ng, len(outs))
         assert not self.distributed and self.engine == "kernel" and self.block.lo == 0 and self.block.hi == n
         ok = (self.wdt, _NARROW[self.wdt.kind])
         for row in outs:
@@ -2250,7 +2260,6 @@ class RoundsSSSP:
                    f"C-contiguous ({n},) host rows, all of {' or '.join(map(str, ok))}", getattr(row, "shape", row))
         t0 = time.perf_counter()
         block = self.block
-        st = self._batch_arrays(nb)
         renamed = self.new_id is not None
         ids = self.new_id[src] if renamed else src  # the rounds' ids of the sources
         # 4-byte keys for integer weights until a sum leaves their range (then 8 from here on)
@@ -2258,6 +2267,112 @@ class RoundsSSSP:
         kdt = cp.int32 if k32 else cp.int64
         inf = np.iinfo(np.int32).max if k32 else (int(np.float64(np.inf).view(np.int64)) if block.isf
                                                   else np.iinfo(np.int64).max)
+        # near-far: off until the threshold is set (at once, or once the graph proves deep)
+        mode, dbits = BATCH_NEAR_FAR, self._batch_delta(self._batch_arrays(0))
+        expect(mode in ("off", "deep", "always"), "BATCH_NEAR_FAR", "'off', 'deep' or 'always'", mode)
+        top = np.iinfo(np.int64).max
+        thr0 = top if dbits is None or mode == "off" else dbits[1]
+        # the negative-cycle bound (a key below it: the source's rounds run alone, see dg_bk_lower)
+        bound = self.bound_key if self.has_neg else np.iinfo(np.int64).min
+        mod = get_module("bf_rounds")
+        sfx = block.suffix + ("_k32" if k32 else "")
+        fns = (mod.get_function(f"distgraph_bf_batch_round_{sfx}"), mod.get_function(f"distgraph_bf_batch_big_{sfx}"),
+               mod.get_function("distgraph_bf_batch_advance_" + ("float" if block.isf else "int")))
+        sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
+        unit = block.w is None
+        w = block.indptr if unit else block.w  # unit weights: a placeholder pointer, never read
+        hubs = block.max_degree() >= BATCH_BIG_DEGREE
+        thin = np.int32(min(max(int(BATCH_THIN), 0), 1024))  # (pairs summed over a warp in 32 bits)
+        sizes = [nb // ng + (j < nb % ng) for j in range(ng)]
+        groups = []
+        for j in range(ng):
+            lo = sum(sizes[:j])
+            groups.append(self._batch_group(j, ids[lo:lo + sizes[j]], lo, kdt, inf, mode, thr0, top, bound, dbits,
+                                            unit, w, thin))
+        cnts = self._batch_cnts
+        nf = {j: g["nf"] for j, g in enumerate(groups)}  # the live groups' frontier lengths
+        rounds, got, persisted = 0, cnts[:ng].get(), 0
+        while nf and rounds < max_rounds:
+            if rounds < BATCH_EXACT:  # one round, its frontier's length known
+                step = 1
+            else:  # rounds queued unread (the kernels stride: grids for twice the last lengths read)
+                step = min(BATCH_CHECK, max_rounds - rounds)
+                if rounds == BATCH_EXACT and mode == "deep" and thr0 != top:
+                    for j in nf:  # a deep graph: near-far from here on
+                        groups[j]["st"]["ph"][_PH_THR:_PH_THR + 1].fill(thr0)
+                pk = self._batch_persist(groups[0]["st"], sfx)
+                live = sorted(nf)
+                if pk is not None and pk[1] >= len(live) and 2 * max(nf.values()) <= 256 * (pk[1] // len(live)):
+                    # a deep graph's small frontiers: every live group's rounds in one launch
+                    step = min(int(BATCH_PERSIST_STEP), max_rounds - rounds)
+                    tab = self._batch_table(live, [groups[j] for j in live])
+                    try:
+                        pk[0]((pk[1],), (256,), (block.indptr, block.indices, w, np.int32(unit), tab,
+                                                 np.int32(len(live)), np.uint32((1 << len(live)) - 1),
+                                                 np.int64(BATCH_BIG_DEGREE), thin, np.int64(rounds), np.int64(step)))
+                    except cp.cuda.driver.CUDADriverError:  # (a cooperative launch refused) the graphs
+                        self._batch_arrays(0)["no_persist"] = True
+                    else:
+                        got = cnts[:ng].get()
+                        persisted += int(got[live, 5].max())
+                        for j in live:  # (cnt[5]: its rounds; fewer than step: it stopped)
+                            nf[j] = int(got[j][(rounds + int(got[j][5])) % 3])
+                        rounds += step
+                        nf = {j: x for j, x in nf.items() if x}
+                        if k32 and got[:, 3].any():
+                            break  # a sum past int32's range: run again on 8-byte keys (below)
+                        if sink is not None:
+                            sink.poll()
+                        continue
+            for j in sorted(nf):
+                est = nf[j] if step == 1 else 2 * nf[j]
+                self._batch_steps(groups[j], fns, rounds, step, est, sms, hubs, sfx, nb=groups[j]["nb"], thin=thin)
+            rounds += step
+            got = cnts[:ng].get()
+            nf = {j: int(got[j][rounds % 3]) for j in nf}
+            nf = {j: x for j, x in nf.items() if x}
+            if k32 and got[:, 3].any():
+                break  # a sum past int32's range: run again on 8-byte keys (below)
+            if sink is not None:  # the last batch's rows, once on the host, to the threads
+                sink.poll()
+        if k32 and got[:ng, 3].any():  # a sum past int32's range: the batch again with 8-byte keys
+            return self.run_batch(sources, outs, max_rounds=max_rounds, sink=sink, wide=True, group=group)
+        out_stats, t_run, t_out = [None] * nb, 0.0, 0.0
+        t_run = time.perf_counter() - t0
+        summary = {"rounds": 0, "phases": 0, "unsettled": 0, "relaxations": 0}
+        for j, g in enumerate(groups):
+            t1 = time.perf_counter()
+            res = self._batch_finish(g, j in nf, k32, inf, outs, sink)
+            t_out += time.perf_counter() - t1
+            rounds_j = int(got[j][4])  # the rounds that had work
+            for b, count in enumerate(res["counts"]):
+                if count is None:
+                    continue
+                out_stats[g["lo"] + b] = {
+                    "mode": "rounds", "backend": "gpu", "engine": "kernel", "order": "async", "batch": g["nb"],
+                    "groups": ng, "rounds": rounds_j, "relaxations": count, "distributed": False, "exchange": None,
+                    "tails_rerun": False, "keys": 4 if k32 else 8, "phases": res["phases"],
+                    "persistent_rounds": persisted, "relabel": self.relabel, "time_setup_s": self.setup_s}
+                if renamed:
+                    out_stats[g["lo"] + b]["time_relabel_s"] = self.relabel_s
+            summary["rounds"] = max(summary["rounds"], rounds_j)
+            summary["phases"] = max(summary["phases"], res["phases"])
+            summary["unsettled"] += res["unsettled"]
+            summary["relaxations"] += res["relaxations"]
+        for x in out_stats:
+            if x is not None:
+                x.update(time_run_s=t_run / nb, time_batch_run_s=t_run, time_d2h_s=t_out / nb)
+        self.last_batch = {"sources": nb, "groups": ng, "keys": 4 if k32 else 8, "persistent_rounds": persisted,
+                           "time_run_s": t_run, "time_out_s": t_out, **summary}
+        return out_stats
+
+    def _batch_group(self, slot, ids, lo, kdt, inf, mode, thr0, top, bound, dbits, unit, w, thin):
+        """One group of a batch on the arrays of ``slot``: its keys, masks and counters reset, its
+        sources (``ids``, in the rounds' ids; ``lo``: its first in the batch) as round 0's
+        frontier, and the arguments of its rounds (``rargs``, by round mod 6)."""
+        cp, n, block = self.cp, self.graph.n, self.block
+        nb = int(ids.size)
+        st = self._batch_arrays(slot)
         dist = st["dist"].view(kdt)[:n * nb]
         dist.fill(inf)
         rel = st["rel"].view(kdt)[:n * nb] if BATCH_SKIP else None
@@ -2267,14 +2382,7 @@ class RoundsSSSP:
         act.fill(0)  # (a batch stopped by an error or an interrupt may have left bits)
         nact.fill(0)
         st["farm"].fill(0)
-        # near-far: off until the threshold is set (at once, or once the graph proves deep)
-        mode, dbits = BATCH_NEAR_FAR, self._batch_delta(st)
-        expect(mode in ("off", "deep", "always"), "BATCH_NEAR_FAR", "'off', 'deep' or 'always'", mode)
-        top = np.iinfo(np.int64).max
-        thr0 = top if dbits is None or mode == "off" else dbits[1]
         ph = st["ph"]
-        # the negative-cycle bound (a key below it: the source's rounds run alone, see dg_bk_lower)
-        bound = self.bound_key if self.has_neg else np.iinfo(np.int64).min
         ph.set(np.array([top if mode != "always" else thr0, 0, 0, 0, 0, top, top, bound,
                          0 if dbits is None else dbits[0], 0, 0], np.int64))
         # cnt: the frontiers' lengths (three in turn: round r reads cnt[r % 3], appends to
@@ -2288,22 +2396,11 @@ class RoundsSSSP:
         uniq, inv = np.unique(ids, return_inverse=True)
         masks = np.zeros(uniq.size, np.uint32)
         np.bitwise_or.at(masks, inv.reshape(-1), (np.uint32(1) << np.arange(nb, dtype=np.uint32)))
-        d_ids = cp.asarray(ids)
-        dist[d_ids * nb + cp.arange(nb)] = 0  # the key of 0 (and of 0.0)
+        dist[cp.asarray(ids) * nb + cp.arange(nb)] = 0  # the key of 0 (and of 0.0)
         act[cp.asarray(uniq)] = cp.asarray(masks)
         front[:uniq.size] = cp.asarray(uniq, dtype=cp.int32)
         cnt[0] = uniq.size
-        mod = get_module("bf_rounds")
-        sfx = block.suffix + ("_k32" if k32 else "")
-        fn = mod.get_function(f"distgraph_bf_batch_round_{sfx}")
-        fn_big = mod.get_function(f"distgraph_bf_batch_big_{sfx}")
-        fn_adv = mod.get_function("distgraph_bf_batch_advance_" + ("float" if block.isf else "int"))
-        sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
-        unit = block.w is None
-        w = block.indptr if unit else block.w  # unit weights: a placeholder pointer, never read
-        hubs = block.max_degree() >= BATCH_BIG_DEGREE
         fronts, acts, nbig = (front, nxt), (act, nact), st["nbig"]  # nbig: (pieces, mid) of even, odd rounds
-        thin = np.int32(min(max(int(BATCH_THIN), 0), 1024))  # (pairs summed over a warp in 32 bits)
         rargs = [(block.indptr, block.indices, w, np.int32(unit), fronts[r % 2], cnt[r % 3:r % 3 + 1], np.int32(nb),
                   dist, acts[r % 2], acts[1 - r % 2], fronts[1 - r % 2], cnt[(r + 1) % 3:(r + 1) % 3 + 1],
                   st["big"], st["bigm"], nbig[2 * (r % 2):2 * (r % 2) + 2], np.int64(BATCH_BIG_DEGREE), st["count"],
@@ -2311,126 +2408,95 @@ class RoundsSSSP:
                   nbig[2 - 2 * (r % 2):4 - 2 * (r % 2)], cnt[4:5], thin, st["mid"], st["midm"],
                   ph, st["far0"], st["far1"], st["farm"]) for r in range(6)]  # the passes' arguments, r % 6
         rargs = [(a, (a[11], ph)) for a in rargs]  # and the advance's: the next frontier's length, ph
-        fns = (fn, fn_big, fn_adv)
-        # the persistent launch's arguments (the rotating arrays both ways; then r0, steps)
-        pargs = (block.indptr, block.indices, w, np.int32(unit), np.int32(nb), dist, front, nxt, act, nact, cnt,
-                 st["big"], st["bigm"], nbig, np.int64(BATCH_BIG_DEGREE), st["count"],
-                 np.uint64(0) if rel is None else rel, thin, st["mid"], st["midm"], ph, st["far0"], st["far1"],
-                 st["farm"])
-        nf, rounds, got, persisted = uniq.size, 0, None, 0
-        while nf and rounds < max_rounds:
-            if rounds < BATCH_EXACT:  # one round, its frontier's length known
-                step, est = 1, nf
-            else:  # rounds queued unread: grids for twice the last length read (the kernels stride)
-                step, est = min(BATCH_CHECK, max_rounds - rounds), 2 * nf
-                if rounds == BATCH_EXACT and mode == "deep" and thr0 != top:
-                    ph[_PH_THR:_PH_THR + 1].fill(thr0)  # a deep graph: near-far from here on
-                pk = self._batch_persist(st, sfx)
-                if pk is not None and est <= 256 * pk[1]:  # a deep graph's small frontiers: one launch
-                    step = min(int(BATCH_PERSIST_STEP), max_rounds - rounds)
-                    try:
-                        pk[0]((pk[1],), (256,), pargs + (np.int64(rounds), np.int64(step)))
-                    except cp.cuda.driver.CUDADriverError:  # (a cooperative launch refused) the graphs
-                        st["no_persist"] = True
-                    else:
-                        got = cnt.get()
-                        done = int(got[5])  # (fewer than step: it stopped on an empty frontier)
-                        rounds, persisted = rounds + done, persisted + done
-                        nf = int(got[rounds % 3])
-                        if k32 and got[3]:
-                            break
-                        if sink is not None:
-                            sink.poll()
-                        continue
-            # the first pass: 32 vertices a warp, 8 warps a block; the second (the mid list's
-            # vertices, a warp each, and the hubs' pieces, a block each): a warp per vertex
-            grid = max(-(-est // 256), 1 if step == 1 else sms)
-            grid2 = max(-(-est // 8), 4 * sms if hubs else 1)
-            graphs = BATCH_GRAPHS and step >= 6 and not st.get("no_graphs")
-            if graphs:
-                grid, grid2 = 1 << (grid - 1).bit_length(), 1 << (grid2 - 1).bit_length()
-            grid, grid2 = int(min(grid, 32 * sms)), int(min(grid2, 32 * sms))
-            r = rounds
-            while r < rounds + step:
-                if graphs and rounds + step - r >= 6:
-                    key = (sfx, nb, r % 6, grid, grid2, int(thin), rel is None, BATCH_BIG_DEGREE)
-                    g = self._batch_graph(st, key, fns, rargs, grid, grid2)
-                    if g is not None:
-                        g.launch()
-                        r += 6
-                        continue
-                _batch_round(fns, rargs[r % 6], grid, grid2)
-                r += 1
-            rounds += step
-            got = cnt.get()
-            nf = int(got[rounds % 3])
-            if k32 and got[3]:
-                break  # a sum past int32's range: run again on 8-byte keys (below)
-            if sink is not None:  # the last batch's rows, once on the host, to the threads
-                sink.poll()
-        if k32 and got is not None and got[3]:  # a sum past int32's range: the batch again with 8-byte keys
-            return self.run_batch(sources, outs, max_rounds=max_rounds, sink=sink, wide=True)
-        rounds = int(got[4]) if got is not None else 0  # the rounds that had work
-        phv = ph.get()
-        phases = int(phv[_PH_PHASES])
+        # the persistent launch's row of the groups' table (kernels/bf_rounds.cu, DG_BG_LEN)
+        row = [dist, front, nxt, act, nact, cnt, st["big"], st["bigm"], nbig, st["count"], rel, st["mid"],
+               st["midm"], ph, st["far0"], st["far1"], st["farm"]]
+        row = [0 if a is None else int(a.data.ptr) for a in row] + [nb]
+        return {"st": st, "nb": nb, "lo": lo, "dist": dist, "rargs": rargs, "nf": int(uniq.size), "row": row,
+                "skip": rel is not None}
+
+    def _batch_steps(self, g, fns, rounds, step, est, sms, hubs, sfx, *, nb, thin):
+        """Rounds ``rounds`` to ``rounds + step`` of group ``g`` (launches, or CUDA graphs of 6
+        rounds when ``step`` is 6 or more): grids for ``est`` frontier vertices."""
+        st, rargs = g["st"], g["rargs"]
+        # the first pass: 32 vertices a warp, 8 warps a block; the second (the mid list's
+        # vertices, a warp each, and the hubs' pieces, a block each): a warp per vertex
+        grid = max(-(-est // 256), 1 if step == 1 else sms)
+        grid2 = max(-(-est // 8), 4 * sms if hubs else 1)
+        graphs = BATCH_GRAPHS and step >= 6 and not st.get("no_graphs")
+        if graphs:
+            grid, grid2 = 1 << (grid - 1).bit_length(), 1 << (grid2 - 1).bit_length()
+        grid, grid2 = int(min(grid, 32 * sms)), int(min(grid2, 32 * sms))
+        r = rounds
+        while r < rounds + step:
+            if graphs and rounds + step - r >= 6:
+                key = (sfx, nb, r % 6, grid, grid2, int(thin), g["skip"], BATCH_BIG_DEGREE)
+                gr = self._batch_graph(st, key, fns, rargs, grid, grid2)
+                if gr is not None:
+                    gr.launch()
+                    r += 6
+                    continue
+            _batch_round(fns, rargs[r % 6], grid, grid2)
+            r += 1
+
+    def _batch_table(self, live, groups):
+        """The persistent launch's table of the ``live`` groups (their rows, kernels/bf_rounds.cu's
+        DG_BG_LEN words each) on the device, kept while the same groups run."""
+        key = (tuple(live), tuple(tuple(g["row"]) for g in groups))
+        got = getattr(self, "_batch_tab", None)
+        if got is None or got[0] != key:
+            got = self._batch_tab = (key, self.cp.asarray(np.array([g["row"] for g in groups], np.int64)))
+        return got[1]
+
+    def _batch_finish(self, g, unsettled_front, k32, inf, outs, sink):
+        """Group ``g``'s rows: its settled sources' distances (in the caller's ids) to their
+        ``outs`` rows (through ``sink``, or at once); returns its counts (a source's relaxations,
+        None where not settled: below the bound, or still in a frontier or far list when
+        ``unsettled_front``), phases, unsettled and relaxations."""
+        from ..cpu.bellman_ford import to_output_dtype
+
+        cp, n, block = self.cp, self.graph.n, self.block
+        st, nb, lo, dist = g["st"], g["nb"], g["lo"], g["dist"]
+        phv = st["ph"].get()
         # not settled: the sources that went below the negative-cycle bound, and those some
         # frontier vertex (or far list) still holds
         left = int(phv[_PH_CYCLE]) & ((1 << nb) - 1)
-        if nf:
-            bits = acts[0] | acts[1] | st["farm"]
+        if unsettled_front:
+            bits = st["act"] | st["nact"] | st["farm"]
             left |= int(np.bitwise_or.reduce(bits[bits != 0].get(), initial=np.uint32(0)))
         counts = st["count"].get()
-        cp.cuda.Device().synchronize()
-        t_run = time.perf_counter() - t0
-        settled = [j for j in range(nb) if not (left >> j) & 1]
-        out_stats = []
-        t1 = time.perf_counter()
+        settled = [b for b in range(nb) if not (left >> b) & 1]
         if settled:
             # the settled sources' rows, in the caller's ids, as one (k, n) block: the vertices'
             # lines gathered (renamed: 4 or 8 bytes per source, side by side), the settled
             # columns, the keys back to doubles, the narrowing to the rows' dtype (one range
             # check for all: an overflow is raised here, and the source run alone names it)
             mat = dist.reshape(n, nb)
-            if renamed:
+            if self.new_id is not None:
                 mat = mat[self.d_new_id]
             cols = mat.T[settled] if len(settled) < nb else mat.T
             blk = cp.ascontiguousarray(cols)
             del cols, mat
-            lo = st["dist"].data.ptr
-            if lo <= blk.data.ptr < lo + st["dist"].nbytes:  # a view of the keys (n or nb of 1): a copy
+            base = st["dist"].data.ptr
+            if base <= blk.data.ptr < base + st["dist"].nbytes:  # a view of the keys (n or nb of 1): a copy
                 blk = blk.copy()
             if block.isf:  # keys back to doubles
                 blk = cp.where(blk < 0, blk ^ _FLIP, blk).view(cp.float64)
-            dt = outs[settled[0]].dtype
+            dt = outs[lo + settled[0]].dtype
             if k32 and dt != np.int32:  # +inf as the int64 one, for the rows' dtype below
                 blk = cp.where(blk == inf, np.iinfo(np.int64).max, blk.astype(cp.int64))
-            assert all(outs[j].dtype == dt for j in settled)
             if blk.dtype != dt:
                 blk = to_output_dtype(blk, dt, xp=cp)
-            rows = [outs[j] for j in settled]
+            rows = [outs[lo + b] for b in settled]
             if sink is not None:
                 sink.put_rows(blk, rows, fresh=True)  # made here: the next batch runs during its copy
             else:
                 for j, row in enumerate(rows):
                     _to_host(blk[j], self, out=row)
             del blk
-        t_out = time.perf_counter() - t1
-        for j in range(nb):
-            if (left >> j) & 1:
-                out_stats.append(None)
-                continue
-            out_stats.append({"mode": "rounds", "backend": "gpu", "engine": "kernel", "order": "async",
-                              "batch": nb, "rounds": rounds, "relaxations": int(counts[j]),
-                              "distributed": False, "exchange": None, "tails_rerun": False,
-                              "keys": 4 if k32 else 8, "phases": phases, "persistent_rounds": persisted,
-                              "relabel": self.relabel, "time_setup_s": self.setup_s, "time_run_s": t_run / nb,
-                              "time_batch_run_s": t_run, "time_d2h_s": t_out / nb})
-            if renamed:
-                out_stats[-1]["time_relabel_s"] = self.relabel_s
-        self.last_batch = {"sources": nb, "rounds": rounds, "phases": phases, "unsettled": bin(left).count("1"),
-                           "keys": 4 if k32 else 8, "persistent_rounds": persisted,
-                           "relaxations": int(counts[:nb].sum()), "time_run_s": t_run, "time_out_s": t_out}
-        return out_stats
+        return {"counts": [None if (left >> b) & 1 else int(counts[b]) for b in range(nb)],
+                "phases": int(phv[_PH_PHASES]), "unsettled": bin(left).count("1"),
+                "relaxations": int(counts[:nb].sum())}
 
     @staticmethod
     def _batch_graph(st, key, fns, phases, grid, grid2):
@@ -2514,36 +2580,46 @@ class RoundsSSSP:
         v = _int_delta(max(d, 1.0))
         return (v, v) if v else None
 
-    def _batch_arrays(self, nb):
-        """The batched rounds' device arrays, kept for the next batch (the distances for
+    def _batch_arrays(self, slot):
+        """Group ``slot``'s device arrays, kept for the next batch (the distances for
         :data:`BATCH_MAX` sources and, with :data:`BATCH_SKIP`, the keys their arcs were last
-        relaxed from: n * 512 bytes; the masks, frontiers, mid and far lists: n * 36).
+        relaxed from: n * 512 bytes; the masks, frontiers, mid and far lists: n * 36). The
+        groups' counters are rows of one array (``self._batch_cnts``: read back at once).
         :meth:`batch_bytes` bounds them."""
-        st = getattr(self, "_batch", None)
-        if st is None:
+        sts = getattr(self, "_batches", None)
+        if sts is None:
+            sts = self._batches = []
+            self._batch_cnts = self.cp.zeros((_GROUPS_CAP, 8), self.cp.uint64)
+        while len(sts) <= slot:
             cp, n, m = self.cp, self.graph.n, int(self.block.indices.shape[0])
             cap = 2 * (m // BATCH_BIG_DEGREE) + 2  # pieces of a round's hubs (see rounds_kernel's big)
-            st = self._batch = {
+            sts.append({
                 "dist": cp.empty(n * BATCH_MAX, cp.int64), "act": cp.zeros(max(n, 1), cp.uint32),
                 "nact": cp.zeros(max(n, 1), cp.uint32), "front": cp.empty(max(n, 1), cp.int32),
-                "next": cp.empty(max(n, 1), cp.int32), "cnt": cp.zeros(6, cp.uint64),
+                "next": cp.empty(max(n, 1), cp.int32), "cnt": self._batch_cnts[len(sts)],
                 "nbig": cp.zeros(4, cp.uint64), "mid": cp.empty(max(n, 1), cp.int32),
                 "midm": cp.empty(max(n, 1), cp.uint32), "far0": cp.empty(max(n, 1), cp.int32),
                 "far1": cp.empty(max(n, 1), cp.int32), "farm": cp.zeros(max(n, 1), cp.uint32),
                 "ph": cp.zeros(_PH_LEN, cp.int64), "big": cp.empty(cap, cp.int64), "bigm": cp.empty(cap, cp.uint32),
                 "count": cp.zeros(32, cp.uint64),
-                "rel": cp.empty(n * BATCH_MAX, cp.int64) if BATCH_SKIP else None}
-        return st
+                "rel": cp.empty(n * BATCH_MAX, cp.int64) if BATCH_SKIP else None})
+        return sts[slot]
 
     @staticmethod
-    def batch_bytes(n, m):
-        """Device bytes :meth:`run_batch` needs for a graph of n vertices and m arcs, an upper
-        bound: its arrays (kept: the keys, the skip's, the masks, frontiers, mid and far lists,
-        the hub pieces, 1 KB for the counters) and the rows at the end of a batch (the gather, the
-        conversion to the rows' dtype, up to 24 bytes a distance at its peak) with the last
-        batch's rows still being copied to the host (8 bytes a distance at most)."""
-        keys = 8 * BATCH_MAX * (2 if BATCH_SKIP else 1)
-        return n * (keys + 32 * BATCH_MAX + 36) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12 + 1024
+    def batch_bytes(n, m, groups=1):
+        """Device bytes :meth:`run_batch` needs for a graph of n vertices and m arcs and batches
+        of ``groups`` groups, an upper bound: each group's arrays (kept: the keys, the skip's, the
+        masks, frontiers, mid and far lists, the hub pieces), 1 KB for the counters, and the rows
+        at the end of a batch (a group's gather and conversion to the rows' dtype, up to 24 bytes
+        a distance at its peak) with the batch's other groups' rows and the last batch's still
+        being copied to the host (8 bytes a distance at most)."""
+        return groups * _group_bytes(n, m) + n * BATCH_MAX * (16 + 16 * groups) + 1024
+
+
+def _group_bytes(n, m):
+    """A batch group's kept arrays (:meth:`RoundsSSSP.batch_bytes`)."""
+    keys = 8 * BATCH_MAX * (2 if BATCH_SKIP else 1)
+    return n * (keys + 36) + (2 * (m // BATCH_BIG_DEGREE) + 2) * 12
 
 
 def _batch_round(fns, args, grid, grid2):
@@ -2574,16 +2650,17 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
         return s.run(source, confirm, predecessors)
 
 
-def _batch_fits(graph) -> bool:
-    """Whether the batched rounds' arrays (:meth:`RoundsSSSP.batch_bytes`) take at most half
-    the device's free memory, CuPy's pool's cached blocks included (else the sources run one
-    at a time). Ranks sharing a GPU each measure alone: with ``split="sources"`` give each
-    rank its own GPU (the launchers do)."""
+def _batch_fits(graph, groups=1, held=0) -> bool:
+    """Whether the batched rounds' arrays for ``groups`` groups (:meth:`RoundsSSSP.batch_bytes`;
+    ``held``: bytes of them allocated already) take at most half the device's free memory,
+    CuPy's pool's cached blocks included (else the sources run one at a time, or in one group).
+    Ranks sharing a GPU each measure alone: with ``split="sources"`` give each rank its own GPU
+    (the launchers do)."""
     from .loader import import_cupy
 
     cp = import_cupy()
-    free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes()
-    return RoundsSSSP.batch_bytes(graph.n, graph.m) <= free // 2
+    free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes() + held
+    return RoundsSSSP.batch_bytes(graph.n, graph.m, groups) <= free // 2
 
 
 class Session:
@@ -2633,6 +2710,7 @@ class Session:
         self.batch_wide = False  # a batch's sums left int32's range: 8-byte keys from then on
         self.batching = False  # run_batch was called: no renaming by degree unless asked for
         self._batch_fits = None  # the batched rounds' arrays fit in half the free device memory
+        self.batch_groups = 1  # groups a batch (BATCH_GROUPS once a batch proved the graph deep)
 
     def __enter__(self):
         return self
@@ -2707,7 +2785,7 @@ class Session:
         if self._batch_fits is None:
             self._rounds(0)  # the engine first (the graph on the device), then the free memory
             self._batch_fits = _batch_fits(self.graph)
-        return k if self._batch_fits else 0
+        return k * self.batch_groups if self._batch_fits else 0
 
     def batch_rounds(self):
         """The rounds a batch may run before its unsettled sources run alone
@@ -2728,9 +2806,17 @@ class Session:
             self.sink = _RowSink(threads=self._sink_threads(8))
         self.batching = True
         r = self._rounds(runs_left)
+        from ...runtime.config import config
+
         res = r.run_batch(sources, outs, max_rounds=self.batch_rounds(), sink=self.sink,
-                          wide=self.batch_wide)
+                          wide=self.batch_wide, group=min(int(config.gpu_sssp_batch), BATCH_MAX))
         self.batch_wide = r.last_batch["keys"] == 8  # a sum past int32's range: 8-byte keys from now on
+        want = min(max(int(BATCH_GROUPS), 1), _GROUPS_CAP)
+        if r.last_batch["persistent_rounds"] and self.batch_groups < want:
+            # a deep graph: several groups' rounds in step from the next batch on, if they fit
+            # (group 0's arrays are held already)
+            held = _group_bytes(self.graph.n, self.graph.m)
+            self.batch_groups = want if _batch_fits(self.graph, want, held) else self.batch_groups
         if any(x is None for x in res):
             self.no_batch = True  # a negative cycle or a deep graph: the single runs see to it
         if any(x is not None for x in res):
