@@ -15,7 +15,8 @@ the result), side by side, on the same graph and sources in the same run, with
   ``dK``: its delta K times the mean weight (``BATCH_DELTA_FACTOR``); ``nographs``: the
   queued rounds launched one by one, not as CUDA graphs (``BATCH_GRAPHS = False``); ``pK``:
   a deep graph's rounds as one cooperative launch on K blocks an SM (``BATCH_PERSIST``; ``p0``:
-  off, the CUDA graphs);
+  off, the CUDA graphs); ``gK``: K groups of sources in step once a batch proved the graph
+  deep (``BATCH_GROUPS``);
 * ``loop``: ``bellman_ford(graph, s)`` called once per source (the first ``--loop`` sources;
   what a user of the single-source API pays: the upload every time);
 * ``scipy``: ``scipy.sparse.csgraph.dijkstra(A, indices=...)`` (uniform weights) or
@@ -80,6 +81,7 @@ def _stats(r):
             "batch_keys": sorted(set(st.get("keys", 8) for st in batched)),
             "batch_phases": sorted(set(st.get("phases", 0) for st in batched)),
             "batch_persistent_rounds": sorted(set(st.get("persistent_rounds", 0) for st in batched)),
+            "batch_groups": sorted(set(st.get("groups", 1) for st in batched)),
             "run_s_sum": float(sum(st.get("time_run_s", 0.0) for st in per)),
             "d2h_s_sum": float(sum(st.get("time_d2h_s", 0.0) for st in per)),
             "finish_s_sum": float(sum(st.get("time_finish_s", 0.0) for st in per)),
@@ -123,7 +125,7 @@ def main():
     variants = [x for x in args.rows.split(",")
                 if x in ("nobatch", "skip", "k64") or (x[:1] == "b" and x[1:].isdigit())
                 or (x[:4] == "thin" and x[4:].isdigit()) or x in ("nfoff", "nfdeep", "nfalways", "nographs")
-                or (x[:1] == "p" and x[1:].isdigit())
+                or (x[:1] in ("p", "g") and x[1:].isdigit())
                 or (x[:1] == "d" and x[1:].replace(".", "", 1).isdigit())]
     out_dir = Path(args.outdir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -169,11 +171,13 @@ def main():
                     getattr(gbf, "BATCH_KEYS32", None), getattr(gbf, "BATCH_THIN", None)
                 nfar, dfac = getattr(gbf, "BATCH_NEAR_FAR", None), getattr(gbf, "BATCH_DELTA_FACTOR", None)
                 cgraphs, cbatch = getattr(gbf, "BATCH_GRAPHS", None), config.cpu_sssp_batch
-                cpersist = getattr(gbf, "BATCH_PERSIST", None)
+                cpersist, cgroups = getattr(gbf, "BATCH_PERSIST", None), getattr(gbf, "BATCH_GROUPS", None)
                 if name == "nographs":
                     gbf.BATCH_GRAPHS = False
                 elif name[:1] == "p":
                     gbf.BATCH_PERSIST = int(name[1:])
+                elif name[:1] == "g":
+                    gbf.BATCH_GROUPS = int(name[1:])
                 elif name.startswith("nf"):
                     gbf.BATCH_NEAR_FAR = name[2:]
                 elif name[:1] == "d" and name != "d":
@@ -195,7 +199,7 @@ def main():
                 finally:
                     config.gpu_sssp_batch, gbf.BATCH_SKIP, gbf.BATCH_KEYS32, gbf.BATCH_THIN = batch, skip, k32, thin
                     gbf.BATCH_NEAR_FAR, gbf.BATCH_DELTA_FACTOR, gbf.BATCH_GRAPHS = nfar, dfac, cgraphs
-                    config.cpu_sssp_batch, gbf.BATCH_PERSIST = cbatch, cpersist
+                    config.cpu_sssp_batch, gbf.BATCH_PERSIST, gbf.BATCH_GROUPS = cbatch, cpersist, cgroups
                 row[name] = {"time_s": t, "per_source_ms": 1e3 * t / k, **_stats(r),
                              "same_as_many": None if ref is None else _equal(r.distance, ref)}
                 print(f"  {name}: {t:.3f} s, {1e3 * t / k:.3f} ms per source", flush=True)
