@@ -433,7 +433,8 @@ __device__ __forceinline__ void dg_bk_range(dg_i64 u, unsigned m, dg_i64 beg, dg
     }
 }
 
-// A round. A warp takes 32 frontier vertices at once, a lane each. The (source, arc) pairs of
+// A round. A warp takes 32 frontier vertices at once (fewer when the frontier is small: vpw),
+// a lane each. The (source, arc) pairs of
 // its thin vertices (arcs times mask's sources at most `thin`: a road network's, whose sources'
 // wavefronts seldom meet) are dealt over the warp's lanes, 32 at a time; the others go to the
 // mid list (distgraph_bf_batch_big_*: a warp each, dg_bk_range) or, hubs, in pieces to the
@@ -470,13 +471,17 @@ __device__ void dg_bk_round(const dg_i64 *__restrict__ indptr, const int *__rest
         if (nf) *nrounds += 1ull;
     }
     __syncthreads();
-    for (dg_i64 i0 = (((dg_i64)bid * blockDim.x + threadIdx.x) >> 5) * 32; i0 < nf; i0 += warps * 32) {
+    // vertices a warp: 32 for a large frontier, fewer for a small one (a road network's: one
+    // warp's pairs, dealt 32 at a time, are a chain of dependent accesses each; spread thinner,
+    // every warp of the grid takes a share)
+    const int vpw = (int)(nf >= warps * 32 ? 32 : (nf + warps - 1) / warps);
+    for (dg_i64 i0 = (((dg_i64)bid * blockDim.x + threadIdx.x) >> 5) * vpw; i0 < nf; i0 += warps * vpw) {
         const dg_i64 i = i0 + lane;
         dg_i64 u = 0, beg = 0, end = 0;
         unsigned m = 0;
         unsigned fm = 0;  // the lane's far sources
         dg_i64 fmin = 0x7fffffffffffffffLL;
-        if (i < nf) {
+        if (lane < vpw && i < nf) {
             u = src[i];
             // (a list holds a vertex once: this lane alone reads and clears its mask)
             if (fround) {
