@@ -82,6 +82,9 @@ def _stats(r):
             "batch_phases": sorted(set(st.get("phases", 0) for st in batched)),
             "batch_persistent_rounds": sorted(set(st.get("persistent_rounds", 0) for st in batched)),
             "batch_groups": sorted(set(st.get("groups", 1) for st in batched)),
+            # the persistent rounds' time: first passes, second passes, advances (each to its sync)
+            "persistent_split_s": [float(sum(st.get("persistent_split_s", [0.0] * 3)[i] for st in batched))
+                                   for i in range(3)],
             "run_s_sum": float(sum(st.get("time_run_s", 0.0) for st in per)),
             "d2h_s_sum": float(sum(st.get("time_d2h_s", 0.0) for st in per)),
             "finish_s_sum": float(sum(st.get("time_finish_s", 0.0) for st in per)),

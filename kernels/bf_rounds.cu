@@ -680,9 +680,17 @@ extern "C" __global__ void distgraph_bf_batch_advance_float(unsigned long long *
 // network's usual round). A group leaves `live` (its bit) after a round that leaves it no
 // frontier (no far list either: the advance made that the next frontier) or that overflowed,
 // every block reading the same words after the sync; cnt[5] = the rounds it ran in this launch.
-// The launch ends when no group is live or after `steps` rounds. Every block must be resident
+// The launch ends when no group is live or after `steps` rounds. Block 0's first thread adds the
+// nanoseconds from a round's start to the end of its first pass's sync, of the second pass's
+// (where it ran), of the advance's, and the rounds that ran a second pass to the first
+// group's cnt[8..11] (its row has 16 words). Every block must be resident
 // (a cooperative launch, at most the occupancy's blocks, at least ngroups). The lists written
 // and read within the launch (front, mid, big) are not __restrict__: no read-only path.
+__device__ __forceinline__ unsigned long long dg_bk_clock() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
 #define DG_BG_LEN 18  // tab: dist, front0, front1, act0, act1, cnt, big, bigm, nbig, count, rel, mid, midm, ph,
 //                       far0, far1, farm (addresses), nb
 template <bool F, typename WT, typename K>
@@ -711,6 +719,7 @@ __device__ void dg_bk_persist(const dg_i64 *__restrict__ indptr, const int *__re
     const int nb = (int)t[17];
     unsigned *const ovf = (unsigned *)(cnt + 3);
     const bool lead = blockIdx.x == 0 && threadIdx.x == 0;
+    unsigned long long tp[4] = {0ull, 0ull, 0ull, 0ull}, ta = lead ? dg_bk_clock() : 0ull, tb;
     dg_i64 s = 0;
     while (s < steps && live) {
         const dg_i64 r = r0 + s;
@@ -723,6 +732,7 @@ __device__ void dg_bk_persist(const dg_i64 *__restrict__ indptr, const int *__re
                                   nbig + 2 * e, bigdeg, count, rel, ovf, cnt + c2, nbig + 2 - 2 * e, cnt + 4, thin,
                                   mid, midm, ph, far0, far1, farm, bid, nblk);
         grid.sync();
+        if (lead) tb = dg_bk_clock(), tp[0] += tb - ta, ta = tb;
         bool two = false;  // a mid vertex or a hub's piece listed in a live group
         for (int h = 0; h < ngroups; ++h) {
             const unsigned long long *nh = (const unsigned long long *)tab[(dg_i64)h * DG_BG_LEN + 8] + 2 * e;
@@ -733,9 +743,11 @@ __device__ void dg_bk_persist(const dg_i64 *__restrict__ indptr, const int *__re
                 dg_bk_big<F, WT, K>(indptr, indices, w, unit, nb, dist, na, nx, cnt + c1, big, bigm, nbig + 2 * e,
                                     bigdeg, ovf, mid, midm, ph, bid, nblk);
             grid.sync();
+            if (lead) tb = dg_bk_clock(), tp[1] += tb - ta, ta = tb, tp[3] += 1ull;
         }
         if (mine) dg_bk_advance<F>(cnt + c1, ph, bid);
         grid.sync();
+        if (lead) tb = dg_bk_clock(), tp[2] += tb - ta, ta = tb;
         ++s;
         for (int h = 0; h < ngroups; ++h) {  // (the same words on every block: all agree)
             unsigned long long *ch = (unsigned long long *)tab[(dg_i64)h * DG_BG_LEN + 5];
@@ -745,9 +757,12 @@ __device__ void dg_bk_persist(const dg_i64 *__restrict__ indptr, const int *__re
             }
         }
     }
-    if (lead)
+    if (lead) {
         for (int h = 0; h < ngroups; ++h)
             if ((live >> h) & 1u) ((unsigned long long *)tab[(dg_i64)h * DG_BG_LEN + 5])[5] = (unsigned long long)s;
+        unsigned long long *c = (unsigned long long *)tab[5];  // the first group's row: the time's shares
+        for (int k = 0; k < 4; ++k) c[8 + k] += tp[k];
+    }
 }
 #ifndef DG_BP_MINB  // (resident blocks an SM asked of the compiler: 4 spills ~300 bytes of a group's addresses to L1)
 #define DG_BP_MINB 4

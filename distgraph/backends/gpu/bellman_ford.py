@@ -2340,6 +2340,7 @@ class RoundsSSSP:
         out_stats, t_run, t_out = [None] * nb, 0.0, 0.0
         t_run = time.perf_counter() - t0
         summary = {"rounds": 0, "phases": 0, "unsettled": 0, "relaxations": 0}
+        split = [float(x) * 1e-9 for x in got[0][8:11]] + [int(got[0][11])]  # (the persistent rounds' shares)
         for j, g in enumerate(groups):
             t1 = time.perf_counter()
             res = self._batch_finish(g, j in nf, k32, inf, outs, sink)
@@ -2352,7 +2353,8 @@ class RoundsSSSP:
                     "mode": "rounds", "backend": "gpu", "engine": "kernel", "order": "async", "batch": g["nb"],
                     "groups": ng, "rounds": rounds_j, "relaxations": count, "distributed": False, "exchange": None,
                     "tails_rerun": False, "keys": 4 if k32 else 8, "phases": res["phases"],
-                    "persistent_rounds": persisted, "relabel": self.relabel, "time_setup_s": self.setup_s}
+                    "persistent_rounds": persisted, "relabel": self.relabel, "time_setup_s": self.setup_s,
+                    "persistent_split_s": [x / nb for x in split[:3]]}  # (this source's share)
                 if renamed:
                     out_stats[g["lo"] + b]["time_relabel_s"] = self.relabel_s
             summary["rounds"] = max(summary["rounds"], rounds_j)
@@ -2363,6 +2365,7 @@ class RoundsSSSP:
             if x is not None:
                 x.update(time_run_s=t_run / nb, time_batch_run_s=t_run, time_d2h_s=t_out / nb)
         self.last_batch = {"sources": nb, "groups": ng, "keys": 4 if k32 else 8, "persistent_rounds": persisted,
+                           "persistent_split_s": split,
                            "time_run_s": t_run, "time_out_s": t_out, **summary}
         return out_stats
 
@@ -2388,7 +2391,9 @@ class RoundsSSSP:
         # cnt: the frontiers' lengths (three in turn: round r reads cnt[r % 3], appends to
         # cnt[(r + 1) % 3] and zeroes cnt[(r + 2) % 3]), in cnt[3] the overflow flag of 4-byte
         # keys, in cnt[4] the rounds whose frontier was not empty, in cnt[5] the rounds the last
-        # persistent launch ran
+        # persistent launch ran, in cnt[8..11] (the first group's) the persistent rounds' time in
+        # their first passes, second passes and advances (ns, each to its grid sync) and the rounds
+        # that ran a second pass
         cnt.fill(0)
         ovf = cnt[3:4].view(cp.uint32)[:1]
         st["nbig"].fill(0)
@@ -2589,7 +2594,7 @@ class RoundsSSSP:
         sts = getattr(self, "_batches", None)
         if sts is None:
             sts = self._batches = []
-            self._batch_cnts = self.cp.zeros((_GROUPS_CAP, 8), self.cp.uint64)
+            self._batch_cnts = self.cp.zeros((_GROUPS_CAP, 16), self.cp.uint64)
         while len(sts) <= slot:
             cp, n, m = self.cp, self.graph.n, int(self.block.indices.shape[0])
             cap = 2 * (m // BATCH_BIG_DEGREE) + 2  # pieces of a round's hubs (see rounds_kernel's big)
