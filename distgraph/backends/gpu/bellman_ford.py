@@ -1374,7 +1374,7 @@ BATCH_GRAPHS = True
 #: rounds (kernels/bf_rounds.cu, dg_bk_persist: grid syncs between a round's passes, no
 #: launches), on this many blocks an SM (at most the occupancy's), while the frontier fits one
 #: stride of that grid (256 vertices a block); 0: off (the CUDA graphs above).
-BATCH_PERSIST = 1
+BATCH_PERSIST = 4
 BATCH_PERSIST_STEP = 512
 #: Groups of up to :data:`BATCH_MAX` sources whose rounds run in step (one launch for all past
 #: the first rounds, each group on its share of the grid): a deep graph's round costs about as
