@@ -1372,8 +1372,10 @@ BATCH_CHECK = 30
 BATCH_GRAPHS = True
 #: ... or, on a deep graph, as one cooperative launch of up to :data:`BATCH_PERSIST_STEP`
 #: rounds (kernels/bf_rounds.cu, dg_bk_persist: grid syncs between a round's passes, no
-#: launches), on this many blocks an SM (at most the occupancy's), while the frontier fits one
-#: stride of that grid (256 vertices a block); 0: off (the CUDA graphs above).
+#: launches), on this many blocks an SM (at most the occupancy's), while a group's frontier
+#: fits 8 strides of its share of that grid (256 vertices a block a stride: with the share of
+#: one group in 4 the CUDA graphs' fallback, captured per group, cost road-FLA 0.3 s, call 4 of
+#: session 22); 0: off (the CUDA graphs above).
 BATCH_PERSIST = 4
 BATCH_PERSIST_STEP = 512
 #: Groups of up to :data:`BATCH_MAX` sources whose rounds run in step (one launch for all past
@@ -2302,8 +2304,9 @@ class RoundsSSSP:
                         groups[j]["st"]["ph"][_PH_THR:_PH_THR + 1].fill(thr0)
                 pk = self._batch_persist(groups[0]["st"], sfx)
                 live = sorted(nf)
-                if pk is not None and pk[1] >= len(live) and 2 * max(nf.values()) <= 256 * (pk[1] // len(live)):
-                    # a deep graph's small frontiers: every live group's rounds in one launch
+                if pk is not None and pk[1] >= len(live) and max(nf.values()) <= 256 * 8 * (pk[1] // len(live)):
+                    # a deep graph's frontiers (8 strides of a group's share of the grid at most):
+                    # every live group's rounds in one launch
                     step = min(int(BATCH_PERSIST_STEP), max_rounds - rounds)
                     tab = self._batch_table(live, [groups[j] for j in live])
                     try:
