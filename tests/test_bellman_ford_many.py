@@ -199,7 +199,7 @@ class _Engine:
         _Engine.log.append(("batch", self.kind, self.relabel, tuple(int(s) for s in sources), max_rounds, wide,
                             group))
         self.last_batch = {"keys": 8 if _Engine.wide_after is not None and sources[0] >= _Engine.wide_after else 4,
-                           "persistent_rounds": 5 if _Engine.deep_batches else 0}
+                           "persistent_rounds": _Engine.deep_batches}
         if _Engine.batch_error is not None:
             raise _Engine.batch_error
         res = []
@@ -228,7 +228,7 @@ def engines(monkeypatch):
     monkeypatch.setattr(_Engine, "unsettled", set(), raising=False)
     monkeypatch.setattr(_Engine, "batch_error", None, raising=False)
     monkeypatch.setattr(_Engine, "wide_after", None, raising=False)
-    monkeypatch.setattr(_Engine, "deep_batches", False, raising=False)
+    monkeypatch.setattr(_Engine, "deep_batches", 0, raising=False)
     monkeypatch.setattr(config, "gpu_sssp_relabel_runs", 3)
     monkeypatch.setattr(config, "gpu_sssp_batch", 0)  # one source at a time, unless a test says so
     monkeypatch.setattr(gbf, "_batch_fits", lambda g, groups=1, held=0: True)
@@ -367,7 +367,7 @@ def test_many_sources_run_in_batches(batched, monkeypatch):
 
 @pytest.mark.parametrize("fits", [True, False])
 def test_many_sources_deep_batches_in_groups(batched, monkeypatch, fits):
-    """Once a batch's rounds went persistent (a deep graph), the session's batches take
+    """Once a batch ran 16 persistent rounds or more (a deep graph), the session's batches take
     BATCH_GROUPS groups of the batch size (3 here), where their arrays fit (group 0's held);
     the engine gets the group size."""
     held = []
@@ -378,9 +378,14 @@ def test_many_sources_deep_batches_in_groups(batched, monkeypatch, fits):
 
     monkeypatch.setattr(batched, "_batch_fits", lambda g, groups=1, held=0: fit(g, groups, held))
     monkeypatch.setattr(batched, "BATCH_GROUPS", 2)
-    _Engine.deep_batches = True
     g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
     src = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5]
+    _Engine.deep_batches = 15  # persistent rounds under 16 (a Kronecker batch's round or two): one group
+    _bellman_ford(g, src, backend="gpu", mode="rounds")
+    assert _runs("batch") == [(3, 1, 4), (1, 5, 9), (2, 6, 5), (3, 5)] and held == [(1, 0)]
+    held.clear()
+    _Engine.log.clear()
+    _Engine.deep_batches = 16
     r = _bellman_ford(g, src, backend="gpu", mode="rounds")
     assert r.distance[:, 0].tolist() == src
     if fits:

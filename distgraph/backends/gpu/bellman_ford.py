@@ -1382,7 +1382,8 @@ BATCH_PERSIST_STEP = 512
 #: the first rounds, each group on its share of the grid): a deep graph's round costs about as
 #: much for one group as for several (a chain of dependent memory accesses), so
 #: :meth:`Session.batch_size` offers this many groups' sources once a batch has proved the graph
-#: deep (its rounds went persistent), where their arrays fit; 1: one group a batch.
+#: deep (16 persistent rounds or more), where their arrays fit; 1: one group a batch. road-FLA,
+#: 4 blocks an SM: a group's round 16 us, four groups' 32 us (calls 4-5 of session 22).
 BATCH_GROUPS = 4
 _GROUPS_CAP = 8  # (the groups' counters: rows of one array, kept for the CUDA graphs' pointers)
 #: The batched rounds' thin frontier vertices: at most this many (source, arc) pairs (arcs
@@ -2820,9 +2821,10 @@ class Session:
                           wide=self.batch_wide, group=min(int(config.gpu_sssp_batch), BATCH_MAX))
         self.batch_wide = r.last_batch["keys"] == 8  # a sum past int32's range: 8-byte keys from now on
         want = min(max(int(BATCH_GROUPS), 1), _GROUPS_CAP)
-        if r.last_batch["persistent_rounds"] and self.batch_groups < want:
-            # a deep graph: several groups' rounds in step from the next batch on, if they fit
-            # (group 0's arrays are held already)
+        if r.last_batch["persistent_rounds"] >= BATCH_EXACT and self.batch_groups < want:
+            # a deep graph (not a Kronecker batch's round or two past the first 16): several
+            # groups' rounds in step from the next batch on, if they fit (group 0's arrays are
+            # held already)
             held = _group_bytes(self.graph.n, self.graph.m)
             self.batch_groups = want if _batch_fits(self.graph, want, held) else self.batch_groups
         if any(x is None for x in res):
