@@ -1379,11 +1379,13 @@ BATCH_GRAPHS = True
 BATCH_PERSIST = 4
 BATCH_PERSIST_STEP = 512
 #: Groups of up to :data:`BATCH_MAX` sources whose rounds run in step (one launch for all past
-#: the first rounds, each group on its share of the grid): a deep graph's round costs about as
-#: much for one group as for several (a chain of dependent memory accesses), so
+#: the first rounds, each group on its share of the grid): a deep graph's round is mostly the
+#: latency of chains of dependent memory accesses, so four groups' round costs about twice one
+#: group's, not four times, and
 #: :meth:`Session.batch_size` offers this many groups' sources once a batch has proved the graph
 #: deep (16 persistent rounds or more), where their arrays fit; 1: one group a batch. road-FLA,
-#: 4 blocks an SM: a group's round 16 us, four groups' 32 us (calls 4-5 of session 22).
+#: 4 blocks an SM: a persistent round of one group took 19 us, of four groups in step 34-38 us
+#: (calls 5-6 of session 22).
 BATCH_GROUPS = 4
 _GROUPS_CAP = 8  # (the groups' counters: rows of one array, kept for the CUDA graphs' pointers)
 #: The batched rounds' thin frontier vertices: at most this many (source, arc) pairs (arcs
