@@ -669,8 +669,9 @@ extern "C" __global__ void distgraph_bf_batch_advance_float(unsigned long long *
 // The same rounds as one cooperative launch (RoundsSSSP.run_batch past its first rounds on a
 // deep graph, BATCH_PERSIST): `steps` rounds from round r0 at most, the passes and the advance
 // of each separated by grid syncs, so a round costs no launches, for `ngroups` batches at once
-// (BATCH_GROUPS: a deep graph's round is bound by its chain of dependent accesses, not by its
-// work, so the groups' rounds share its time and its syncs). The grid is split into ngroups
+// (BATCH_GROUPS: a deep graph's round is mostly the latency of chains of dependent accesses, so
+// the groups' rounds share much of its time and its syncs: on road-FLA four groups' round took
+// about twice one group's). The grid is split into ngroups
 // runs of blocks, each group's rounds on its own (bid, nblk: the block's index in its run, the
 // run's length); tab holds each group's DG_BG_LEN words (its arrays' addresses and nb, below).
 // The arrays that alternate (front0/front1, act0/act1, the halves of nbig) and the three
