@@ -309,7 +309,8 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 }
 
 // ---------------------------------------------------------------------------------------------
-// Batched rounds: up to 32 sources at once on one PE (RoundsSSSP.run_batch). `dist` holds nb
+// Batched rounds: up to 32 sources at once on one PE (RoundsSSSP.run_batch; several groups of
+// them in step, dg_bk_persist below). `dist` holds nb
 // keys per vertex, vertex-major (dist[v * nb + b]: source b's distance at v), so one arc read
 // relaxes every source that needs it and their nb distances at the head share one or two
 // 128-byte lines (one source's rounds touch a 32-byte sector per relaxation for 8 bytes).
@@ -324,14 +325,16 @@ extern "C" __global__ void distgraph_bf_round_settle_chunks(dg_i64 n, dg_i64 lo,
 // each (vertex, source) had when its arcs were last relaxed: a frontier vertex's source whose
 // key is still that one is dropped from its mask (its arcs gave all they can; as RoundsSSSP's
 // asynchronous rounds do for one source). rel must start as the key of +inf.
-// Past the first rounds the host queues rounds without reading anything back between them (30
-// at a time, as CUDA graphs: deep graphs need thousands), so each round's first kernel resets the counters the round after it appends to: *zero (the
+// Past the first rounds the host queues rounds without reading anything back between them (in
+// one persistent launch of up to 512, dg_bk_persist, or 30 at a time as CUDA graphs: deep graphs
+// need thousands), so each round's first kernel resets the counters the round after it appends
+// to: *zero (the
 // frontier length the next round's kernels append to; the host rotates three) and zbig[0..1]
 // (the next round's hub pieces and mid list; two pairs), and counts itself in *nrounds if its
 // frontier was not empty. A round with an empty frontier does nothing else (its advance finds
 // no far list either).
 //
-// A round is two passes and the advance. The first (dg_bk_round) takes 32 frontier vertices a
+// A round is two passes and the advance. The first (dg_bk_round) takes up to 32 frontier vertices a
 // warp and deals the (source, arc) pairs of the thin ones over the lanes; it lists the others
 // for the second (dg_bk_big): in the mid list (a warp each, dg_bk_range: the lanes dealt over
 // (arc, source) pairs of a vertex u with p sources in its mask, 32 / p arcs at once, p lanes
@@ -680,11 +683,12 @@ extern "C" __global__ void distgraph_bf_batch_advance_float(unsigned long long *
 // are skipped in a round whose first pass listed no mid vertex or hub piece in any group (a road
 // network's usual round). A group leaves `live` (its bit) after a round that leaves it no
 // frontier (no far list either: the advance made that the next frontier) or that overflowed,
-// every block reading the same words after the sync; cnt[5] = the rounds it ran in this launch.
+// every block reading the same words (the overflow flags before the advance's sync, which a
+// fast block's next round could set after it); cnt[5] = the rounds it ran in this launch.
 // The launch ends when no group is live or after `steps` rounds. Block 0's first thread adds the
 // nanoseconds from a round's start to the end of its first pass's sync, of the second pass's
-// (where it ran), of the advance's, and the rounds that ran a second pass to the first
-// group's cnt[8..11] (its row has 16 words). Every block must be resident
+// (where it ran), of the advance's, and the rounds that ran a second pass to the launch's first
+// group's cnt[8..11] (its row has 16 words; the host sums the groups' rows). Every block must be resident
 // (a cooperative launch, at most the occupancy's blocks, at least ngroups). The lists written
 // and read within the launch (front, mid, big) are not __restrict__: no read-only path.
 __device__ __forceinline__ unsigned long long dg_bk_clock() {
@@ -700,6 +704,7 @@ __device__ void dg_bk_persist(const dg_i64 *__restrict__ indptr, const int *__re
                               unsigned live, dg_i64 bigdeg, int thin, dg_i64 r0, dg_i64 steps) {
     cooperative_groups::grid_group grid = cooperative_groups::this_grid();
     const int G = (int)gridDim.x;
+    if (G < ngroups) __trap();  // (a group without a block: the host launches ngroups blocks or more)
     const int g = (int)(((long long)blockIdx.x * ngroups) / G);  // this block's group
     const int b0 = (int)(((long long)g * G + ngroups - 1) / ngroups), b1 = (int)(((long long)(g + 1) * G + ngroups - 1) / ngroups);
     const int bid = (int)blockIdx.x - b0, nblk = b1 - b0;
@@ -746,13 +751,23 @@ __device__ void dg_bk_persist(const dg_i64 *__restrict__ indptr, const int *__re
             grid.sync();
             if (lead) tb = dg_bk_clock(), tp[1] += tb - ta, ta = tb, tp[3] += 1ull;
         }
+        // the overflow flags, read here: final (the passes are done; the advance does not write
+        // them) and not yet set by the next round's first pass, which a fast block may begin
+        // right after the advance's sync
+        unsigned over = 0u;
+        for (int h = 0; h < ngroups; ++h) {
+            const unsigned long long *ch = (const unsigned long long *)tab[(dg_i64)h * DG_BG_LEN + 5];
+            if ((live >> h) & 1u && *(const unsigned *)(ch + 3)) over |= 1u << h;
+        }
         if (mine) dg_bk_advance<F>(cnt + c1, ph, bid);
         grid.sync();
         if (lead) tb = dg_bk_clock(), tp[2] += tb - ta, ta = tb;
         ++s;
-        for (int h = 0; h < ngroups; ++h) {  // (the same words on every block: all agree)
+        // (the same words on every block, all agree: cnt[c1] is written by the advance before the
+        // sync, and by no round before round r + 2's first pass zeroes it)
+        for (int h = 0; h < ngroups; ++h) {
             unsigned long long *ch = (unsigned long long *)tab[(dg_i64)h * DG_BG_LEN + 5];
-            if ((live >> h) & 1u && (ch[c1] == 0ull || *(const unsigned *)(ch + 3))) {
+            if ((live >> h) & 1u && (ch[c1] == 0ull || (over >> h) & 1u)) {
                 live &= ~(1u << h);
                 if (lead) ch[5] = (unsigned long long)s;
             }
@@ -761,7 +776,7 @@ __device__ void dg_bk_persist(const dg_i64 *__restrict__ indptr, const int *__re
     if (lead) {
         for (int h = 0; h < ngroups; ++h)
             if ((live >> h) & 1u) ((unsigned long long *)tab[(dg_i64)h * DG_BG_LEN + 5])[5] = (unsigned long long)s;
-        unsigned long long *c = (unsigned long long *)tab[5];  // the first group's row: the time's shares
+        unsigned long long *c = (unsigned long long *)tab[5];  // the first live group's row: the time's shares
         for (int k = 0; k < 4; ++k) c[8 + k] += tp[k];
     }
 }

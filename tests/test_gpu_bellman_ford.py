@@ -712,10 +712,10 @@ def test_batched_rounds_negative_cycle_below_the_bound(kind):
 
 @pytest.mark.parametrize("persist", [0, 1])
 def test_batched_rounds_graphs_replayed_by_the_next_batch(monkeypatch, persist):
-    """Three batches of 32 on a deep grid: the CUDA graphs of 6 rounds captured by the first
-    are replayed by the next ones (the counters, lists and near-far state reset through the
-    pointers baked into them), or (persist) each batch's deep rounds are persistent launches:
-    the CPU backend's rows."""
+    """96 sources on a deep grid: three batches of 32 whose CUDA graphs of 6 rounds, captured by
+    the first, are replayed by the next ones (the counters, lists and near-far state reset
+    through the pointers baked into them), or (persist) a batch of 32 and one of two groups of
+    32 in step, their deep rounds in persistent launches: the CPU backend's rows."""
     from distgraph.backends.gpu import bellman_ford as gbf
 
     monkeypatch.setattr(gbf, "BATCH_PERSIST", persist)
@@ -756,29 +756,23 @@ def test_batched_rounds_persistent_with_hubs_and_mid_vertices(monkeypatch, thin,
         assert min(st["persistent_rounds"] for st in per) > 0 and min(st["rounds"] for st in per) > 16
 
 
-@pytest.mark.parametrize("persist", [1, 0])
-@pytest.mark.parametrize("big", [False, True])
-def test_batched_rounds_groups_in_step(monkeypatch, persist, big):
+@pytest.mark.parametrize("persist,big,step", [(1, False, 512), (1, False, 7), (1, True, 512), (0, False, 512)])
+def test_batched_rounds_groups_in_step(monkeypatch, persist, big, step):
     """BATCH_GROUPS: after a first batch proved the graph deep (its rounds went persistent), the
     next batch's 68 sources run as 3 groups in step (23, 23, 22), one launch for all; the third
     group's sources are on a path of 40 vertices apart from the grid, so it settles first, within
     the persistent rounds (40 rounds at most), and the others go on (41 or more: near-far off,
     a round per arc). big: the path's arcs weigh 2**26 (int64), its sums leave int32's range at
     arc 32 and the whole batch runs again on 8-byte keys. persist 0: no persistent rounds, so
-    one group a batch. Every row the CPU backend's."""
+    one group a batch. step 7: persistent launches of 7 rounds (relaunched with the groups still
+    live once the path's has settled). Every row the CPU backend's."""
     from distgraph.backends.gpu import bellman_ford as gbf
 
     monkeypatch.setattr(gbf, "BATCH_PERSIST", persist)
+    monkeypatch.setattr(gbf, "BATCH_PERSIST_STEP", step)
     monkeypatch.setattr(gbf, "BATCH_NEAR_FAR", "off")
     monkeypatch.setattr(gbf, "BATCH_GROUPS", 3)
-    rng = np.random.default_rng(40)
-    grid = _grid_graph(40, rng, np.int64)
-    p = grid.n + np.arange(40)
-    src = np.concatenate([np.repeat(np.arange(grid.n), np.diff(grid.indptr)), p[:-1]])
-    dst = np.concatenate([grid.indices, p[1:]])
-    w = np.concatenate([grid.weights, np.full(39, 2 ** 26 if big else 3, np.int64)])
-    g = Graph.from_edges(src, dst, w, n=grid.n + 40)
-    srcs = [int(x) for x in rng.integers(0, grid.n, 78)] + [int(x) for x in rng.choice(p[:5], 22)]
+    g, srcs = _grid_and_path(2 ** 26 if big else 3, np.int64)
     r = _batched(g, srcs)
     per = r.stats["per_source"]
     if not persist:
@@ -789,6 +783,53 @@ def test_batched_rounds_groups_in_step(monkeypatch, persist, big):
     assert [st["keys"] for st in per] == [4] * 32 + [8 if big else 4] * 68
     assert max(st["rounds"] for st in per[78:]) <= 40 < min(st["rounds"] for st in per[32:78])
     assert min(st["persistent_rounds"] for st in per) > 0
+
+
+def _grid_and_path(wpath, dtype, grid_sources=78):
+    """A 40 x 40 grid (weights in [1, 20]) and, apart from it, a path of 40 vertices (arcs of
+    ``wpath``); sources: ``grid_sources`` on the grid, then 22 among the path's first 5."""
+    rng = np.random.default_rng(40)
+    grid = _grid_graph(40, rng, dtype)
+    p = grid.n + np.arange(40)
+    src = np.concatenate([np.repeat(np.arange(grid.n), np.diff(grid.indptr)), p[:-1]])
+    dst = np.concatenate([grid.indices, p[1:]])
+    w = np.concatenate([grid.weights, np.full(39, wpath, dtype)])
+    g = Graph.from_edges(src, dst, w, n=grid.n + 40)
+    return g, [int(x) for x in rng.integers(0, grid.n, grid_sources)] + [int(x) for x in rng.choice(p[:5], 22)]
+
+
+@pytest.mark.parametrize("persist", [1, 0])
+def test_batched_rounds_groups_unsettled_and_as_graphs(monkeypatch, persist):
+    """Session.run_batch with 3 groups (23, 23, 22 sources) set by hand, in one persistent launch
+    or as CUDA graphs per group (persist 0): every row the CPU backend's. Then with a cap of 40
+    rounds: the two grid groups (41 rounds or more) are not settled (None), the path's group
+    (40 at most) is, its rows right and in their places."""
+    from mpi4py import MPI
+
+    from distgraph.backends.gpu import bellman_ford as gbf
+    from distgraph.runtime.config import config
+
+    monkeypatch.setattr(gbf, "BATCH_PERSIST", persist)
+    monkeypatch.setattr(gbf, "BATCH_NEAR_FAR", "off")
+    monkeypatch.setattr(config, "gpu_sssp_batch", 23)
+    g, srcs = _grid_and_path(3, np.int32, grid_sources=46)
+    ref = bellman_ford(g, srcs, backend="cpu").distance
+    with gbf.Session(g, g.weights, MPI.COMM_SELF, mode="rounds") as s:
+        s.batch_groups = 3
+        rows = np.empty((68, g.n), np.int32)
+        res = s.run_batch(np.array(srcs), list(rows))
+        s.flush()
+        assert [x["batch"] for x in res] == [23] * 46 + [22] * 22 and {x["groups"] for x in res} == {3}
+        assert {x["batch_sources"] for x in res} == {68}
+        assert (min(x["persistent_rounds"] for x in res) > 0) == bool(persist)
+        np.testing.assert_array_equal(rows, ref)
+        monkeypatch.setattr(config, "gpu_sssp_batch_rounds", 40)
+        rows = np.zeros((68, g.n), np.int32)
+        res = s.run_batch(np.array(srcs), list(rows))
+        s.flush()
+        assert [x is None for x in res] == [True] * 46 + [False] * 22
+        np.testing.assert_array_equal(rows[46:], ref[46:])
+        assert not rows[:46].any()
 
 
 def test_batched_rounds_persistent_overflow_of_four_byte_keys():

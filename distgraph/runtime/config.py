@@ -169,17 +169,19 @@ class Config:
     #: The GPU Bellman-Ford from many sources (``bellman_ford(graph, sources)`` without
     #: predecessors or verify, rounds or auto mode, each source on one rank: one rank, or
     #: ``split="sources"``): this many sources' rounds run together, each arc read relaxing all
-    #: of them (``RoundsSSSP.run_batch``, at most 32); 0 or 1: one source at a time. On one H200
-    #: with 1024 sources, 32 took 3.6-5.3x less time per source than one at a time on Kronecker
-    #: 20, 2.7x on Kronecker 22 and, with 256 sources, 9.8-16x on road-FLA
-    #: (benchmarks/results/session21/, call 10; session 20's call 2: 16 and 8 were 1.1-1.3x and
+    #: of them (``RoundsSSSP.run_batch``, at most 32; on a deep graph, after its first batch, up
+    #: to 4 such groups in step: ``BATCH_GROUPS``); 0 or 1: one source at a time. On one H200
+    #: with 1024 sources, 32 took 3.7-4.7x less time per source than one at a time on Kronecker
+    #: 20, 2.2-2.3x on Kronecker 22 and, with 256 sources, 13.8-21x on road-FLA
+    #: (benchmarks/results/session22/, call 6; session 20's call 2: 16 and 8 were 1.1-1.3x and
     #: 1.4-1.7x slower than 32 on Kronecker).
     gpu_sssp_batch: int = 32
     #: ... and a batch's rounds stop after this many (at most max(4n, 1024)), its unsettled
     #: sources then running alone (a negative cycle, or a graph deeper than this: the later
-    #: sources run alone too). Past round 16 the rounds are read back every 30 only, queued as
-    #: CUDA graphs, in near-far order, so a deep graph's batch costs little per round: road-FLA's
-    #: batches of 32 need about 3800 (benchmarks/results/session21/).
+    #: sources run alone too). Past round 16 the rounds run in persistent launches of up to 512
+    #: (or are queued as CUDA graphs, read back every 30), in near-far order, so a deep graph's
+    #: batch costs little per round: road-FLA's batches of 32 need about 3800-4100
+    #: (benchmarks/results/session22/).
     gpu_sssp_batch_rounds: int = 16384
     #: The CPU backend from many sources (one rank per source, no predecessors or verifier,
     #: rounds or auto mode): this many sources' rounds together (at most 32; one read of an arc

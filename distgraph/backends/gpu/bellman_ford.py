@@ -1347,7 +1347,8 @@ def _round_loop(cp, relax, n, source, inf, dt, lo, hi, *, bound, track_pred, max
     return dist, pred, info
 
 
-#: Most sources RoundsSSSP.run_batch runs together (a bit each in a vertex's 32-bit mask).
+#: Most sources of a group of RoundsSSSP.run_batch (a bit each in a vertex's 32-bit mask; a
+#: batch runs up to 8 groups in step, :data:`BATCH_GROUPS`).
 BATCH_MAX = 32
 #: The batched rounds' hubs: vertices of this many arcs or more, relaxed in pieces of as many
 #: arcs, a block each (each arc is up to 32 relaxations there).
@@ -1363,8 +1364,9 @@ BATCH_SKIP = False
 BATCH_KEYS32 = True
 #: The batched rounds read their frontier's length back after each of the first this many
 #: rounds (a low-diameter graph settles in them: Kronecker 20-22 in 11-12), then after every
-#: :data:`BATCH_CHECK` rounds queued without a host read (a deep graph: road networks need
-#: thousands of rounds; a round with an empty frontier does nothing).
+#: :data:`BATCH_CHECK` rounds queued without a host read, or after a persistent launch of up to
+#: :data:`BATCH_PERSIST_STEP` (a deep graph: road networks need thousands of rounds; a round
+#: with an empty frontier does nothing).
 BATCH_EXACT = 16
 BATCH_CHECK = 30
 #: ... those queued rounds go as CUDA graphs of 6 rounds (18 kernels, one launch; the grids
@@ -1390,7 +1392,8 @@ BATCH_GROUPS = 4
 _GROUPS_CAP = 8  # (the groups' counters: rows of one array, kept for the CUDA graphs' pointers)
 #: The batched rounds' thin frontier vertices: at most this many (source, arc) pairs (arcs
 #: times its sources in the round: a road network's, whose sources' wavefronts seldom meet).
-#: A warp takes 32 frontier vertices and deals their thin pairs over its lanes; the others go
+#: A warp takes up to 32 frontier vertices (fewer on a small frontier, so that every warp of
+#: the grid takes some) and deals their thin pairs over its lanes; the others go
 #: to a second pass, a warp each (kernels/bf_rounds.cu, dg_bk_round); 0: every vertex there.
 BATCH_THIN = 32
 #: Near-far order in the batched rounds (kernels/bf_rounds.cu, ph): a frontier vertex's source
@@ -2086,9 +2089,9 @@ class RoundsSSSP:
         return int(to_keys(np.array([self.bound]))[0])
 
     def close(self):
-        """Free the exchange's symmetric arrays (collective on several PEs) and the pinned
-        buffer of :func:`_to_host`."""
-        self._stage = self._batches = self._batch_tab = None
+        """Free the exchange's symmetric arrays (collective on several PEs), the pinned
+        buffer of :func:`_to_host` and the batches' arrays."""
+        self._stage = self._batches = self._batch_tab = self._batch_cnts = None
         if self.exchange is not None:
             self.exchange.close()
             self.exchange = None
@@ -2243,9 +2246,10 @@ class RoundsSSSP:
         of n items (the work dtype, or its int32 / float32) that receives ``sources[b]``'s
         distances if its rounds settle within ``max_rounds`` rounds, through ``sink`` (a
         :class:`_RowSink`: read the rows after its flush) or, without one, at once. Returns a
-        list: each source's stats, or None where its rounds had not settled (a negative cycle,
-        or a graph deeper than ``max_rounds``: the caller runs that source alone, which finds
-        the cycle or goes on). No predecessors; a key below the negative-cycle bound leaves its
+        list: each source's stats (``batch``: its group's sources, ``groups``, ``batch_sources``:
+        the call's; ``time_batch_run_s`` and ``persistent_rounds`` are the call's), or None
+        where its rounds had not settled (a negative cycle, or a graph deeper than
+        ``max_rounds``: the caller runs that source alone, which finds the cycle or goes on). No predecessors; a key below the negative-cycle bound leaves its
         source unsettled. Integer weights run on 4-byte keys unless ``wide`` (or
         :data:`BATCH_KEYS32` is off); a sum outside their range runs the batch again on 8-byte
         keys (``self.last_batch["keys"]`` says which)."""
@@ -2256,7 +2260,8 @@ class RoundsSSSP:
         nb = int(src.size)
         expect(1 <= int(group) <= BATCH_MAX, "group", f"1 to {BATCH_MAX} sources", group)
         ng = -(-nb // int(group))  # the groups, of sizes differing by one at most
-        assert 1 <= nb and ng <= _GROUPS_CAP and len(outs) == nb, (nb, ng, len(outs))
+        expect(1 <= nb and ng <= _GROUPS_CAP, "sources", f"1 to {_GROUPS_CAP} groups of {int(group)}", nb)
+        assert len(outs) == nb, (nb, len(outs))
         assert not self.distributed and self.engine == "kernel" and self.block.lo == 0 and self.block.hi == n
         ok = (self.wdt, _NARROW[self.wdt.kind])
         for row in outs:
@@ -2318,6 +2323,7 @@ class RoundsSSSP:
                                                  np.int64(BATCH_BIG_DEGREE), thin, np.int64(rounds), np.int64(step)))
                     except cp.cuda.driver.CUDADriverError:  # (a cooperative launch refused) the graphs
                         self._batch_arrays(0)["no_persist"] = True
+                        step = min(BATCH_CHECK, max_rounds - rounds)
                     else:
                         got = cnts[:ng].get()
                         persisted += int(got[live, 5].max())
@@ -2346,7 +2352,9 @@ class RoundsSSSP:
         out_stats, t_run, t_out = [None] * nb, 0.0, 0.0
         t_run = time.perf_counter() - t0
         summary = {"rounds": 0, "phases": 0, "unsettled": 0, "relaxations": 0}
-        split = [float(x) * 1e-9 for x in got[0][8:11]] + [int(got[0][11])]  # (the persistent rounds' shares)
+        # the persistent rounds' shares (each launch's in its first live group's row)
+        tot = got[:ng, 8:12].sum(axis=0)
+        split = [float(x) * 1e-9 for x in tot[:3]] + [int(tot[3])]
         for j, g in enumerate(groups):
             t1 = time.perf_counter()
             res = self._batch_finish(g, j in nf, k32, inf, outs, sink)
@@ -2357,7 +2365,7 @@ class RoundsSSSP:
                     continue
                 out_stats[g["lo"] + b] = {
                     "mode": "rounds", "backend": "gpu", "engine": "kernel", "order": "async", "batch": g["nb"],
-                    "groups": ng, "rounds": rounds_j, "relaxations": count, "distributed": False, "exchange": None,
+                    "groups": ng, "batch_sources": nb, "rounds": rounds_j, "relaxations": count, "distributed": False, "exchange": None,
                     "tails_rerun": False, "keys": 4 if k32 else 8, "phases": res["phases"],
                     "persistent_rounds": persisted, "relabel": self.relabel, "time_setup_s": self.setup_s,
                     "persistent_split_s": [x / nb for x in split[:3]]}  # (this source's share)
@@ -2430,7 +2438,7 @@ class RoundsSSSP:
         """Rounds ``rounds`` to ``rounds + step`` of group ``g`` (launches, or CUDA graphs of 6
         rounds when ``step`` is 6 or more): grids for ``est`` frontier vertices."""
         st, rargs = g["st"], g["rargs"]
-        # the first pass: 32 vertices a warp, 8 warps a block; the second (the mid list's
+        # the first pass: up to 32 vertices a warp, 8 warps a block; the second (the mid list's
         # vertices, a warp each, and the hubs' pieces, a block each): a warp per vertex
         grid = max(-(-est // 256), 1 if step == 1 else sms)
         grid2 = max(-(-est // 8), 4 * sms if hubs else 1)
@@ -2620,11 +2628,12 @@ class RoundsSSSP:
     def batch_bytes(n, m, groups=1):
         """Device bytes :meth:`run_batch` needs for a graph of n vertices and m arcs and batches
         of ``groups`` groups, an upper bound: each group's arrays (kept: the keys, the skip's, the
-        masks, frontiers, mid and far lists, the hub pieces), 1 KB for the counters, and the rows
+        masks, frontiers, mid and far lists, the hub pieces), 1 KB for the counters and 512 bytes a
+        group for its small arrays, and the rows
         at the end of a batch (a group's gather and conversion to the rows' dtype, up to 24 bytes
         a distance at its peak) with the batch's other groups' rows and the last batch's still
         being copied to the host (8 bytes a distance at most)."""
-        return groups * _group_bytes(n, m) + n * BATCH_MAX * (16 + 16 * groups) + 1024
+        return groups * _group_bytes(n, m) + n * BATCH_MAX * (16 + 16 * groups) + 1024 + 512 * groups
 
 
 def _group_bytes(n, m):
