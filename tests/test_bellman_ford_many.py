@@ -1127,65 +1127,6 @@ def test_cpu_run_batch_unsettled_bits():
     assert outs[1][2:4].tolist() == [0, 2]
 
 
-@pytest.mark.parametrize("factor", [0.05, 1.0, 16.0, 0.0])
-def test_cpu_run_batch_near_far(monkeypatch, factor):
-    """The CPU batches' near-far order from round 16 (BATCH_DELTA_FACTOR times the mean |w|;
-    0: off): on a deep grid (int64, float64 thirds, potential-shifted: negative keys) the rows
-    of 37 sources equal scipy's Dijkstra / Johnson rows, with phases counted where near-far ran
-    (many with a twentieth of the mean weight); a cap that stops the rounds while sources wait
-    in the far list leaves them unsettled (their far bits count), the others settled."""
-    from distgraph.backends.cpu import bellman_ford as cpu
-
-    monkeypatch.setattr(cpu, "BATCH_DELTA_FACTOR", factor)
-    rng = np.random.default_rng(12)
-    side = 30
-    v = np.arange(side * side).reshape(side, side)
-    a = np.concatenate([v[:, :-1].ravel(), v[:-1, :].ravel()])
-    b = np.concatenate([v[:, 1:].ravel(), v[1:, :].ravel()])
-    grid = Graph.from_edges(np.concatenate([a, b]), np.concatenate([b, a]),
-                            rng.integers(1, 21, 2 * a.size).astype(np.int64), n=side * side)
-    srcs = [int(x) for x in rng.integers(0, grid.n, 32)]
-    for g, ref in ((grid, csg.dijkstra),
-                   (Graph(grid.indptr, grid.indices, grid.weights / 3.0, directed=True), csg.dijkstra),
-                   (potential_shift(grid, seed=4), csg.johnson)):
-        outs = [np.empty(g.n, g.weights.dtype if g.weights.dtype.kind == "f" else np.int64) for _ in srcs]
-        res = cpu.run_batch(g, g.weights, srcs, outs)
-        phases = {r["phases"] for r in res}
-        assert min(r["rounds"] for r in res) > cpu.BATCH_NEAR_FROM
-        if factor == 0.0:
-            assert phases == {0}
-        elif factor < 1:
-            assert min(phases) > 20, phases
-        want = ref(g.to_scipy(), indices=srcs)
-        got = np.array(outs, np.float64)
-        got[got == unreachable(outs[0].dtype)] = np.inf
-        np.testing.assert_allclose(got, want, rtol=1e-12) if g.weights.dtype.kind == "f" else \
-            np.testing.assert_array_equal(got, want)
-
-
-def test_cpu_run_batch_far_bits_left_unsettled():
-    """Two paths apart: B's of 60 arcs of 1, A's of 40 arcs of 1000. From round 16 A's key
-    (16000) is past the threshold (B's key plus delta, about 1000) and A waits in the far list
-    while B goes on; a cap of 30 rounds stops with A's bit only in the far masks: A is not
-    settled (nor B, still in its frontier). Without the cap both rows are scipy's."""
-    from distgraph.backends.cpu import bellman_ford as cpu
-
-    pb, pa = np.arange(61), 61 + np.arange(41)
-    g = Graph.from_edges(np.concatenate([pb[:-1], pa[:-1]]), np.concatenate([pb[1:], pa[1:]]),
-                         np.concatenate([np.ones(60), np.full(40, 1000)]).astype(np.int64), n=102)
-    outs = [np.full(g.n, -7, np.int64) for _ in range(2)]
-    res = cpu.run_batch(g, g.weights, [int(pb[0]), int(pa[0])], outs, max_rounds=30)
-    assert res == [None, None] and outs[1].tolist() == [-7] * g.n
-    res = cpu.run_batch(g, g.weights, [int(pb[0]), int(pa[0])], outs)
-    assert res[1]["phases"] >= 1
-    got = np.array(outs, np.float64)
-    got[np.array(outs) == np.iinfo(np.int64).max] = np.inf
-    np.testing.assert_array_equal(got, csg.dijkstra(g.to_scipy(), indices=[int(pb[0]), int(pa[0])]))
-    # unit weights too: delta 16 arcs (a phase per 16 rounds past round 16)
-    r = cpu.run_batch(g, None, [int(pb[0])], [np.empty(g.n, np.int64)])
-    assert r[0]["rounds"] > 60 and r[0]["phases"] >= 1
-
-
 def test_cpu_batch_size_fits_the_host_memory(monkeypatch):
     """BellmanFord._batch_size on the CPU: DISTGRAPH_CPU_SSSP_BATCH (at most 32), fewer where
     the batch's arrays of every rank would take more than half the available memory, none

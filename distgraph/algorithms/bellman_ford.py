@@ -537,7 +537,7 @@ class BellmanFord:
         if self._cpu_arrays is None:  # the same for every batch of this object
             self._cpu_arrays = cpu.batch_arrays(self.graph, self.w)
         res = cpu.run_batch(self.graph, self.w, sources, outs, arrays=self._cpu_arrays,
-                            max_rounds=max(1, min(int(config.cpu_sssp_batch_rounds), max(4 * self.graph.n, 1024))))
+                            max_rounds=max(1, min(int(config.cpu_sssp_batch_rounds), self.graph.n)))
         if any(r is None for r in res):
             self._cpu_no_batch = True
         for r in res:

@@ -671,20 +671,16 @@ def _atomic_min(pg, wmin, its, owner, off):
 # --------------------------------------------------------------------------- batches
 @njit(cache=True)
 def _batch_rounds(indptr, indices, w, srcs, dist, front, nxt, act, nact, bits, dus, counts, bound, has_neg,
-                  max_rounds, far, farm, delta, near_from, inf):
+                  max_rounds):
     """The batched rounds (one rank): up to 32 sources at once, as the GPU's
-    (kernels/bf_rounds.cu): ``dist[v * nb + b]`` is source b's distance at v (``inf`` to start),
-    ``act[v]`` / ``nact[v]`` the bits of the sources whose distance at v changed for this round
-    / the next, ``front`` this round's vertices once each. A vertex's arcs are read once and
-    relax every source in its mask (the keys of v for all sources side by side). Asynchronous:
-    a vertex is relaxed from its keys when its turn comes. A sum below ``bound`` (with negative
-    arcs) is a walk through a negative cycle: its source's bit goes to the returned mask of
-    unsettled sources and is not stored. Near-far order from round ``near_from`` on (a deep
-    graph; ``delta`` > 0): a frontier vertex's source whose key is at or past the threshold
-    (the frontier's smallest key plus delta, at first) waits, its bit in ``farm[u]`` and u in
-    ``far`` once; when no frontier is left the far list is the next one and the threshold moves
-    to its smallest key plus delta. Returns ``(rounds, unsettled bits, frontier length left,
-    near-far phases)``."""
+    (kernels/bf_rounds.cu): ``dist[v * nb + b]`` is source b's distance at v (+inf / the
+    integer maximum to start), ``act[v]`` / ``nact[v]`` the bits of the sources whose distance
+    at v changed for this round / the next, ``front`` this round's vertices once each. A
+    vertex's arcs are read once and relax every source in its mask (the keys of v for all
+    sources side by side). Asynchronous: a vertex is relaxed from its keys when its turn
+    comes. A sum below ``bound`` (with negative arcs) is a walk through a negative cycle:
+    its source's bit goes to the returned mask of unsettled sources and is not stored.
+    Returns ``(rounds, unsettled bits, frontier length left)``."""
     nb = srcs.shape[0]
     nf = 0
     for j in range(nb):
@@ -695,46 +691,19 @@ def _batch_rounds(indptr, indices, w, srcs, dist, front, nxt, act, nact, bits, d
             nf += 1
         act[s] |= np.uint32(1) << np.uint32(j)
     rounds = 0
-    phases = 0
     cyc = np.uint32(0)
-    near = False
-    thr = inf  # (no source waits while near-far is off)
-    nfar = 0
-    fmin = inf
     while nf > 0 and rounds < max_rounds:
-        if rounds == near_from and delta > 0:  # a deep graph: near-far from here on
-            near = True
-            lo = inf
-            for i in range(nf):
-                u = front[i]
-                m = act[u]
-                for b in range(nb):
-                    if (m >> np.uint32(b)) & np.uint32(1) and dist[u * nb + b] < lo:
-                        lo = dist[u * nb + b]
-            thr = lo + delta if lo < inf - delta else inf
         nn = 0
         for i in range(nf):
             u = front[i]
             m = act[u]
             act[u] = 0
             p = 0
-            fm = np.uint32(0)
             for b in range(nb):
                 if (m >> np.uint32(b)) & np.uint32(1):
-                    du = dist[u * nb + b]
-                    if near and du >= thr:  # waits for a later phase
-                        fm |= np.uint32(1) << np.uint32(b)
-                        if du < fmin:
-                            fmin = du
-                        continue
                     bits[p] = b
-                    dus[p] = du
+                    dus[p] = dist[u * nb + b]
                     p += 1
-            if fm:
-                if farm[u] == 0:
-                    far[nfar] = u
-                    nfar += 1
-                farm[u] |= fm
             beg, end = indptr[u], indptr[u + 1]
             for q in range(p):
                 counts[bits[q]] += end - beg
@@ -754,18 +723,6 @@ def _batch_rounds(indptr, indices, w, srcs, dist, front, nxt, act, nact, bits, d
                             nxt[nn] = v
                             nn += 1
                         nact[v] |= np.uint32(1) << np.uint32(b)
-        if nn == 0 and nfar > 0:  # the phase is over: the far list is the next frontier
-            base_key = fmin if fmin > thr else thr
-            thr = base_key + delta if base_key < inf - delta else inf
-            for i in range(nfar):
-                u = far[i]
-                nxt[i] = u
-                nact[u] = farm[u]
-                farm[u] = 0
-            nn = nfar
-            nfar = 0
-            fmin = inf
-            phases += 1
         front, nxt = nxt, front
         act, nact = nact, act
         nf = nn
@@ -774,24 +731,13 @@ def _batch_rounds(indptr, indices, w, srcs, dist, front, nxt, act, nact, bits, d
     for i in range(nf):
         left |= act[front[i]]
         act[front[i]] = 0
-    for i in range(nfar):
-        left |= farm[far[i]]
-        farm[far[i]] = 0
-    return rounds, left, nf, phases
-
-
-#: The CPU batches' near-far order (:func:`_batch_rounds`): from this round on (a graph not
-#: settled by then is deep), with delta :data:`BATCH_DELTA_FACTOR` times the mean |w| (as the
-#: GPU's batches: distgraph/backends/gpu/bellman_ford.py); a factor of 0: off.
-BATCH_NEAR_FROM = 16
-BATCH_DELTA_FACTOR = 16.0
+    return rounds, left, nf
 
 
 def batch_arrays(graph, weights):
     """What :func:`run_batch` needs of the graph, the same for every batch (a caller running
     several keeps it): int64 row offsets, the heads, the weights in the work dtype (ones when
-    unweighted), the negative-cycle bound with whether any arc is negative, and near-far's
-    delta in the work dtype (0: off)."""
+    unweighted), and the negative-cycle bound with whether any arc is negative."""
     from mpi4py import MPI
 
     indptr = np.asarray(graph.indptr, dtype=np.int64)
@@ -799,16 +745,7 @@ def batch_arrays(graph, weights):
     wdt = work_dtype(weights.dtype) if weights is not None else np.dtype(np.int64)
     w = np.ones(indices.shape[0], wdt) if weights is None else np.asarray(weights).astype(wdt, copy=False)
     bound, has_neg = neg_bound_of(_neg_magnitude(w, wdt), wdt, MPI.COMM_SELF)
-    m = w.shape[0]
-    mean = float(np.abs(w[::max(1, m // (1 << 20))].astype(np.float64)).mean()) if m else 0.0
-    d = BATCH_DELTA_FACTOR * mean
-    if not (np.isfinite(d) and d > 0):
-        delta = wdt.type(0)
-    elif wdt.kind == "f":
-        delta = wdt.type(d)
-    else:
-        delta = wdt.type(min(max(int(np.ceil(d)), 1), np.iinfo(np.int64).max // 4))
-    return indptr, indices, w, bound, has_neg, delta
+    return indptr, indices, w, bound, has_neg
 
 
 def run_batch(graph, weights, sources, outs, max_rounds=None, arrays=None):
@@ -816,8 +753,7 @@ def run_batch(graph, weights, sources, outs, max_rounds=None, arrays=None):
     :func:`_batch_rounds` into ``outs[b]`` (host rows of n items, the output dtype: converted
     with :func:`to_output_dtype`, whose overflow error names the int64 weights). ``arrays``:
     :func:`batch_arrays` of the graph (made here when None). Returns a list: each source's
-    stats, or None where its rounds had not settled within ``max_rounds`` (default max(4n, 1024):
-    near-far's phases add rounds) or went
+    stats, or None where its rounds had not settled within ``max_rounds`` (default n) or went
     below the negative-cycle bound (a negative cycle: the caller runs it alone, which finds
     and names it)."""
     from ...errors import InvalidArgumentError
@@ -828,17 +764,15 @@ def run_batch(graph, weights, sources, outs, max_rounds=None, arrays=None):
     if not (1 <= nb <= 32 and len(outs) == nb):
         raise InvalidArgumentError(f"run_batch takes 1 to 32 sources and a row for each; got {nb} sources "
                                    f"and {len(outs)} rows")
-    indptr, indices, w, bound, has_neg, delta = batch_arrays(graph, weights) if arrays is None else arrays
+    indptr, indices, w, bound, has_neg = batch_arrays(graph, weights) if arrays is None else arrays
     wdt = w.dtype
-    inf = INF_OF(wdt)
-    dist = np.full(n * nb, inf, wdt)
-    front, nxt, far = (np.empty(max(n, 1), np.int64) for _ in range(3))
-    act, nact, farm = (np.zeros(max(n, 1), np.uint32) for _ in range(3))
+    dist = np.full(n * nb, INF_OF(wdt), wdt)
+    front, nxt = np.empty(max(n, 1), np.int64), np.empty(max(n, 1), np.int64)
+    act, nact = np.zeros(max(n, 1), np.uint32), np.zeros(max(n, 1), np.uint32)
     counts = np.zeros(32, np.int64)
-    rounds, left, _, phases = _batch_rounds(indptr, indices, w, src, dist, front, nxt, act, nact,
-                                            np.empty(32, np.int64), np.empty(32, wdt), counts, bound, has_neg,
-                                            max(4 * n, 1024) if max_rounds is None else int(max_rounds), far, farm, delta,
-                                            BATCH_NEAR_FROM, wdt.type(inf))
+    rounds, left, _ = _batch_rounds(indptr, indices, w, src, dist, front, nxt, act, nact,
+                                    np.empty(32, np.int64), np.empty(32, wdt), counts, bound, has_neg,
+                                    n if max_rounds is None else int(max_rounds))
     t_run = time.perf_counter() - t0
     res = []
     for j in range(nb):
@@ -848,6 +782,5 @@ def run_batch(graph, weights, sources, outs, max_rounds=None, arrays=None):
         row = dist[j::nb]
         outs[j][...] = to_output_dtype(row, outs[j].dtype)
         res.append({"mode": "rounds", "backend": "cpu", "order": "async", "batch": nb, "rounds": int(rounds),
-                    "phases": int(phases),
                     "relaxations": int(counts[j]), "time_run_s": t_run / nb, "time_batch_run_s": t_run})
     return res
