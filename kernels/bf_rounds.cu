@@ -706,7 +706,8 @@ __device__ void dg_bk_persist(const dg_i64 *__restrict__ indptr, const int *__re
     const int G = (int)gridDim.x;
     if (G < ngroups) __trap();  // (a group without a block: the host launches ngroups blocks or more)
     const int g = (int)(((long long)blockIdx.x * ngroups) / G);  // this block's group
-    const int b0 = (int)(((long long)g * G + ngroups - 1) / ngroups), b1 = (int)(((long long)(g + 1) * G + ngroups - 1) / ngroups);
+    const int b0 = (int)(((long long)g * G + ngroups - 1) / ngroups);  // its run of blocks [b0, b1)
+    const int b1 = (int)(((long long)(g + 1) * G + ngroups - 1) / ngroups);
     const int bid = (int)blockIdx.x - b0, nblk = b1 - b0;
     const dg_i64 *t = tab + (dg_i64)g * DG_BG_LEN;
     K *const dist = (K *)t[0];

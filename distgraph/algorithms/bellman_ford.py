@@ -421,7 +421,8 @@ class BellmanFord:
     distances from all of them side by side (4-byte keys for integer weights while they fit),
     so one read of an arc relaxes it for every source that needs it, and copy the batch's rows
     to the host while the next batch runs. Deep graphs (road networks) batch too: past round
-    16 the rounds run in near-far order, queued as CUDA graphs. A source whose rounds have not
+    16 the rounds run in near-far order, in one persistent launch of up to 512 rounds, and
+    after a deep batch up to 4 groups of sources run in step. A source whose rounds have not
     settled within ``DISTGRAPH_GPU_SSSP_BATCH_ROUNDS`` (16384, at most max(4n, 1024)), or
     whose keys fell below the negative-cycle bound, runs alone, as before, and so do the later
     ones. Results never depend on it. The CPU backend batches on one rank the same way
@@ -429,7 +430,7 @@ class BellmanFord:
     at most ``DISTGRAPH_CPU_SSSP_BATCH_ROUNDS`` (32) rounds; a batch not settled by then sends
     its unsettled sources, and the later ones, alone.
 
-    Timings on one H200: see the README's "Many sources" and benchmarks/results/session21/.
+    Timings on one H200: see the README's "Many sources" and benchmarks/results/session22/.
     """
 
     def __init__(self, graph: Graph, *, weights=None, mode: str = "auto", queue: str = "bq",

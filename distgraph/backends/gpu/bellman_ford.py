@@ -1383,11 +1383,10 @@ BATCH_PERSIST_STEP = 512
 #: Groups of up to :data:`BATCH_MAX` sources whose rounds run in step (one launch for all past
 #: the first rounds, each group on its share of the grid): a deep graph's round is mostly the
 #: latency of chains of dependent memory accesses, so four groups' round costs about twice one
-#: group's, not four times, and
-#: :meth:`Session.batch_size` offers this many groups' sources once a batch has proved the graph
-#: deep (16 persistent rounds or more), where their arrays fit; 1: one group a batch. road-FLA,
-#: 4 blocks an SM: a persistent round of one group took 19 us, of four groups in step 34-38 us
-#: (calls 5-6 of session 22).
+#: group's, not four times. :meth:`Session.batch_size` offers this many groups' sources once a
+#: batch has proved the graph deep (16 persistent rounds or more), where their arrays fit; 1:
+#: one group a batch. road-FLA, 4 blocks an SM: a persistent round of one group took 19 us, of
+#: four groups in step 34-38 us (calls 5-6 of session 22).
 BATCH_GROUPS = 4
 _GROUPS_CAP = 8  # (the groups' counters: rows of one array, kept for the CUDA graphs' pointers)
 #: The batched rounds' thin frontier vertices: at most this many (source, arc) pairs (arcs
@@ -2249,10 +2248,11 @@ class RoundsSSSP:
         list: each source's stats (``batch``: its group's sources, ``groups``, ``batch_sources``:
         the call's; ``time_batch_run_s`` and ``persistent_rounds`` are the call's), or None
         where its rounds had not settled (a negative cycle, or a graph deeper than
-        ``max_rounds``: the caller runs that source alone, which finds the cycle or goes on). No predecessors; a key below the negative-cycle bound leaves its
-        source unsettled. Integer weights run on 4-byte keys unless ``wide`` (or
-        :data:`BATCH_KEYS32` is off); a sum outside their range runs the batch again on 8-byte
-        keys (``self.last_batch["keys"]`` says which)."""
+        ``max_rounds``: the caller runs that source alone, which finds the cycle or goes on).
+        No predecessors; a key below the negative-cycle bound leaves its source unsettled.
+        Integer weights run on 4-byte keys unless ``wide`` (or :data:`BATCH_KEYS32` is off); a
+        sum outside their range runs the batch again on 8-byte keys (``self.last_batch["keys"]``
+        says which)."""
         from .loader import get_module
 
         cp, n = self.cp, self.graph.n
@@ -2303,54 +2303,45 @@ class RoundsSSSP:
         nf = {j: g["nf"] for j, g in enumerate(groups)}  # the live groups' frontier lengths
         rounds, got, persisted = 0, cnts[:ng].get(), 0
         while nf and rounds < max_rounds:
+            live, ran = sorted(nf), False  # ran: the live groups' rounds in one persistent launch
             if rounds < BATCH_EXACT:  # one round, its frontier's length known
                 step = 1
             else:  # rounds queued unread (the kernels stride: grids for twice the last lengths read)
                 step = min(BATCH_CHECK, max_rounds - rounds)
                 if rounds == BATCH_EXACT and mode == "deep" and thr0 != top:
-                    for j in nf:  # a deep graph: near-far from here on
+                    for j in live:  # a deep graph: near-far from here on
                         groups[j]["st"]["ph"][_PH_THR:_PH_THR + 1].fill(thr0)
                 pk = self._batch_persist(groups[0]["st"], sfx)
-                live = sorted(nf)
                 if pk is not None and pk[1] >= len(live) and max(nf.values()) <= 256 * 8 * (pk[1] // len(live)):
                     # a deep graph's frontiers (8 strides of a group's share of the grid at most):
                     # every live group's rounds in one launch
-                    step = min(int(BATCH_PERSIST_STEP), max_rounds - rounds)
                     tab = self._batch_table(live, [groups[j] for j in live])
                     try:
                         pk[0]((pk[1],), (256,), (block.indptr, block.indices, w, np.int32(unit), tab,
                                                  np.int32(len(live)), np.uint32((1 << len(live)) - 1),
-                                                 np.int64(BATCH_BIG_DEGREE), thin, np.int64(rounds), np.int64(step)))
+                                                 np.int64(BATCH_BIG_DEGREE), thin, np.int64(rounds),
+                                                 np.int64(min(int(BATCH_PERSIST_STEP), max_rounds - rounds))))
+                        ran, step = True, min(int(BATCH_PERSIST_STEP), max_rounds - rounds)
                     except cp.cuda.driver.CUDADriverError:  # (a cooperative launch refused) the graphs
                         self._batch_arrays(0)["no_persist"] = True
-                        step = min(BATCH_CHECK, max_rounds - rounds)
-                    else:
-                        got = cnts[:ng].get()
-                        persisted += int(got[live, 5].max())
-                        for j in live:  # (cnt[5]: its rounds; fewer than step: it stopped)
-                            nf[j] = int(got[j][(rounds + int(got[j][5])) % 3])
-                        rounds += step
-                        nf = {j: x for j, x in nf.items() if x}
-                        if k32 and got[:, 3].any():
-                            break  # a sum past int32's range: run again on 8-byte keys (below)
-                        if sink is not None:
-                            sink.poll()
-                        continue
-            for j in sorted(nf):
-                est = nf[j] if step == 1 else 2 * nf[j]
-                self._batch_steps(groups[j], fns, rounds, step, est, sms, hubs, sfx, nb=groups[j]["nb"], thin=thin)
-            rounds += step
+            if not ran:
+                for j in live:
+                    self._batch_steps(groups[j], fns, rounds, step, nf[j] if step == 1 else 2 * nf[j], sms, hubs,
+                                      sfx, thin)
             got = cnts[:ng].get()
-            nf = {j: int(got[j][rounds % 3]) for j in nf}
-            nf = {j: x for j, x in nf.items() if x}
+            if ran:
+                persisted += int(got[live, 5].max())
+            # each live group's next frontier: after the launch's rounds, or its own cnt[5] where
+            # it stopped sooner (its frontier empty, or an overflow)
+            nf = {j: x for j in live if (x := int(got[j][(rounds + (int(got[j][5]) if ran else step)) % 3]))}
+            rounds += step
             if k32 and got[:, 3].any():
                 break  # a sum past int32's range: run again on 8-byte keys (below)
             if sink is not None:  # the last batch's rows, once on the host, to the threads
                 sink.poll()
         if k32 and got[:ng, 3].any():  # a sum past int32's range: the batch again with 8-byte keys
             return self.run_batch(sources, outs, max_rounds=max_rounds, sink=sink, wide=True, group=group)
-        out_stats, t_run, t_out = [None] * nb, 0.0, 0.0
-        t_run = time.perf_counter() - t0
+        t_run, out_stats, t_out = time.perf_counter() - t0, [None] * nb, 0.0
         summary = {"rounds": 0, "phases": 0, "unsettled": 0, "relaxations": 0}
         # the persistent rounds' shares (each launch's in its first live group's row)
         tot = got[:ng, 8:12].sum(axis=0)
@@ -2365,8 +2356,8 @@ class RoundsSSSP:
                     continue
                 out_stats[g["lo"] + b] = {
                     "mode": "rounds", "backend": "gpu", "engine": "kernel", "order": "async", "batch": g["nb"],
-                    "groups": ng, "batch_sources": nb, "rounds": rounds_j, "relaxations": count, "distributed": False, "exchange": None,
-                    "tails_rerun": False, "keys": 4 if k32 else 8, "phases": res["phases"],
+                    "groups": ng, "batch_sources": nb, "rounds": rounds_j, "relaxations": count,
+                    "distributed": False, "exchange": None, "tails_rerun": False, "keys": 4 if k32 else 8, "phases": res["phases"],
                     "persistent_rounds": persisted, "relabel": self.relabel, "time_setup_s": self.setup_s,
                     "persistent_split_s": [x / nb for x in split[:3]]}  # (this source's share)
                 if renamed:
@@ -2405,9 +2396,9 @@ class RoundsSSSP:
         # cnt: the frontiers' lengths (three in turn: round r reads cnt[r % 3], appends to
         # cnt[(r + 1) % 3] and zeroes cnt[(r + 2) % 3]), in cnt[3] the overflow flag of 4-byte
         # keys, in cnt[4] the rounds whose frontier was not empty, in cnt[5] the rounds the last
-        # persistent launch ran, in cnt[8..11] (the first group's) the persistent rounds' time in
-        # their first passes, second passes and advances (ns, each to its grid sync) and the rounds
-        # that ran a second pass
+        # persistent launch ran, in cnt[8..11] (each launch's in its first group's row) the
+        # persistent rounds' time in their first passes, second passes and advances (ns, each to
+        # its grid sync) and the rounds that ran a second pass
         cnt.fill(0)
         ovf = cnt[3:4].view(cp.uint32)[:1]
         st["nbig"].fill(0)
@@ -2434,7 +2425,7 @@ class RoundsSSSP:
         return {"st": st, "nb": nb, "lo": lo, "dist": dist, "rargs": rargs, "nf": int(uniq.size), "row": row,
                 "skip": rel is not None}
 
-    def _batch_steps(self, g, fns, rounds, step, est, sms, hubs, sfx, *, nb, thin):
+    def _batch_steps(self, g, fns, rounds, step, est, sms, hubs, sfx, thin):
         """Rounds ``rounds`` to ``rounds + step`` of group ``g`` (launches, or CUDA graphs of 6
         rounds when ``step`` is 6 or more): grids for ``est`` frontier vertices."""
         st, rargs = g["st"], g["rargs"]
@@ -2449,7 +2440,7 @@ class RoundsSSSP:
         r = rounds
         while r < rounds + step:
             if graphs and rounds + step - r >= 6:
-                key = (sfx, nb, r % 6, grid, grid2, int(thin), g["skip"], BATCH_BIG_DEGREE)
+                key = (sfx, g["nb"], r % 6, grid, grid2, int(thin), g["skip"], BATCH_BIG_DEGREE)
                 gr = self._batch_graph(st, key, fns, rargs, grid, grid2)
                 if gr is not None:
                     gr.launch()
@@ -2628,11 +2619,11 @@ class RoundsSSSP:
     def batch_bytes(n, m, groups=1):
         """Device bytes :meth:`run_batch` needs for a graph of n vertices and m arcs and batches
         of ``groups`` groups, an upper bound: each group's arrays (kept: the keys, the skip's, the
-        masks, frontiers, mid and far lists, the hub pieces), 1 KB for the counters and 512 bytes a
-        group for its small arrays, and the rows
-        at the end of a batch (a group's gather and conversion to the rows' dtype, up to 24 bytes
-        a distance at its peak) with the batch's other groups' rows and the last batch's still
-        being copied to the host (8 bytes a distance at most)."""
+        masks, frontiers, mid and far lists, the hub pieces), 1 KB for the counters and 512 bytes
+        a group for its small arrays, and the rows at the end of a batch (a group's gather and
+        conversion to the rows' dtype, up to 24 bytes a distance at its peak) with the batch's
+        other groups' rows and the last batch's still being copied to the host (8 bytes a
+        distance at most)."""
         return groups * _group_bytes(n, m) + n * BATCH_MAX * (16 + 16 * groups) + 1024 + 512 * groups
 
 
@@ -2822,12 +2813,12 @@ class Session:
         (read them after :meth:`flush`). Returns each source's stats, or None for a source
         whose rounds had not settled within ``max_rounds`` (the caller runs it by :meth:`run`);
         after such a batch the session runs one source at a time."""
+        from ...runtime.config import config
+
         if self.sink is None:
             self.sink = _RowSink(threads=self._sink_threads(8))
         self.batching = True
         r = self._rounds(runs_left)
-        from ...runtime.config import config
-
         res = r.run_batch(sources, outs, max_rounds=self.batch_rounds(), sink=self.sink,
                           wide=self.batch_wide, group=min(int(config.gpu_sssp_batch), BATCH_MAX))
         self.batch_wide = r.last_batch["keys"] == 8  # a sum past int32's range: 8-byte keys from now on
