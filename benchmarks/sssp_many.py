@@ -87,6 +87,9 @@ def _stats(r):
                                    for i in range(3)],
             "run_s_sum": float(sum(st.get("time_run_s", 0.0) for st in per)),
             "d2h_s_sum": float(sum(st.get("time_d2h_s", 0.0) for st in per)),
+            # the row sink's pinned buffers and how long its puts waited for one (the call's)
+            "sink_pinned_bytes": max([st.get("sink_pinned_bytes", 0) for st in per] or [0]),
+            "sink_wait_s": float(max([st.get("sink_wait_s", 0.0) for st in per] or [0.0])),
             "finish_s_sum": float(sum(st.get("time_finish_s", 0.0) for st in per)),
             "setups_s": sorted(set(round(x, 4) for x in setups)),  # each engine's set-up (renaming included)
             "relabels_s": sorted(set(round(x, 4) for x in relabels)),  # of which the renaming

@@ -747,7 +747,7 @@ class _Dev(np.ndarray):
 
 class _Copy:
     """Stands in for _RowSink._copy's CUDA event: the pinned view is written only when the
-    copy is waited for (or once ``done`` is set by the test), as an asynchronous copy would."""
+    copy is waited for (or :meth:`finish`-ed by the test), as an asynchronous copy would."""
 
     made: list = []
 
@@ -764,6 +764,8 @@ class _Copy:
             self.view[...] = np.asarray(self.dev)
             self._done = True
 
+    finish = synchronize
+
 
 @pytest.fixture
 def fake_cuda(monkeypatch):
@@ -778,38 +780,49 @@ def fake_cuda(monkeypatch):
         return np.empty(n, dt)
 
     monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=empty_pinned))
-    monkeypatch.setattr(gbf._RowSink, "_copy", lambda self, dev, view, fresh: _Copy(dev, view))
+    monkeypatch.setattr(gbf._RowSink, "_copy", lambda self, dev, view, ready: _Copy(dev, view))
+    monkeypatch.setattr(gbf._RowSink, "_ready", staticmethod(lambda: "ready"))
     monkeypatch.setattr(_Copy, "made", [])
     return pinned
 
 
+def _jobs_done(sink, j):
+    for f in sink._jobs[j]:
+        f.result()
+
+
 @pytest.mark.parametrize("threads", [1, 3])
 def test_row_sink_fills_every_row_in_the_background(fake_cuda, monkeypatch, threads):
-    """_RowSink: each row's copy queued (nothing written yet), then copied into its row by the
-    threads (several parts for rows of 4 MB or more) once done; a pinned buffer is reused
-    only after its rows are done, so every row ends right after flush(); a thread's error is
-    raised there."""
+    """_RowSink: a put never waits while the backlog has room: each row's copy goes into a
+    free pinned buffer or waits in the queue (nothing written yet); once a copy is done its
+    row is copied by the threads (several parts for rows of 4 MB or more), and a buffer whose
+    rows are done takes the next queued piece (no new buffer); every row is right after
+    flush(); a thread's error is raised there."""
     from distgraph.backends.gpu import bellman_ford as gbf
 
-    sink = gbf._RowSink(threads=threads)
+    sink = gbf._RowSink(threads=threads, slots=4)
     n = (17 << 20) // 8 + 3  # 17 MB of int64: one part, or a part per thread (4 MB or more each)
     rows = np.zeros((6, n), np.int64)
-    for i in range(3):
+    for i in range(6):
         sink.put(np.arange(i, i + n, dtype=np.int64).view(_Dev), rows[i])
-    assert not rows[:3].any()  # queued: no copy done yet
-    for i in range(3, 6):  # slots 3, 0, 1: the first two rows' buffers waited for
-        sink.put(np.arange(i, i + n, dtype=np.int64).view(_Dev), rows[i])
-    assert len(fake_cuda) == 4 and rows[0, 5] == 5 and rows[1, 5] == 6  # four buffers, reused
+    assert len(fake_cuda) == 4 and len(sink._queued) == 2 and len(sink._pending) == 4
+    assert not rows.any() and sink.wait_s == 0.0 and sink.pinned_bytes == 4 * 8 * n
+    _Copy.made[0].finish()  # the first row's copy is done (the others' are not: one stream, in order)
+    sink.poll()
+    _jobs_done(sink, 0)
+    assert np.array_equal(rows[0], np.arange(0, n)) and not rows[1:].any()
+    sink.poll()  # buffer 0 is free: the oldest queued piece (row 4) goes into it
+    assert [p[0] for p in sink._pending] == [1, 2, 3, 0] and len(sink._queued) == 1 and len(fake_cuda) == 4
     sink.flush()
     assert all(np.array_equal(rows[i], np.arange(i, i + n)) for i in range(6))
+    assert len(fake_cuda) == 4 and not sink._queued and not sink._pending
     small = np.zeros((2, 5), np.float32)
     for i in range(2):
         sink.put(np.full(5, i + 0.5, np.float32).view(_Dev), small[i])
-    _Copy.made[-2]._done = True
-    _Copy.made[-2].view[...] = 0.5
+    _Copy.made[-2].finish()
     sink.poll()  # the first one is done: its row handed to the threads; the second one waits
     sink.close()
-    assert small.tolist() == [[0.5] * 5, [1.5] * 5]
+    assert small.tolist() == [[0.5] * 5, [1.5] * 5] and sink.pinned_bytes == 0
     bad = gbf._RowSink(threads=threads)
     with pytest.raises(AssertionError):
         bad.put(np.zeros(4, np.int64).view(_Dev), np.zeros(4, np.int32))
@@ -836,24 +849,48 @@ def test_row_sink_fills_every_row_in_the_background(fake_cuda, monkeypatch, thre
 
 
 def test_row_sink_rows_in_pieces(fake_cuda):
-    """put_rows: a batch's rows in pieces of at most piece_bytes (a row at least), a pinned
-    buffer each in turn; the device piece is kept until its copy is done."""
+    """put_rows: a batch's rows in pieces of at most piece_bytes (a row at least), each into a
+    free buffer (a new one while fewer than ``slots``) or queued; the device piece is kept
+    until its copy is done."""
     from distgraph.backends.gpu import bellman_ford as gbf
 
     dev = np.arange(7 * 100, dtype=np.int64).reshape(7, 100).view(_Dev)
-    for piece, sizes in ((1 << 30, [5600]), (3 * 800, [2400, 2400, 800]), (100, [800] * 4)):
+    for piece, sizes, queued in ((1 << 30, [5600], 0), (3 * 800, [2400, 2400, 800], 0), (100, [800] * 4, 3)):
         fake_cuda.clear()
         sink = gbf._RowSink(threads=2, slots=4, piece_bytes=piece)
         rows = np.zeros((7, 100), np.int64)
         sink.put_rows(dev, list(rows))
+        assert len(sink._queued) == queued and not rows.any()
         assert all(p[2].base is not None for p in sink._pending)  # the device pieces held
+        assert all(q[1].base is not None and q[0] == "ready" for q in sink._queued)
         sink.close()
         assert np.array_equal(rows, np.asarray(dev)) and fake_cuda == sizes, (piece, fake_cuda)
 
 
+def test_row_sink_backlog_waits_for_the_oldest_buffer(fake_cuda):
+    """A put waits only while more than backlog_bytes of pieces are queued: then for the
+    buffer given a piece first, whose rows are done before the next piece goes into it."""
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    sink = gbf._RowSink(threads=1, slots=2, backlog_bytes=1600)
+    rows = np.zeros((6, 100), np.int64)
+    devs = [np.full(100, i, np.int64).view(_Dev) for i in range(6)]
+    for i in range(4):  # two copies in flight, two rows (1600 bytes) queued
+        sink.put(devs[i], rows[i])
+    assert len(sink._queued) == 2 and sink.wait_s == 0.0 and not rows.any()
+    sink.put(devs[4], rows[4])  # 2400 bytes queued: buffer 0 waited for (row 0 done), row 2 into it
+    assert rows[0].tolist() == [0] * 100 and _Copy.made[0].done and not _Copy.made[1].done
+    assert [p[0] for p in sink._pending] == [1, 0] and len(sink._queued) == 2 and sink.wait_s > 0
+    sink.put(devs[5], rows[5])  # buffer 1 next
+    assert _Copy.made[1].done and [p[0] for p in sink._pending] == [0, 1] and len(sink._queued) == 2
+    sink.close()
+    assert [r[0] for r in rows] == list(range(6)) and len(fake_cuda) == 2
+
+
 def test_row_sink_copy_orders_the_streams(monkeypatch):
-    """_RowSink._copy: the sink's stream waits for the current stream's work, copies, records
-    its event; the current stream then waits for that event unless the rows are ``fresh``."""
+    """_RowSink: a put records an event on the current stream (the rows' making); the copy,
+    perhaps started later, waits for that event on the sink's stream, copies and records its
+    own event there; the current stream never waits for the sink."""
     import sys
 
     from distgraph.backends.gpu import bellman_ford as gbf
@@ -883,38 +920,40 @@ def test_row_sink_copy_orders_the_streams(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(cuda=cuda))
     dev = types.SimpleNamespace(data=types.SimpleNamespace(ptr=1234))
     view = np.zeros(4, np.int64)
-    for fresh in (True, False):
-        calls.clear()
-        sink = gbf._RowSink()
-        sink._copy(dev, view, fresh)
-        assert calls[:5] == [("event", 0), ("record", 0, "current"), ("wait", "sink", 0), ("copy", 32, 2, 7),
-                             ("event", 1)]
-        assert calls[5] == ("record", 1, "sink")
-        assert calls[6:] == ([] if fresh else [("wait", "current", 1)])
+    sink = gbf._RowSink()
+    ready = sink._ready()
+    calls.append(("later",))
+    sink._copy(dev, view, ready)
+    assert calls == [("event", 0), ("record", 0, "current"), ("later",), ("wait", "sink", 0), ("copy", 32, 2, 7),
+                     ("event", 1), ("record", 1, "sink")]
 
 
 def test_row_sink_failed_copy_raised_at_flush_even_if_caught(fake_cuda, monkeypatch):
-    """A row whose host copy failed is not lost when a put's wait raised it and the caller
-    caught that (the batch's fallback): flush raises it again, once."""
+    """A row whose host copy failed is not lost when a wait raised it and the caller caught
+    that (the batch's fallback): flush raises it again, once."""
     from distgraph.backends.gpu import bellman_ford as gbf
 
     real = np.copyto
 
     def copyto(dst, src):
-        if dst.shape[0] == 3:
+        if src[0] == 100:
             raise OSError("made up: row 0")
         real(dst, src)
 
     monkeypatch.setattr(np, "copyto", copyto)
     sink = gbf._RowSink(threads=1, slots=2)
     rows = np.zeros((4, 3), np.int64)
+    for i in range(4):
+        sink.put(np.full(3, 100 + i, np.int64).view(_Dev), rows[i])
     with pytest.raises(OSError, match="row 0"):
-        for i in range(4):
-            sink.put(np.full(3, i, np.int64).view(_Dev), rows[i])
+        sink.poll(wait=True)
+    with pytest.raises(OSError, match="row 0"):
+        sink.put(np.full(3, 7, np.int64).view(_Dev), np.zeros(3, np.int64))
     with pytest.raises(OSError, match="row 0"):
         sink.flush()
     sink.flush()  # raised once: cleared
     sink.close()
+    assert rows[1:].tolist() == [[101] * 3, [102] * 3, [103] * 3]
 
 
 def test_batch_delta_near_far():

@@ -516,103 +516,77 @@ def _to_host(a, holder, out=None):
 
 class _RowSink:
     """Host rows filled while the GPU goes on (``bellman_ford(graph, sources)`` without
-    predecessors). :meth:`put_rows` (and :meth:`put`, one row) queues the copy of device rows
-    into a pinned buffer on the sink's own CUDA stream, after the work queued so far on the
-    current stream, and returns at once: the next source's (or batch's) rounds run while the
-    rows cross the bus. Once a copy is done (:meth:`poll`, called at each put and by the batched
-    rounds between rounds, or :meth:`flush`), up to ``threads`` threads copy the rows from the pinned
-    buffer into the caller's rows (a part of 4 MB or more each; NumPy drops the GIL), which also
-    faults their pages in. The rows go in pieces of at most ``piece_bytes`` (one row at least)
-    into ``slots`` pinned buffers used in turn; a buffer is reused once its rows are done (on one
-    H200, session 19, the gather to the caller's ids, the narrowing to int32 and a blocking copy
-    took 1.0 ms a source on Kronecker 22's 16 MB rows: benchmarks/results/session19/).
+    predecessors). :meth:`put_rows` (and :meth:`put`, one row) takes device rows that no later
+    GPU work writes (made for them, and kept here until copied) and returns at once: the next
+    source's (or batch's) rounds run while the rows cross the bus. Each piece of at most
+    ``piece_bytes`` (one row at least) waits in a queue for one of ``slots`` pinned buffers; a
+    buffer is free once its last rows are in the caller's rows. The pieces are copied into free
+    buffers on the sink's own CUDA stream, each after the work that made it (an event recorded
+    at the put); once a copy is done, up to ``threads`` threads copy the rows from the buffer
+    into the caller's rows (a part of 4 MB or more each; NumPy drops the GIL), which also faults
+    their pages in. :meth:`poll` (called at each put, and by the batched rounds between their
+    launches) moves the pieces along without waiting; a put waits only while more than
+    ``backlog_bytes`` of device pieces are queued.
+
+    The buffers are small (4 of 64 MB) because pinning host memory is slow: on one H200 the
+    first call on road-FLA spent 0.375 s allocating 4 buffers of 256 MB, 45% of its time
+    (benchmarks/results/session22/), and the queue lets a batch's many rows through few
+    buffers without holding up the next batch. (Session 19: the gather to the caller's ids, the
+    narrowing to int32 and a blocking copy took 1.0 ms a source on Kronecker 22's 16 MB rows.)
     :meth:`flush` waits for every row (and raises a thread's error); :meth:`close` too, then
     frees the threads, the stream and the buffers."""
 
-    def __init__(self, threads=4, slots=4, piece_bytes=256 << 20):
+    def __init__(self, threads=4, slots=4, piece_bytes=64 << 20, backlog_bytes=2 << 30):
+        from collections import deque
+
         self.threads = max(1, min(int(threads), _cpus()))
         self.piece = max(int(piece_bytes), 1)
+        self.backlog = max(int(backlog_bytes), 0)
         k = max(2, int(slots))
-        self._bufs, self._jobs, self._next, self._pool = [None] * k, [[] for _ in range(k)], 0, None
+        self._bufs, self._jobs, self._pool = [None] * k, [[] for _ in range(k)], None
+        self._used = [0] * k  # when each buffer was last given a piece (the oldest is waited for)
+        self._clock = 0
+        self._queued = deque()  # (ready event, device piece, rows): no buffer yet, oldest first
+        self._queued_bytes = 0
         self._pending = []  # (slot, done, device piece kept alive, pinned view, rows), oldest first
         self._stream = None
-        self.failed = None  # the first copy into a row that failed: raised by every wait from then on
-        self.wait_s = 0.0  # how long puts waited for a buffer's previous rows
+        self.failed = None  # the first copy into a row that failed: raised by every put, poll and flush
+        self.wait_s = 0.0  # how long puts and flushes waited for a buffer
+        self.pinned_bytes = 0  # the pinned buffers' bytes (allocated)
 
-    def _copy(self, dev, view, fresh):
+    @staticmethod
+    def _ready():
+        """An event after the current stream's queued work (the piece's making)."""
+        import cupy as cp
+
+        ev = cp.cuda.Event(disable_timing=True)
+        ev.record()
+        return ev
+
+    def _copy(self, dev, view, ready):
         """Start copying the contiguous device array ``dev`` into the pinned ``view`` on the
-        sink's stream, after the current stream's queued work; returns the copy's event.
-        Unless ``fresh`` (``dev`` is the caller's alone, and kept here until copied), the
-        current stream's later work waits for the copy: it may write ``dev`` again."""
+        sink's stream, once ``ready`` (its making) is done; returns the copy's event."""
         import cupy as cp
 
         if self._stream is None:
             self._stream = cp.cuda.Stream(non_blocking=True)
-        ready = cp.cuda.Event(disable_timing=True)
-        ready.record()
         self._stream.wait_event(ready)
         cp.cuda.runtime.memcpyAsync(view.ctypes.data, dev.data.ptr, view.nbytes,
                                     cp.cuda.runtime.memcpyDeviceToHost, self._stream.ptr)
         done = cp.cuda.Event(disable_timing=True)
         done.record(self._stream)
-        if not fresh:
-            cp.cuda.get_current_stream().wait_event(done)
         return done
 
-    def _wait(self, j):
-        t0 = time.perf_counter()
-        if any(p[0] == j for p in self._pending):
-            self.poll(wait=True)
-        jobs, self._jobs[j] = self._jobs[j], []
-        try:
-            for f in jobs:
-                try:
-                    f.result()
-                except Exception as e:  # noqa: BLE001 - kept: flush raises it again (a caller may catch this one)
-                    self.failed = self.failed or e
-            if self.failed is not None:
-                raise self.failed
-        finally:
-            self.wait_s += time.perf_counter() - t0
-
-    def put(self, dev, row, fresh=False):
-        """Fill the host ``row`` (C-contiguous, ``dev``'s size and dtype) from the device
-        vector ``dev`` in the background."""
-        self.put_rows(dev.reshape(1, -1), [row], fresh)
-
-    def put_rows(self, dev, rows, fresh=False):
-        """Fill the host rows ``rows[i]`` (C-contiguous, each ``dev.shape[1]`` items of
-        ``dev``'s dtype) from the rows of the C-contiguous 2-D device array ``dev`` in the
-        background (``dev`` is kept until its copy is done). ``fresh``: no later GPU work
-        writes ``dev`` (an array made for these rows), so that work need not wait for the
-        copy; else it does (the rounds' own arrays, reused by the next source)."""
-        k, n = dev.shape
-        assert len(rows) == k, (len(rows), k)
-        per = max(1, self.piece // max(n * dev.dtype.itemsize, 1))
-        for a in range(0, k, per):
-            part = dev[a:a + per]
-            j, self._next = self._next, (self._next + 1) % len(self._bufs)
-            self._wait(j)
-            nb = int(part.nbytes)
-            buf = self._bufs[j]
-            if buf is None or buf.nbytes < nb:
-                import cupyx
-
-                buf = self._bufs[j] = None  # the old one freed first
-                buf = self._bufs[j] = cupyx.empty_pinned(max(nb, 1), np.uint8)
-            view = buf[:nb].view(dev.dtype).reshape(part.shape)
-            mine = [r.reshape(-1) for r in rows[a:a + per]]
-            for r in mine:
-                assert r.shape == (n,) and r.dtype == view.dtype, (r.shape, r.dtype, view.shape, view.dtype)
-            self._pending.append((j, self._copy(part, view, fresh), part, view, mine))
-        self.poll()
-
-    def poll(self, wait=False):
-        """Hand the rows whose copy from the device is done (all of them: ``wait``) to the threads."""
+    def _hand(self, slot=None):
+        """Hand the rows whose copy is done, oldest first, to the threads; with ``slot``,
+        wait for the copies up to that buffer's."""
         from concurrent.futures import ThreadPoolExecutor
 
-        while self._pending and (wait or self._pending[0][1].done):
-            j, done, _, view, rows = self._pending.pop(0)
+        while self._pending:
+            j, done, _, view, rows = self._pending[0]
+            if not done.done and not (slot is not None and any(p[0] == slot for p in self._pending)):
+                break
+            self._pending.pop(0)
             done.synchronize()
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.threads)
@@ -622,17 +596,109 @@ class _RowSink:
                 self._jobs[j] += [self._pool.submit(np.copyto, dst[x:y], src[x:y])
                                   for x, y in zip(cuts[:-1], cuts[1:])]
 
+    def _free(self, j, wait):
+        """Whether buffer ``j`` is free: no copy into it in flight and its rows done (``wait``:
+        made so). A row that failed is kept in :attr:`failed` (raised by :meth:`_check`)."""
+        if any(p[0] == j for p in self._pending):
+            if not wait:
+                return False
+            self._hand(j)
+        jobs = self._jobs[j]
+        if not wait and not all(f.done() for f in jobs):
+            return False
+        self._jobs[j] = []
+        for f in jobs:
+            try:
+                f.result()
+            except Exception as e:  # noqa: BLE001 - kept: raised by every put, poll and flush from now on
+                self.failed = self.failed or e
+        return True
+
+    def _check(self):
+        if self.failed is not None:
+            raise self.failed
+
+    def _pump(self, wait=False):
+        """Copy queued pieces into free buffers (``wait``: every piece, waiting for the oldest
+        buffer when none is free)."""
+        self._hand()
+        while self._queued:
+            ready, part, rows = self._queued[0]
+            nb = int(part.nbytes)
+            order = sorted(range(len(self._bufs)), key=lambda s: (  # big enough, then unallocated, then oldest
+                self._bufs[s] is None or self._bufs[s].nbytes < nb, self._bufs[s] is not None, self._used[s]))
+            j = next((s for s in order if self._free(s, False)), None)
+            if j is None:
+                if not wait:
+                    return
+                j = min(range(len(self._bufs)), key=self._used.__getitem__)
+                t0 = time.perf_counter()
+                try:
+                    self._free(j, True)
+                finally:
+                    self.wait_s += time.perf_counter() - t0
+            self._queued.popleft()
+            self._queued_bytes -= nb
+            buf = self._bufs[j]
+            if buf is None or buf.nbytes < nb:
+                import cupyx
+
+                if buf is not None:
+                    self.pinned_bytes -= buf.nbytes
+                buf = self._bufs[j] = None  # the old one freed first
+                buf = self._bufs[j] = cupyx.empty_pinned(max(nb, 1), np.uint8)
+                self.pinned_bytes += buf.nbytes
+            self._clock += 1
+            self._used[j] = self._clock
+            view = buf[:nb].view(part.dtype).reshape(part.shape)
+            self._pending.append((j, self._copy(part, view, ready), part, view, rows))
+            self._hand()
+
+    def put(self, dev, row):
+        """Fill the host ``row`` (C-contiguous, ``dev``'s size and dtype) from the device
+        vector ``dev`` (no later GPU work writes it) in the background."""
+        self.put_rows(dev.reshape(1, -1), [row])
+
+    def put_rows(self, dev, rows):
+        """Fill the host rows ``rows[i]`` (C-contiguous, each ``dev.shape[1]`` items of
+        ``dev``'s dtype) from the rows of the C-contiguous 2-D device array ``dev`` in the
+        background. No later GPU work may write ``dev`` (an array made for these rows): it is
+        kept until its copy is done."""
+        k, n = dev.shape
+        assert len(rows) == k, (len(rows), k)
+        per = max(1, self.piece // max(n * dev.dtype.itemsize, 1))
+        ready = self._ready()
+        for a in range(0, k, per):
+            part = dev[a:a + per]
+            mine = [r.reshape(-1) for r in rows[a:a + per]]
+            for r in mine:
+                assert r.shape == (n,) and r.dtype == part.dtype, (r.shape, r.dtype, part.shape, part.dtype)
+            self._queued.append((ready, part, mine))
+            self._queued_bytes += int(part.nbytes)
+        self._pump()
+        if self._queued_bytes > self.backlog:  # too many device pieces held: wait for buffers
+            t0 = time.perf_counter()
+            while self._queued_bytes > self.backlog:  # the oldest buffer waited for, then pumped
+                self._free(min(range(len(self._bufs)), key=self._used.__getitem__), True)
+                self._pump()
+            self.wait_s += time.perf_counter() - t0
+        self._check()
+
+    def poll(self, wait=False):
+        """Move the rows along: copies done to the threads, queued pieces into free buffers
+        (``wait``: every piece copied to a buffer, and every copy handed to the threads)."""
+        self._pump(wait)
+        if wait:
+            self._hand(slot=self._pending[-1][0] if self._pending else None)
+        self._check()
+
     def flush(self):
         """Wait for every row; raise the first failed copy (once: it is then cleared)."""
         try:
-            self.poll(wait=True)
+            self._pump(wait=True)
             for j in range(len(self._bufs)):
-                try:
-                    self._wait(j)
-                except Exception:  # noqa: BLE001 - self.failed, raised below once every row is waited for
-                    pass
-            if self.failed is not None:
-                raise self.failed
+                self._free(j, True)
+            self._check()
         finally:
             self.failed = None
 
@@ -641,9 +707,12 @@ class _RowSink:
             self.flush()
         finally:
             self._pending = []
+            self._queued.clear()
+            self._queued_bytes = 0
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
             self._pool, self._bufs, self._stream = None, [None] * len(self._bufs), None
+            self.pinned_bytes = 0
 
 
 def _finish_device(block, graph, w, comm, part, source, dist_local, predecessors, whole=False, renamed=None):
@@ -2221,7 +2290,7 @@ class RoundsSSSP:
         if pre.given and host.dtype != dev.dtype:  # the caller's narrower dtype, made on the device
             dev = to_output_dtype(dev, host.dtype, xp=self.cp)
         if sink is not None:  # into pinned memory now, into the row in the background
-            sink.put(dev, host, fresh=True)  # the rounds' result is a new array each run (no later write)
+            sink.put(dev, host)  # the rounds' result is a new array each run (no later write)
             d = host
         else:
             d = _to_host(dev, self, out=host)
@@ -2499,7 +2568,7 @@ class RoundsSSSP:
                 blk = to_output_dtype(blk, dt, xp=cp)
             rows = [outs[lo + b] for b in settled]
             if sink is not None:
-                sink.put_rows(blk, rows, fresh=True)  # made here: the next batch runs during its copy
+                sink.put_rows(blk, rows)  # made here: the next batch runs during its copy
             else:
                 for j, row in enumerate(rows):
                     _to_host(blk[j], self, out=row)
@@ -2834,8 +2903,11 @@ class Session:
         if any(x is not None for x in res):
             self.settled = True
         for x in res:
-            if x is not None and self.mode == "auto":
-                x["auto"] = {"max_rounds": self.batch_rounds(), "chose": "rounds"}
+            if x is not None:
+                # the sink so far: its pinned buffers, and how long puts waited for one
+                x.update(sink_pinned_bytes=self.sink.pinned_bytes, sink_wait_s=self.sink.wait_s)
+                if self.mode == "auto":
+                    x["auto"] = {"max_rounds": self.batch_rounds(), "chose": "rounds"}
         return res
 
     def run(self, source, confirm, predecessors=False, runs_left=0, out=None, defer=False):
