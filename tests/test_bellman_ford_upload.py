@@ -1116,11 +1116,10 @@ def test_rounds_copy_into_the_callers_row(round_kernels, monkeypatch, relabel):
             r.run(0, lambda c: False, out=bad)
     # a sink: the row is handed to it (filled in the background), not copied here
     handed = []
-    sink = types.SimpleNamespace(put=lambda dev, row, fresh=False: handed.append((np.copyto(row, dev), fresh)))
+    sink = types.SimpleNamespace(put=lambda dev, row: handed.append(np.copyto(row, dev)))
     row = np.full(g.n, -7, np.int64)
     d = r.run(9, lambda c: False, out=row, sink=sink)[0]
-    # fresh: the rounds' result is a new array each run, so the next run need not wait for its copy
-    assert handed == [(None, True)] and np.shares_memory(d, row)
+    assert handed == [None] and np.shares_memory(d, row)
     np.testing.assert_array_equal(row, cpu_rounds(g, g.weights, 9, MPI.COMM_SELF, lambda c: False)[0])
     for bad in ({"out": None}, {"out": row, "predecessors": True}):
         with pytest.raises(InvalidArgumentError, match="sink must be None, or given with out and without"):
