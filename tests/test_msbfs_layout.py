@@ -395,7 +395,7 @@ def _fake_cupy(sms=4):
     stream = types.SimpleNamespace(synchronize=lambda: None)
     cp.cuda = types.SimpleNamespace(Device=lambda *a: dev, get_current_stream=lambda: stream,
                                     runtime=types.SimpleNamespace(memGetInfo=lambda: (2**34, 2**34)))
-    cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_bytes=lambda: 0)
+    cp.get_default_memory_pool = lambda: types.SimpleNamespace(free_bytes=lambda: 0, used_bytes=lambda: 0)
     return cp
 
 

@@ -62,9 +62,12 @@ SORT_EXTRA = 256 << 20
 
 
 def _free_bytes(xp):
-    """Free device memory (CuPy's pool counted as free), as memory.MemoryPlan.check does."""
-    free_dev, _ = xp.cuda.runtime.memGetInfo()
-    return int(free_dev) + int(xp.get_default_memory_pool().free_bytes())
+    """Device memory this rank may use (CuPy's pool counted as free; where ranks share the
+    GPU, this rank's part of it): :func:`distgraph.backends.gpu.memory.free_bytes`, as
+    memory.MemoryPlan.check uses."""
+    from ..backends.gpu.memory import free_bytes
+
+    return free_bytes(cp=xp)
 
 
 def _is_cupy(xp) -> bool:
@@ -158,8 +161,9 @@ def build_csr_keysort(chunks, n: int, capacity: int, *, directed: bool, drop_sel
         ``cupy`` (the default: the current CUDA device) or ``numpy`` (the same steps on
         the host; what the CPU tests run).
     free_bytes : int, optional
-        Memory the build may use (default: the device's free memory for CuPy, unbounded
-        for numpy); smaller values force more groups (tests).
+        Memory the build may use (default: the device's free memory for CuPy, this rank's
+        part of it where ranks share the GPU, unbounded for numpy); smaller values force more
+        groups (tests).
     max_group_keys, slice_size : int
         Keys sorted at once at most; elements per streaming step.
     info : dict, optional

@@ -10,6 +10,13 @@ MPI job) keeps the GPU of the ``COMM_WORLD`` context, else the launcher's local 
 communicator of several ranks) its node split's local rank, else the current device; it never
 rebinds rank 1 to GPU 0 because it is rank 0 of ``COMM_SELF``.
 
+With the GPU backend, the context counts the ranks of its communicator on this host bound to
+the same GPU (same PCI bus id; ``Context.device_share``, at least that of the ``COMM_WORLD``
+context on a sub-communicator) and hands the count to
+:func:`distgraph.backends.gpu.memory.set_device_share`: ranks sharing one GPU (several NVSHMEM
+PEs, ``split="sources"`` ranks) then each plan with at most their part of its memory
+(:func:`~distgraph.backends.gpu.memory.free_bytes`) instead of each planning with all of it.
+
 The backend is ``"gpu"`` when CuPy imports and sees a GPU, otherwise ``"cpu"``;
 ``DISTGRAPH_BACKEND`` or an explicit ``backend=`` overrides it. Asking for ``"gpu"``
 where none is usable raises :class:`~distgraph.errors.BackendUnavailableError` with the
@@ -24,7 +31,8 @@ from dataclasses import dataclass
 from ..errors import BackendUnavailableError, InvalidArgumentError
 from .config import config
 
-__all__ = ["Context", "get_context", "gpu_count", "local_rank_from_env", "mpi_vendor"]
+__all__ = ["Context", "device_key", "get_context", "gpu_count", "local_rank_from_env", "mpi_vendor",
+           "ranks_sharing_device"]
 
 _LOCAL_RANK_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
                     "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "MV2_COMM_WORLD_LOCAL_RANK")
@@ -51,6 +59,31 @@ def gpu_count() -> int:
         return 0
 
 
+def device_key(cupy, device: int) -> str:
+    """Who GPU ``device`` is across the processes of a host: its PCI bus id (two ranks that
+    each see only their own GPU both number it 0), or ``"device <index>"`` where CuPy cannot
+    tell (a stand-in)."""
+    try:
+        return str(cupy.cuda.Device(device).pci_bus_id)
+    except Exception:  # noqa: BLE001
+        return f"device {device}"
+
+
+def ranks_sharing_device(comm, key: str) -> int:
+    """How many ranks of ``comm`` on this host (its ``COMM_TYPE_SHARED`` split), this one
+    included, have the device key ``key`` (:func:`device_key`). Collective over ``comm``."""
+    if comm.Get_size() == 1:
+        return 1
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+    try:
+        keys = node.allgather(key)
+    finally:
+        node.Free()
+    return max(keys.count(key), 1)
+
+
 def mpi_vendor() -> str:
     from mpi4py import MPI
 
@@ -67,6 +100,7 @@ class Context:
     local_size: int
     backend: str
     device: int | None  # GPU index bound, None on cpu
+    device_share: int = 1  # ranks of this host bound to the same GPU (this one included; 1 on cpu)
 
     @property
     def is_root(self) -> bool:
@@ -92,7 +126,9 @@ def _resolve_backend(requested: str | None) -> str:
 
 
 def get_context(comm=None, backend: str | None = None) -> Context:
-    """The context of this process (created on first call; ``backend`` re-resolves it)."""
+    """The context of this process (created on first call; ``backend`` re-resolves it).
+    Collective over ``comm``: the ranks agree on the backend and, with the GPU backend, count
+    the ranks bound to each GPU (``Context.device_share``, module docstring)."""
     global _ctx
     from mpi4py import MPI
 
@@ -110,7 +146,7 @@ def get_context(comm=None, backend: str | None = None) -> Context:
     agreed = comm.allgather(be)
     if len(set(agreed)) != 1:
         raise BackendUnavailableError(f"ranks disagree on the backend ({agreed}); set --backend explicitly")
-    device = None
+    device, share = None, 1
     if be == "gpu":
         import cupy
 
@@ -130,7 +166,15 @@ def get_context(comm=None, backend: str | None = None) -> Context:
             else:
                 device = int(cupy.cuda.runtime.getDevice())
         cupy.cuda.Device(device).use()
-    ctx = Context(comm, rank, size, lr, ls, be, device)
+        # ranks bound to this GPU plan with their part of it (backends.gpu.memory.free_bytes);
+        # a sub-communicator (COMM_SELF: split="sources") sees fewer ranks than the job's
+        share = ranks_sharing_device(comm, device_key(cupy, device))
+        if comm is not MPI.COMM_WORLD and _ctx is not None and _ctx.device == device:
+            share = max(share, _ctx.device_share)
+        from ..backends.gpu.memory import set_device_share
+
+        set_device_share(share)
+    ctx = Context(comm, rank, size, lr, ls, be, device, share)
     if comm is MPI.COMM_WORLD:
         _ctx = ctx
     return ctx

@@ -207,16 +207,15 @@ def _int_delta(d):
 
 
 def _grid(cp, kernel, block):
-    """Co-resident blocks of ``kernel`` on this GPU (from the occupancy API)."""
-    sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
-    try:
-        from cupy.cuda import driver
+    """Co-resident blocks of ``kernel`` on this GPU: the driver's occupancy
+    (:func:`~distgraph.backends.gpu.loader.blocks_per_sm`) times the SMs, at least one block an
+    SM. The queue kernel's blocks wait on each other, so only the driver's count is trusted:
+    where it cannot be asked, one block an SM (not the register estimate, which does not see
+    static shared memory)."""
+    from .loader import blocks_per_sm, sm_count
 
-        fn = getattr(kernel, "kernel", kernel)
-        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, block, 0))
-    except Exception:
-        per_sm = 0
-    return sms * max(per_sm, 1)
+    per_sm, source = blocks_per_sm(kernel, block)
+    return sm_count(cp) * (max(per_sm, 1) if source == "driver" else 1)
 
 
 def _cpu_cycle(graph, w, source, confirm):
@@ -2614,21 +2613,20 @@ class RoundsSSSP:
     def _batch_persist(st, sfx):
         """The persistent rounds' kernel for keys ``sfx`` and its grid (:data:`BATCH_PERSIST`
         blocks an SM, at most the occupancy's: every block resident) as ``(kernel, grid)``, or
-        None (off, refused once, or no block fits); kept in ``st``."""
+        None (off, refused once, no block fits, or the driver's occupancy could not be asked:
+        a cooperative grid is not sized from an estimate); kept in ``st``."""
         if BATCH_PERSIST <= 0 or st.get("no_persist"):
             return None
         key = (sfx, int(BATCH_PERSIST))
         gs = st.setdefault("persist", {})
         if key not in gs:
-            from cupy.cuda import driver
-
-            from .loader import get_module, import_cupy
+            from .loader import blocks_per_sm, get_module, import_cupy, sm_count
 
             cp = import_cupy()
             fn = get_module("bf_rounds", cooperative=True).get_function("distgraph_bf_batch_persist_" + sfx)
-            per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(getattr(fn, "kernel", fn).ptr, 256, 0))
-            sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
-            gs[key] = (fn, min(int(BATCH_PERSIST), per_sm) * sms) if per_sm > 0 else None
+            per_sm, source = blocks_per_sm(fn, 256)
+            ok = source == "driver" and per_sm > 0
+            gs[key] = (fn, min(int(BATCH_PERSIST), per_sm) * sm_count(cp)) if ok else None
         return gs[key]
 
     def _batch_delta(self, st=None):
@@ -2732,14 +2730,14 @@ def run_auto(graph, weights, source, comm, confirm, *, queue="bq", remote="atomi
 
 def _batch_fits(graph, groups=1, held=0) -> bool:
     """Whether the batched rounds' arrays for ``groups`` groups (:meth:`RoundsSSSP.batch_bytes`;
-    ``held``: bytes of them allocated already) take at most half the device's free memory,
-    CuPy's pool's cached blocks included (else the sources run one at a time, or in one group).
-    Ranks sharing a GPU each measure alone: with ``split="sources"`` give each rank its own GPU
-    (the launchers do)."""
+    ``held``: bytes of them allocated already) take at most half the device memory this rank
+    may use, CuPy's pool's cached blocks counted as free (else the sources run one at a time, or
+    in one group): :func:`~distgraph.backends.gpu.memory.free_bytes`, so ``k`` ranks bound to
+    one GPU (``split="sources"``) each plan with at most half of their ``1/k`` of it."""
     from .loader import import_cupy
+    from .memory import free_bytes
 
-    cp = import_cupy()
-    free = cp.cuda.runtime.memGetInfo()[0] + cp.get_default_memory_pool().free_bytes() + held
+    free = free_bytes(held, cp=import_cupy())
     return RoundsSSSP.batch_bytes(graph.n, graph.m, groups) <= free // 2
 
 

@@ -37,7 +37,7 @@ import numpy as np
 from ...errors import InvalidArgumentError, expect
 from ...formats.bvss import BVSS, MAX_VSS, build_bvss, graph_checksum
 from ...formats.reorder import REORDERINGS, permute_graph, reorder_graph, update_divergence
-from .loader import get_module, import_cupy
+from .loader import blocks_per_sm, estimate_blocks_per_sm, get_module, import_cupy, sm_count
 from .memory import bfs_plan
 
 __all__ = ["GpuBFS", "bfs_gpu", "VARIANTS", "TINY_DEFAULT", "MAX_VERTICES"]
@@ -305,23 +305,15 @@ class GpuBFS:
 
     # ------------------------------------------------------------------ internals
     def _grid_size(self) -> int:
-        cp = self._cp
-        dev = cp.cuda.Device()
-        sms = dev.attributes["MultiProcessorCount"]
-        per_sm = None
-        try:
-            from cupy.cuda import driver
-
-            fn = getattr(self._kernel, "kernel", self._kernel)  # RawKernel -> cupy Function
-            per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, BLOCK, 0))
-        except Exception:
-            per_sm = None  # computed from the register count below
-        self.info["occupancy_source"] = "driver" if per_sm else "registers"
-        if not per_sm:
-            regs = max(int(getattr(self._kernel, "num_regs", 64)), 1)
-            per_warp = -(-regs * 32 // 256) * 256
-            per_sm = max(1, min(65536 // (per_warp * (BLOCK // 32)), 2048 // BLOCK, 32))
-        return int(sms * per_sm)
+        """All co-resident blocks of the all-modes kernel: the driver's occupancy times the SMs,
+        or, where the driver cannot be asked or finds no block fits, the estimate from its
+        registers (:func:`~distgraph.backends.gpu.loader.blocks_per_sm`);
+        ``info["occupancy_source"]`` says which (``"driver"`` or ``"registers"``)."""
+        per_sm, source = blocks_per_sm(self._kernel, BLOCK)
+        if per_sm < 1:
+            per_sm, source = estimate_blocks_per_sm(self._kernel, BLOCK), "registers"
+        self.info["occupancy_source"] = source
+        return int(sm_count(self._cp) * per_sm)
 
     def _launch(self, src_internal: int, mode: int) -> None:
         direct = (mode & 3) == 0

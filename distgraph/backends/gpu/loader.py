@@ -20,7 +20,8 @@ from pathlib import Path
 from ..._kernels import kernels_dir as _kernels_dir
 from ...errors import BackendUnavailableError
 
-__all__ = ["KERNEL_DIR", "get_module", "import_cupy", "kernel_source"]
+__all__ = ["KERNEL_DIR", "blocks_per_sm", "estimate_blocks_per_sm", "get_module", "import_cupy", "kernel_source",
+           "sm_count"]
 
 try:  # the checkout's kernels/, or the copy a wheel installs (distgraph/_kernels.py)
     KERNEL_DIR = _kernels_dir()
@@ -45,6 +46,53 @@ def import_cupy():
     if count == 0:
         raise BackendUnavailableError("CuPy is installed but no CUDA device is visible")
     return cupy
+
+
+def sm_count(cp=None) -> int:
+    """Streaming multiprocessors of the current device (``cp``: CuPy or a stand-in; default
+    :func:`import_cupy`)."""
+    cp = import_cupy() if cp is None else cp
+    return int(cp.cuda.Device().attributes["MultiProcessorCount"])
+
+
+def estimate_blocks_per_sm(kernel, block: int, smem: int = 0) -> int:
+    """Co-resident blocks of ``block`` threads per SM estimated from ``kernel.num_regs``
+    (registers per thread; 64 where the kernel does not say) and ``smem`` bytes of dynamic
+    shared memory a block, with sm_90's limits: 64 K registers (allocated per warp in units of
+    256), 2048 threads and 32 blocks per SM, 228 KB of shared memory per SM (counted as
+    ``smem`` + 2 KB a block: the 1 KB the system reserves, and a margin). At least 1. Static
+    shared memory is not seen: an upper bound for kernels that have some."""
+    block = max(int(block), 1)
+    regs = max(int(getattr(kernel, "num_regs", 64)), 1)
+    per_warp = -(-regs * 32 // 256) * 256
+    per_sm = min(65536 // (per_warp * max(block // 32, 1)), 2048 // block, 32)
+    if smem:
+        per_sm = min(per_sm, (228 * 1024) // (int(smem) + 2048))
+    return max(1, per_sm)
+
+
+def blocks_per_sm(kernel, block: int, smem: int = 0, *, driver=None) -> tuple[int, str]:
+    """Co-resident blocks of ``kernel`` per SM, launched in blocks of ``block`` threads with
+    ``smem`` bytes of dynamic shared memory each, as ``(per_sm, source)``.
+
+    ``source`` is ``"driver"`` when CUDA's occupancy API answered
+    (``cuOccupancyMaxActiveBlocksPerMultiprocessor``); ``per_sm`` is then its answer, which is 0
+    when not one block fits (a real answer: callers decide what it means for them). It is
+    ``"registers"`` when the driver could not be asked (no CuPy, a stand-in kernel without a
+    ``ptr``, any error): ``per_sm`` is then :func:`estimate_blocks_per_sm`, at least 1.
+
+    ``kernel``: a ``cupy.RawKernel`` (its compiled ``.kernel`` is asked) or a
+    ``cupy.cuda.function.Function`` (from ``RawModule.get_function``). ``driver``: the module
+    with the occupancy call, default ``cupy.cuda.driver`` (imported here, so that tests may put
+    a stand-in in ``sys.modules`` or pass one).
+    """
+    try:
+        if driver is None:
+            from cupy.cuda import driver
+        fn = getattr(kernel, "kernel", kernel)  # RawKernel -> its cupy Function
+        return int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, int(block), int(smem))), "driver"
+    except Exception:  # noqa: BLE001 - no driver to ask: the estimate
+        return estimate_blocks_per_sm(kernel, block, smem), "registers"
 
 
 def kernel_source(name: str, defines: dict | None = None) -> str:

@@ -4,6 +4,12 @@ A :class:`MemoryPlan` lists every device array of a run by name and size; ``chec
 compares the total with the free memory of the device and raises
 :class:`~distgraph.errors.DeviceMemoryError` with the amount needed, the amount free,
 the largest items and what to try instead.
+
+Ranks of one host bound to one GPU (several NVSHMEM PEs, ``split="sources"`` ranks) each plan
+alone, so each plans with a fair part of the device: :func:`free_bytes` is the memory this
+rank may plan to use, at most ``1/k`` of the device less what its own CuPy pool already uses
+when ``k`` ranks share the GPU (:func:`device_share`, set by
+:func:`~distgraph.runtime.context.get_context`), and never more than is free.
 """
 
 from __future__ import annotations
@@ -13,10 +19,51 @@ from dataclasses import dataclass, field
 from ...errors import DeviceMemoryError
 from ...runtime.hostmem import format_bytes  # noqa: F401 - re-exported
 
-__all__ = ["MemoryPlan", "bfs_plan", "parents_plan", "format_bytes"]
+__all__ = ["MemoryPlan", "bfs_plan", "parents_plan", "format_bytes", "free_bytes", "device_share",
+           "set_device_share"]
 
 #: Fraction of the free memory a plan may use (CuPy's pool and the context need some).
 HEADROOM = 0.95
+
+_device_share = 1  # ranks of this host bound to this process's GPU (set_device_share)
+
+
+def set_device_share(share: int) -> None:
+    """Record that ``share`` ranks of this host (this one included) are bound to this
+    process's GPU; :func:`~distgraph.runtime.context.get_context` calls it with the count of
+    the ranks of its communicator, so that :func:`free_bytes` plans with ``1/share`` of the
+    device."""
+    global _device_share
+    _device_share = max(int(share), 1)
+
+
+def device_share() -> int:
+    """Ranks of this host bound to this process's GPU (1 until :func:`set_device_share`)."""
+    return _device_share
+
+
+def free_bytes(held: int = 0, *, cp=None, share: int | None = None) -> int:
+    """Device bytes this rank may plan to use: ``min(free + pool_free, total // share -
+    pool_used) + held``, at least 0.
+
+    ``free`` and ``total`` are the device's (``cudaMemGetInfo``), ``pool_free`` and
+    ``pool_used`` the bytes CuPy's default pool caches and hands out on this device, ``share``
+    the ranks of this host bound to the GPU (default :func:`device_share`). One rank on its GPU:
+    the free memory with the pool's cached blocks counted as free (the second term is never the
+    smaller then, and is not computed). ``k`` ranks on one GPU: each at most a fair ``1/k`` of
+    the device less what its own pool already uses, and never more than is actually free.
+    ``held``: bytes of the planned arrays the caller holds already (counted in ``pool_used``,
+    and free to reuse for the plan). ``cp``: CuPy or a stand-in (default: ``import cupy``).
+    """
+    if cp is None:
+        import cupy as cp
+    share = device_share() if share is None else max(int(share), 1)
+    free_dev, total = cp.cuda.runtime.memGetInfo()
+    pool = cp.get_default_memory_pool()
+    free = int(free_dev) + int(pool.free_bytes())
+    if share > 1:
+        free = min(free, int(total) // share - int(pool.used_bytes()))
+    return max(free + int(held), 0)
 
 
 @dataclass
@@ -35,22 +82,29 @@ class MemoryPlan:
         top = sorted(self.items.items(), key=lambda kv: -kv[1])[:4]
         return ", ".join(f"{k} {format_bytes(v)}" for k, v in top)
 
-    def check(self, free: int | None = None, device: int | None = None) -> None:
-        """Raise DeviceMemoryError unless the plan fits in ``free`` bytes (default: the
-        device's free memory, CuPy's pool counted as free)."""
+    def check(self, free: int | None = None, device: int | None = None, share: int | None = None) -> None:
+        """Raise DeviceMemoryError unless the plan fits in :data:`HEADROOM` of ``free`` bytes
+        (default: :func:`free_bytes`, this rank's part of the device's free memory, CuPy's pool
+        counted as free). ``share``: the ranks of this host bound to the GPU (default
+        :func:`device_share`); when more than one, the message says that the free memory is
+        this rank's part of it, and suggests fewer ranks per GPU."""
+        share = device_share() if share is None else max(int(share), 1)
         if free is None:
             import cupy
 
-            free_dev, _ = cupy.cuda.runtime.memGetInfo()
-            pool = cupy.get_default_memory_pool()
-            free = int(free_dev) + int(pool.free_bytes())
+            free = free_bytes(cp=cupy, share=share)
             device = cupy.cuda.Device().id if device is None else device
         if self.total > HEADROOM * free:
             where = f"device {device}" if device is not None else "the device"
             msg = (f"{self.what} needs {format_bytes(self.total)} of device memory ({self.describe()}) "
                    f"but only {format_bytes(free)} is free on {where}")
-            if self.hints:
-                msg += "; try " + "; or ".join(self.hints)
+            hints = tuple(self.hints)
+            if share > 1:
+                msg += (f" for this rank ({share} ranks share the GPU on this host: each plans with at most "
+                        f"1/{share} of its memory)")
+                hints = (f"fewer ranks per GPU (each of the {share} gets 1/{share} of it)",) + hints
+            if hints:
+                msg += "; try " + "; or ".join(hints)
             raise DeviceMemoryError(msg)
 
 

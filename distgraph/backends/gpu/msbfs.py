@@ -625,19 +625,13 @@ def leaf_map(rep, n: int, new_id) -> tuple:
 
 def _grid_size(cp, kernel, block: int, smem: int = 0) -> int:
     """Resident blocks of ``kernel`` on the device: blocks of ``block`` threads with ``smem``
-    bytes of dynamic shared memory each, per SM, times the SMs."""
-    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    try:
-        from cupy.cuda import driver
+    bytes of dynamic shared memory each, per SM (the driver's occupancy, else the estimate from
+    the registers and the shared memory: :func:`~distgraph.backends.gpu.loader.blocks_per_sm`),
+    at least one, times the SMs."""
+    from .loader import blocks_per_sm, sm_count
 
-        fn = getattr(kernel, "kernel", kernel)
-        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, block, int(smem)))
-    except Exception:
-        regs = max(int(getattr(kernel, "num_regs", 64)), 1)
-        per_sm = max(1, min(65536 // (-(-regs * 32 // 256) * 256 * (block // 32)), 2048 // block))
-        if smem:   # 228 KB of shared memory per SM (sm_90), 1 KB of it reserved per block
-            per_sm = max(1, min(per_sm, (228 * 1024) // (int(smem) + 2048)))
-    return int(sms * max(per_sm, 1))
+    per_sm, _ = blocks_per_sm(kernel, block, smem)
+    return int(sm_count(cp) * max(per_sm, 1))
 
 
 def _check_min_blocks(min_blocks, threads: int) -> None:
@@ -662,22 +656,16 @@ def _func_attr(kernel, name: str) -> int:
 
 
 def _ranks_sharing_gpu(ctx, cp) -> int:
-    """How many ranks of ``ctx`` (this one included) are bound to this rank's GPU: ranks of
-    one node (``COMM_TYPE_SHARED``) with the same PCI bus id (the device index where CuPy
-    has none).  Collective."""
-    from mpi4py import MPI
+    """How many ranks (this one included) are bound to this rank's GPU: those of the job that
+    :func:`~distgraph.runtime.context.get_context` counted
+    (:func:`~distgraph.backends.gpu.memory.device_share`), or those of ``ctx`` on this host with
+    the same device (:func:`~distgraph.runtime.context.ranks_sharing_device`) where more (a
+    context not made by get_context). Collective over ``ctx.comm`` when it has several ranks."""
+    from ...runtime.context import device_key, ranks_sharing_device
+    from .memory import device_share
 
-    dev = cp.cuda.Device()
-    try:
-        key = str(dev.pci_bus_id)
-    except Exception:
-        key = f"device {dev.id}"
-    node = ctx.comm.Split_type(MPI.COMM_TYPE_SHARED)
-    try:
-        keys = node.allgather(key)
-    finally:
-        node.Free()
-    return max(keys.count(key), 1)
+    mine = ranks_sharing_device(ctx.comm, device_key(cp, cp.cuda.Device().id)) if ctx.size > 1 else 1
+    return max(device_share(), mine)
 
 
 # ============================================================================ GPU runner
@@ -887,8 +875,8 @@ class GpuMSBFS:
         # ---- mode
         size = ctx.size
         # ranks bound to the same GPU each allocate their own plan: each may use its share of
-        # the free memory (collective, as construction is on several ranks)
-        self._share = _ranks_sharing_gpu(ctx, cp) if size > 1 else 1
+        # the device (collective, as construction is on several ranks)
+        self._share = _ranks_sharing_gpu(ctx, cp)
         self._plan_kw = dict(reordered=self.new_id is not None, deferred=not _is_companion)
         if mode == "auto":
             plan = msbfs_plan(n, bvss, kappa, bottom_up=bu_ratio > 0, t_arcs=int(tptr[-1]), **self._plan_kw)
@@ -1210,20 +1198,13 @@ class GpuMSBFS:
 
     # ------------------------------------------------------------------ memory
     def _check(self, plan) -> None:
-        """``plan.check()`` against this rank's share of the free device memory (the free
-        memory divided by the ranks bound to this GPU, :func:`_ranks_sharing_gpu`)."""
+        """``plan.check()`` against this rank's part of the device memory
+        (:func:`~distgraph.backends.gpu.memory.free_bytes` for the ranks bound to this GPU,
+        :func:`_ranks_sharing_gpu`: with ``k`` of them at most ``1/k`` of the device each)."""
+        from .memory import free_bytes
+
         cp = self._cp
-        free_dev, _ = cp.cuda.runtime.memGetInfo()
-        free = int(free_dev) + int(cp.get_default_memory_pool().free_bytes())
-        dev = cp.cuda.Device().id
-        if self._share > 1:
-            plan.hints = (f"fewer ranks per GPU ({self._share} ranks use this one, each planning with 1/"
-                          f"{self._share} of its free memory)",) + tuple(plan.hints)
-            plan.check(free=free // self._share,
-                       device=f"{dev} for this rank (1/{self._share} of {format_bytes(free)}: {self._share} "
-                              f"ranks share the GPU)")
-        else:
-            plan.check(free=free, device=dev)
+        plan.check(free=free_bytes(cp=cp, share=self._share), device=cp.cuda.Device().id, share=self._share)
 
     def _device_error(self, e: Exception) -> Exception:
         """A failed device allocation as a DeviceMemoryError that says what was asked and

@@ -45,6 +45,7 @@ import time
 import numpy as np
 
 from ...errors import DeviceMemoryError, expect
+from .memory import device_share, free_bytes
 from .msbfs import GpuMSBFS, _func_attr, _grid_size, _recip_fixed, add_sums, ell4, leaf_map, self_context
 
 __all__ = ["GpuWave", "WaveRunner", "recip_table", "WAVE_MIN_DEPTH", "wave_pays"]
@@ -83,7 +84,8 @@ class GpuWave:
     slots : int or None
         Batches run at once (one block of ``block_threads`` each); None: the resident blocks of
         the compiled kernel, fewer when their state (``n * 276`` bytes each) does not fit in half
-        the free device memory.
+        the free device memory (this rank's part of it where ranks share the GPU:
+        :func:`~distgraph.backends.gpu.memory.free_bytes`).
     block_threads : {256, 512, 1024}
         Threads per block (256, the default: with ``min_blocks`` 4, 64 registers, four batches
         at once per SM, the fastest on road-NY; ptxas of nvcc 13.0 for sm_90). Blocks of 128
@@ -184,13 +186,16 @@ class GpuWave:
         self.info["registers"] = _func_attr(self._k, "NUM_REGS")
         self.info["local_bytes"] = _func_attr(self._k, "LOCAL_SIZE_BYTES")
         per = max(n, 1) * (256 + 4 * 5)
-        free = int(cp.cuda.Device().mem_info[0])
+        free = free_bytes(cp=cp)   # this rank's part of the GPU (1/k of it where k ranks share it)
         fit = max(0, (free // 2) // per)
         want = _grid_size(cp, self._k, self.block_threads) if slots is None else int(slots)   # the resident blocks
         self.slots = min(want, fit)
         if self.slots < 1:
+            share = device_share()
             raise DeviceMemoryError(f"the profile wave needs {per} bytes per batch slot for {n} vertices; "
-                                    f"{free} bytes free on the GPU")
+                                    f"{free} bytes free on the GPU for this rank"
+                                    + (f" ({share} ranks share the GPU on this host: each plans with at most "
+                                       f"1/{share} of its memory)" if share > 1 else ""))
         S, n1 = self.slots, max(n, 1)
         self._prof = cp.full(S * n1 * 64, 0xFFFFFFFF, cp.uint32)
         self._base = cp.full(S * n1, -1, cp.int32)
@@ -364,7 +369,8 @@ def wave_pays(hptr, hidx, *, memory: bool = True, depth=False) -> bool:
     degrees not heavy-tailed, a BFS from the largest-degree vertex at least
     :data:`WAVE_MIN_DEPTH` levels deep (road networks, meshes: road-NY about 500 levels; not
     cond-mat-2005 or email-Enron, where the bit-parallel kernel was 8x and 6x faster), and the
-    state of one batch per SM (``n * 276`` bytes each) within half the GPU's free memory
+    state of one batch per SM (``n * 276`` bytes each) within half the GPU's free memory (this
+    rank's part of it, :func:`~distgraph.backends.gpu.memory.free_bytes`)
     (``memory=False``: the graph alone). ``depth``: ``depth_unless_scale_free(hptr, hidx)`` when
     the caller has it (False: computed here; closeness() passes the one with ``tptr``, its
     in-degrees, which on an undirected graph are the same)."""
@@ -381,7 +387,7 @@ def wave_pays(hptr, hidx, *, memory: bool = True, depth=False) -> bool:
 
     cp = import_cupy()   # a batch at once per SM must fit in half the free memory (GpuWave's slots)
     sms = int(cp.cuda.Device().attributes["MultiProcessorCount"])
-    return sms * (hp.shape[0] - 1) * (256 + 4 * 5) <= int(cp.cuda.Device().mem_info[0]) // 2
+    return sms * (hp.shape[0] - 1) * (256 + 4 * 5) <= free_bytes(cp=cp) // 2
 
 
 class WaveRunner:

@@ -1,0 +1,162 @@
+"""Ranks sharing one GPU: ``get_context`` counts the ranks of the host bound to each GPU
+(``Context.device_share``) and hands the count to ``backends.gpu.memory``, whose
+``free_bytes`` then gives each rank at most its part of the device (and ``MemoryPlan.check``
+says so). No GPU: CuPy stand-ins with made-up memory numbers."""
+
+import sys
+import types
+
+import pytest
+
+from distgraph.backends.gpu import memory
+from distgraph.backends.gpu.memory import MemoryPlan, free_bytes
+from distgraph.errors import DeviceMemoryError
+
+GiB = 1 << 30
+
+
+def _cupy(free, total, pool_free, pool_used=None, pci=None):
+    """A CuPy stand-in: the device's (free, total), the default pool's cached and used bytes
+    (``pool_used=None``: a pool without ``used_bytes``), GPU ``i``'s PCI bus id ``pci(i)``."""
+    pool = types.SimpleNamespace(free_bytes=lambda: pool_free)
+    if pool_used is not None:
+        pool.used_bytes = lambda: pool_used
+    cur = {"dev": 0}
+
+    class Device:
+        def __init__(self, i=None):
+            self.id = cur["dev"] if i is None else i
+            if pci is not None:
+                self.pci_bus_id = pci(self.id)
+
+        def use(self):
+            cur["dev"] = self.id
+
+    return types.SimpleNamespace(
+        cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(memGetInfo=lambda: (free, total),
+                                                                 getDevice=lambda: cur["dev"]),
+                                   Device=Device),
+        get_default_memory_pool=lambda: pool)
+
+
+def test_free_bytes_one_rank_is_the_free_memory_and_the_pool():
+    """One rank on its GPU: the device's free memory plus the pool's cached blocks (held bytes
+    added), whatever the pool uses; the pool's used bytes are not asked for."""
+    cp = _cupy(free=70 * GiB, total=80 * GiB, pool_free=2 * GiB)   # no used_bytes
+    assert free_bytes(cp=cp, share=1) == 72 * GiB
+    assert free_bytes(3 * GiB, cp=cp, share=1) == 75 * GiB
+
+
+def test_free_bytes_shared_gpu_is_a_fair_part_less_the_pool_in_use():
+    """Four ranks on one GPU: at most 1/4 of it less what this process's pool already uses
+    (the bytes the caller holds for the plan given back), never more than is free, not below 0."""
+    cp = _cupy(free=70 * GiB, total=80 * GiB, pool_free=2 * GiB, pool_used=6 * GiB)
+    assert free_bytes(cp=cp, share=1) == 72 * GiB
+    assert free_bytes(cp=cp, share=4) == 20 * GiB - 6 * GiB
+    assert free_bytes(4 * GiB, cp=cp, share=4) == 18 * GiB
+    busy = _cupy(free=1 * GiB, total=80 * GiB, pool_free=0, pool_used=6 * GiB)   # others took the rest
+    assert free_bytes(cp=busy, share=4) == 1 * GiB
+    over = _cupy(free=30 * GiB, total=80 * GiB, pool_free=0, pool_used=30 * GiB)  # more than its 20 in use
+    assert free_bytes(cp=over, share=4) == 0
+    assert free_bytes(25 * GiB, cp=over, share=4) == 15 * GiB
+
+
+def test_free_bytes_defaults_to_the_published_share_and_cupy(monkeypatch):
+    cp = _cupy(free=70 * GiB, total=80 * GiB, pool_free=2 * GiB, pool_used=6 * GiB)
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    monkeypatch.setattr(memory, "_device_share", 1)
+    assert memory.device_share() == 1 and free_bytes() == 72 * GiB
+    memory.set_device_share(4)
+    assert memory.device_share() == 4 and free_bytes() == 14 * GiB
+    memory.set_device_share(0)   # at least one rank: this one
+    assert memory.device_share() == 1
+
+
+def test_plan_check_names_the_ranks_sharing_the_gpu(monkeypatch):
+    """MemoryPlan.check() measures with free_bytes: a plan of 20 GiB fits one rank's 72 GiB but
+    not a quarter of the GPU (14 GiB for this rank), and the message says why and what to try."""
+    monkeypatch.setitem(sys.modules, "cupy", _cupy(free=70 * GiB, total=80 * GiB, pool_free=2 * GiB,
+                                                    pool_used=6 * GiB))
+    monkeypatch.setattr(memory, "_device_share", 1)
+    plan = MemoryPlan("GPU thing", {"state": 20 * GiB}, ("a GPU with more memory",))
+    plan.check()
+    memory.set_device_share(4)
+    with pytest.raises(DeviceMemoryError) as e:
+        plan.check()
+    msg = str(e.value)
+    assert ("GPU thing needs 20.0 GiB of device memory (state 20.0 GiB) but only 14.0 GiB is free on device 0 "
+            "for this rank (4 ranks share the GPU on this host: each plans with at most 1/4 of its memory); "
+            "try fewer ranks per GPU") in msg, msg
+    assert msg.endswith("; or a GPU with more memory"), msg
+    # given free bytes and one rank: the message as before
+    with pytest.raises(DeviceMemoryError) as e:
+        plan.check(free=GiB, device=2, share=1)
+    assert str(e.value).endswith("but only 1.0 GiB is free on device 2; try a GPU with more memory"), str(e.value)
+
+
+def test_device_key_is_the_pci_bus_id():
+    from distgraph.runtime.context import device_key
+
+    assert device_key(_cupy(1, 1, 0, pci=lambda i: f"0000:{i:02x}:00.0"), 3) == "0000:03:00.0"
+    assert device_key(_cupy(1, 1, 0), 3) == "device 3"   # CuPy cannot tell: the index
+
+
+@pytest.fixture
+def gpu_context(monkeypatch):
+    """get_context with a CuPy stand-in of two GPUs (PCI bus ids "bus-<i>"); the process's
+    context and the published share restored after."""
+    from distgraph.runtime import context
+
+    monkeypatch.setitem(sys.modules, "cupy", _cupy(1, 1, 0, pci=lambda i: f"bus-{i}"))
+    monkeypatch.setattr(context, "gpu_count", lambda: 2)
+    monkeypatch.setattr(context, "_ctx", None)
+    monkeypatch.setattr(memory, "_device_share", 7)
+    return context
+
+
+def test_get_context_alone_on_its_gpu(gpu_context):
+    """One rank: device_share 1, published to memory (it was 7)."""
+    from mpi4py import MPI
+
+    if MPI.COMM_WORLD.Get_size() > 1:
+        pytest.skip("one rank")
+    ctx = gpu_context.get_context(MPI.COMM_WORLD, "gpu")
+    assert ctx.device_share == 1 and memory.device_share() == 1
+
+
+def test_sub_communicator_keeps_the_job_share(gpu_context):
+    """A context on COMM_SELF (split="sources") counts one rank, but its GPU is shared by the
+    ranks the COMM_WORLD context counted: it keeps their count and publishes it; a cpu context
+    neither counts nor publishes."""
+    from mpi4py import MPI
+
+    gpu_context._ctx = gpu_context.Context(MPI.COMM_WORLD, 1, 3, 1, 3, "gpu", 1, 3)
+    ctx = gpu_context.get_context(MPI.COMM_SELF, "gpu")
+    assert (ctx.device, ctx.device_share) == (1, 3) and memory.device_share() == 3
+    memory.set_device_share(5)
+    ctx = gpu_context.get_context(MPI.COMM_SELF, "cpu")
+    assert ctx.device_share == 1 and memory.device_share() == 5
+
+
+@pytest.mark.mpi
+def test_ranks_sharing_a_device_counted_over_the_host(comm):
+    """ranks_sharing_device: the ranks of the host with the same key (the MPI tests run on one
+    host): two keys by parity of the rank."""
+    from distgraph.runtime.context import ranks_sharing_device
+
+    p, r = comm.Get_size(), comm.Get_rank()
+    same = sum(1 for q in range(p) if q % 2 == r % 2)
+    assert ranks_sharing_device(comm, f"key {r % 2}") == same
+    assert ranks_sharing_device(comm, "one GPU") == p
+
+
+@pytest.mark.mpi
+def test_get_context_counts_the_ranks_bound_to_each_gpu(gpu_context, comm):
+    """get_context(COMM_WORLD, "gpu") with two GPUs: rank r binds GPU local_rank % 2, and each
+    rank's device_share is the number of ranks bound to its GPU (1 alone, 2 each on 4 ranks),
+    published to memory."""
+    ctx = gpu_context.get_context(comm, "gpu")
+    devices = comm.allgather(ctx.device)
+    assert sorted(set(devices)) == sorted({r % 2 for r in range(comm.Get_size())})
+    assert ctx.device_share == devices.count(ctx.device) == memory.device_share()
+    assert ctx.device_share == (comm.Get_size() + 1 - ctx.device) // 2
