@@ -160,3 +160,28 @@ def test_get_context_counts_the_ranks_bound_to_each_gpu(gpu_context, comm):
     assert sorted(set(devices)) == sorted({r % 2 for r in range(comm.Get_size())})
     assert ctx.device_share == devices.count(ctx.device) == memory.device_share()
     assert ctx.device_share == (comm.Get_size() + 1 - ctx.device) // 2
+
+
+@pytest.mark.gpu
+@pytest.mark.mpi
+def test_real_gpu_ranks_bound_to_it_share_it(comm):
+    """On a real GPU (the test machine's one H200 carries every rank): each rank's
+    device_share is the count of ranks whose GPU has its PCI bus id, and it plans with at most
+    1/share of the device, never more than is free."""
+    import cupy
+    from distgraph.runtime import context
+
+    saved = context._ctx
+    try:
+        context._ctx = None
+        ctx = context.get_context(comm, "gpu")
+        bus = comm.allgather(str(cupy.cuda.Device(ctx.device).pci_bus_id))
+        assert ctx.device_share == bus.count(bus[comm.Get_rank()]) == memory.device_share()
+        free, total = cupy.cuda.runtime.memGetInfo()
+        pool = cupy.get_default_memory_pool()
+        mine = memory.free_bytes()
+        assert 0 < mine <= free + pool.free_bytes()
+        assert mine <= total // ctx.device_share - pool.used_bytes() or ctx.device_share == 1
+    finally:
+        context._ctx = saved
+        memory.set_device_share(1 if saved is None else saved.device_share)
