@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from .common import (add_graph_arguments, add_run_arguments, context_from_args, load_graph, pick_sources,
-                     print_json, resolve_source, write_output)
+from .common import (VALUE_EXTS, add_graph_arguments, add_run_arguments, check_outputs, context_from_args, load_graph,
+                     pick_sources, print_json, resolve_source, write_output)
 
 NAME = "bfs"
 HELP = "breadth-first search levels (direction-optimizing, distributed over MPI ranks)"
@@ -33,6 +33,7 @@ def run(args) -> int:
     from ..algorithms.bfs import bfs
 
     ctx = context_from_args(args)
+    check_outputs(ctx.comm, [("--output", args.output, VALUE_EXTS), ("--parents", args.parents or None, VALUE_EXTS)])
     t0 = time.perf_counter()
     g = load_graph(args, ctx.comm)
     t_read = time.perf_counter() - t0

@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from .common import (add_graph_arguments, add_run_arguments, context_from_args, load_graph, print_json,
-                     read_vertex_ids, write_output)
+from .common import (VALUE_EXTS, add_graph_arguments, add_run_arguments, check_outputs, context_from_args, load_graph,
+                     print_json, read_vertex_ids, write_output)
 
 NAME = "closeness"
 HELP = "exact closeness centrality (bit-parallel multi-source BFS, batches over MPI ranks)"
@@ -72,6 +72,7 @@ def run(args) -> int:
         raise InvalidArgumentError("--resume needs --checkpoint DIR")
     if args.checkpoint_interval is not None and not args.checkpoint:
         raise InvalidArgumentError("--checkpoint-interval needs --checkpoint DIR")
+    check_outputs(ctx.comm, [("--output", args.output, VALUE_EXTS)])
     t0 = time.perf_counter()
     g = load_graph(args, ctx.comm)
     t_read = time.perf_counter() - t0

@@ -19,7 +19,12 @@ from ..errors import InvalidArgumentError
 
 __all__ = ["add_graph_arguments", "add_run_arguments", "load_graph", "write_output",
            "print_json", "context_from_args", "pick_sources", "resolve_source", "read_vertex_ids",
-           "resolve_vertex_ids"]
+           "resolve_vertex_ids", "check_outputs", "VALUE_EXTS", "GRAPH_EXTS"]
+
+#: Suffixes :func:`write_output` writes (one value per vertex).
+VALUE_EXTS = (".npy", ".csv", ".parquet")
+#: Stands for the graph formats :func:`distgraph.graph.writers.write_graph` writes.
+GRAPH_EXTS = "graph"
 
 
 def add_graph_arguments(p, weighted_default: bool = False) -> None:
@@ -152,6 +157,71 @@ def pick_sources(graph, k: int, seed: int) -> np.ndarray:
     if cand.size == 0:
         raise InvalidArgumentError("graph has no vertices to pick a source from")
     return rng.choice(cand, size=k, replace=True)
+
+
+def _output_problem(flag: str, path, exts, why: str = "") -> str | None:
+    """What would keep ``path`` (given as ``flag``) from being written, or None; ``why``
+    follows the suffixes expected in the message."""
+    path = os.fspath(path)
+    if exts == GRAPH_EXTS:
+        from ..graph.readers import _COMPRESSION_EXT, _EXT_FORMAT
+
+        root, ext = os.path.splitext(os.path.basename(path).lower())
+        comp = ext in _COMPRESSION_EXT
+        if comp:
+            ext = os.path.splitext(root)[1]
+        if ext not in _EXT_FORMAT:
+            return (f"{flag} must end in .dgraph, .mtx, .txt, .el, .edges, .tsv, .csv or .gr (text ones "
+                    f"optionally .gz/.xz/.bz2); got {path!r}")
+        if comp and ext == ".dgraph":
+            return f"{flag}: a .dgraph file is memory-mapped and cannot be compressed; got {path!r}"
+    elif exts:
+        ext = os.path.splitext(path)[1].lower()
+        if ext not in exts:
+            names = ", ".join(exts[:-1]) + " or " + exts[-1] if len(exts) > 1 else exts[0]
+            return f"{flag} must end in {names}{why}; got {path!r}"
+        if ext == ".parquet":
+            import importlib.util
+
+            if importlib.util.find_spec("pyarrow") is None:
+                return f"{flag} {path!r}: writing .parquet needs pyarrow (pip install pyarrow), or use .npy or .csv"
+    if os.path.isdir(path):
+        return f"{flag} must name a file; {path!r} is a directory"
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return f"{flag} {path!r}: its directory {parent!r} does not exist (create it first)"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{flag} {path!r}: its directory {parent!r} is not writable"
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return f"{flag} {path!r} exists and is not writable"
+    return None
+
+
+def check_outputs(comm, outputs) -> None:
+    """Check, before any work, that every output can be written, so that a long run does not
+    end in an error that loses its results. ``outputs``: ``(flag, path, exts[, why])``, where
+    ``path`` None is skipped, ``exts`` is a tuple of suffixes (:data:`VALUE_EXTS`), None (any)
+    or :data:`GRAPH_EXTS`, and ``why`` says in the message why only those suffixes. Checked: the suffix (and pyarrow for .parquet), that the path
+    is no directory, that its directory exists and is writable, and that no two flags name the
+    same file. Rank 0, which writes the outputs, looks; every rank of ``comm`` then raises the
+    same :class:`InvalidArgumentError` (a collective call)."""
+    from ..runtime.abort import collective_raise
+
+    err = None
+    if comm is None or comm.Get_rank() == 0:
+        seen = {}
+        for flag, path, exts, *why in outputs:
+            if path is None:
+                continue
+            msg = _output_problem(flag, path, exts, *why)
+            key = os.path.abspath(os.fspath(path))
+            if msg is None and key in seen:
+                msg = f"{seen[key]} and {flag} name the same file {os.fspath(path)!r}"
+            seen.setdefault(key, flag)
+            if msg is not None:
+                err = InvalidArgumentError(msg)
+                break
+    collective_raise(comm, err)
 
 
 def write_output(path, values, graph, name: str = "value") -> None:

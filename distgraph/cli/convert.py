@@ -53,9 +53,15 @@ def _output_path(out: str) -> str:
 
 def convert(args) -> dict:
     """Read ``args.graph``, write ``args.output``; returns the summary (rank 0 only)."""
+    from ..errors import InvalidArgumentError
     from ..graph.readers import read_graph
     from ..graph.writers import write_graph
+    from .common import GRAPH_EXTS, _output_problem
 
+    out = _output_path(args.output)
+    problem = _output_problem("OUTPUT", out, GRAPH_EXTS)  # before the (maybe long) read
+    if problem:
+        raise InvalidArgumentError(problem)
     t0 = time.perf_counter()
     spec = args.graph
     options = {"format": args.format, "directed": args.directed, "symmetrize": bool(args.symmetrize),
@@ -74,7 +80,6 @@ def convert(args) -> dict:
         g = load_graph(args)
         provenance = {"source": spec, "generator": True, "options": options}
     t_read = time.perf_counter() - t0
-    out = _output_path(args.output)
     t1 = time.perf_counter()
     if out.lower().endswith(".dgraph"):
         from ..formats import binary

@@ -34,6 +34,7 @@ def run(args) -> int:
     from ..errors import InvalidArgumentError
     from ..generators import describe_families, from_spec, parse_spec
     from ..runtime.abort import collective_raise
+    from .common import GRAPH_EXTS, check_outputs
 
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
@@ -45,6 +46,7 @@ def run(args) -> int:
         raise InvalidArgumentError("SPEC must be given (a generator spec such as kron:20); got nothing "
                                    "(see distgraph generate --list)")
     parse_spec(args.spec)  # a bad spec fails on every rank alike
+    check_outputs(comm, [("--output", args.output, GRAPH_EXTS)])  # before the (maybe long) generation
     summary, err = None, None
     if rank == 0:
         try:

@@ -16,7 +16,8 @@ import time
 import numpy as np
 
 from ..errors import VerificationError
-from .common import add_graph_arguments, add_run_arguments, context_from_args, load_graph, print_json, write_output
+from .common import (VALUE_EXTS, add_graph_arguments, add_run_arguments, check_outputs, context_from_args, load_graph,
+                     print_json, write_output)
 from .spmv import _matrix, add_storage_arguments
 
 NAME = "pagerank"
@@ -51,6 +52,7 @@ def run(args) -> int:
     from ..algorithms.spmv import SpMVPlan
 
     ctx = context_from_args(args)
+    check_outputs(ctx.comm, [("--output", args.output, VALUE_EXTS)])
     t0 = time.perf_counter()
     g = load_graph(args, ctx.comm)
     t_read = time.perf_counter() - t0

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from ..errors import InvalidArgumentError, VerificationError
-from .common import add_graph_arguments, add_run_arguments, context_from_args, load_graph, print_json
+from .common import VALUE_EXTS, add_graph_arguments, add_run_arguments, check_outputs, context_from_args, load_graph, print_json
 
 NAME = "spmv"
 HELP = "semiring sparse matrix-vector product (plus_times, lor_land, min_plus) on a k2-tree or CSR"
@@ -107,10 +107,13 @@ def run(args) -> int:
     from ..formats.k2tree import csr_nbytes
 
     ctx = context_from_args(args)
+    check_outputs(ctx.comm, [("--output", args.output, VALUE_EXTS)])
     t0 = time.perf_counter()
     g = load_graph(args, ctx.comm)
     t_read = time.perf_counter() - t0
     x = _load_x(args, g.n)
+    if x.ndim == 2:  # a batch's Y is written as .npy only
+        check_outputs(ctx.comm, [("--output of a batch", args.output, (".npy",))])
     t0 = time.perf_counter()
     from ..formats.k2tree import K2Tree
 

@@ -36,8 +36,8 @@ import time
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from .common import (add_graph_arguments, add_run_arguments, load_graph, pick_sources, print_json,
-                     read_vertex_ids, resolve_source, resolve_vertex_ids, write_output)
+from .common import (VALUE_EXTS, add_graph_arguments, add_run_arguments, check_outputs, load_graph, pick_sources,
+                     print_json, read_vertex_ids, resolve_source, resolve_vertex_ids, write_output)
 
 NAME = "sssp"
 HELP = "single-source shortest paths, negative weights allowed (distributed Bellman-Ford)"
@@ -86,10 +86,12 @@ def run(args) -> int:
     from ..runtime.abort import _on_all_ranks, found_on_rank, raised_on_all_ranks
 
     comm = MPI.COMM_WORLD
+    many = args.sources is not None
+    exts, why = ((".npy",), " with --sources (a row per source)") if many else (VALUE_EXTS, "")
+    check_outputs(comm, [("--output", args.output, exts, why), ("--predecessors", args.predecessors, exts, why)])
     t0 = time.perf_counter()
     g = load_graph(args, comm)
     t_read = time.perf_counter() - t0
-    many = args.sources is not None
     if args.resume and not args.checkpoint:
         raise InvalidArgumentError("--resume needs --checkpoint DIR")
     if args.checkpoint and not (many and args.output):
@@ -100,9 +102,6 @@ def run(args) -> int:
         if args.source is not None:
             raise InvalidArgumentError("give --source or --sources, not both")
         src = _parse_sources(g, args.sources, args.seed)
-        for what, path in (("--output", args.output), ("--predecessors", args.predecessors)):
-            if path is not None and not str(path).lower().endswith(".npy"):
-                raise InvalidArgumentError(f"{what} must end in .npy with --sources (a row per source); got {path!r}")
     elif args.source is None:
         src = int(pick_sources(g, 1, args.seed)[0])
     else:
