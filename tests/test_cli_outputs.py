@@ -170,3 +170,17 @@ def test_mpi_rank0_decides_and_every_rank_raises(comm, tmp_path):
     got = comm.allgather(errs)
     assert all(g == got[0] and len(g) == 1 and (g[0][1] or comm.size == 1) for g in got), got
     assert "does not exist" in got[0][0][0]
+
+
+@pytest.mark.parametrize("cmd,msg", [
+    (["closeness", "kron:8", "--output", "c.npy"], "checkpoint directory '{}' cannot be created: Not a directory"),
+    (["sssp", "kron:8", "--sources", "1,2", "--output", "d.npy"], "--checkpoint '{}' cannot be created: Not a directory"),
+])
+def test_checkpoint_directory_that_cannot_be_made(cmd, msg, tmp_path, capsys, monkeypatch):
+    """A --checkpoint under a plain file: the error names the flag (or the checkpoint) and the path."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("")
+    ck = str(tmp_path / "afile" / "ck")
+    rc, err = _run(capsys, cmd + ["--checkpoint", ck])
+    assert rc == 2 and msg.format(ck) in err, err
+    assert not os.path.exists("c.npy") and not os.path.exists("d.npy")

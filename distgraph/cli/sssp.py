@@ -201,8 +201,8 @@ def _run_checkpointed(args, g, src, comm, t_read) -> int:
     from ..algorithms.bellman_ford import BellmanFord
     from ..errors import CheckpointError
     from ..runtime.abort import collective_raise
-    from ..runtime.checkpoint import (CheckpointInterrupted, StopSignals, _write_atomic, array_checksum,
-                                      graph_checksum)
+    from ..runtime.checkpoint import (CheckpointInterrupted, StopSignals, _make_directory, _write_atomic,
+                                      array_checksum, graph_checksum)
     from ..runtime.progress import Progress
 
     ck, rank = args.checkpoint, comm.Get_rank()
@@ -242,7 +242,7 @@ def _run_checkpointed(args, g, src, comm, t_read) -> int:
                 if os.path.exists(paths["manifest"]):
                     raise CheckpointError(f"--checkpoint {ck} already holds a run: pass --resume to continue it, "
                                           "or use another directory")
-                os.makedirs(ck, exist_ok=True)
+                _make_directory(ck, "--checkpoint")
                 mm["distance"] = np.lib.format.open_memmap(paths["distance"], mode="w+", dtype=bf.out_dtype,
                                                            shape=(k, n))
                 if want_pred:

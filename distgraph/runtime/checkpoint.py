@@ -56,6 +56,15 @@ FORMAT = 1
 _clock = time.monotonic
 
 
+
+def _make_directory(path, what: str) -> None:
+    """``os.makedirs(path, exist_ok=True)``, failing with a :class:`CheckpointError` that names
+    ``what`` and ``path`` (not a bare ``[Errno 20] Not a directory``)."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise CheckpointError(f"{what} {os.fspath(path)!r} cannot be created: {e.strerror or e}") from None
+
 class CheckpointInterrupted(CheckpointError):
     """A checkpointed run stopped by ``SIGTERM`` or ``SIGUSR1`` (:class:`StopSignals`)
     after every rank saved what it had finished: run again with ``resume=True``
@@ -246,7 +255,7 @@ class CheckpointStore:
 
     # ----------------------------------------------------------------- rank 0
     def _open_root(self, resume: bool) -> str:
-        os.makedirs(self.directory, exist_ok=True)
+        _make_directory(self.directory, "checkpoint directory")
         man = os.path.join(self.directory, "manifest.json")
         ident = json.loads(json.dumps(self.identity))  # normalized as it would read back
         if os.path.exists(man):
