@@ -327,6 +327,30 @@ def test_gpu_backend_many_sources_reuse_one_session(engines, monkeypatch):
     assert sum(e[0] == "make" for e in _Engine.log) == 2  # the caller's ids, then renamed (4 left >= 3)
 
 
+def test_split_sources_counts_the_ranks_per_gpu_over_the_job(engines, monkeypatch):
+    """split="sources" on the GPU backend (given as "gpu": no context made by the backend's
+    resolution): the ranks per GPU are counted over the job's communicator (get_context,
+    collective) before any rank's COMM_SELF session is made, so that those plan with their part
+    of a shared GPU; not with split="graph" (the rounds' own context does it on the job's
+    communicator)."""
+    from mpi4py import MPI
+
+    import distgraph.algorithms.bellman_ford as abf
+    from distgraph.runtime import context
+
+    monkeypatch.setattr(abf, "_resolve_backend", lambda backend, comm: "gpu")
+    seen = []
+    monkeypatch.setattr(context, "get_context", lambda comm=None, backend=None: seen.append(
+        (comm, backend, len(_Engine.log))))
+    g = Graph.from_edges(np.arange(9), np.arange(1, 10), n=10)
+    r = _bellman_ford(g, [3, 1, 4], backend="gpu", split="sources")
+    assert r.distance[:, 0].tolist() == [3, 1, 4]
+    assert seen == [(MPI.COMM_WORLD, "gpu", 0)] and _Engine.log
+    seen.clear()
+    _bellman_ford(g, [3, 1], backend="gpu", split="graph")
+    assert seen == []
+
+
 @pytest.fixture
 def batched(engines, monkeypatch):
     """The GPU backend with stand-in engines and batches of 3 sources."""
@@ -1188,3 +1212,18 @@ def test_cpu_batch_size_fits_the_host_memory(monkeypatch):
     monkeypatch.setattr(hm, "available_bytes", lambda *a, **k: 2 * (8 * m + 24 * n + 8 * n))
     assert bf._batch_size("self", one, False, False) == 0
     assert BellmanFord(g, backend="cpu", mode="async")._batch_size("self", one, False, False) == 0
+
+
+def test_cli_sources_progress_flags(capsys, tmp_path):
+    """--progress shows the bar over the sources of --sources; --no-progress keeps stderr clean."""
+    from distgraph.cli import main
+
+    out = tmp_path / "d.npy"
+    assert main(["sssp", "kron:8", "--sources", "random:5", "--backend", "cpu", "--output", str(out),
+                 "--progress"]) == 0
+    err = capsys.readouterr().err
+    assert "sssp sources" in err and "5/5" in err, err
+    assert main(["sssp", "kron:8", "--sources", "random:5", "--backend", "cpu", "--output", str(out),
+                 "--no-progress"]) == 0
+    assert "sssp sources" not in capsys.readouterr().err
+    assert np.load(out).shape == (5, 256)

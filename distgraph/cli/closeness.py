@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from .common import (VALUE_EXTS, add_graph_arguments, add_run_arguments, check_outputs, context_from_args, load_graph,
-                     print_json, read_vertex_ids, write_output)
+from .common import (VALUE_EXTS, add_graph_arguments, add_progress_arguments, add_run_arguments, check_outputs,
+                     context_from_args, load_graph, print_json, read_vertex_ids, write_output)
 
 NAME = "closeness"
 HELP = "exact closeness centrality (bit-parallel multi-source BFS, batches over MPI ranks)"
@@ -46,10 +46,7 @@ def add_arguments(p) -> None:
                    help="seconds between a rank's checkpoint saves; 0: after every batch "
                         "(default: DISTGRAPH_CHECKPOINT_INTERVAL or 60)")
     c.add_argument("--resume", action="store_true", help="continue the run stored in --checkpoint DIR")
-    pr = c.add_mutually_exclusive_group()
-    pr.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
-                    help="progress bar with ETA on rank 0 (default: when stderr is a terminal)")
-    pr.add_argument("--no-progress", dest="progress", action="store_const", const=False)
+    add_progress_arguments(c)
 
 
 class _Ids:

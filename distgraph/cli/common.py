@@ -64,6 +64,15 @@ def add_run_arguments(p, source: bool = False, output: bool = True) -> None:
     r.add_argument("--verbose-log", action="store_true", help="debug logging on every rank")
 
 
+def add_progress_arguments(group, what: str = "") -> None:
+    """``--progress`` / ``--no-progress`` (``args.progress``: True, False or None, the default:
+    ``DISTGRAPH_PROGRESS``, else when stderr is a terminal)."""
+    pr = group.add_mutually_exclusive_group()
+    pr.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
+                    help=f"progress bar with ETA on rank 0{what} (default: when stderr is a terminal)")
+    pr.add_argument("--no-progress", dest="progress", action="store_const", const=False)
+
+
 def context_from_args(args):
     from ..runtime.context import get_context
 

@@ -36,8 +36,9 @@ import time
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from .common import (VALUE_EXTS, add_graph_arguments, add_run_arguments, check_outputs, load_graph, pick_sources,
-                     print_json, read_vertex_ids, resolve_source, resolve_vertex_ids, write_output)
+from .common import (VALUE_EXTS, add_graph_arguments, add_progress_arguments, add_run_arguments, check_outputs,
+                     load_graph, pick_sources, print_json, read_vertex_ids, resolve_source, resolve_vertex_ids,
+                     write_output)
 
 NAME = "sssp"
 HELP = "single-source shortest paths, negative weights allowed (distributed Bellman-Ford)"
@@ -72,6 +73,7 @@ def add_arguments(p) -> None:
     s.add_argument("--resume", action="store_true", help="continue the run stored in --checkpoint DIR")
     s.add_argument("--chunk", type=int, default=256, metavar="K",
                    help="with --checkpoint: sources per chunk, the rows a save covers (default 256)")
+    add_progress_arguments(s, " over the sources of --sources")
     s.add_argument("--split", choices=("auto", "graph", "sources"), default="auto",
                    help="several sources under mpiexec: each source on all ranks (graph), or the sources dealt "
                         "to the ranks, each running the whole graph (sources); auto: sources when there are at "
@@ -142,7 +144,7 @@ def run(args) -> int:
         try:
             r = bellman_ford(g, src, predecessors=args.predecessors is not None, mode=args.mode,
                              queue=args.queue, remote=args.remote, backend=args.backend, comm=comm,
-                             verify=args.verify, delta=args.delta, split=args.split)
+                             verify=args.verify, delta=args.delta, split=args.split, progress=args.progress)
         except NegativeCycleError as e:
             raise in_input_ids(e) from None
         times.append(r.stats["time_s"])
@@ -258,7 +260,7 @@ def _run_checkpointed(args, g, src, comm, t_read) -> int:
     relax = 0
     try:
         with StopSignals() as stop, Progress(total=k, initial=done, desc="sssp sources", rank=rank,
-                                             enabled=getattr(args, "progress", None)) as bar:
+                                             enabled=args.progress) as bar:
             while done < k:
                 hi = min(done + args.chunk, k)
                 r = bf.run_many(src[done:hi], predecessors=want_pred, verify=args.verify, split=args.split,
