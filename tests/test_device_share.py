@@ -110,6 +110,7 @@ def gpu_context(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", _cupy(1, 1, 0, pci=lambda i: f"bus-{i}"))
     monkeypatch.setattr(context, "gpu_count", lambda: 2)
     monkeypatch.setattr(context, "_ctx", None)
+    monkeypatch.setattr(context, "_shares", {})
     monkeypatch.setattr(memory, "_device_share", 7)
     return context
 
@@ -136,6 +137,27 @@ def test_sub_communicator_keeps_the_job_share(gpu_context):
     memory.set_device_share(5)
     ctx = gpu_context.get_context(MPI.COMM_SELF, "cpu")
     assert ctx.device_share == 1 and memory.device_share() == 5
+
+
+def test_sub_communicator_keeps_a_count_made_on_another_communicator(gpu_context, monkeypatch):
+    """A count made on a communicator other than COMM_WORLD (a user's duplicate of it; no
+    COMM_WORLD context made) is kept for the GPU: a later COMM_SELF context (split="sources")
+    counts one rank but keeps 3 and publishes it, instead of lowering the share to 1; the
+    COMM_SELF context of another GPU does not take it."""
+    from mpi4py import MPI
+
+    dup = MPI.COMM_WORLD.Dup()
+    try:
+        monkeypatch.setattr(gpu_context, "ranks_sharing_device", lambda comm, key: 3 if comm is dup else 1)
+        ctx = gpu_context.get_context(dup, "gpu")
+        assert ctx.device_share == 3 and memory.device_share() == 3 and gpu_context._ctx is None
+        mine = gpu_context.get_context(MPI.COMM_SELF, "gpu")
+        assert (mine.device, mine.device_share) == (ctx.device, 3) and memory.device_share() == 3
+        monkeypatch.setattr(gpu_context.config, "device", 1 - ctx.device)
+        other = gpu_context.get_context(MPI.COMM_SELF, "gpu")
+        assert other.device == 1 - ctx.device and other.device_share == 1 and memory.device_share() == 1
+    finally:
+        dup.Free()
 
 
 @pytest.mark.mpi

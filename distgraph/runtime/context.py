@@ -108,6 +108,9 @@ class Context:
 
 
 _ctx: Context | None = None
+#: the most ranks of this host any GPU context of this process counted on each GPU (by index):
+#: a context on a communicator that sees fewer of them (COMM_SELF) keeps that count
+_shares: dict = {}
 
 
 def _resolve_backend(requested: str | None) -> str:
@@ -169,8 +172,10 @@ def get_context(comm=None, backend: str | None = None) -> Context:
         # ranks bound to this GPU plan with their part of it (backends.gpu.memory.free_bytes);
         # a sub-communicator (COMM_SELF: split="sources") sees fewer ranks than the job's
         share = ranks_sharing_device(comm, device_key(cupy, device))
-        if comm is not MPI.COMM_WORLD and _ctx is not None and _ctx.device == device:
-            share = max(share, _ctx.device_share)
+        if comm is not MPI.COMM_WORLD:  # the count of COMM_WORLD, or of any other communicator, kept
+            share = max(share, _shares.get(device, 1),
+                        _ctx.device_share if _ctx is not None and _ctx.device == device else 1)
+        _shares[device] = share
         from ..backends.gpu.memory import set_device_share
 
         set_device_share(share)
