@@ -598,6 +598,12 @@ class BellmanFord:
         k, n = src.size, graph.n
         if split == "auto":  # every rank busy with whole sources, else the graph split over the ranks
             split = "sources" if size > 1 and k >= size else "graph"
+        if split == "sources" and self.backend == "gpu":
+            from ..runtime.context import get_context
+
+            # the ranks bound to each GPU counted over the job (collective; backend="gpu" made no
+            # context): each rank's COMM_SELF rounds then plan with their part of a shared GPU
+            get_context(comm, "gpu")
         per_row = self.out_dtype.itemsize + (8 if predecessors else 0)
         check_host_memory(k * n * per_row, comm, "bellman_ford's distances" + (" and predecessors" if predecessors
                                                                                else "") + f" from {k} sources",
