@@ -980,6 +980,40 @@ def test_row_sink_failed_copy_raised_at_flush_even_if_caught(fake_cuda, monkeypa
     assert rows[1:].tolist() == [[101] * 3, [102] * 3, [103] * 3]
 
 
+def test_row_sink_close_after_a_failed_flush_waits_for_the_copies_in_flight(fake_cuda, monkeypatch):
+    """A flush that raised with copies still in flight (here: pinning a larger buffer failed
+    while the other buffer's copy was not done): close waits for the sink's stream before it
+    drops the pinned buffers and device pieces those copies write and read."""
+    import sys
+
+    from distgraph.backends.gpu import bellman_ford as gbf
+
+    sink = gbf._RowSink(threads=1, slots=2)
+    synced = []
+
+    def synchronize():
+        synced.append(all(c.done for c in _Copy.made))
+        for c in _Copy.made:  # the stream's copies done
+            c.finish()
+
+    sink._stream = types.SimpleNamespace(synchronize=synchronize)
+    rows = np.zeros((2, 4), np.int64)
+    for i in range(2):  # both buffers' copies in flight
+        sink.put(np.full(4, i, np.int64).view(_Dev), rows[i])
+    assert len(sink._pending) == 2 and not any(c.done for c in _Copy.made)
+
+    def no_pin(n, dt):
+        raise MemoryError("made up: no pinned memory")
+
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=no_pin))
+    big = np.zeros(8, np.int64)
+    sink.put(np.full(8, 7, np.int64).view(_Dev), big)  # queued: no free buffer yet
+    with pytest.raises(MemoryError, match="made up"):
+        sink.close()  # flush: buffer 0 waited for, then a larger one cannot be pinned
+    assert _Copy.made[0].done and synced == [False] and all(c.done for c in _Copy.made)
+    assert sink._bufs == [None, None] and not sink._pending and sink._stream is None
+
+
 def test_batch_delta_near_far():
     """RoundsSSSP._batch_delta: BATCH_DELTA_FACTOR times the mean |w| (a strided sample), as
     (addend, threshold key): integers rounded up, floats as the double's bits and its key;

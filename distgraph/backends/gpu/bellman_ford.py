@@ -705,6 +705,11 @@ class _RowSink:
         try:
             self.flush()
         finally:
+            if self._pending and self._stream is not None:  # flush raised with copies in flight
+                try:  # done before their pinned buffers and device pieces are let go
+                    self._stream.synchronize()
+                except Exception:  # noqa: BLE001 - flush's error is the one raised
+                    pass
             self._pending = []
             self._queued.clear()
             self._queued_bytes = 0
