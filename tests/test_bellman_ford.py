@@ -471,6 +471,126 @@ def test_mpi_road_ny_shifted(comm, data_dir):
     assert _same_everywhere(comm, ok)
 
 
+# --------------------------------------------------------------------------- near-far rounds
+# The CPU rounds on several ranks scan only vertices at most a threshold (delta past the
+# smallest waiting distance); delta only orders the work. One rank runs them too when delta
+# is given.
+NEAR_FAR_DELTAS = [None, 0, 1, 0.37, 5, 1e30, np.inf]
+
+
+def test_rounds_near_far_equal_scipy_on_one_rank():
+    """Every delta (tiny ones make many phases) gives scipy's distances, the same tree and the
+    same negative cycles as no near-far; with negative arcs, floats and int32 sums."""
+    rng = np.random.default_rng(33)
+    phases = []
+    for trial in range(24):
+        n, m = int(rng.integers(2, 70)), int(rng.integers(1, 260))
+        g = random_graph(rng, n, m, DTYPES[trial % 4], directed=trial % 3 != 0, low=-2 if trial % 2 else 1)
+        s = int(rng.integers(0, n))
+        ref = scipy_bf(g, s)
+        for delta in NEAR_FAR_DELTAS[1:]:
+            try:
+                r = bellman_ford(g, s, predecessors=True, verify=True, mode="rounds", delta=delta)
+            except NegativeCycleError as e:
+                assert ref is None and cycle_weight(g, e.cycle) < 0, (trial, delta)
+                continue
+            assert ref is not None and np.array_equal(as_float(r), ref), (trial, delta)
+            plain = bellman_ford(g, s, predecessors=True, mode="rounds", delta=0)
+            assert np.array_equal(r.predecessor, plain.predecessor), (trial, delta)
+            phases.append(r.stats["phases"])
+            assert (r.stats["delta"] is None) == (delta in (0, np.inf)), (delta, r.stats["delta"])
+    assert max(phases) > 10  # small deltas did defer work: the test exercises the far list
+
+
+def test_rounds_near_far_defaults():
+    """One rank: no near-far unless asked; the width is DISTGRAPH_CPU_SSSP_DELTA mean weights."""
+    from mpi4py import MPI
+
+    from distgraph.backends.cpu.bellman_ford import rounds_delta
+
+    g = uniform_weights(kronecker(8, seed=2), seed=2)
+    assert bellman_ford(g, 0, mode="rounds").stats["delta"] is None
+    w = np.array([1, -3, 4, 0], np.int64)
+    assert rounds_delta(w, w.dtype, MPI.COMM_SELF, factor=64) == 128
+    assert rounds_delta(w, w.dtype, MPI.COMM_SELF, factor=0.1) == 1  # integer steps of at least 1
+    assert rounds_delta(w, w.dtype, MPI.COMM_SELF, factor=0) == 0
+    f = w.astype(np.float64)
+    assert rounds_delta(f, f.dtype, MPI.COMM_SELF, factor=0.1) == pytest.approx(0.2)
+
+
+def test_rounds_near_far_integer_threshold_saturates():
+    """A delta near the int64 maximum does not wrap the threshold around."""
+    g = Graph.from_edges([0, 1, 2], [1, 2, 0], np.array([2**61, 2**61, 1], np.int64), n=4)
+    r = bellman_ford(g, 0, mode="rounds", delta=2**62 + 5)
+    assert r.distance.tolist()[:3] == [0, 2**61, 2**62] and not r.reached[3]
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("delta", NEAR_FAR_DELTAS)
+def test_mpi_rounds_near_far_identical_to_one_rank(comm, delta):
+    from mpi4py import MPI
+
+    rng = np.random.default_rng(47)
+    oks = []
+    for trial in range(10):
+        n, m = int(rng.integers(1, 80)), int(rng.integers(0, 300))
+        g = random_graph(rng, n, m, DTYPES[trial % 4], directed=trial % 3 != 0, low=-2 if trial % 2 else 1)
+        s = int(rng.integers(0, n))
+        outs = []
+        for c in (MPI.COMM_SELF, comm):
+            try:
+                r = bellman_ford(g, s, predecessors=True, verify=True, mode="rounds", comm=c,
+                                 delta=0 if c is MPI.COMM_SELF else delta)
+                outs.append(("ok", r.distance, r.predecessor))
+            except NegativeCycleError as e:
+                outs.append(("neg", cycle_weight(g, e.cycle), None))
+        (k1, a1, b1), (k2, a2, b2) = outs
+        oks.append(k1 == k2 and (np.array_equal(a1, a2) and np.array_equal(b1, b2) if k1 == "ok" else a2 < 0))
+    assert _same_everywhere(comm, all(oks)), oks
+
+
+@pytest.mark.mpi
+def test_mpi_rounds_near_far_cut_road_work(comm, data_dir):
+    """road-NY with shifted negative weights on several ranks: the default near-far gives the
+    distances of one rank (and of Dijkstra on the unshifted weights) with fewer relaxations
+    than rounds that work each block to its fixpoint."""
+    from mpi4py import MPI
+
+    base = uniform_weights(_read(data_dir, "road-NY.gr.xz"), seed=5)
+    g, p = potential_shift(base, seed=6, return_potential=True)
+    s = 4242
+    nf = bellman_ford(g, s, comm=comm, mode="rounds")
+    plain = bellman_ford(g, s, comm=comm, mode="rounds", delta=0)
+    ok = np.array_equal(nf.distance, plain.distance)
+    if comm.Get_rank() == 0:
+        ref = csg.dijkstra(base.to_scipy(dtype=np.float64), indices=s).astype(np.int64)
+        ok &= np.array_equal(nf.distance.astype(np.int64), ref + p[s] - p)
+    if comm.Get_size() > 1:
+        ok &= nf.stats["delta"] is not None and nf.stats["phases"] > 0
+        ok &= nf.stats["relaxations"] < plain.stats["relaxations"]
+    else:
+        ok &= nf.stats["delta"] is None
+    one = bellman_ford(g, s, comm=MPI.COMM_SELF, mode="rounds")
+    ok &= np.array_equal(one.distance, nf.distance)
+    assert _same_everywhere(comm, ok), (nf.stats, plain.stats)
+
+
+@pytest.mark.mpi
+def test_mpi_rounds_near_far_negative_cycle(comm):
+    """A planted negative cycle far from the source is still found through the far list."""
+    g, cyc = plant_negative_cycle(uniform_weights(kronecker(10, seed=8), seed=8), length=5, seed=2)
+    got = []
+    for delta in (None, 1, 7):
+        try:
+            bellman_ford(g, int(cyc[0]), comm=comm, mode="rounds", delta=delta)
+            got.append(None)
+        except NegativeCycleError as e:
+            got.append(cycle_weight(g, e.cycle))
+    allgot = comm.allgather(got)
+    assert all(x is not None and x < 0 for row in allgot for x in row), allgot
+    assert all(row == allgot[0] for row in allgot)
+
+
 # --------------------------------------------------------------------------- PGAS atomic minimum
 @pytest.mark.mpi
 @pytest.mark.parametrize("dtype", ["int64", "float64"])

@@ -288,10 +288,13 @@ def bellman_ford(graph: Graph, source, *, weights=None, predecessors: bool = Fal
     verify : bool
         Check the result with :func:`verify_sssp` (each rank checks its block).
     delta : number, optional
-        GPU ``async`` mode on one PE: the near-far bucket width of the queue kernel (vertices
-        whose tentative distance is below a threshold go first; the threshold rises by
-        ``delta`` when they run out). None: chosen from the mean weight and degree; 0 or inf:
-        off. Only a priority: the result does not depend on it. Ignored elsewhere.
+        The near-far bucket width: vertices whose tentative distance is below a threshold go
+        first, and the threshold rises by ``delta`` when they run out. Used by the GPU
+        ``async`` mode on one PE (None: chosen from the mean weight and degree) and by the CPU
+        rounds on several ranks (None: ``DISTGRAPH_CPU_SSSP_DELTA``, 64, times the mean arc
+        weight magnitude; there no block floods its vertices from a far boundary value that
+        a nearer one later corrects). 0 or inf: off. Only a priority: the result does not
+        depend on it. Ignored elsewhere.
     split : {"auto", "graph", "sources"}
         Several sources on several ranks: ``"graph"`` runs each source on all ranks together
         (each rank its vertex block); ``"sources"`` deals the sources to the ranks (source ``i``
@@ -560,7 +563,8 @@ class BellmanFord:
             dist, pred, stats, cycle = self._session(scope, comm, runs_left).run(
                 source, self._confirm, want, runs_left=runs_left, out=out, defer=out is not None)
         elif mode in ("rounds", "auto"):
-            dist, pred, stats, cycle = cpu.run_rounds(self.graph, w, source, comm, self._confirm, predecessors=want)
+            dist, pred, stats, cycle = cpu.run_rounds(self.graph, w, source, comm, self._confirm, predecessors=want,
+                                                      delta=self.delta)
             if mode == "auto":
                 stats["auto"] = {"chose": "rounds"}
         else:

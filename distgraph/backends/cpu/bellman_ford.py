@@ -149,8 +149,9 @@ def _pack(tr, ntr, offsets, cand_d, cand_bits, cand_p, sent, inf, sendbuf, count
 @njit(cache=True)
 def _push(wl, in_q, ht, vl, dist):
     """Append ``vl`` to the worklist unless it is in it; with the SLF rule (Bertsekas'
-    "small label first") a vertex whose distance is below the head's goes to the front."""
-    if in_q[vl] == 0:
+    "small label first") a vertex whose distance is below the head's goes to the front.
+    A vertex waiting in the far list (``in_q == 2``) moves to the worklist."""
+    if in_q[vl] != 1:
         in_q[vl] = 1
         nl = wl.shape[0]
         if ht[1] > 0 and dist[vl] < dist[wl[ht[0]]]:
@@ -162,10 +163,52 @@ def _push(wl, in_q, ht, vl, dist):
 
 
 @njit(cache=True)
-def _process(wl, in_q, ht, lo, hi, indptr, indices, w, dist, pred, sent, cand_d, cand_p, tr, budget, bound):
+def _push_nf(wl, in_q, ht, far, vl, dist, thr):
+    """:func:`_push` for a vertex whose distance is at most ``thr``; a larger one waits in
+    the far list ``far`` (``ht[2]`` entries, ``in_q == 2``) until the threshold passes it."""
+    if dist[vl] <= thr:
+        _push(wl, in_q, ht, vl, dist)
+    elif in_q[vl] == 0:
+        in_q[vl] = 2
+        far[ht[2]] = vl
+        ht[2] += 1
+
+
+@njit(cache=True)
+def _far_min(far, in_q, ht, dist, inf):
+    """The smallest distance in the far list (``inf`` if it holds none)."""
+    m = inf
+    for i in range(ht[2]):
+        v = far[i]
+        if in_q[v] == 2 and dist[v] < m:
+            m = dist[v]
+    return m
+
+
+@njit(cache=True)
+def _far_advance(far, in_q, ht, wl, dist, thr):
+    """Move the far list's vertices at most ``thr`` to the worklist; keep the others
+    (entries of vertices that left the far list meanwhile are dropped)."""
+    j = 0
+    for i in range(ht[2]):
+        v = far[i]
+        if in_q[v] != 2:
+            continue
+        if dist[v] <= thr:
+            _push(wl, in_q, ht, v, dist)
+        else:
+            far[j] = v
+            j += 1
+    ht[2] = j
+
+
+@njit(cache=True)
+def _process(wl, in_q, ht, lo, hi, indptr, indices, w, dist, pred, sent, cand_d, cand_p, tr, budget, bound,
+             far, thr):
     """Scan worklist vertices in place (Gauss-Seidel) until ``budget`` arcs are scanned.
     Local improvements are pushed at once; remote candidates collect in ``cand_*``/``tr``.
-    Returns (#remote touched, arcs, scans, below)."""
+    Vertices above ``thr`` wait in the far list instead (:func:`_push_nf`; ``thr`` = INF:
+    none do). Returns (#remote touched, arcs, scans, below)."""
     ntr = 0
     arcs = 0
     scans = 0
@@ -176,7 +219,7 @@ def _process(wl, in_q, ht, lo, hi, indptr, indices, w, dist, pred, sent, cand_d,
         ht[0] = (ht[0] + 1) % nl
         ht[1] -= 1
         in_q[ul] = 0
-        du = dist[ul]
+        du = dist[ul]  # at most thr: it was when pushed, and thr never falls
         u = ul + lo
         scans += 1
         a = indptr[ul]
@@ -192,7 +235,7 @@ def _process(wl, in_q, ht, lo, hi, indptr, indices, w, dist, pred, sent, cand_d,
                     pred[vl] = u
                     if c < bound:
                         below = 1
-                    _push(wl, in_q, ht, vl, dist)
+                    _push_nf(wl, in_q, ht, far, vl, dist, thr)
             elif c < sent[v]:
                 if cand_p[v] < 0:
                     cand_d[v] = c
@@ -206,8 +249,9 @@ def _process(wl, in_q, ht, lo, hi, indptr, indices, w, dist, pred, sent, cand_d,
 
 
 @njit(cache=True)
-def _absorb(items, vals, lo, dist, pred, wl, in_q, ht, bound):
-    """Apply dequeued ``(v, candidate, u)`` triples; improved vertices join the worklist."""
+def _absorb(items, vals, lo, dist, pred, wl, in_q, ht, bound, far, thr):
+    """Apply dequeued ``(v, candidate, u)`` triples; improved vertices join the worklist
+    (or the far list, above ``thr``)."""
     below = 0
     for i in range(items.shape[0]):
         v = items[i, 0]
@@ -217,7 +261,7 @@ def _absorb(items, vals, lo, dist, pred, wl, in_q, ht, bound):
             pred[v - lo] = items[i, 2]
             if c < bound:
                 below = 1
-            _push(wl, in_q, ht, v - lo, dist)
+            _push_nf(wl, in_q, ht, far, v - lo, dist, thr)
     return below
 
 
@@ -430,8 +474,10 @@ class _State:
         self.dist = np.full(nl, self.inf, self.wdt)
         self.pred = np.full(nl, -1, np.int64)
         self.wl = np.empty(max(nl, 1), np.int64)
-        self.in_q = np.zeros(max(nl, 1), np.int8)
-        self.ht = np.zeros(2, np.int64)  # worklist head, count
+        self.in_q = np.zeros(max(nl, 1), np.int8)  # 1: in the worklist, 2: in the far list
+        self.ht = np.zeros(3, np.int64)  # worklist head, count; far list count
+        self.far = np.empty(max(nl, 1), np.int64)
+        self.thr = self.wdt.type(self.inf)  # vertices above it wait in the far list (rounds' near-far order)
         self.cand_d = np.full(n, self.inf, self.wdt)
         self.cand_bits = self.cand_d.view(np.int64)
         self.cand_p = np.full(n, -1, np.int64)
@@ -447,7 +493,17 @@ class _State:
         """Scan own improved vertices (SLF worklist, in place) for about ``budget`` arcs;
         remote candidates are left in ``cand_*``. Returns (#remote, arcs, scans, below)."""
         return _process(self.wl, self.in_q, self.ht, self.lo, self.hi, self.indptr, self.indices, self.w,
-                        self.dist, self.pred, self.sent, self.cand_d, self.cand_p, self.tr, budget, self.bound)
+                        self.dist, self.pred, self.sent, self.cand_d, self.cand_p, self.tr, budget, self.bound,
+                        self.far, self.thr)
+
+    def far_min(self):
+        """The smallest distance waiting in the far list (INF: none)."""
+        return _far_min(self.far, self.in_q, self.ht, self.dist, self.inf)
+
+    def advance(self, thr):
+        """Raise the threshold to ``thr``: far vertices at most it join the worklist."""
+        self.thr = self.wdt.type(thr)
+        _far_advance(self.far, self.in_q, self.ht, self.wl, self.dist, self.thr)
 
     def pack(self, ntr):
         """The remote candidates as (v, candidate bits, u) triples sorted by owner."""
@@ -458,28 +514,66 @@ class _State:
     def absorb(self, trip):
         """Apply received triples (k, 3); returns the below-bound flag."""
         return _absorb(trip, trip.view(self.wdt), self.lo, self.dist, self.pred, self.wl, self.in_q, self.ht,
-                       self.bound)
+                       self.bound, self.far, self.thr)
 
 
 # --------------------------------------------------------------------------- rounds
-def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=True):
+def _raised(m, delta, inf, wdt):
+    """The threshold ``m + delta``, saturating at ``inf`` (integers must not wrap)."""
+    if wdt.kind == "f":
+        return wdt.type(m + delta)
+    return wdt.type(min(int(m) + int(delta), int(inf)))
+
+
+def rounds_delta(w, wdt, comm, factor=None):
+    """The near-far width of the rounds on several ranks: ``factor`` (default
+    ``DISTGRAPH_CPU_SSSP_DELTA``) times the mean arc weight magnitude over all ranks, at
+    least 1 for integer weights; 0 when ``factor`` is 0 (near-far off). Collective."""
+    from mpi4py import MPI
+
+    from ...runtime import config
+
+    factor = float(config.cpu_sssp_delta if factor is None else factor)
+    loc = np.array([float(np.abs(w).sum(dtype=np.float64)) if w.size else 0.0, float(w.size)])
+    if comm.Get_size() > 1:
+        comm.Allreduce(MPI.IN_PLACE, loc, op=MPI.SUM)
+    mean = loc[0] / loc[1] if loc[1] else 1.0
+    d = factor * mean
+    if not d > 0:
+        return 0
+    return max(1, int(np.ceil(d))) if wdt.kind != "f" else d
+
+
+def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=True, delta=None):
     """Round-synchronous driver. Returns ``(dist, pred, stats, cycle)``: whole arrays (work
     dtype, int64 canonical predecessors or None unless ``predecessors``) on every rank, or
     ``cycle`` (list, arc order), a predecessor-graph cycle that ``confirm(cycle)`` accepted
-    as negative."""
+    as negative. ``delta``: the near-far width (None: :func:`rounds_delta` on several ranks,
+    none on one; 0 or inf: none): a round scans only vertices at most a threshold, which
+    rises by ``delta`` past the smallest waiting distance when no rank has work below it, so
+    a block does not flood its vertices from a far boundary value that a nearer one then
+    corrects. Only the order changes; the distances do not."""
     from mpi4py import MPI
 
     t0 = time.perf_counter()
     size = comm.Get_size()
     st = _State(graph, weights, source, comm)
     n = graph.n
+    if delta is None:
+        delta = rounds_delta(st.w, st.wdt, comm) if size > 1 else 0
+    near_far = bool(0 < delta < np.inf)
+    if near_far:
+        if st.wdt.kind != "f":  # integer distances: a whole step of at least 1
+            delta = max(1, int(np.ceil(delta)))
+        st.advance(_raised(0, delta, st.inf, st.wdt))  # the source's distance is 0
+    phases = 0
     if budget is None:  # a round ends at the local fixpoint, or after this many arcs
         budget = max(4 * int(st.indptr[-1]), 1 << 16)
     rcounts = np.zeros(size, np.int64)
     sdispl = np.zeros(size, np.int64)
     rdispl = np.zeros(size, np.int64)
     recvbuf = np.empty(0, np.int64)
-    red = np.zeros(5, np.int64)
+    red = np.zeros(6, np.int64)
     rounds = arcs_total = scans_since = 0
     cycle = None
     err = None  # this rank's failure: it still joins every collective of the round
@@ -510,13 +604,19 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=
                     below |= st.absorb(recvbuf[:nrecv].reshape(-1, 3))
                 except _FAILURES as e:
                     err = e
-        red[0], red[1], red[2], red[3], red[4] = st.ht[1], arcs, below, scans, err is not None
+        red[0], red[1], red[2], red[3], red[4], red[5] = st.ht[1], arcs, below, scans, err is not None, st.ht[2]
         if size > 1:
             comm.Allreduce(MPI.IN_PLACE, red, op=MPI.SUM)
         rounds += 1
         arcs_total += int(red[1])
-        if red[4] > 0 or red[0] == 0:  # a rank failed (all leave after this round), or done
+        if red[4] > 0 or red[0] + red[5] == 0:  # a rank failed (all leave after this round), or done
             break
+        if red[0] == 0:  # no rank has work below the threshold, and none is in flight: raise it
+            m = np.array([st.far_min()])
+            if size > 1:
+                comm.Allreduce(MPI.IN_PLACE, m, op=MPI.MIN)
+            st.advance(_raised(m[0], delta, st.inf, st.wdt))
+            phases += 1
         scans_since += int(red[3])
         if st.has_neg and (red[2] > 0 or scans_since >= n):
             scans_since = 0
@@ -526,7 +626,7 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=
     collective_raise(comm, err)  # the first failing rank's error, on every rank
     t_run = time.perf_counter() - t0 - t_setup
     stats = {"mode": "rounds", "rounds": rounds, "relaxations": arcs_total, "time_setup_s": t_setup,
-             "time_run_s": t_run}
+             "time_run_s": t_run, "delta": float(delta) if near_far else None, "phases": phases}
     if cycle is not None:
         return None, None, stats, cycle
     d, p, canon = _finish(graph, comm, st.part, st.lo, st.hi, st.indptr, st.indices, st.w, st.wdt, source,
