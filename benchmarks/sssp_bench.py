@@ -44,7 +44,9 @@ from _common import commit, sh as _sh
 sys.path.insert(0, str(ROOT))
 DATA = Path(os.environ.get("DISTGRAPH_DATA", ROOT.parent / "shared" / "data"))
 MODES = [("rounds", "bq", "enqueue"), ("async", "bq", "enqueue"), ("async", "bwd", "enqueue"),
-         ("async", "bq", "atomic"), ("async", "bwd", "atomic")]
+         ("async", "bq", "atomic"), ("async", "bwd", "atomic"), ("rounds_nofar", "bq", "enqueue")]
+# rounds_nofar: the rounds with delta=0, each round working a block to its fixpoint (the rounds
+# before their near-far order across the ranks; on one rank the same run as rounds)
 
 
 def build(case: str):
@@ -179,7 +181,7 @@ def main():
     ap.add_argument("--peer-limit", type=float, default=300.0)
     ap.add_argument("--modes", default="all",
                     help="'all' or a comma list of rounds, async_bq_enqueue, async_bwd_enqueue, async_bq_atomic, "
-                         "async_bwd_atomic")
+                         "async_bwd_atomic, rounds_nofar")
     ap.add_argument("--scipy-bound", default=None, metavar="CASE:SECONDS",
                     help="also run scipy's bellman_ford on CASE (shifted) limited to SECONDS of CPU")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "sssp_cpu.json"))
@@ -193,7 +195,7 @@ def main():
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     def mode_name(m):
-        return m[0] if m[0] == "rounds" else f"async_{m[1]}_{m[2]}"
+        return m[0] if m[0].startswith("rounds") else f"async_{m[1]}_{m[2]}"
 
     modes = [m for m in MODES if args.modes == "all" or mode_name(m) in args.modes.split(",")]
     rows = []
@@ -209,10 +211,13 @@ def main():
             for mode, queue, remote in modes:
                 if size == 1 and mode == "async" and (queue, remote) != ("bq", "enqueue"):
                     continue  # one rank: no queue traffic, the variants are the same run
+                if size == 1 and mode == "rounds_nofar":
+                    continue  # one rank: no near-far unless asked, the same run as rounds
                 name = mode_name((mode, queue, remote))
+                kw = {"mode": "rounds", "delta": 0} if mode == "rounds_nofar" else {"mode": mode}
                 comm.Barrier()
-                sec, cpu, r = best_of(lambda: bellman_ford(g, s, comm=comm, backend="cpu", mode=mode,
-                                                           queue=queue, remote=remote),
+                sec, cpu, r = best_of(lambda: bellman_ford(g, s, comm=comm, backend="cpu", queue=queue,
+                                                           remote=remote, **kw),
                                       args.trials)
                 sec = comm.allreduce(sec, op=MPI.MAX)
                 cpu = comm.allreduce(cpu, op=MPI.MAX)
@@ -221,6 +226,7 @@ def main():
                     ref = d
                 row["distgraph"][name] = {"time_s": sec, "cpu_s_max_rank": cpu, "gteps": g.m / sec / 1e9,
                                           "relaxations": r.stats.get("relaxations"), "rounds": r.stats.get("rounds"),
+                                          "delta": r.stats.get("delta"), "phases": r.stats.get("phases"),
                                           "same_as_rounds": bool(np.array_equal(d, ref))}
                 if rank == 0:
                     print(f"{case} {wk} {size} rank(s) {name}: {sec:.4f} s (cpu {cpu:.4f} s), {g.m / sec / 1e9:.4f} GTEPS",
