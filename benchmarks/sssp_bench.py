@@ -46,7 +46,7 @@ DATA = Path(os.environ.get("DISTGRAPH_DATA", ROOT.parent / "shared" / "data"))
 MODES = [("rounds", "bq", "enqueue"), ("async", "bq", "enqueue"), ("async", "bwd", "enqueue"),
          ("async", "bq", "atomic"), ("async", "bwd", "atomic"), ("rounds_nofar", "bq", "enqueue")]
 # rounds_nofar: the rounds with delta=0, each round working a block to its fixpoint (the rounds
-# before their near-far order across the ranks; on one rank the same run as rounds)
+# before their near-far order)
 
 
 def build(case: str):
@@ -211,8 +211,6 @@ def main():
             for mode, queue, remote in modes:
                 if size == 1 and mode == "async" and (queue, remote) != ("bq", "enqueue"):
                     continue  # one rank: no queue traffic, the variants are the same run
-                if size == 1 and mode == "rounds_nofar":
-                    continue  # one rank: no near-far unless asked, the same run as rounds
                 name = mode_name((mode, queue, remote))
                 kw = {"mode": "rounds", "delta": 0} if mode == "rounds_nofar" else {"mode": mode}
                 comm.Barrier()

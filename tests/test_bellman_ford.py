@@ -503,13 +503,14 @@ def test_rounds_near_far_equal_scipy_on_one_rank():
 
 
 def test_rounds_near_far_defaults():
-    """One rank: no near-far unless asked; the width is DISTGRAPH_CPU_SSSP_DELTA mean weights."""
+    """The width is DISTGRAPH_CPU_SSSP_DELTA mean weights; 0 turns near-far off."""
     from mpi4py import MPI
 
     from distgraph.backends.cpu.bellman_ford import rounds_delta
+    from distgraph.runtime import config
 
-    g = uniform_weights(kronecker(8, seed=2), seed=2)
-    assert bellman_ford(g, 0, mode="rounds").stats["delta"] is None
+    g = Graph.from_edges([0, 1, 1], [1, 2, 0], np.array([4, 2, -3], np.int32), n=3)
+    assert bellman_ford(g, 0, mode="rounds").stats["delta"] == np.ceil(config.cpu_sssp_delta * 3)
     w = np.array([1, -3, 4, 0], np.int64)
     assert rounds_delta(w, w.dtype, MPI.COMM_SELF, factor=64) == 128
     assert rounds_delta(w, w.dtype, MPI.COMM_SELF, factor=0.1) == 1  # integer steps of at least 1
@@ -551,7 +552,7 @@ def test_mpi_rounds_near_far_identical_to_one_rank(comm, delta):
 
 @pytest.mark.mpi
 def test_mpi_rounds_near_far_cut_road_work(comm, data_dir):
-    """road-NY with shifted negative weights on several ranks: the default near-far gives the
+    """road-NY with shifted negative weights on 1, 2, 4 ranks: the default near-far gives the
     distances of one rank (and of Dijkstra on the unshifted weights) with fewer relaxations
     than rounds that work each block to its fixpoint."""
     from mpi4py import MPI
@@ -565,11 +566,8 @@ def test_mpi_rounds_near_far_cut_road_work(comm, data_dir):
     if comm.Get_rank() == 0:
         ref = csg.dijkstra(base.to_scipy(dtype=np.float64), indices=s).astype(np.int64)
         ok &= np.array_equal(nf.distance.astype(np.int64), ref + p[s] - p)
-    if comm.Get_size() > 1:
-        ok &= nf.stats["delta"] is not None and nf.stats["phases"] > 0
-        ok &= nf.stats["relaxations"] < plain.stats["relaxations"]
-    else:
-        ok &= nf.stats["delta"] is None
+    ok &= nf.stats["delta"] is not None and nf.stats["phases"] > 0
+    ok &= nf.stats["relaxations"] < plain.stats["relaxations"]
     one = bellman_ford(g, s, comm=MPI.COMM_SELF, mode="rounds")
     ok &= np.array_equal(one.distance, nf.distance)
     assert _same_everywhere(comm, ok), (nf.stats, plain.stats)

@@ -291,9 +291,9 @@ def bellman_ford(graph: Graph, source, *, weights=None, predecessors: bool = Fal
         The near-far bucket width: vertices whose tentative distance is below a threshold go
         first, and the threshold rises by ``delta`` when they run out. Used by the GPU
         ``async`` mode on one PE (None: chosen from the mean weight and degree) and by the CPU
-        rounds on several ranks (None: ``DISTGRAPH_CPU_SSSP_DELTA``, 16, times the mean arc
-        weight magnitude; there no block floods its vertices from a far boundary value that
-        a nearer one later corrects). 0 or inf: off. Only a priority: the result does not
+        rounds (None: ``DISTGRAPH_CPU_SSSP_DELTA``, 16, times the mean arc weight magnitude;
+        on several ranks no block then floods its vertices from a far boundary value that a
+        nearer one later corrects). 0 or inf: off. Only a priority: the result does not
         depend on it. Ignored elsewhere.
     split : {"auto", "graph", "sources"}
         Several sources on several ranks: ``"graph"`` runs each source on all ranks together

@@ -16,7 +16,13 @@ arc (plain FIFO) to about 2.
 is empty (or ``budget`` arcs were scanned), then the best candidate per remote vertex
 travels in one ``Alltoallv`` and the improving ones join the owners' worklists. The run
 ends when an ``Allreduce`` finds every worklist empty. Rounds count how often shortest
-paths cross block boundaries, not their length.
+paths cross block boundaries, not their length. Near-far order across the ranks: only
+vertices at most a threshold are scanned; the others wait in a far list (``in_q == 2``),
+and when no rank has work below the threshold (after the round's exchange: none is in
+flight) an ``Allreduce`` finds the smallest waiting distance and the threshold rises to it
+plus ``delta`` (:func:`rounds_delta`: 16 mean weights). Without it a block floods its
+vertices from the first, far boundary value it receives, and nearer ones then correct them
+(road-FLA on 2 ranks: 13x the relaxations).
 
 ``async`` (queue-driven, Sec. III-C of ../shared/papers/003, "multi-GPU Bellman-Ford"):
 each rank owns one segment of a distributed BQ/BWD (:class:`distgraph.pgas.queue.
@@ -548,11 +554,12 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=
     """Round-synchronous driver. Returns ``(dist, pred, stats, cycle)``: whole arrays (work
     dtype, int64 canonical predecessors or None unless ``predecessors``) on every rank, or
     ``cycle`` (list, arc order), a predecessor-graph cycle that ``confirm(cycle)`` accepted
-    as negative. ``delta``: the near-far width (None: :func:`rounds_delta` on several ranks,
-    none on one; 0 or inf: none): a round scans only vertices at most a threshold, which
-    rises by ``delta`` past the smallest waiting distance when no rank has work below it, so
-    a block does not flood its vertices from a far boundary value that a nearer one then
-    corrects. Only the order changes; the distances do not."""
+    as negative. ``delta``: the near-far width (None: :func:`rounds_delta`; 0 or inf: none):
+    a round scans only vertices at most a threshold, which rises by ``delta`` past the
+    smallest waiting distance when no rank has work below it. So a block does not flood its
+    vertices from a far boundary value that a nearer one then corrects, and on one rank the
+    worklist scans fewer vertices twice (road networks: 1.3-1.5x fewer relaxations; Kronecker
+    graphs settle within one threshold). Only the order changes; the distances do not."""
     from mpi4py import MPI
 
     t0 = time.perf_counter()
@@ -560,7 +567,7 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=
     st = _State(graph, weights, source, comm)
     n = graph.n
     if delta is None:
-        delta = rounds_delta(st.w, st.wdt, comm) if size > 1 else 0
+        delta = rounds_delta(st.w, st.wdt, comm)
     near_far = bool(0 < delta < np.inf)
     if near_far:
         if st.wdt.kind != "f":  # integer distances: a whole step of at least 1
