@@ -524,6 +524,15 @@ class _State:
 
 
 # --------------------------------------------------------------------------- rounds
+@njit(cache=True)
+def _abs_sum(w):
+    """The sum of ``|w|`` in float64, in one pass (no temporary of m values)."""
+    s = 0.0
+    for x in w:
+        s += abs(float(x))
+    return s
+
+
 def _raised(m, delta, inf, wdt):
     """The threshold ``m + delta``, saturating at ``inf`` (integers must not wrap)."""
     if wdt.kind == "f":
@@ -540,7 +549,7 @@ def rounds_delta(w, wdt, comm, factor=None):
     from ...runtime import config
 
     factor = float(config.cpu_sssp_delta if factor is None else factor)
-    loc = np.array([float(np.abs(w).sum(dtype=np.float64)) if w.size else 0.0, float(w.size)])
+    loc = np.array([_abs_sum(w) if w.size else 0.0, float(w.size)])
     if comm.Get_size() > 1:
         comm.Allreduce(MPI.IN_PLACE, loc, op=MPI.SUM)
     mean = loc[0] / loc[1] if loc[1] else 1.0
