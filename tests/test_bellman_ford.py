@@ -589,6 +589,39 @@ def test_mpi_rounds_near_far_negative_cycle(comm):
     assert all(row == allgot[0] for row in allgot)
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("step", ["far_min", "advance"])
+def test_mpi_failure_in_near_far_step_raised_on_every_rank(comm, monkeypatch, pytestconfig, step):
+    """A rank failing while the threshold rises (its far list's minimum, or moving vertices to
+    the worklist) still joins the minimum's Allreduce: every rank raises its error, none hangs."""
+    from distgraph.backends.cpu import bellman_ford as cpu
+
+    g = uniform_weights(kronecker(9, seed=5), seed=5)
+    s = int(np.argmax(np.diff(g.indptr)))
+    bad = min(1, comm.Get_size() - 1)
+    orig = getattr(cpu._State, step)
+    calls = [0]
+
+    def failing(self, *a):
+        calls[0] += 1
+        if calls[0] > 2:
+            raise RuntimeError(f"injected {step} failure on rank {bad}")
+        return orig(self, *a)
+
+    with monkeypatch.context() as mp:
+        if comm.Get_rank() == bad:
+            mp.setattr(cpu._State, step, failing)
+        with _Watchdog(comm, 60, f"near-far rounds after an injected {step} failure", pytestconfig):
+            try:
+                cpu.run_rounds(g, g.weights, s, comm, lambda c: True, delta=3)
+                got = "no error"
+            except RuntimeError as e:
+                got = f"{type(e).__name__}: {e}"
+    allgot = comm.allgather(got)
+    assert allgot == [f"RuntimeError: injected {step} failure on rank {bad}"] * comm.Get_size(), allgot
+    assert cpu.run_rounds(g, g.weights, s, comm, lambda c: True, delta=3)[2]["phases"] > 2  # the test ran phases
+
+
 # --------------------------------------------------------------------------- PGAS atomic minimum
 @pytest.mark.mpi
 @pytest.mark.parametrize("dtype", ["int64", "float64"])

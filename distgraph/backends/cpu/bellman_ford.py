@@ -541,7 +541,7 @@ def _raised(m, delta, inf, wdt):
 
 
 def rounds_delta(w, wdt, comm, factor=None):
-    """The near-far width of the rounds on several ranks: ``factor`` (default
+    """The near-far width of the CPU rounds: ``factor`` (default
     ``DISTGRAPH_CPU_SSSP_DELTA``) times the mean arc weight magnitude over all ranks, at
     least 1 for integer weights; 0 when ``factor`` is 0 (near-far off). Collective."""
     from mpi4py import MPI
@@ -628,10 +628,18 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=
         if red[4] > 0 or red[0] + red[5] == 0:  # a rank failed (all leave after this round), or done
             break
         if red[0] == 0:  # no rank has work below the threshold, and none is in flight: raise it
-            m = np.array([st.far_min()])
+            m = np.array([st.inf])
+            try:
+                m[0] = st.far_min()
+            except _FAILURES as e:  # still joins the minimum; every rank leaves after the next round
+                err = e
             if size > 1:
                 comm.Allreduce(MPI.IN_PLACE, m, op=MPI.MIN)
-            st.advance(_raised(m[0], delta, st.inf, st.wdt))
+            if err is None:
+                try:
+                    st.advance(_raised(m[0], delta, st.inf, st.wdt))
+                except _FAILURES as e:
+                    err = e
             phases += 1
         scans_since += int(red[3])
         if st.has_neg and (red[2] > 0 or scans_since >= n):
