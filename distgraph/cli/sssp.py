@@ -61,9 +61,10 @@ def add_arguments(p) -> None:
                         "candidate, tail), or batch (GPU backend on several ranks: the smallest candidate per "
                         "vertex kept in a local outbox, shipped by one put per batch; the CPU async mode refuses it)")
     s.add_argument("--delta", type=float, default=None,
-                   help="GPU async mode on one rank: near-far bucket width (vertices below a threshold first; "
-                        "0 or inf: off; default: from the mean weight and degree); only a priority, the "
-                        "result does not depend on it; ignored elsewhere")
+                   help="near-far bucket width (vertices below a threshold first; 0 or inf: off) of the CPU "
+                        "rounds (default: DISTGRAPH_CPU_SSSP_DELTA, 16, times the mean weight) and of the GPU "
+                        "async mode on one rank (default: from the mean weight and degree); only a priority, "
+                        "the result does not depend on it; ignored elsewhere")
     s.add_argument("--sources", default=None, metavar="SPEC",
                    help="several sources (instead of --source): input ids '3,17,42', 'random:K' (picked with "
                         "--seed), or a file of ids (.npy, or one per line); the outputs get a row per source")
