@@ -478,15 +478,21 @@ def test_mpi_road_ny_shifted(comm, data_dir):
 NEAR_FAR_DELTAS = [None, 0, 1, 0.37, 5, 1e30, np.inf]
 
 
+def _near_far_cases(seed, trials, n_min, n_max, m_min, m_max):
+    """``(trial, graph, source)``: random graphs of each weight dtype, directed or not, with
+    negative arcs (and so often negative cycles) in every other one."""
+    rng = np.random.default_rng(seed)
+    for trial in range(trials):
+        n, m = int(rng.integers(n_min, n_max)), int(rng.integers(m_min, m_max))
+        g = random_graph(rng, n, m, DTYPES[trial % 4], directed=trial % 3 != 0, low=-2 if trial % 2 else 1)
+        yield trial, g, int(rng.integers(0, n))
+
+
 def test_rounds_near_far_equal_scipy_on_one_rank():
     """Every delta (tiny ones make many phases) gives scipy's distances, the same tree and the
     same negative cycles as no near-far; with negative arcs, floats and int32 sums."""
-    rng = np.random.default_rng(33)
     phases = []
-    for trial in range(24):
-        n, m = int(rng.integers(2, 70)), int(rng.integers(1, 260))
-        g = random_graph(rng, n, m, DTYPES[trial % 4], directed=trial % 3 != 0, low=-2 if trial % 2 else 1)
-        s = int(rng.integers(0, n))
+    for trial, g, s in _near_far_cases(33, 24, 2, 70, 1, 260):
         ref = scipy_bf(g, s)
         for delta in NEAR_FAR_DELTAS[1:]:
             try:
@@ -531,12 +537,8 @@ def test_rounds_near_far_integer_threshold_saturates():
 def test_mpi_rounds_near_far_identical_to_one_rank(comm, delta):
     from mpi4py import MPI
 
-    rng = np.random.default_rng(47)
     oks = []
-    for trial in range(10):
-        n, m = int(rng.integers(1, 80)), int(rng.integers(0, 300))
-        g = random_graph(rng, n, m, DTYPES[trial % 4], directed=trial % 3 != 0, low=-2 if trial % 2 else 1)
-        s = int(rng.integers(0, n))
+    for trial, g, s in _near_far_cases(47, 10, 1, 80, 0, 300):
         outs = []
         for c in (MPI.COMM_SELF, comm):
             try:
