@@ -23,6 +23,7 @@
 #   SSSP_REMOTES=atomic_fetch,atomic   SSSP_QUEUES=bwd   SSSP_TRIALS=3
 #   SSSP_DELTAS=default (X+phases rows)   SSSP_FLUSHES=256,32 (batch rows)
 #   SSSP_TEST_K= (all)   SSSP_TEST_S=70   SSSP_MORE_PES=1,4   SSSP_MORE_K=atomic
+#   SSSP_PES=1,2 (the timings' PE counts; 1,2,4 on four GPUs)
 # The retired scripts' runs (read them with git show fb3e7d4:benchmarks/device_h3_sssp.sh and
 # git show b7a0678:benchmarks/device_h6_sssp_phases.sh):
 #   device_h3_sssp.sh OUTDIR 200:        SSSP_GRAPHS=kron:18,kron:20,kron:22 SSSP_REMOTES=atomic,enqueue,batch
@@ -64,7 +65,7 @@ nvtest 2 "${SSSP_TEST_S:-70}" "$TEST_K"
 left=$(( LIMIT - $(el) - 25 ))  # 25 s kept for the tests on other PE counts
 if [ "$left" -gt 20 ]; then
   timeout "$left" "$PY" benchmarks/gpu_sssp_pes.py --outdir "$OUTDIR" --prepared "$P" --graphs "$GRAPHS" \
-    --pes 1,2 --weights "${SSSP_WEIGHTS:-uniform,shifted}" --queues "${SSSP_QUEUES:-bwd}" --remotes "${SSSP_REMOTES:-atomic_fetch,atomic}" \
+    --pes "${SSSP_PES:-1,2}" --weights "${SSSP_WEIGHTS:-uniform,shifted}" --queues "${SSSP_QUEUES:-bwd}" --remotes "${SSSP_REMOTES:-atomic_fetch,atomic}" \
     --phase-deltas "${SSSP_DELTAS:-default}" --flushes "${SSSP_FLUSHES:-256,32}" \
     --trials "${SSSP_TRIALS:-3}" --budget $(( left - 5 )) > "$OUTDIR/gpu_sssp_pes.log" 2>&1
   echo "bench rc $? at $(el) s" >> "$TL"
@@ -72,7 +73,9 @@ else
   echo "bench skipped: $left s left at $(el) s" >> "$TL"
 fi
 kill "$prep" 2>/dev/null
-IFS=, read -r -a more <<< "${SSSP_MORE_PES:-1,4}"
+[ -f "$OUTDIR/gpu_sssp_pes.json" ] && "$PY" benchmarks/bf_scaling.py "$OUTDIR/gpu_sssp_pes.json" \
+  --out "$OUTDIR/bf_scaling.json" > "$OUTDIR/bf_scaling.md" 2>&1
+IFS=, read -r -a more <<< "${SSSP_MORE_PES-1,4}"
 for i in "${!more[@]}"; do  # each but the last at most 30 s, the last whatever is left
   left=$(( LIMIT - $(el) - 2 ))
   [ $(( i + 1 )) -lt "${#more[@]}" ] && [ "$left" -gt 30 ] && left=30

@@ -9,8 +9,12 @@
 #    then partitioned mode: OUTDIR/closeness-{replicated,partitioned}/scaling.json;
 # 2. the queue benchmarks EnqDeq and Mixed, BQ and BWD, on 1..G PEs (one per GPU):
 #    OUTDIR/queue_gpu.json;
-# 3. Bellman-Ford (queue kernel, NVSHMEM) on 1..G PEs on kron:20, uniform and shifted weights:
-#    OUTDIR/gpu_sssp.json (its "pes" rows; the file benchmarks/gpu_sssp.py writes).
+# 3. Bellman-Ford on 1..G PEs (one per GPU), one source: the distributed rounds and the queue
+#    kernel with remote atomics (BWD), on STUDY_SSSP_GRAPHS (kron:20,kron:22,road-FLA), uniform
+#    and shifted weights, through benchmarks/device_sssp_pes.sh (its NVSHMEM tests on 2 PEs first):
+#    OUTDIR/sssp/gpu_sssp_pes.json, and OUTDIR/sssp/bf_scaling.{md,json}: the speedups over one
+#    GPU against the paper's 4-A100 bar (benchmarks/bf_scaling.py). Its own limit, STUDY_SSSP_S
+#    (default 300 s: the host prepares kron:22 meanwhile).
 # Rank counts are the powers of two up to the GPUs nvidia-smi lists. Plots are made afterwards
 # from the JSON (`distgraph scale --collect OUTDIR/closeness-replicated/runs --output ...`), since
 # the device host has no matplotlib. Each step has its own time limit (STUDY_STEP_S, default 150 s),
@@ -49,8 +53,11 @@ if [[ $PARTS == *" queue "* ]]; then
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 if [[ $PARTS == *" sssp "* ]]; then
-  timeout "$STEP" "$PY" benchmarks/gpu_sssp.py --outdir "$OUTDIR" --graphs "" --pes "$ranks" --pes-graph "$GRAPH" \
-    2>&1 | tee -a "$OUTDIR/study.log" | tail -15
+  S=${STUDY_SSSP_S:-300}
+  SSSP_PES=$ranks SSSP_GRAPHS=${STUDY_SSSP_GRAPHS:-kron:20,kron:22,road-FLA} SSSP_REMOTES=rounds,atomic \
+    SSSP_TEST_K="many_sources or distributed_rounds" SSSP_TEST_S=60 SSSP_MORE_PES='' SSSP_TRIALS=3 \
+    timeout $((S + 30)) bash benchmarks/device_sssp_pes.sh "$OUTDIR/sssp" "$S" 2>&1 | tee -a "$OUTDIR/study.log" | tail -15
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
+  cat "$OUTDIR/sssp/bf_scaling.md" 2>/dev/null | tee -a "$OUTDIR/study.log"
 fi
 exit $status
