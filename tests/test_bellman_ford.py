@@ -624,6 +624,33 @@ def test_mpi_failure_in_near_far_step_raised_on_every_rank(comm, monkeypatch, py
     assert cpu.run_rounds(g, g.weights, s, comm, lambda c: True, delta=3)[2]["phases"] > 2  # the test ran phases
 
 
+@pytest.mark.parametrize("step", ["far_min", "advance"])
+def test_failure_in_near_far_step_not_lost_to_the_cycle_check(monkeypatch, step):
+    """A failure while the threshold rises, in a round that also walks the predecessors for a
+    negative cycle (negative arcs, n scans since the last walk), is still raised: the walk's
+    own outcome must not replace it. Here: 0 -> 2 waits far (2 > delta = 1), 0 -> 1 -> 2 then
+    pulls 2 near (3 scans = n), and the far list holds its stale entry, so the threshold rises."""
+    from mpi4py import MPI
+
+    from distgraph.backends.cpu import bellman_ford as cpu
+
+    g = Graph.from_edges([0, 0, 1], [2, 1, 2], np.array([2, -2, -2], np.int64), n=3)
+    orig = getattr(cpu._State, step)
+    calls = [0]
+    first_in_loop = 2 if step == "advance" else 1  # the first advance is the threshold's start
+
+    def failing(self, *a):
+        calls[0] += 1
+        if calls[0] == first_in_loop:
+            raise RuntimeError(f"injected {step} failure")
+        return orig(self, *a)
+
+    monkeypatch.setattr(cpu._State, step, failing)
+    with pytest.raises(RuntimeError, match=f"injected {step} failure"):
+        cpu.run_rounds(g, g.weights, 0, MPI.COMM_SELF, lambda c: True, delta=1)
+    assert calls[0] >= first_in_loop
+
+
 # --------------------------------------------------------------------------- PGAS atomic minimum
 @pytest.mark.mpi
 @pytest.mark.parametrize("dtype", ["int64", "float64"])

@@ -644,7 +644,8 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=
         scans_since += int(red[3])
         if st.has_neg and (red[2] > 0 or scans_since >= n):
             scans_since = 0
-            cycle, err = _pred_cycle_guarded(st.pred, st.part, comm, confirm)
+            cycle, e = _pred_cycle_guarded(st.pred, st.part, comm, confirm)
+            err = e if err is None else err  # a failure in this round's threshold step stands
             if cycle is not None:
                 break
     collective_raise(comm, err)  # the first failing rank's error, on every rank
