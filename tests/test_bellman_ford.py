@@ -530,6 +530,11 @@ def test_rounds_near_far_integer_threshold_saturates():
     g = Graph.from_edges([0, 1, 2], [1, 2, 0], np.array([2**61, 2**61, 1], np.int64), n=4)
     r = bellman_ford(g, 0, mode="rounds", delta=2**62 + 5)
     assert r.distance.tolist()[:3] == [0, 2**61, 2**62] and not r.reached[3]
+    # vertex 1 waits far (2**62 + 6 > delta), so the threshold rises to 2**62 + 6 + delta, past
+    # the int64 maximum: it must saturate there (the graph above never raises the threshold)
+    g = Graph.from_edges([0, 1], [1, 2], np.array([2**62 + 6, 2**62 - 100], np.int64), n=4)
+    r = bellman_ford(g, 0, mode="rounds", delta=2**62 + 5)
+    assert r.stats["phases"] == 1 and r.distance.tolist()[:3] == [0, 2**62 + 6, 2**63 - 94] and not r.reached[3]
 
 
 @pytest.mark.mpi
