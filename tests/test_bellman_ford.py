@@ -523,6 +523,12 @@ def test_rounds_near_far_defaults():
     assert rounds_delta(w, w.dtype, MPI.COMM_SELF, factor=0) == 0
     f = w.astype(np.float64)
     assert rounds_delta(f, f.dtype, MPI.COMM_SELF, factor=0.1) == pytest.approx(0.2)
+    # an infinite weight is no arc: it leaves the mean alone instead of turning near-far off
+    f = np.array([1.0, -3.0, np.inf, 4.0, 0.0, -np.inf])
+    assert rounds_delta(f, f.dtype, MPI.COMM_SELF, factor=0.1) == pytest.approx(0.2)
+    g = Graph.from_edges([0, 0, 1, 2], [1, 2, 2, 3], np.array([np.inf, 2.0, 1.0, 5.0]), n=4)
+    r = bellman_ford(g, 0, mode="rounds", verify=True)
+    assert r.stats["delta"] == pytest.approx(config.cpu_sssp_delta * 8 / 3) and r.distance.tolist() == [0, np.inf, 2, 7]
 
 
 def test_rounds_near_far_integer_threshold_saturates():

@@ -526,11 +526,17 @@ class _State:
 # --------------------------------------------------------------------------- rounds
 @njit(cache=True)
 def _abs_sum(w):
-    """The sum of ``|w|`` in float64, in one pass (no temporary of m values)."""
+    """The sum of ``|w|`` in float64 over the finite weights, and their count, in one pass (no
+    temporary of m values). An infinite weight is no arc: counted, one would make the mean
+    infinite and turn the near-far order off."""
     s = 0.0
+    k = 0
     for x in w:
-        s += abs(float(x))
-    return s
+        a = abs(float(x))
+        if a < np.inf:
+            s += a
+            k += 1
+    return s, k
 
 
 def _raised(m, delta, inf, wdt):
@@ -542,14 +548,14 @@ def _raised(m, delta, inf, wdt):
 
 def rounds_delta(w, wdt, comm, factor=None):
     """The near-far width of the CPU rounds: ``factor`` (default
-    ``DISTGRAPH_CPU_SSSP_DELTA``) times the mean arc weight magnitude over all ranks, at
+    ``DISTGRAPH_CPU_SSSP_DELTA``) times the mean finite arc weight magnitude over all ranks, at
     least 1 for integer weights; 0 when ``factor`` is 0 (near-far off). Collective."""
     from mpi4py import MPI
 
     from ...runtime import config
 
     factor = float(config.cpu_sssp_delta if factor is None else factor)
-    loc = np.array([_abs_sum(w) if w.size else 0.0, float(w.size)])
+    loc = np.array(_abs_sum(w) if w.size else (0.0, 0), np.float64)
     if comm.Get_size() > 1:
         comm.Allreduce(MPI.IN_PLACE, loc, op=MPI.SUM)
     mean = loc[0] / loc[1] if loc[1] else 1.0
