@@ -25,13 +25,9 @@ PAPER = {"best": 3.03, "mean": 2.65, "gpus": 4}
 def summarize(docs):
     """``{pes: {"cases": {case: {"speedup", "run_speedup", "remote"}}, "mean", "best",
     "run_mean", "run_best"}}`` from the loaded JSON documents."""
-    limited = set()
-    for d in docs:
-        for j in d.get("jobs", []):
-            if j.get("limited_mpg"):
-                limited.add(j.get("pes"))
     best = {}
-    for d in docs:
+    for d in docs:  # a file's own jobs say whether its PEs shared GPUs (another host's may not have)
+        limited = {j.get("pes") for j in d.get("jobs", []) if j.get("limited_mpg")}
         for r in d.get("rows", []):
             p, sp = r.get("pes"), r.get("speedup_vs_1pe")
             if r.get("kind", "row") != "row" or p in limited or not p or p < 2 or sp is None:

@@ -37,6 +37,17 @@ def test_best_variant_per_case_and_the_paper_bar(bench_script, tmp_path, capsys)
     assert bf.main([str(empty)]) == 1
 
 
+def test_shared_gpus_left_out_per_file(bench_script):
+    """A PE count whose PEs shared GPUs in one file (two GPUs) still counts in another file's
+    job on GPUs of its own (four GPUs)."""
+    bf = bench_script("bf_scaling.py", "bf_scaling")
+    two = {"jobs": [{"pes": 4, "limited_mpg": True}], "rows": [_row("a", 4, "rounds", 0.9)]}
+    four = {"jobs": [{"pes": 4, "limited_mpg": False}], "rows": [_row("a", 4, "rounds", 2.5)]}
+    for docs in ([two, four], [four, two]):
+        s = bf.summarize(docs)
+        assert list(s) == [4] and s[4]["cases"]["a"]["speedup"] == 2.5 and s[4]["mean"] == 2.5
+
+
 def test_two_h200s_of_session17(bench_script):
     """The committed 2-GPU rows of session 17 (call 6): every case's best is the rounds."""
     bf = bench_script("bf_scaling.py", "bf_scaling")
