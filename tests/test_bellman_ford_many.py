@@ -1248,16 +1248,23 @@ def test_cpu_batch_size_fits_the_host_memory(monkeypatch):
     assert BellmanFord(g, backend="cpu", mode="async")._batch_size("self", one, False, False) == 0
 
 
-def test_cli_sources_progress_flags(capsys, tmp_path):
-    """--progress shows the bar over the sources of --sources; --no-progress keeps stderr clean."""
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_cli_sources_progress_flags(capsys, tmp_path, monkeypatch, checkpoint):
+    """--progress shows the bar over the sources of --sources (also with --checkpoint, whose
+    path read a flag that did not exist); --no-progress hides it even where the default
+    (DISTGRAPH_PROGRESS=on here) would show it."""
     from distgraph.cli import main
+    from distgraph.runtime import config
 
     out = tmp_path / "d.npy"
-    assert main(["sssp", "kron:8", "--sources", "random:5", "--backend", "cpu", "--output", str(out),
-                 "--progress"]) == 0
+    ck = (lambda name: ["--checkpoint", str(tmp_path / name)]) if checkpoint else (lambda name: [])
+    args = ["sssp", "kron:8", "--sources", "random:5", "--backend", "cpu", "--output", str(out)]
+    assert main(args + ck("a") + ["--progress"]) == 0
     err = capsys.readouterr().err
     assert "sssp sources" in err and "5/5" in err, err
-    assert main(["sssp", "kron:8", "--sources", "random:5", "--backend", "cpu", "--output", str(out),
-                 "--no-progress"]) == 0
+    monkeypatch.setattr(config, "progress", "on")
+    assert main(args + ck("b")) == 0
+    assert "sssp sources" in capsys.readouterr().err  # the default shows it here
+    assert main(args + ck("c") + ["--no-progress"]) == 0
     assert "sssp sources" not in capsys.readouterr().err
     assert np.load(out).shape == (5, 256)

@@ -180,8 +180,8 @@ def _output_problem(flag: str, path, exts, why: str = "") -> str | None:
         if comp:
             ext = os.path.splitext(root)[1]
         if ext not in _EXT_FORMAT:
-            return (f"{flag} must end in .dgraph, .mtx, .txt, .el, .edges, .tsv, .csv or .gr (text ones "
-                    f"optionally .gz/.xz/.bz2); got {path!r}")
+            names = ", ".join(sorted(_EXT_FORMAT))
+            return f"{flag} must end in one of {names} (text ones optionally .gz/.xz/.bz2); got {path!r}"
         if comp and ext == ".dgraph":
             return f"{flag}: a .dgraph file is memory-mapped and cannot be compressed; got {path!r}"
     elif exts:
@@ -199,10 +199,8 @@ def _output_problem(flag: str, path, exts, why: str = "") -> str | None:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         return f"{flag} {path!r}: its directory {parent!r} does not exist (create it first)"
-    if not os.access(parent, os.W_OK | os.X_OK):
+    if not os.access(parent, os.W_OK | os.X_OK):  # the writers replace PATH by a file made beside it
         return f"{flag} {path!r}: its directory {parent!r} is not writable"
-    if os.path.exists(path) and not os.access(path, os.W_OK):
-        return f"{flag} {path!r} exists and is not writable"
     return None
 
 

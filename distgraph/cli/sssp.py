@@ -265,7 +265,7 @@ def _run_checkpointed(args, g, src, comm, t_read) -> int:
             while done < k:
                 hi = min(done + args.chunk, k)
                 r = bf.run_many(src[done:hi], predecessors=want_pred, verify=args.verify, split=args.split,
-                                runs_after=k - hi)
+                                runs_after=k - hi, progress=False)  # the chunks' bar is this one
                 relax += int(r.stats["relaxations"])
                 if rank == 0:
                     try:

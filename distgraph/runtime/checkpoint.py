@@ -56,7 +56,6 @@ FORMAT = 1
 _clock = time.monotonic
 
 
-
 def _make_directory(path, what: str) -> None:
     """``os.makedirs(path, exist_ok=True)``, failing with a :class:`CheckpointError` that names
     ``what`` and ``path`` (not a bare ``[Errno 20] Not a directory``)."""
@@ -64,6 +63,7 @@ def _make_directory(path, what: str) -> None:
         os.makedirs(path, exist_ok=True)
     except OSError as e:
         raise CheckpointError(f"{what} {os.fspath(path)!r} cannot be created: {e.strerror or e}") from None
+
 
 class CheckpointInterrupted(CheckpointError):
     """A checkpointed run stopped by ``SIGTERM`` or ``SIGUSR1`` (:class:`StopSignals`)

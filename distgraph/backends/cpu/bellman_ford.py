@@ -77,8 +77,10 @@ State arrays (per rank, ``nl = hi - lo`` owned vertices; distances in the *work 
 int64 for integer weights and float64 for float weights)
 ``dist[nl]``      distance of owned vertex ``lo + i``; ``INF`` (int64 max or +inf) unreached
 ``pred[nl]``      int64 tail of the arc that gave ``dist``, ``-1`` for none
-``wl[nl]``, ``in_q[nl]``, ``ht[2]``  the worklist: a ring of local ids, membership flags,
-                  (head, count)
+``wl[nl]``, ``in_q[nl]``, ``ht[3]``  the worklist: a ring of local ids, membership flags
+                  (1: in the worklist, 2: in the far list), (head, count, far count)
+``far[nl]``       the far list of the rounds' near-far order: vertices above the threshold
+                  ``thr`` (INF in the async driver: none)
 ``cand_d/cand_p`` size ``n``: the best pending candidate per remote vertex (``cand_p < 0``:
                   none)
 ``sent[n]``       best candidate ever sent for a remote vertex (a later, larger one is
@@ -554,10 +556,15 @@ def rounds_delta(w, wdt, comm, factor=None):
 
     from ...runtime import config
 
-    factor = float(config.cpu_sssp_delta if factor is None else factor)
-    loc = np.array(_abs_sum(w) if w.size else (0.0, 0), np.float64)
+    err = None
+    try:  # a rank that fails here still joins the sum, then every rank raises its error
+        factor = float(config.cpu_sssp_delta if factor is None else factor)
+        loc = np.array(_abs_sum(w) if w.size else (0.0, 0), np.float64)
+    except _FAILURES as e:
+        err, loc = e, np.zeros(2)
     if comm.Get_size() > 1:
         comm.Allreduce(MPI.IN_PLACE, loc, op=MPI.SUM)
+    collective_raise(comm, err)
     mean = loc[0] / loc[1] if loc[1] else 1.0
     d = factor * mean
     if not d > 0:
@@ -573,7 +580,7 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=
     a round scans only vertices at most a threshold, which rises by ``delta`` past the
     smallest waiting distance when no rank has work below it. So a block does not flood its
     vertices from a far boundary value that a nearer one then corrects, and on one rank the
-    worklist scans fewer vertices twice (road networks: 1.3-1.5x fewer relaxations; Kronecker
+    worklist scans fewer vertices twice (road networks: 1.4-1.6x fewer relaxations; Kronecker
     graphs settle within one threshold). Only the order changes; the distances do not."""
     from mpi4py import MPI
 
@@ -584,10 +591,14 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=
     if delta is None:
         delta = rounds_delta(st.w, st.wdt, comm)
     near_far = bool(0 < delta < np.inf)
+    err = None  # this rank's failure: it still joins every collective of the round
     if near_far:
         if st.wdt.kind != "f":  # integer distances: a whole step of at least 1
             delta = max(1, int(np.ceil(delta)))
-        st.advance(_raised(0, delta, st.inf, st.wdt))  # the source's distance is 0
+        try:
+            st.advance(_raised(0, delta, st.inf, st.wdt))  # the source's distance is 0
+        except _FAILURES as e:
+            err = e
     phases = 0
     if budget is None:  # a round ends at the local fixpoint, or after this many arcs
         budget = max(4 * int(st.indptr[-1]), 1 << 16)
@@ -598,7 +609,6 @@ def run_rounds(graph, weights, source, comm, confirm, budget=None, predecessors=
     red = np.zeros(6, np.int64)
     rounds = arcs_total = scans_since = 0
     cycle = None
-    err = None  # this rank's failure: it still joins every collective of the round
     t_setup = time.perf_counter() - t0
     while True:
         ntr = arcs = scans = below = 0
