@@ -195,7 +195,7 @@ class Config:
     cpu_sssp_batch_rounds: int = 32
     #: The CPU rounds scan only vertices below a threshold that rises this many mean arc weights
     #: at a time (near-far order across the ranks; 0: off, every round works its block to a
-    #: fixpoint). 16 was the fastest or within 15% of it on road-NY and road-FLA on 1, 2 and 4
+    #: fixpoint). 16 was the fastest or within 8% of it on road-NY and road-FLA on 1, 2 and 4
     #: ranks, and Kronecker graphs do not care (benchmarks/results/session24/).
     cpu_sssp_delta: float = 16.0
 
