@@ -663,6 +663,34 @@ def test_failure_in_near_far_step_not_lost_to_the_cycle_check(monkeypatch, step)
     assert calls[0] >= first_in_loop
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("mode", ["rounds", "async"])
+def test_mpi_confirm_failing_on_one_rank_raised_on_every_rank(comm, pytestconfig, mode):
+    """The cycle check's ``confirm`` raising on one rank while the others accept the cycle:
+    no rank leaves with the cycle while the failed one goes on (a hang); all raise its error."""
+    from distgraph.backends.cpu import bellman_ford as cpu
+
+    g, cyc = plant_negative_cycle(uniform_weights(kronecker(9, seed=6), seed=6), length=6, seed=1)
+    bad = min(1, comm.Get_size() - 1)
+
+    def confirm(c):
+        if comm.Get_rank() == bad:
+            raise RuntimeError(f"confirm failed on rank {bad}")
+        return cycle_weight(g, c) < 0
+
+    with _Watchdog(comm, 60, f"bellman_ford {mode} with a failing confirm", pytestconfig):
+        try:
+            if mode == "rounds":
+                cpu.run_rounds(g, g.weights, int(cyc[0]), comm, confirm)
+            else:
+                cpu.run_async(g, g.weights, int(cyc[0]), comm, confirm)
+            got = "no error"
+        except RuntimeError as e:
+            got = str(e)
+    allgot = comm.allgather(got)
+    assert allgot == [f"confirm failed on rank {bad}"] * comm.Get_size(), allgot
+
+
 # --------------------------------------------------------------------------- PGAS atomic minimum
 @pytest.mark.mpi
 @pytest.mark.parametrize("dtype", ["int64", "float64"])

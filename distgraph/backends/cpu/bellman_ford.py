@@ -431,11 +431,15 @@ def _pred_cycle(pred_l, part, comm, confirm):
 def _pred_cycle_guarded(pred_l, part, comm, confirm):
     """:func:`_pred_cycle`, returning ``(cycle, None)``, or ``(None, error)`` when this rank
     failed after the gather (in the walk or in ``confirm``): the caller's next collective
-    step carries the failure to the other ranks."""
+    step carries the failure to the other ranks. Collective: when any rank failed, no rank
+    returns a cycle, so none leaves the loop while the failed one goes on to the next step."""
     try:
-        return _pred_cycle(pred_l, part, comm, confirm), None
+        cyc, err = _pred_cycle(pred_l, part, comm, confirm), None
     except _FAILURES as e:
-        return None, e
+        cyc, err = None, e
+    if comm.Get_size() > 1 and not all(comm.allgather(err is None)):
+        cyc = None
+    return cyc, err
 
 
 def _finish(graph, comm, part, lo, hi, indptr, indices, w, wdt, source, dist, pred, want_pred=True):
