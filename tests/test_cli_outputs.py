@@ -177,7 +177,8 @@ def test_mpi_rank0_decides_and_every_rank_raises(comm, tmp_path):
 
 @pytest.mark.parametrize("cmd,msg", [
     (["closeness", "kron:8", "--output", "c.npy"], "checkpoint directory '{}' cannot be created: Not a directory"),
-    (["sssp", "kron:8", "--sources", "1,2", "--output", "d.npy"], "--checkpoint '{}' cannot be created: Not a directory"),
+    (["sssp", "kron:8", "--sources", "1,2", "--output", "d.npy"],
+     "--checkpoint '{}' cannot be created: Not a directory"),
 ])
 def test_checkpoint_directory_that_cannot_be_made(cmd, msg, tmp_path, capsys, monkeypatch):
     """A --checkpoint under a plain file: the error names the flag (or the checkpoint) and the path."""

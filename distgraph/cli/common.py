@@ -208,10 +208,12 @@ def check_outputs(comm, outputs) -> None:
     """Check, before any work, that every output can be written, so that a long run does not
     end in an error that loses its results. ``outputs``: ``(flag, path, exts[, why])``, where
     ``path`` None is skipped, ``exts`` is a tuple of suffixes (:data:`VALUE_EXTS`), None (any)
-    or :data:`GRAPH_EXTS`, and ``why`` says in the message why only those suffixes. Checked: the suffix (and pyarrow for .parquet), that the path
-    is no directory, that its directory exists and is writable, and that no two flags name the
-    same file. Rank 0, which writes the outputs, looks; every rank of ``comm`` then raises the
-    same :class:`InvalidArgumentError` (a collective call)."""
+    or :data:`GRAPH_EXTS`, and ``why`` says in the message why only those suffixes.
+
+    Checked: the suffix (and pyarrow for .parquet), that the path is no directory, that its
+    directory exists and is writable, and that no two flags name the same file. Rank 0, which
+    writes the outputs, looks; every rank of ``comm`` then raises the same
+    :class:`InvalidArgumentError` (a collective call)."""
     from ..runtime.abort import collective_raise
 
     err = None
