@@ -1,4 +1,4 @@
-"""The width of the CPU rounds' near-far order on several ranks, swept: one source, each
+"""The width of the CPU rounds' near-far order, swept: one source, each
 factor of ``DISTGRAPH_CPU_SSSP_DELTA`` (times the mean arc weight; 0: off, every round works
 its block to a fixpoint) side by side in one run.
 

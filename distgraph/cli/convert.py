@@ -53,15 +53,12 @@ def _output_path(out: str) -> str:
 
 def convert(args) -> dict:
     """Read ``args.graph``, write ``args.output``; returns the summary (rank 0 only)."""
-    from ..errors import InvalidArgumentError
     from ..graph.readers import read_graph
     from ..graph.writers import write_graph
-    from .common import GRAPH_EXTS, _output_problem
+    from .common import GRAPH_EXTS, check_outputs
 
     out = _output_path(args.output)
-    problem = _output_problem("OUTPUT", out, GRAPH_EXTS)  # before the (maybe long) read
-    if problem:
-        raise InvalidArgumentError(problem)
+    check_outputs(None, [("OUTPUT", out, GRAPH_EXTS)])  # before the (maybe long) read; run() raises it on every rank
     t0 = time.perf_counter()
     spec = args.graph
     options = {"format": args.format, "directed": args.directed, "symmetrize": bool(args.symmetrize),

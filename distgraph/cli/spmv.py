@@ -24,7 +24,8 @@ import time
 import numpy as np
 
 from ..errors import InvalidArgumentError, VerificationError
-from .common import VALUE_EXTS, add_graph_arguments, add_run_arguments, check_outputs, context_from_args, load_graph, print_json
+from .common import (VALUE_EXTS, add_graph_arguments, add_run_arguments, check_outputs, context_from_args, load_graph,
+                     print_json)
 
 NAME = "spmv"
 HELP = "semiring sparse matrix-vector product (plus_times, lor_land, min_plus) on a k2-tree or CSR"

@@ -564,8 +564,8 @@ def rounds_delta(w, wdt, comm, factor=None):
     err = None
     try:  # a rank that fails here still joins the sum, then every rank raises its error
         factor = float(config.cpu_sssp_delta if factor is None else factor)
-        # a strided sample of at most about 2^16 weights: the width is a heuristic, and the
-        # whole sum cost 5-8% of a Kronecker 16-18 run that near-far does not change
+        # a strided sample of at most about 2^16 weights: the width is a heuristic, and a pass
+        # over every arc would cost each run time the order does not give back on Kronecker graphs
         loc = np.array(_abs_sum(w[::max(1, w.size >> 16)]) if w.size else (0.0, 0), np.float64)
     except _FAILURES as e:
         err, loc = e, np.zeros(2)
