@@ -322,14 +322,17 @@ def run_job(n, args, timeout):
 def summarize(rows):
     """speedup_vs_1pe of every row of several PEs (best 1-PE time_s of the case over the row's:
     the queue kernel with its own phases, or the rounds, whichever is faster on one GPU; 1-PE
-    rows with host-driven phases are not the 1-PE reference)."""
+    rows with host-driven phases are not the 1-PE reference). A row whose distances differ from
+    the CPU backend's (``same_as_cpu`` false) is neither a reference nor given a speedup: a fast
+    wrong answer must not set or pass the bar."""
     best1 = {}
+    ok = lambda r: "time_s" in r and r.get("same_as_cpu") is not False  # noqa: E731
     for r in rows:
-        if r.get("pes") == 1 and "time_s" in r and (r.get("remote") is None or r["remote"] in ROUNDS):
+        if r.get("pes") == 1 and ok(r) and (r.get("remote") is None or r["remote"] in ROUNDS):
             best1[r["case"]] = min(best1.get(r["case"], np.inf), r["time_s"])
             best1[r["case"] + "/run"] = min(best1.get(r["case"] + "/run", np.inf), r["run_s"])
     for r in rows:
-        if r.get("pes", 1) > 1 and "time_s" in r and r["case"] in best1:
+        if r.get("pes", 1) > 1 and ok(r) and r["case"] in best1:
             r["speedup_vs_1pe"] = best1[r["case"]] / r["time_s"]
             r["run_speedup_vs_1pe"] = best1[r["case"] + "/run"] / r["run_s"]
 

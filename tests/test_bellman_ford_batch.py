@@ -145,6 +145,16 @@ def test_pes_benchmark_worker_rows(tmp_path, monkeypatch, capsys):
     b.summarize(rows + [one, rounds1])
     assert rows[0]["speedup_vs_1pe"] == pytest.approx(rounds1["time_s"] / rows[0]["time_s"])
     assert rows[0]["run_speedup_vs_1pe"] == pytest.approx(rounds1["run_s"] / rows[0]["run_s"])
+    # a 1-PE row with wrong distances is no reference, and a wrong row of several PEs no speedup
+    wrong1 = dict(rounds1, time_s=1e-6, run_s=1e-6, same_as_cpu=False)
+    for r in rows:
+        r.pop("speedup_vs_1pe", None)
+    b.summarize(rows + [one, rounds1, wrong1])
+    assert rows[0]["speedup_vs_1pe"] == pytest.approx(rounds1["time_s"] / rows[0]["time_s"])
+    bad = {k: v for k, v in rows[0].items() if not k.endswith("speedup_vs_1pe")}
+    bad["same_as_cpu"] = False
+    b.summarize([bad, one])
+    assert "speedup_vs_1pe" not in bad and "run_speedup_vs_1pe" not in bad
 
 
 def test_pes_benchmark_prep_renames_by_degree(tmp_path, monkeypatch):
