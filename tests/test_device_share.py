@@ -21,6 +21,7 @@ def _cupy(free, total, pool_free, pool_used=None, pci=None):
     pool = types.SimpleNamespace(free_bytes=lambda: pool_free)
     if pool_used is not None:
         pool.used_bytes = lambda: pool_used
+        pool.total_bytes = lambda: pool_used + pool_free
     cur = {"dev": 0}
 
     class Device:
@@ -34,7 +35,8 @@ def _cupy(free, total, pool_free, pool_used=None, pci=None):
 
     return types.SimpleNamespace(
         cuda=types.SimpleNamespace(runtime=types.SimpleNamespace(memGetInfo=lambda: (free, total),
-                                                                 getDevice=lambda: cur["dev"]),
+                                                                 getDevice=lambda: cur["dev"],
+                                                                 deviceSynchronize=lambda: None),
                                    Device=Device),
         get_default_memory_pool=lambda: pool)
 
@@ -70,6 +72,22 @@ def test_free_bytes_defaults_to_the_published_share_and_cupy(monkeypatch):
     assert memory.device_share() == 4 and free_bytes() == 14 * GiB
     memory.set_device_share(0)   # at least one rank: this one
     assert memory.device_share() == 1
+
+
+def test_free_bytes_shared_gpu_leaves_out_the_rank_use_outside_its_pool(monkeypatch):
+    """Ranks sharing a GPU: the fair part also leaves out this rank's measured use outside its
+    pool (context, NVSHMEM heap) and its live symmetric arrays; alone on its GPU, neither."""
+    monkeypatch.setattr(memory, "_overhead", {"context": GiB // 2, "nvshmem": GiB // 2})
+    monkeypatch.setattr(memory, "_symmetric", 0)
+    memory.add_symmetric(2 * GiB)
+    memory.add_symmetric(-GiB)
+    assert memory.device_overhead() == 2 * GiB
+    cp = _cupy(free=70 * GiB, total=80 * GiB, pool_free=2 * GiB, pool_used=6 * GiB)
+    assert free_bytes(cp=cp, share=4) == 20 * GiB - 6 * GiB - 2 * GiB
+    assert free_bytes(cp=cp, share=1) == 72 * GiB
+    memory.forget_overhead("nvshmem")   # NVSHMEM finalized: its heap and arrays gone
+    assert memory.device_overhead() == GiB // 2
+    assert free_bytes(cp=cp, share=4) == 20 * GiB - 6 * GiB - GiB // 2
 
 
 def test_plan_check_names_the_ranks_sharing_the_gpu(monkeypatch):
@@ -112,6 +130,8 @@ def gpu_context(monkeypatch):
     monkeypatch.setattr(context, "_ctx", None)
     monkeypatch.setattr(context, "_shares", {})
     monkeypatch.setattr(memory, "_device_share", 7)
+    monkeypatch.setattr(memory, "_overhead", {})
+    monkeypatch.setattr(memory, "_symmetric", 0)
     return context
 
 
@@ -182,6 +202,37 @@ def test_get_context_counts_the_ranks_bound_to_each_gpu(gpu_context, comm):
     assert sorted(set(devices)) == sorted({r % 2 for r in range(comm.Get_size())})
     assert ctx.device_share == devices.count(ctx.device) == memory.device_share()
     assert ctx.device_share == (comm.Get_size() + 1 - ctx.device) // 2
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("by", ["one GPU", "parity"])
+def test_measure_overhead_splits_the_memory_outside_the_pools(comm, monkeypatch, by):
+    """measure_overhead: the device's used memory less the pools and symmetric arrays of the
+    ranks sharing the GPU (one key, or two by parity of the rank), split evenly over them,
+    less what was measured under another name; a rank whose CuPy cannot say makes every rank
+    of its GPU measure 0, and every rank still returns (no hang)."""
+    p, r = comm.Get_size(), comm.Get_rank()
+    key = "one GPU" if by == "one GPU" else f"key {r % 2}"
+    k = p if by == "one GPU" else sum(1 for q in range(p) if q % 2 == r % 2)
+    monkeypatch.setattr(memory, "_overhead", {})
+    monkeypatch.setattr(memory, "_symmetric", GiB)
+    # used 20 GiB: each rank's pool 2 GiB (1 used, 1 cached) and 1 GiB of symmetric arrays
+    cp = _cupy(free=60 * GiB, total=80 * GiB, pool_free=GiB, pool_used=GiB)
+    got = memory.measure_overhead(comm, key, "context", cp=cp)
+    assert got == (20 * GiB - 3 * GiB * k) // k == memory._overhead["context"]
+    cp2 = _cupy(free=50 * GiB, total=80 * GiB, pool_free=GiB, pool_used=GiB)  # NVSHMEM took 10 GiB more
+    got2 = memory.measure_overhead(comm, key, "nvshmem", cp=cp2)
+    assert got2 == (30 * GiB - 3 * GiB * k) // k - got
+    assert memory.device_overhead() == (30 * GiB - 3 * GiB * k) // k + GiB
+    # the rank of the highest number cannot say: its GPU's ranks measure 0, the others do not
+    blind = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=types.SimpleNamespace()),
+                                  get_default_memory_pool=lambda: None)
+    last = p - 1
+    cp3 = _cupy(free=40 * GiB, total=80 * GiB, pool_free=GiB, pool_used=GiB)  # 10 GiB more again
+    got3 = memory.measure_overhead(comm, key, "other", cp=blind if r == last else cp3)
+    same_gpu_as_last = by == "one GPU" or r % 2 == last % 2
+    assert got3 == (0 if same_gpu_as_last else (40 * GiB - 3 * GiB * k) // k - got - got2)
+    assert got3 == 0 or got3 >= 10 * GiB // k - 1
 
 
 @pytest.mark.gpu

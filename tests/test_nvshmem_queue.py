@@ -128,3 +128,47 @@ def test_history_single_segment(pg, comm, kind):
     if small is not None and kind == "bq" and len({e[6] for e in small}) == 1:
         ok &= check_linearizable([e[:5] for e in small], capacity=8)
     assert _all(comm, ok), errs[:5]
+
+
+def _heap_bytes(env=None):
+    """NVSHMEM_SYMMETRIC_SIZE in bytes (its K/M/G/T suffixes; NVSHMEM's default 1 GiB)."""
+    import os
+    import re
+
+    v = (os.environ if env is None else env).get("NVSHMEM_SYMMETRIC_SIZE", "1G").strip().upper()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]?)B?", v)
+    if not m:
+        return 1 << 30
+    return int(float(m.group(1)) * 1024 ** " KMGT".index(m.group(2) or " "))
+
+
+def test_pes_sharing_a_gpu_plan_within_it(pg, comm):
+    """PEs bound to one GPU (the test machine: all of them) each plan with their part of it
+    (memory.free_bytes), and those parts leave room for what the PEs use outside their CuPy
+    pools: every PE's planned bytes (HEADROOM of its part, with a symmetric array of half the
+    heap live) together with the device's memory in use, less the pools' cached blocks, fit in
+    the device. Before session 25 the parts left out the contexts, NVSHMEM's heap and the
+    arrays: on 4 PEs one PE's planned allocation failed (benchmarks/results/session25/)."""
+    import cupy as cp
+
+    from distgraph.backends.gpu import memory
+    from distgraph.runtime.context import device_key
+
+    dev = cp.cuda.Device().id
+    a = pg.array(_heap_bytes() // 16, "int64")  # half the heap, a PE
+    try:
+        # the use outside the pools now (other processes on the GPU too), then each PE's part
+        memory.measure_overhead(comm, device_key(cp, dev), "test")
+        planned = int(memory.HEADROOM * memory.free_bytes())
+        free, total = cp.cuda.runtime.memGetInfo()
+        pool = cp.get_default_memory_pool()
+        rows = comm.allgather((str(cp.cuda.Device(dev).pci_bus_id), planned, int(pool.free_bytes()),
+                               int(total - free), int(total)))
+    finally:
+        memory.forget_overhead("test")
+        pg.free(a)
+    mine = [x for x in rows if x[0] == rows[comm.Get_rank()][0]]
+    need = sum(x[1] for x in mine) + max(x[3] for x in mine) - sum(x[2] for x in mine)
+    assert need <= mine[0][4], (
+        f"{len(mine)} PEs on one GPU plan {sum(x[1] for x in mine) / 2**30:.2f} GiB beside "
+        f"{max(x[3] for x in mine) / 2**30:.2f} GiB in use: more than its {mine[0][4] / 2**30:.2f} GiB")

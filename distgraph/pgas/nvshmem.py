@@ -63,6 +63,11 @@ class NVSHMEM(PGAS):
         if nvshmem.my_pe() != self.my_pe or nvshmem.n_pes() != self.n_pes:
             raise BackendUnavailableError(
                 f"NVSHMEM PE {nvshmem.my_pe()}/{nvshmem.n_pes()} does not match MPI rank {self.my_pe}/{self.n_pes}")
+        from ..backends.gpu import memory
+        from ..runtime.context import device_key
+
+        # the heap's part of the GPU, which the plans of PEs sharing it leave out (collective)
+        memory.measure_overhead(comm, device_key(cupy, ctx.device), "nvshmem", cp=cupy)
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self._pending = []
         self._amo_fn = None
@@ -84,6 +89,9 @@ class NVSHMEM(PGAS):
         local[...] = 0
         self._cp.cuda.Device().synchronize()
         self.barrier()
+        from ..backends.gpu.memory import add_symmetric
+
+        add_symmetric(local.nbytes)
         arr = SymmetricArray(local, None, self)
         self._live.add(arr)
         return arr
@@ -93,6 +101,9 @@ class NVSHMEM(PGAS):
             raise InvalidArgumentError("arr must be a live symmetric array of this PGAS; got a freed or foreign one")
         self.barrier()
         self._live.discard(arr)
+        from ..backends.gpu.memory import add_symmetric
+
+        add_symmetric(-arr.local.nbytes)
         self._nv.free_array(arr.local)
         arr.local = None
 
@@ -245,6 +256,9 @@ class NVSHMEM(PGAS):
         unload_modules()
         self._nv.finalize()
         self._finalized = True
+        from ..backends.gpu.memory import forget_overhead
+
+        forget_overhead("nvshmem")  # the heap and its arrays are gone
         from . import _cache
 
         for k in [k for k, v in _cache.items() if v is self]:

@@ -15,7 +15,9 @@ the same GPU (same PCI bus id; ``Context.device_share``, at least that of the ``
 context on a sub-communicator) and hands the count to
 :func:`distgraph.backends.gpu.memory.set_device_share`: ranks sharing one GPU (several NVSHMEM
 PEs, ``split="sources"`` ranks) then each plan with at most their part of its memory
-(:func:`~distgraph.backends.gpu.memory.free_bytes`) instead of each planning with all of it.
+(:func:`~distgraph.backends.gpu.memory.free_bytes`) instead of each planning with all of it;
+on a communicator of several ranks it also measures what their CUDA contexts take
+(:func:`~distgraph.backends.gpu.memory.measure_overhead`), which those parts leave out.
 
 The backend is ``"gpu"`` when CuPy imports and sees a GPU, otherwise ``"cpu"``;
 ``DISTGRAPH_BACKEND`` or an explicit ``backend=`` overrides it. Asking for ``"gpu"``
@@ -176,9 +178,11 @@ def get_context(comm=None, backend: str | None = None) -> Context:
             share = max(share, _shares.get(device, 1),
                         _ctx.device_share if _ctx is not None and _ctx.device == device else 1)
         _shares[device] = share
-        from ..backends.gpu.memory import set_device_share
+        from ..backends.gpu.memory import measure_overhead, set_device_share
 
         set_device_share(share)
+        if size > 1:  # collective: the contexts' memory, for the plans of ranks sharing a GPU
+            measure_overhead(comm, device_key(cupy, device), "context")
     ctx = Context(comm, rank, size, lr, ls, be, device, share)
     if comm is MPI.COMM_WORLD:
         _ctx = ctx

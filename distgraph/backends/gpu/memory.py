@@ -7,9 +7,14 @@ the largest items and what to try instead.
 
 Ranks of one host bound to one GPU (several NVSHMEM PEs, ``split="sources"`` ranks) each plan
 alone, so each plans with a fair part of the device: :func:`free_bytes` is the memory this
-rank may plan to use, at most ``1/k`` of the device less what its own CuPy pool already uses
-when ``k`` ranks share the GPU (:func:`device_share`, set by
-:func:`~distgraph.runtime.context.get_context`), and never more than is free.
+rank may plan to use, at most ``1/k`` of the device less what it already uses when ``k`` ranks
+share the GPU (:func:`device_share`, set by :func:`~distgraph.runtime.context.get_context`),
+and never more than is free. What it uses is its CuPy pool's blocks in use, its part of the
+device's memory outside the ranks' pools (:func:`measure_overhead`: CUDA contexts, NVSHMEM's
+heap at its init, other processes), and its live symmetric arrays (:func:`add_symmetric`).
+Measured on the H200 (session 25, ``benchmarks/results/session25/``): a context is 0.52 GiB a
+rank, NVSHMEM's init 0.57 GiB a rank on 4 PEs, and without these terms one of 4 NVSHMEM PEs
+failed to allocate its planned part.
 """
 
 from __future__ import annotations
@@ -20,12 +25,16 @@ from ...errors import DeviceMemoryError
 from ...runtime.hostmem import format_bytes  # noqa: F401 - re-exported
 
 __all__ = ["MemoryPlan", "bfs_plan", "parents_plan", "format_bytes", "free_bytes", "device_share",
-           "set_device_share"]
+           "set_device_share", "device_overhead", "measure_overhead", "add_symmetric", "forget_overhead"]
 
 #: Fraction of the free memory a plan may use (CuPy's pool and the context need some).
 HEADROOM = 0.95
 
 _device_share = 1  # ranks of this host bound to this process's GPU (set_device_share)
+#: this rank's part of its GPU's memory outside the pools of the ranks bound to it, by what was
+#: measured ("context": get_context, "nvshmem": NVSHMEM's init; measure_overhead)
+_overhead: dict = {}
+_symmetric = 0  # bytes of this rank's live NVSHMEM symmetric arrays (add_symmetric)
 
 
 def set_device_share(share: int) -> None:
@@ -42,16 +51,90 @@ def device_share() -> int:
     return _device_share
 
 
+def device_overhead() -> int:
+    """Bytes of its GPU this rank uses outside its CuPy pool, as far as known: its part of the
+    memory outside the pools when last measured (:func:`measure_overhead`) and its symmetric
+    arrays allocated since (:func:`add_symmetric`)."""
+    return int(sum(_overhead.values())) + _symmetric
+
+
+def add_symmetric(nbytes: int) -> None:
+    """Count ``nbytes`` of NVSHMEM symmetric memory allocated (negative: freed) by this rank."""
+    global _symmetric
+    _symmetric = max(_symmetric + int(nbytes), 0)
+
+
+def forget_overhead(what: str) -> None:
+    """Drop the measured overhead ``what`` (``"nvshmem"`` at NVSHMEM's finalize, with the
+    symmetric arrays, which the finalize frees)."""
+    global _symmetric
+    _overhead.pop(what, None)
+    if what == "nvshmem":
+        _symmetric = 0
+
+
+def measure_overhead(comm, key: str, what: str, *, cp=None) -> int:
+    """Measure this rank's part of its GPU's memory that no rank's CuPy pool holds and no
+    symmetric array counted so far: the device's used memory less the pools' blocks and those
+    arrays of the ranks of ``comm`` on this host with the device key ``key``, split evenly over
+    those ranks (CUDA contexts, NVSHMEM's heap, another process's use, counted once for all),
+    less what was measured before under another name. Kept under ``what`` for
+    :func:`free_bytes`; returns it.
+
+    Collective over ``comm`` (every rank calls it, whatever its GPU): the ranks sharing a GPU
+    synchronise their devices and read its memory at one barrier. A rank whose CuPy cannot say
+    (a stand-in) measures 0; the collectives run all the same."""
+    from mpi4py import MPI
+
+    if cp is None:
+        import cupy as cp
+
+    def local():
+        try:
+            cp.cuda.runtime.deviceSynchronize()
+            pool = cp.get_default_memory_pool()
+            return int(pool.total_bytes()) + _symmetric
+        except Exception:  # noqa: BLE001 - measured as nothing, the collectives still run
+            return None
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
+    try:
+        keys = node.allgather(key)
+        grp = node.Split(keys.index(key), node.Get_rank())
+    finally:
+        node.Free()
+    try:
+        held = local()
+        grp.Barrier()
+        try:
+            free, total = cp.cuda.runtime.memGetInfo()
+            used = int(total) - int(free)
+        except Exception:  # noqa: BLE001
+            used = None
+        ok = held is not None and used is not None
+        parts = grp.allgather((ok, held or 0, used or 0))
+    finally:
+        grp.Free()
+    if not all(p[0] for p in parts):
+        return 0
+    outside = max(max(p[2] for p in parts) - sum(p[1] for p in parts), 0)
+    before = sum(v for k, v in _overhead.items() if k != what)
+    _overhead[what] = max(outside // len(parts) - before, 0)
+    return _overhead[what]
+
+
 def free_bytes(held: int = 0, *, cp=None, share: int | None = None) -> int:
     """Device bytes this rank may plan to use: ``min(free + pool_free, total // share -
-    pool_used) + held``, at least 0.
+    pool_used - overhead) + held``, at least 0.
 
     ``free`` and ``total`` are the device's (``cudaMemGetInfo``), ``pool_free`` and
     ``pool_used`` the bytes CuPy's default pool caches and hands out on this device, ``share``
-    the ranks of this host bound to the GPU (default :func:`device_share`). One rank on its GPU:
-    the free memory with the pool's cached blocks counted as free (the second term is never the
-    smaller then, and is not computed). ``k`` ranks on one GPU: each at most a fair ``1/k`` of
-    the device less what its own pool already uses, and never more than is actually free.
+    the ranks of this host bound to the GPU (default :func:`device_share`), ``overhead`` this
+    rank's use outside its pool (:func:`device_overhead`: its context, NVSHMEM's heap, its
+    symmetric arrays). One rank on its GPU: the free memory with the pool's cached blocks
+    counted as free (the second term is never the smaller then, and is not computed). ``k``
+    ranks on one GPU: each at most a fair ``1/k`` of the device less what it already uses,
+    and never more than is actually free.
     ``held``: bytes of the planned arrays the caller holds already (counted in ``pool_used``,
     and free to reuse for the plan). ``cp``: CuPy or a stand-in (default: ``import cupy``).
     """
@@ -62,7 +145,7 @@ def free_bytes(held: int = 0, *, cp=None, share: int | None = None) -> int:
     pool = cp.get_default_memory_pool()
     free = int(free_dev) + int(pool.free_bytes())
     if share > 1:
-        free = min(free, int(total) // share - int(pool.used_bytes()))
+        free = min(free, int(total) // share - int(pool.used_bytes()) - device_overhead())
     return max(free + int(held), 0)
 
 
