@@ -15,6 +15,14 @@ from distgraph.errors import DeviceMemoryError
 GiB = 1 << 30
 
 
+@pytest.fixture(autouse=True)
+def _no_measured_overhead(monkeypatch):
+    """The stand-ins' numbers alone: no overhead measured earlier in this process (a real
+    GPU's context or NVSHMEM heap, another test file's PGAS) leaks into them."""
+    monkeypatch.setattr(memory, "_overhead", {})
+    monkeypatch.setattr(memory, "_symmetric", 0)
+
+
 def _cupy(free, total, pool_free, pool_used=None, pci=None):
     """A CuPy stand-in: the device's (free, total), the default pool's cached and used bytes
     (``pool_used=None``: a pool without ``used_bytes``), GPU ``i``'s PCI bus id ``pci(i)``."""
