@@ -911,25 +911,6 @@ def test_row_sink_backlog_waits_for_the_oldest_buffer(fake_cuda):
     assert [r[0] for r in rows] == list(range(6)) and len(fake_cuda) == 2
 
 
-def test_row_sink_backlog_counts_the_whole_array_of_a_queued_piece(fake_cuda):
-    """The backlog counts a put's whole device array while any piece of it is queued (its
-    pieces are views that keep all of it alive), not the queued pieces alone: a batch of 7 rows
-    in pieces of one row, with 2 buffers and room for 3000 bytes, waits until its last piece
-    has a buffer (counting pieces, 5 of its 7 queued are 4000 bytes, and 3, 2400, would pass)."""
-    from distgraph.backends.gpu import bellman_ford as gbf
-
-    sink = gbf._RowSink(threads=1, slots=2, piece_bytes=800, backlog_bytes=3000)
-    dev = np.arange(7 * 100, dtype=np.int64).reshape(7, 100).view(_Dev)
-    rows = np.zeros((7, 100), np.int64)
-    sink.put_rows(dev, list(rows))
-    assert not sink._queued and sink._queued_bytes == 0 and len(sink._pending) == 2 and sink.wait_s > 0
-    small = np.zeros((1, 100), np.int64)
-    sink.put_rows(np.full((1, 100), 9, np.int64).view(_Dev), list(small))  # queued: its 800 bytes
-    assert len(sink._queued) == 1 and sink._queued_bytes == 800
-    sink.close()
-    assert np.array_equal(rows, np.asarray(dev)) and small.tolist() == [[9] * 100] and sink._queued_bytes == 0
-
-
 def test_row_sink_copy_orders_the_streams(monkeypatch):
     """_RowSink: a put records an event on the current stream (the rows' making); the copy,
     perhaps started later, waits for that event on the sink's stream, copies and records its

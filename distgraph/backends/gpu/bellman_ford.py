@@ -524,10 +524,8 @@ class _RowSink:
     at the put); once a copy is done, up to ``threads`` threads copy the rows from the buffer
     into the caller's rows (a part of 4 MB or more each; NumPy drops the GIL), which also faults
     their pages in. :meth:`poll` (called at each put, and by the batched rounds between their
-    launches) moves the pieces along without waiting; a put waits only while the device arrays
-    with a piece still queued take more than ``backlog_bytes`` (a put's whole array counts until
-    its last piece has a buffer: the pieces are views that keep it alive; the pieces in flight
-    add at most ``slots`` pieces).
+    launches) moves the pieces along without waiting; a put waits only while more than
+    ``backlog_bytes`` of device pieces are queued.
 
     The buffers are small (4 of 64 MB) because pinning host memory is slow: on one H200 the
     first call on road-FLA spent 0.375 s allocating 4 buffers of 256 MB, 45% of its time
@@ -547,10 +545,8 @@ class _RowSink:
         self._bufs, self._jobs, self._pool = [None] * k, [[] for _ in range(k)], None
         self._used = [0] * k  # when each buffer was last given a piece (the oldest is waited for)
         self._clock = 0
-        # (ready event, device piece, rows, [its array's bytes, its pieces queued]): no buffer
-        # yet, oldest first
-        self._queued = deque()
-        self._queued_bytes = 0  # bytes of the device arrays with a piece queued
+        self._queued = deque()  # (ready event, device piece, rows): no buffer yet, oldest first
+        self._queued_bytes = 0
         self._pending = []  # (slot, done, device piece kept alive, pinned view, rows), oldest first
         self._stream = None
         self.failed = None  # the first copy into a row that failed: raised by every put, poll and flush
@@ -626,7 +622,7 @@ class _RowSink:
         buffer when none is free)."""
         self._hand()
         while self._queued:
-            ready, part, rows, whole = self._queued[0]
+            ready, part, rows = self._queued[0]
             nb = int(part.nbytes)
             order = sorted(range(len(self._bufs)), key=lambda s: (  # big enough, then unallocated, then oldest
                 self._bufs[s] is None or self._bufs[s].nbytes < nb, self._bufs[s] is not None, self._used[s]))
@@ -641,9 +637,7 @@ class _RowSink:
                 finally:
                     self.wait_s += time.perf_counter() - t0
             self._queued.popleft()
-            whole[1] -= 1
-            if whole[1] == 0:  # its array's last piece has a buffer
-                self._queued_bytes -= whole[0]
+            self._queued_bytes -= nb
             buf = self._bufs[j]
             if buf is None or buf.nbytes < nb:
                 import cupyx
@@ -673,18 +667,15 @@ class _RowSink:
         assert len(rows) == k, (len(rows), k)
         per = max(1, self.piece // max(n * dev.dtype.itemsize, 1))
         ready = self._ready()
-        whole = [int(dev.nbytes), 0]  # the array's bytes, kept alive while a piece of it is queued
         for a in range(0, k, per):
             part = dev[a:a + per]
             mine = [r.reshape(-1) for r in rows[a:a + per]]
             for r in mine:
                 assert r.shape == (n,) and r.dtype == part.dtype, (r.shape, r.dtype, part.shape, part.dtype)
-            self._queued.append((ready, part, mine, whole))
-            whole[1] += 1
-        if whole[1]:
-            self._queued_bytes += whole[0]
+            self._queued.append((ready, part, mine))
+            self._queued_bytes += int(part.nbytes)
         self._pump()
-        if self._queued_bytes > self.backlog:  # too many device arrays held: wait for buffers
+        if self._queued_bytes > self.backlog:  # too many device pieces held: wait for buffers
             t0 = time.perf_counter()
             while self._queued_bytes > self.backlog:  # the oldest buffer waited for, then pumped
                 self._free(min(range(len(self._bufs)), key=self._used.__getitem__), True)
