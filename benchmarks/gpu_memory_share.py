@@ -63,14 +63,16 @@ def main(argv=None):
     fb = memory.free_bytes()
     want = int(memory.HEADROOM * fb)
     comm.Barrier()
+    err = None
     try:
         x = cp.empty(want, cp.uint8)
         x[::1 << 20] = 1  # touch it
+        cp.cuda.runtime.deviceSynchronize()
         ok = True
-    except cp.cuda.memory.OutOfMemoryError:
-        x, ok = None, False
+    except Exception as e:  # noqa: BLE001 - recorded; the other ranks must not wait alone
+        x, ok, err = None, False, f"{type(e).__name__}: {e}"[:300]
     rec["used_planned"] = used()
-    rows = comm.gather({"rank": comm.Get_rank(), "free_bytes": fb, "planned": want, "allocated": ok,
+    rows = comm.gather({"rank": comm.Get_rank(), "free_bytes": fb, "planned": want, "allocated": ok, "error": err,
                         "pool_used": int(cp.get_default_memory_pool().used_bytes())}, root=0)
     del x
     cp.get_default_memory_pool().free_all_blocks()

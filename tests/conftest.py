@@ -26,6 +26,20 @@ def pytest_collection_modifyitems(config, items):
                     it.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _no_measured_gpu_overhead(request, monkeypatch):
+    """Tests that are neither GPU nor NVSHMEM tests (CuPy stand-ins with made-up memory
+    numbers) see no device overhead measured by an earlier real GPU context or NVSHMEM heap in
+    this process (``backends.gpu.memory.measure_overhead``): it would be taken from their
+    numbers (ranks sharing a GPU). GPU tests keep the process's real measurements."""
+    if "gpu" in request.keywords or "nvshmem" in request.keywords:
+        return
+    from distgraph.backends.gpu import memory
+
+    monkeypatch.setattr(memory, "_overhead", {})
+    monkeypatch.setattr(memory, "_symmetric", 0)
+
+
 @pytest.fixture(scope="session")
 def data_dir():
     if not DATA.is_dir():

@@ -15,14 +15,6 @@ from distgraph.errors import DeviceMemoryError
 GiB = 1 << 30
 
 
-@pytest.fixture(autouse=True)
-def _no_measured_overhead(monkeypatch):
-    """The stand-ins' numbers alone: no overhead measured earlier in this process (a real
-    GPU's context or NVSHMEM heap, another test file's PGAS) leaks into them."""
-    monkeypatch.setattr(memory, "_overhead", {})
-    monkeypatch.setattr(memory, "_symmetric", 0)
-
-
 def _cupy(free, total, pool_free, pool_used=None, pci=None):
     """A CuPy stand-in: the device's (free, total), the default pool's cached and used bytes
     (``pool_used=None``: a pool without ``used_bytes``), GPU ``i``'s PCI bus id ``pci(i)``."""
@@ -218,29 +210,40 @@ def test_measure_overhead_splits_the_memory_outside_the_pools(comm, monkeypatch,
     """measure_overhead: the device's used memory less the pools and symmetric arrays of the
     ranks sharing the GPU (one key, or two by parity of the rank), split evenly over them,
     less what was measured under another name; a rank whose CuPy cannot say makes every rank
-    of its GPU measure 0, and every rank still returns (no hang)."""
+    of its GPU measure (and keep) 0; a communicator with fewer of the GPU's ranks than its share
+    keeps the last measure; every rank still returns (no hang). The results are gathered and
+    checked on every rank after the last collective."""
     p, r = comm.Get_size(), comm.Get_rank()
     key = "one GPU" if by == "one GPU" else f"key {r % 2}"
     k = p if by == "one GPU" else sum(1 for q in range(p) if q % 2 == r % 2)
     monkeypatch.setattr(memory, "_overhead", {})
     monkeypatch.setattr(memory, "_symmetric", GiB)
+    got = {}
     # used 20 GiB: each rank's pool 2 GiB (1 used, 1 cached) and 1 GiB of symmetric arrays
     cp = _cupy(free=60 * GiB, total=80 * GiB, pool_free=GiB, pool_used=GiB)
-    got = memory.measure_overhead(comm, key, "context", cp=cp)
-    assert got == (20 * GiB - 3 * GiB * k) // k == memory._overhead["context"]
+    got["context"] = memory.measure_overhead(comm, key, "context", share=k, cp=cp)
+    got["kept"] = dict(memory._overhead)
     cp2 = _cupy(free=50 * GiB, total=80 * GiB, pool_free=GiB, pool_used=GiB)  # NVSHMEM took 10 GiB more
-    got2 = memory.measure_overhead(comm, key, "nvshmem", cp=cp2)
-    assert got2 == (30 * GiB - 3 * GiB * k) // k - got
-    assert memory.device_overhead() == (30 * GiB - 3 * GiB * k) // k + GiB
+    got["nvshmem"] = memory.measure_overhead(comm, key, "nvshmem", cp=cp2)
+    got["overhead"] = memory.device_overhead()
+    # a share of one more rank than the communicator holds: not measured, the last kept
+    got["short"] = memory.measure_overhead(comm, key, "nvshmem", share=k + 1, cp=cp)
     # the rank of the highest number cannot say: its GPU's ranks measure 0, the others do not
     blind = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=types.SimpleNamespace()),
                                   get_default_memory_pool=lambda: None)
     last = p - 1
+    memory._overhead["other"] = 5 * GiB  # an earlier measure: replaced (by 0 where blind)
     cp3 = _cupy(free=40 * GiB, total=80 * GiB, pool_free=GiB, pool_used=GiB)  # 10 GiB more again
-    got3 = memory.measure_overhead(comm, key, "other", cp=blind if r == last else cp3)
+    got["other"] = memory.measure_overhead(comm, key, "other", cp=blind if r == last else cp3)
+    got["other_kept"] = memory._overhead["other"]
+    ok = comm.allgather(True)  # every rank got here
+    c = (20 * GiB - 3 * GiB * k) // k
+    n = (30 * GiB - 3 * GiB * k) // k - c
+    assert all(ok) and got["context"] == c and got["kept"] == {"context": c}
+    assert got["nvshmem"] == n and got["overhead"] == c + n + GiB and got["short"] == n
     same_gpu_as_last = by == "one GPU" or r % 2 == last % 2
-    assert got3 == (0 if same_gpu_as_last else (40 * GiB - 3 * GiB * k) // k - got - got2)
-    assert got3 == 0 or got3 >= 10 * GiB // k - 1
+    want = 0 if same_gpu_as_last else (40 * GiB - 3 * GiB * k) // k - c - n
+    assert got["other"] == got["other_kept"] == want and (want == 0 or want >= 10 * GiB // k - 1)
 
 
 @pytest.mark.gpu

@@ -67,7 +67,7 @@ class NVSHMEM(PGAS):
         from ..runtime.context import device_key
 
         # the heap's part of the GPU, which the plans of PEs sharing it leave out (collective)
-        memory.measure_overhead(comm, device_key(cupy, ctx.device), "nvshmem", cp=cupy)
+        memory.measure_overhead(comm, device_key(cupy, ctx.device), "nvshmem", share=memory.device_share(), cp=cupy)
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self._pending = []
         self._amo_fn = None

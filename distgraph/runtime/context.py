@@ -16,7 +16,7 @@ context on a sub-communicator) and hands the count to
 :func:`distgraph.backends.gpu.memory.set_device_share`: ranks sharing one GPU (several NVSHMEM
 PEs, ``split="sources"`` ranks) then each plan with at most their part of its memory
 (:func:`~distgraph.backends.gpu.memory.free_bytes`) instead of each planning with all of it;
-on a communicator of several ranks it also measures what their CUDA contexts take
+on ``COMM_WORLD`` of several ranks it also measures what their CUDA contexts take
 (:func:`~distgraph.backends.gpu.memory.measure_overhead`), which those parts leave out.
 
 The backend is ``"gpu"`` when CuPy imports and sees a GPU, otherwise ``"cpu"``;
@@ -181,8 +181,9 @@ def get_context(comm=None, backend: str | None = None) -> Context:
         from ..backends.gpu.memory import measure_overhead, set_device_share
 
         set_device_share(share)
-        if size > 1:  # collective: the contexts' memory, for the plans of ranks sharing a GPU
-            measure_overhead(comm, device_key(cupy, device), "context")
+        if size > 1 and comm is MPI.COMM_WORLD:  # collective, once (the context is cached): the
+            # contexts' memory, left out of the plans of ranks sharing a GPU
+            measure_overhead(comm, device_key(cupy, device), "context", share=share)
     ctx = Context(comm, rank, size, lr, ls, be, device, share)
     if comm is MPI.COMM_WORLD:
         _ctx = ctx

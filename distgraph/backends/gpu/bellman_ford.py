@@ -525,7 +525,10 @@ class _RowSink:
     into the caller's rows (a part of 4 MB or more each; NumPy drops the GIL), which also faults
     their pages in. :meth:`poll` (called at each put, and by the batched rounds between their
     launches) moves the pieces along without waiting; a put waits only while more than
-    ``backlog_bytes`` of device pieces are queued.
+    ``backlog_bytes`` of device pieces are queued. The pieces are views: a put's whole array
+    stays on the device until its last piece is copied, so the sink can keep up to the backlog
+    plus the arrays of the puts being drained (a batch's rows). They are blocks of CuPy's pool in
+    use, which the next batch's plan does not count as free (``_batch_fits``).
 
     The buffers are small (4 of 64 MB) because pinning host memory is slow: on one H200 the
     first call on road-FLA spent 0.375 s allocating 4 buffers of 256 MB, 45% of its time

@@ -59,7 +59,10 @@ def device_overhead() -> int:
 
 
 def add_symmetric(nbytes: int) -> None:
-    """Count ``nbytes`` of NVSHMEM symmetric memory allocated (negative: freed) by this rank."""
+    """Count ``nbytes`` of NVSHMEM symmetric memory allocated (negative: freed) by this rank.
+    NVSHMEM maps its heap's memory as arrays need it (on the H200 a 1 GiB array added 1 GiB of
+    used memory a PE: ``benchmarks/results/session25/``); with a heap mapped whole at its init
+    (no CUDA VMM) the arrays are counted twice, which errs towards smaller plans."""
     global _symmetric
     _symmetric = max(_symmetric + int(nbytes), 0)
 
@@ -73,7 +76,7 @@ def forget_overhead(what: str) -> None:
         _symmetric = 0
 
 
-def measure_overhead(comm, key: str, what: str, *, cp=None) -> int:
+def measure_overhead(comm, key: str, what: str, *, share: int | None = None, cp=None) -> int:
     """Measure this rank's part of its GPU's memory that no rank's CuPy pool holds and no
     symmetric array counted so far: the device's used memory less the pools' blocks and those
     arrays of the ranks of ``comm`` on this host with the device key ``key``, split evenly over
@@ -81,9 +84,13 @@ def measure_overhead(comm, key: str, what: str, *, cp=None) -> int:
     less what was measured before under another name. Kept under ``what`` for
     :func:`free_bytes`; returns it.
 
+    ``share``: the ranks of the host bound to this GPU (:func:`device_share`). Where fewer of
+    them are in ``comm`` (a sub-communicator), the absent ranks' pools would be counted as
+    outside and split over too few ranks: the measure is not taken, and the last one is kept.
+
     Collective over ``comm`` (every rank calls it, whatever its GPU): the ranks sharing a GPU
-    synchronise their devices and read its memory at one barrier. A rank whose CuPy cannot say
-    (a stand-in) measures 0; the collectives run all the same."""
+    synchronise their devices and read its memory at one barrier. Where a rank's CuPy cannot
+    say (a stand-in), every rank of its GPU measures 0; the collectives run all the same."""
     from mpi4py import MPI
 
     if cp is None:
@@ -115,7 +122,10 @@ def measure_overhead(comm, key: str, what: str, *, cp=None) -> int:
         parts = grp.allgather((ok, held or 0, used or 0))
     finally:
         grp.Free()
+    if share is not None and len(parts) < share:
+        return _overhead.get(what, 0)
     if not all(p[0] for p in parts):
+        _overhead[what] = 0
         return 0
     outside = max(max(p[2] for p in parts) - sum(p[1] for p in parts), 0)
     before = sum(v for k, v in _overhead.items() if k != what)
