@@ -4,6 +4,7 @@ then every rank allocating its planned part, :data:`~distgraph.backends.gpu.memo
 of :func:`~distgraph.backends.gpu.memory.free_bytes`, at the same moment).
 
     mpirun -n 4 python benchmarks/gpu_memory_share.py OUT.json [--nvshmem]
+    python benchmarks/gpu_memory_share.py --outdir DIR    # gpu_check.sh: DIR/gpu_memory_share.json
 
 Rank 0 writes OUT.json: the device's used bytes after the contexts (``used_ctx``), after
 NVSHMEM's init (``used_heap_init``) and after a 1 GiB symmetric array per rank
@@ -25,6 +26,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def main(argv=None):
     import argparse
 
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", nargs="?", help="the JSON file (default: OUTDIR/gpu_memory_share.json)")
+    ap.add_argument("--outdir", help="the folder of benchmarks/gpu_check.sh")
+    ap.add_argument("--nvshmem", action="store_true", help="initialise NVSHMEM (its symmetric heap) first")
+    a = ap.parse_args(argv)
+    if a.out is None:
+        if a.outdir is None:
+            ap.error("give OUT.json or --outdir DIR")
+        Path(a.outdir).mkdir(parents=True, exist_ok=True)
+        a.out = str(Path(a.outdir) / "gpu_memory_share.json")
     import cupy as cp
     from mpi4py import MPI
 
@@ -32,10 +43,6 @@ def main(argv=None):
     from distgraph.backends.gpu import memory
     from distgraph.runtime.context import get_context
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("out")
-    ap.add_argument("--nvshmem", action="store_true", help="initialise NVSHMEM (its symmetric heap) first")
-    a = ap.parse_args(argv)
     comm = MPI.COMM_WORLD
 
     def used():

@@ -130,16 +130,16 @@ def test_history_single_segment(pg, comm, kind):
     assert _all(comm, ok), errs[:5]
 
 
-def _heap_bytes(env=None):
-    """NVSHMEM_SYMMETRIC_SIZE in bytes (its K/M/G/T suffixes; NVSHMEM's default 1 GiB)."""
+def _heap_bytes():
+    """NVSHMEM_SYMMETRIC_SIZE in bytes (NVSHMEM's default 1 GiB), read as the launchers read it."""
     import os
-    import re
+    import sys
+    from pathlib import Path
 
-    v = (os.environ if env is None else env).get("NVSHMEM_SYMMETRIC_SIZE", "1G").strip().upper()
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]?)B?", v)
-    if not m:
-        return 1 << 30
-    return int(float(m.group(1)) * 1024 ** " KMGT".index(m.group(2) or " "))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "launch"))
+    from dglaunch import parse_size
+
+    return parse_size(os.environ.get("NVSHMEM_SYMMETRIC_SIZE", "1G"), "NVSHMEM_SYMMETRIC_SIZE")
 
 
 def test_pes_sharing_a_gpu_plan_within_it(pg, comm):

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from ..errors import BackendUnavailableError, InvalidArgumentError
 from .config import config
 
-__all__ = ["Context", "device_key", "get_context", "gpu_count", "local_rank_from_env", "mpi_vendor",
-           "ranks_sharing_device"]
+__all__ = ["Context", "device_group", "device_key", "get_context", "gpu_count", "local_rank_from_env",
+           "mpi_vendor", "ranks_sharing_device"]
 
 _LOCAL_RANK_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
                     "PMI_LOCAL_RANK", "PALS_LOCAL_RANKID", "MV2_COMM_WORLD_LOCAL_RANK")
@@ -71,19 +71,30 @@ def device_key(cupy, device: int) -> str:
         return f"device {device}"
 
 
-def ranks_sharing_device(comm, key: str) -> int:
-    """How many ranks of ``comm`` on this host (its ``COMM_TYPE_SHARED`` split), this one
-    included, have the device key ``key`` (:func:`device_key`). Collective over ``comm``."""
-    if comm.Get_size() == 1:
-        return 1
+def device_group(comm, key: str):
+    """The ranks of ``comm`` on this host (its ``COMM_TYPE_SHARED`` split), this one included,
+    with the device key ``key`` (:func:`device_key`), as a new communicator (the caller frees
+    it). Collective over ``comm``."""
     from mpi4py import MPI
 
     node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
     try:
         keys = node.allgather(key)
+        return node.Split(keys.index(key), node.Get_rank())
     finally:
         node.Free()
-    return max(keys.count(key), 1)
+
+
+def ranks_sharing_device(comm, key: str) -> int:
+    """How many ranks of ``comm`` on this host, this one included, have the device key ``key``
+    (:func:`device_group`). Collective over ``comm``."""
+    if comm.Get_size() == 1:
+        return 1
+    grp = device_group(comm, key)
+    try:
+        return grp.Get_size()
+    finally:
+        grp.Free()
 
 
 def mpi_vendor() -> str:

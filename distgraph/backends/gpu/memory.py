@@ -91,7 +91,7 @@ def measure_overhead(comm, key: str, what: str, *, share: int | None = None, cp=
     Collective over ``comm`` (every rank calls it, whatever its GPU): the ranks sharing a GPU
     synchronise their devices and read its memory at one barrier. Where a rank's CuPy cannot
     say (a stand-in), every rank of its GPU measures 0; the collectives run all the same."""
-    from mpi4py import MPI
+    from ...runtime.context import device_group
 
     if cp is None:
         import cupy as cp
@@ -104,12 +104,7 @@ def measure_overhead(comm, key: str, what: str, *, share: int | None = None, cp=
         except Exception:  # noqa: BLE001 - measured as nothing, the collectives still run
             return None
 
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED, key=comm.Get_rank())
-    try:
-        keys = node.allgather(key)
-        grp = node.Split(keys.index(key), node.Get_rank())
-    finally:
-        node.Free()
+    grp = device_group(comm, key)
     try:
         held = local()
         grp.Barrier()
